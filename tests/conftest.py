@@ -1,0 +1,124 @@
+"""Shared fixtures: the official XSDs (read from ../shared/schemas) and live local servers."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from lxml import etree
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMAS = Path(os.environ.get("SITEMAP_SCHEMAS_DIR", REPO.parent / "shared" / "schemas"))
+
+
+class Xsd:
+    """Validates sitemap files against the official schemas; .gz files are decompressed."""
+
+    def __init__(self, schemas: Path) -> None:
+        if not (schemas / "sitemap.xsd").is_file():
+            raise RuntimeError(f"schemas not found at {schemas} (set SITEMAP_SCHEMAS_DIR)")
+        load = lambda name: etree.XMLSchema(etree.parse(str(schemas / name)))  # noqa: E731
+        self.urlset_schema = load("sitemap.xsd")
+        self.index_schema = load("siteindex.xsd")
+        self.extensions_schema = load("sitemap-with-extensions.local.xsd")
+
+    @staticmethod
+    def parse(source: Path | bytes) -> etree._ElementTree:
+        data = source if isinstance(source, bytes) else Path(source).read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        return etree.ElementTree(etree.fromstring(data))
+
+    def _check(self, schema: etree.XMLSchema, source: Path | bytes) -> etree._ElementTree:
+        tree = self.parse(source)
+        if not schema.validate(tree):
+            raise AssertionError(f"{source!s:.200} is invalid: {schema.error_log}")
+        return tree
+
+    def urlset(self, source: Path | bytes) -> etree._ElementTree:
+        """Validate with sitemap.xsd, or the extensions wrapper when foreign tags are used."""
+        tree = self.parse(source)
+        foreign = any(
+            isinstance(el.tag, str) and not el.tag.startswith("{http://www.sitemaps.org/")
+            for el in tree.iter()
+        )
+        return self._check(self.extensions_schema if foreign else self.urlset_schema, source)
+
+    def index(self, source: Path | bytes) -> etree._ElementTree:
+        return self._check(self.index_schema, source)
+
+    def any(self, source: Path | bytes) -> etree._ElementTree:
+        """Validate a urlset or an index, whichever the root says."""
+        root = self.parse(source).getroot()
+        return self.index(source) if root.tag.endswith("sitemapindex") else self.urlset(source)
+
+
+@pytest.fixture(scope="session")
+def xsd() -> Xsd:
+    return Xsd(SCHEMAS)
+
+
+@pytest.fixture(scope="session")
+def schemas_dir() -> Path:
+    return SCHEMAS
+
+
+class LiveServer:
+    """An aiohttp app served on 127.0.0.1 from a background thread with its own loop.
+
+    A thread (not the test's loop) so tests can run the real, blocking CLI against it.
+    """
+
+    def __init__(self, app: web.Application) -> None:
+        self.app = app
+        self.loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.port = 0
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.runner = web.AppRunner(self.app, access_log=None, handler_cancellation=True)
+        self.loop.run_until_complete(self.runner.setup())
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        self.loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._ready.set()
+        self.loop.run_forever()
+        self.loop.run_until_complete(self.runner.cleanup())
+        self.loop.close()
+
+    def start(self) -> LiveServer:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("test server did not start")
+        return self
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[web.Application], LiveServer]]:
+    """serve(app) starts app on 127.0.0.1:<free port>; stopped after the test."""
+    servers: list[LiveServer] = []
+
+    def start(app: web.Application) -> LiveServer:
+        server = LiveServer(app).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
