@@ -1,0 +1,173 @@
+"""The `sitemap-crawler` command. Errors are caught here, once, and become exit codes.
+
+Exit codes: 0 published; 1 unexpected failure; 2 bad usage or config; 3 nothing could be
+listed (previous sitemap untouched); 130 interrupted (previous sitemap untouched).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from sitemap_out.errors import SitemapOutError
+
+from . import __version__
+from .config import Config, build, fields, load_toml
+from .errors import ConfigError, SitemapCrawlerError
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOTHING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+EXAMPLES = """\
+examples:
+  sitemap-crawler crawl https://example.com/docs/ -o out/
+  sitemap-crawler crawl https://example.com/ --gzip --max-pages 100000 --report report.json
+  sitemap-crawler crawl http://127.0.0.1:8080/ --public-url https://www.example.com/
+  sitemap-crawler crawl -c nightly.toml
+
+exit codes: 0 published, 1 unexpected failure, 2 bad usage or config,
+            3 nothing could be listed, 130 interrupted (3 and 130 leave the old sitemap)
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line, not argparse's usage block: errors in cron logs should be greppable."""
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    top = _Parser(
+        prog="sitemap-crawler",
+        description="Crawl a website and publish its XML sitemap.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    top.add_argument("--version", action="version", version=f"sitemap-crawler {__version__}")
+    commands = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    crawl = commands.add_parser(
+        "crawl",
+        help="crawl a site and publish its sitemap",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        argument_default=argparse.SUPPRESS,
+        description="Crawl the site under URL's folder and publish sitemap.xml to the output "
+        "folder. Every option can also be set in a TOML file (-c), same names with "
+        "underscores; the command line wins.",
+    )
+    crawl.add_argument("url", nargs="?", metavar="URL", help="start URL; its folder is the scope")
+    crawl.add_argument(
+        "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
+    )
+    _add_config_options(crawl)
+    return top
+
+
+def _add_config_options(parser: argparse.ArgumentParser) -> None:
+    short = {"output": "-o", "quiet": "-q"}
+    for spec in fields():
+        if spec.name == "url":
+            continue
+        flags = [f"--{spec.name.replace('_', '-')}"]
+        if spec.name in short:
+            flags.insert(0, short[spec.name])
+        meta = spec.metadata
+        kind = str(spec.type)
+        kwargs: dict[str, Any] = {"help": meta["help"], "dest": spec.name}
+        if kind == "bool":
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs["metavar"] = meta["metavar"]
+            if meta["choices"]:
+                kwargs["choices"] = meta["choices"]
+            if kind.startswith("tuple"):
+                kwargs["type"] = _comma_list
+                kwargs["metavar"] = f"{meta['metavar']},..."
+            elif kind.startswith("int"):
+                kwargs["type"] = int
+            elif kind.startswith("float"):
+                kwargs["type"] = float
+        parser.add_argument(*flags, **kwargs)
+
+
+def _comma_list(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def load_config(args: argparse.Namespace) -> Config:
+    values = dict(vars(args))
+    values.pop("command", None)
+    path = values.pop("config", None)
+    file_values = load_toml(path) if path is not None else {}
+    return build(file_values, values)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        config = load_config(args)
+        return _crawl(config)
+    except KeyboardInterrupt:
+        _err("interrupted; the previously published sitemap is untouched")
+        return EXIT_INTERRUPTED
+    except (SitemapCrawlerError, SitemapOutError) as exc:
+        _err(str(exc))
+        return getattr(exc, "exit_code", EXIT_FAILURE)
+    except Exception as exc:  # the one place an unexpected error is turned into a line
+        if os.environ.get("SITEMAP_CRAWLER_DEBUG"):
+            raise
+        _err(
+            f"unexpected failure: {type(exc).__name__}: {exc} "
+            f"(set SITEMAP_CRAWLER_DEBUG=1 for a traceback)"
+        )
+        return EXIT_FAILURE
+
+
+def _crawl(config: Config) -> int:
+    from .engine import Crawl  # late: keeps --help and config errors fast
+
+    log = (lambda _: None) if config.quiet else (lambda msg: print(msg, file=sys.stderr))
+    result = asyncio.run(Crawl(config, log).run())
+    tally = result.tally
+    if config.report is not None:
+        extra = {
+            "start_url": config.url,
+            "sitemap_url": result.sitemap_url,
+            "files": [str(p) for p in result.published.files],
+        }
+        _write_json(config.report, tally.to_json(extra))
+    if not config.quiet:
+        print(tally.summary())
+        print(
+            f"published {result.published.url_count} URLs in "
+            f"{len(result.published.files)} file(s) to {config.output}"
+        )
+        print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}")
+    return EXIT_OK
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot write report {path}: {exc.strerror or exc}") from None
+
+
+def _err(message: str) -> None:
+    print(f"sitemap-crawler: {message}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

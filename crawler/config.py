@@ -1,0 +1,204 @@
+"""Crawl settings: one table of options drives the TOML loader, the CLI flags and validation.
+
+Precedence is defaults < TOML file (`-c`) < command line. Every value is checked here, before
+any request is sent, so a typo in a nightly job's config fails fast with exit code 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import DEFAULT_USER_AGENT
+from .errors import ConfigError
+
+CHANGEFREQS = ("always", "hourly", "daily", "weekly", "monthly", "yearly", "never")
+DEFAULT_LISTED_TYPES = ("text/html", "application/xhtml+xml", "application/pdf")
+DEFAULT_STRIP_PARAMS = ("jsessionid", "phpsessid", "sid", "utm_*", "gclid", "fbclid")
+PROTOCOL_MAX_URLS = 50_000
+PROTOCOL_MAX_BYTES = 52_428_800
+
+
+def _opt(default: Any, help: str, *, metavar: str | None = None, choices: tuple = ()) -> Any:
+    """A config field: its default and the one line of help shared by --help and the docs."""
+    meta = {"help": help, "metavar": metavar, "choices": choices}
+    if isinstance(default, (list, tuple)):
+        return field(default_factory=lambda: tuple(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(slots=True)
+class Config:
+    url: str | None = _opt(None, "start URL; its folder is the sitemap's scope", metavar="URL")
+    output: Path = _opt(
+        Path("sitemap-out"), "folder the sitemap files are published to", metavar="DIR"
+    )
+    sitemap_url: str | None = _opt(
+        None,
+        "where the sitemap will be published (default: <start folder>/sitemap.xml)",
+        metavar="URL",
+    )
+    public_url: str | None = _opt(
+        None,
+        "write locs under this public origin while crawling the start URL's server",
+        metavar="URL",
+    )
+    concurrency: int = _opt(8, "requests in flight at once", metavar="N")
+    max_pages: int = _opt(0, "stop after fetching this many pages (0: no limit)", metavar="N")
+    max_depth: int = _opt(
+        -1, "follow links at most this many hops from the start (-1: no limit)", metavar="N"
+    )
+    gzip: bool = _opt(False, "write sitemap-N.xml.gz parts behind a sitemap.xml index")
+    max_urls_per_file: int = _opt(
+        PROTOCOL_MAX_URLS, "roll over to a new file after this many URLs", metavar="N"
+    )
+    max_bytes_per_file: int = _opt(
+        PROTOCOL_MAX_BYTES, "roll over before a file's uncompressed size passes this", metavar="N"
+    )
+    format: str = _opt("xml", "sitemap format", choices=("xml", "txt"))
+    user_agent: str = _opt(
+        DEFAULT_USER_AGENT,
+        "User-Agent header; its first token is the robots.txt product token",
+        metavar="UA",
+    )
+    report: Path | None = _opt(
+        None, "write the crawl's figures and broken links as JSON", metavar="FILE.json"
+    )
+    decisions: Path | None = _opt(
+        None, "write one JSON line per URL met: listed or why not", metavar="FILE.jsonl"
+    )
+    quiet: bool = _opt(False, "print only errors")
+    timeout: float = _opt(30.0, "seconds allowed for one whole response", metavar="SECONDS")
+    max_page_bytes: int = _opt(
+        10 * 1024 * 1024,
+        "read at most this many (decompressed) bytes "
+        "of a page; larger pages are recorded as too large",
+        metavar="N",
+    )
+    max_redirects: int = _opt(10, "longest redirect chain followed before giving up", metavar="N")
+    follow_nofollow: bool = _opt(False, "also follow rel=nofollow links and nofollow pages")
+    respect_noindex: bool = _opt(True, "leave out pages that say noindex (meta or header)")
+    respect_canonical: bool = _opt(True, "leave out pages whose canonical names another URL")
+    skip_duplicates: bool = _opt(True, "leave out pages byte-identical to one already listed")
+    listed_types: tuple[str, ...] = _opt(
+        DEFAULT_LISTED_TYPES, "Content-Types that may be listed", metavar="TYPE"
+    )
+    strip_params: tuple[str, ...] = _opt(
+        DEFAULT_STRIP_PARAMS, "query parameters removed from links (* globs)", metavar="NAME"
+    )
+    max_url_length: int = _opt(2048, "longer URLs are neither fetched nor listed", metavar="N")
+    max_segment_repeats: int = _opt(
+        3, "skip paths repeating one segment more often (trap)", metavar="N"
+    )
+    priority_by_depth: bool = _opt(False, "write priority = max(0.1, 0.8 ** depth)")
+    changefreq: str | None = _opt(None, "write this changefreq for every URL", choices=CHANGEFREQS)
+
+    def validate(self) -> Config:
+        """Check every value; raise ConfigError naming the key. Returns self for chaining."""
+        if not self.url:
+            raise ConfigError(
+                "no start URL: give one on the command line or as `url` in the config"
+            )
+        for key, low in (
+            ("concurrency", 1),
+            ("max_pages", 0),
+            ("max_depth", -1),
+            ("max_urls_per_file", 1),
+            ("max_bytes_per_file", 1024),
+            ("max_page_bytes", 1024),
+            ("max_redirects", 0),
+            ("max_url_length", 16),
+            ("max_segment_repeats", 1),
+        ):
+            if getattr(self, key) < low:
+                raise ConfigError(f"{key} must be at least {low}, got {getattr(self, key)}")
+        if self.max_urls_per_file > PROTOCOL_MAX_URLS:
+            raise ConfigError(
+                f"max_urls_per_file may not exceed the protocol's {PROTOCOL_MAX_URLS}"
+            )
+        if self.max_bytes_per_file > PROTOCOL_MAX_BYTES:
+            raise ConfigError(
+                f"max_bytes_per_file may not exceed the protocol's {PROTOCOL_MAX_BYTES}"
+            )
+        if not self.timeout > 0:
+            raise ConfigError(f"timeout must be positive, got {self.timeout}")
+        if not self.user_agent.strip() or any(c in self.user_agent for c in "\r\n"):
+            raise ConfigError("user_agent must be one non-empty line")
+        if not self.listed_types:
+            raise ConfigError("listed_types must name at least one Content-Type")
+        self.listed_types = tuple(t.strip().lower() for t in self.listed_types)
+        for spec in fields():
+            if (
+                spec.metadata["choices"]
+                and getattr(self, spec.name) is not None
+                and getattr(self, spec.name) not in spec.metadata["choices"]
+            ):
+                raise ConfigError(
+                    f"{spec.name} must be one of {', '.join(spec.metadata['choices'])}"
+                    f", got {getattr(self, spec.name)!r}"
+                )
+        return self
+
+
+def fields() -> tuple[dataclasses.Field, ...]:
+    return dataclasses.fields(Config)
+
+
+def _kind(spec: dataclasses.Field) -> str:
+    """The value kind of a field, from its annotation: bool, int, float, path, list or str."""
+    text = str(spec.type)
+    for kind in ("bool", "int", "float", "tuple"):
+        if text.startswith(kind):
+            return kind
+    return "path" if "Path" in text else "str"
+
+
+def coerce(name: str, value: Any) -> Any:
+    """Convert a TOML or CLI value to the field's type, or raise ConfigError naming the key."""
+    spec = next((f for f in fields() if f.name == name), None)
+    if spec is None:
+        raise ConfigError(f"unknown config key {name!r}")
+    kind = _kind(spec)
+    optional = "None" in str(spec.type)
+    if value is None and optional:
+        return None
+    ok = {
+        "bool": lambda v: isinstance(v, bool),
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        "tuple": lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v),
+        "path": lambda v: isinstance(v, (str, Path)) and str(v) != "",
+        "str": lambda v: isinstance(v, str),
+    }[kind]
+    if not ok(value):
+        wanted = {"tuple": "a list of strings", "path": "a path"}.get(kind, f"a {kind}")
+        raise ConfigError(f"{name} must be {wanted}, got {value!r}")
+    if kind == "float":
+        return float(value)
+    if kind == "tuple":
+        return tuple(value)
+    if kind == "path":
+        return Path(value)
+    return value
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """Read a config file into {key: value}; unknown keys and bad types are errors."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    return {key: coerce(key, value) for key, value in raw.items()}
+
+
+def build(file_values: dict[str, Any], cli_values: dict[str, Any]) -> Config:
+    """Defaults < file < command line, then validated."""
+    values = {**file_values, **{k: coerce(k, v) for k, v in cli_values.items()}}
+    return Config(**values).validate()

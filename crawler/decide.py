@@ -1,0 +1,133 @@
+"""Whether a URL goes in the sitemap, and why not: pure functions over plain facts.
+
+A sitemap promises a search engine that every URL in it is a canonical, indexable page,
+so every exclusion carries a reason from one closed set (REASONS) and a detail a user can
+act on. The engine gathers facts; this module only judges them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .directives import Directives
+
+LISTED = "listed"
+ROBOTS_TXT = "robots_txt"
+META_NOINDEX = "meta_noindex"
+HEADER_NOINDEX = "header_noindex"
+CANONICALISED = "canonicalised"
+DUPLICATE_OF = "duplicate_of"
+REDIRECT = "redirect"
+HTTP_ERROR = "http_error"
+OUT_OF_SCOPE = "out_of_scope"
+CONTENT_TYPE = "content_type"
+TOO_LONG = "too_long"
+TOO_LARGE = "too_large"
+TRAP = "trap"
+LIMIT = "limit"
+FETCH_ERROR = "fetch_error"
+
+#: Every reason a decision may carry, in the order the summary prints them.
+REASONS = (
+    LISTED,
+    ROBOTS_TXT,
+    META_NOINDEX,
+    HEADER_NOINDEX,
+    CANONICALISED,
+    DUPLICATE_OF,
+    REDIRECT,
+    HTTP_ERROR,
+    OUT_OF_SCOPE,
+    CONTENT_TYPE,
+    TOO_LONG,
+    TOO_LARGE,
+    TRAP,
+    LIMIT,
+    FETCH_ERROR,
+)
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+@dataclass(slots=True, frozen=True)
+class Decision:
+    reason: str
+    detail: str = ""
+
+    @property
+    def listed(self) -> bool:
+        return self.reason == LISTED
+
+
+@dataclass(slots=True, frozen=True)
+class Policy:
+    """The switches of the decision, taken from the config (all on by default)."""
+
+    listed_types: frozenset[str]
+    respect_noindex: bool = True
+    respect_canonical: bool = True
+    skip_duplicates: bool = True
+    follow_nofollow: bool = False
+
+
+@dataclass(slots=True)
+class PageFacts:
+    """What the crawl learnt about one fetched URL (after its redirects)."""
+
+    url: str
+    status: int
+    mime: str = ""
+    meta: Directives = Directives()
+    header: Directives = Directives()
+    canonical: str | None = None  # normalised, in the crawl's URL space
+    canonical_in_scope: bool = True
+    duplicate_of: str | None = None
+    too_large: bool = False
+
+
+def decide_page(facts: PageFacts, policy: Policy) -> Decision:
+    """The decision for a final response. Order matters: the first rule that excludes wins."""
+    if facts.status != 200:
+        return Decision(HTTP_ERROR, f"HTTP {facts.status}")
+    if facts.too_large:
+        return Decision(TOO_LARGE, "body larger than max_page_bytes")
+    if facts.mime not in policy.listed_types:
+        return Decision(CONTENT_TYPE, facts.mime or "no Content-Type")
+    if policy.respect_noindex:
+        if facts.header.noindex:
+            return Decision(HEADER_NOINDEX, facts.header.source)
+        if facts.meta.noindex:
+            return Decision(META_NOINDEX, facts.meta.source)
+    if policy.respect_canonical and facts.canonical and facts.canonical != facts.url:
+        where = "" if facts.canonical_in_scope else " (out of scope)"
+        return Decision(CANONICALISED, f"canonical is {facts.canonical}{where}")
+    if policy.skip_duplicates and facts.duplicate_of:
+        return Decision(DUPLICATE_OF, facts.duplicate_of)
+    return Decision(LISTED)
+
+
+def follows_links(facts: PageFacts, policy: Policy) -> bool:
+    """Whether the page's links are crawled. A noindex page's links still are."""
+    if facts.status != 200 or facts.too_large or facts.mime not in HTML_TYPES:
+        return False
+    if policy.skip_duplicates and facts.duplicate_of:
+        return False  # a duplicate's links are its original's: also the soft-404 trap defence
+    if policy.follow_nofollow:
+        return True
+    return not (facts.meta.nofollow or facts.header.nofollow)
+
+
+def repeats_segment(path: str, limit: int) -> bool:
+    """True when one path segment occurs more than limit times: /a/b/a/b/a/b/a/ loops."""
+    counts: dict[str, int] = {}
+    for segment in path.split("/"):
+        if segment:
+            counts[segment] = n = counts.get(segment, 0) + 1
+            if n > limit:
+                return True
+    return False
+
+
+def depth_priority(depth: int) -> float:
+    """priority = max(0.1, 0.8 ** depth), as in hand-made sitemaps where home is 1.0."""
+    return round(max(0.1, 0.8**depth), 2)

@@ -1,0 +1,398 @@
+"""The crawl itself: the I/O shell around the pure modules.
+
+Data flows one way: frontier -> fetch -> extract -> decide -> writer. URLs live in two
+spaces: the *crawl* space (the server we fetch from) and the *public* space (what the
+sitemap lists, --public-url); they are the same unless --public-url is given. Scope and
+locs are judged in public space, fetching and robots.txt in crawl space.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import IO
+
+from sitemap_out import AsyncSitemapWriter, Entry, PublishResult
+
+from .config import Config
+from .decide import (
+    FETCH_ERROR,
+    HTML_TYPES,
+    HTTP_ERROR,
+    LIMIT,
+    OUT_OF_SCOPE,
+    REDIRECT,
+    ROBOTS_TXT,
+    TOO_LONG,
+    TRAP,
+    Decision,
+    PageFacts,
+    Policy,
+    decide_page,
+    depth_priority,
+    follows_links,
+    repeats_segment,
+)
+from .directives import header_directives, link_header_canonical
+from .errors import ConfigError, NothingListedError
+from .extract import PageData, extract_page, parse_content_type
+from .fetch import REDIRECT_STATUSES, Fetcher, Response
+from .frontier import Frontier, Task
+from .httpdate import parse_http_date
+from .report import MAX_REFERRERS, DecisionRecord, Tally, is_broken
+from .robots import RobotsTxt, product_token
+from .urls import OriginMap, Scope, normalize, resolve, url_folder
+
+
+@dataclass(slots=True, frozen=True)
+class Plan:
+    """Where the crawl starts, what it may list and where the sitemap goes."""
+
+    start: str  # crawl space
+    scope: Scope  # public space: the sitemap's folder
+    origins: OriginMap
+    sitemap_url: str
+    base_url: str  # public folder the sitemap files are published under
+
+    @classmethod
+    def from_config(cls, config: Config) -> Plan:
+        assert config.url is not None
+        start = normalize(config.url)
+        crawl_root = Scope.from_url(start)
+        public_root = (
+            Scope.from_url(normalize(config.public_url)) if config.public_url else crawl_root
+        )
+        origins = OriginMap(crawl_root, public_root)
+        sitemap_url = (
+            normalize(config.sitemap_url)
+            if config.sitemap_url
+            else public_root.root + "sitemap.xml"
+        )
+        scope = Scope.from_url(sitemap_url)
+        public_start = origins.to_public(start)
+        if not scope.contains(public_start):
+            raise ConfigError(
+                f"start URL {public_start} is outside the sitemap's scope "
+                f"{scope.root} (see --sitemap-url)"
+            )
+        return cls(start, scope, origins, sitemap_url, url_folder(sitemap_url))
+
+
+@dataclass(slots=True)
+class CrawlResult:
+    tally: Tally
+    published: PublishResult
+    sitemap_url: str
+
+
+class Crawl:
+    def __init__(self, config: Config, log: Callable[[str], None] = lambda _: None) -> None:
+        self.config = config
+        self.log = log
+        self.plan = Plan.from_config(config)
+        self.identity = self.plan.origins.crawl == self.plan.origins.public
+        self.policy = Policy(
+            frozenset(config.listed_types),
+            config.respect_noindex,
+            config.respect_canonical,
+            config.skip_duplicates,
+            config.follow_nofollow,
+        )
+        self.agent = product_token(config.user_agent)
+        self.frontier = Frontier()
+        self.tally = Tally()
+        self.robots = RobotsTxt.allow_all()
+        self._bodies: dict[bytes, str] = {}  # body hash -> first URL with that body
+        self._refs: dict[str, list[str]] = {}  # queued URL -> further pages linking to it
+        self._active: set[str] = set()  # URLs being fetched now
+        self._changed = asyncio.Event()
+        self._decisions: IO[str] | None = None
+        self._writer: AsyncSitemapWriter | None = None
+
+    # -- the run ---------------------------------------------------------------------------
+
+    async def run(self) -> CrawlResult:
+        config, plan = self.config, self.plan
+        started = time.monotonic()
+        writer = AsyncSitemapWriter(
+            config.output,
+            plan.base_url,
+            gzip=config.gzip,
+            fmt=config.format,
+            max_urls=config.max_urls_per_file,
+            max_bytes=config.max_bytes_per_file,
+        )
+        self._writer = writer
+        try:
+            self._decisions = _open_text(config.decisions) if config.decisions else None
+            async with Fetcher(
+                user_agent=config.user_agent,
+                concurrency=config.concurrency,
+                timeout=config.timeout,
+                max_bytes=config.max_page_bytes,
+            ) as f:
+                self.robots, self.tally.robots_note = await f.robots(plan.start)
+                self.log(f"robots.txt: {self.tally.robots_note}")
+                self._discover(plan.start, 0, None)
+                async with asyncio.TaskGroup() as workers:  # one failing cancels the rest
+                    for _ in range(config.concurrency):
+                        workers.create_task(self._worker(f))
+            for task in self.frontier.drain():
+                self._record(task.url, None, Decision(LIMIT, "max_pages reached"), task)
+            self.tally.seconds = time.monotonic() - started
+            if writer.count == 0:
+                raise NothingListedError(self._why_nothing())
+            published = await writer.publish()
+        except BaseException:
+            await writer.abort()
+            raise
+        finally:
+            if self._decisions is not None:
+                self._decisions.close()
+        return CrawlResult(self.tally, published, plan.sitemap_url)
+
+    def _why_nothing(self) -> str:
+        start = self.plan.origins.to_public(self.plan.start)
+        if self.tally.reasons[ROBOTS_TXT] and not self.tally.fetched:
+            return f"nothing listed: robots.txt forbids {start} ({self.tally.robots_note})"
+        met = sum(self.tally.reasons.values())
+        return (
+            f"nothing listed: no indexable page among {met} URLs met from {start} "
+            f"({self.tally.summary()})"
+        )
+
+    async def _worker(self, fetcher: Fetcher) -> None:
+        max_pages = self.config.max_pages
+        while True:
+            if max_pages and self.tally.fetched >= max_pages:
+                return
+            task = self.frontier.pop()
+            if task is None:
+                if not self._active:
+                    self._changed.set()
+                    return
+                self._changed.clear()
+                await self._changed.wait()
+                continue
+            self._active.add(task.url)
+            try:
+                await self._process(fetcher, task)
+            finally:
+                self._active.discard(task.url)
+                self._changed.set()
+
+    # -- one URL ---------------------------------------------------------------------------
+
+    async def _process(self, fetcher: Fetcher, task: Task) -> None:
+        resp, url = await self._follow(fetcher, task)
+        if resp is None:
+            return
+        if resp.error:
+            self._record(url, None, Decision(FETCH_ERROR, resp.error), task)
+            return
+        mime, _ = parse_content_type(resp.content_type)
+        facts = PageFacts(url, resp.status, mime, too_large=resp.truncated)
+        page = None
+        if resp.status == 200 and not resp.truncated:
+            facts.header = header_directives(resp.headers.getall("X-Robots-Tag", []), self.agent)
+            if mime in HTML_TYPES:
+                page = extract_page(resp.body, resp.content_type, url, self.agent)
+                facts.meta = page.directives
+                self._judge_canonical(facts, page.canonical, page.base, resp)
+                if self.policy.skip_duplicates:
+                    digest = hashlib.blake2b(resp.body, digest_size=16).digest()
+                    facts.duplicate_of = self._bodies.setdefault(digest, url)
+                    if facts.duplicate_of == url:
+                        facts.duplicate_of = None
+        decision = decide_page(facts, self.policy)
+        if decision.listed:
+            await self._list(url, task.depth, resp)
+        self._record(url, resp.status, decision, task)
+        if facts.canonical and not decision.listed and facts.canonical_in_scope:
+            self._discover(facts.canonical, task.depth + 1, self._public(url))
+        if page is not None and follows_links(facts, self.policy):
+            self._follow_links(page, task.depth + 1, url)
+
+    async def _follow(self, fetcher: Fetcher, task: Task) -> tuple[Response | None, str]:
+        """Fetch task.url, following redirects one hop at a time.
+
+        Each hop is screened like a link (scope, robots.txt, traps); the redirecting URL is
+        recorded as `redirect`. Returns (final response, its URL), or (None, url) when the
+        chain ended without a page to judge.
+        """
+        url = task.url
+        chain = [url]
+        for _ in range(self.config.max_redirects + 1):
+            resp = await fetcher.get(url)
+            self.tally.fetched += 1
+            if resp.status not in REDIRECT_STATUSES:
+                return resp, url
+            target = resolve(url, resp.location or "", self.config.strip_params)
+            if target is None:
+                self._record(
+                    url,
+                    resp.status,
+                    Decision(HTTP_ERROR, f"HTTP {resp.status} without a usable Location"),
+                    task,
+                )
+                return None, url
+            target = self._to_crawl(target)
+            if target in chain:
+                self._record(
+                    url,
+                    resp.status,
+                    Decision(REDIRECT, f"redirect loop: {' -> '.join([*chain, target])}"),
+                    task,
+                )
+                return None, url
+            self._record(url, resp.status, Decision(REDIRECT, self._public(target)), task)
+            if target in self.frontier:
+                self._refer(target, self._public(url))
+                return None, url  # handled, or to be handled, on its own
+            self.frontier.mark_seen(target)
+            screened = self._screen(target, task.depth)
+            if screened is not None:
+                self._record(target, None, screened, task)
+                return None, url
+            url = target
+            chain.append(url)
+        self._record(
+            url,
+            None,
+            Decision(REDIRECT, f"more than {self.config.max_redirects} redirects from {chain[0]}"),
+            task,
+        )
+        return None, url
+
+    def _judge_canonical(
+        self, facts: PageFacts, raw: str | None, base: str, resp: Response
+    ) -> None:
+        """Resolve the page's canonical (HTML first, then Link header) into facts."""
+        target = None
+        if raw:
+            target = resolve(base, raw)
+        if target is None:
+            header = link_header_canonical(resp.headers.getall("Link", []))
+            if header:
+                target = resolve(facts.url, header)
+        if target is None:
+            return
+        target = self._to_crawl(target)
+        facts.canonical = target
+        facts.canonical_in_scope = self.plan.scope.contains(self._public(target))
+
+    async def _list(self, url: str, depth: int, resp: Response) -> None:
+        assert self._writer is not None
+        lastmod = parse_http_date(resp.headers.get("Last-Modified"))
+        if lastmod is not None and lastmod > datetime.now(UTC) + timedelta(days=1):
+            lastmod = None  # a date in the future is a server clock error, not a lastmod
+        await self._writer.add(
+            Entry(
+                self._public(url),
+                lastmod=lastmod,
+                changefreq=self.config.changefreq,
+                priority=depth_priority(depth) if self.config.priority_by_depth else None,
+            )
+        )
+
+    # -- links -------------------------------------------------------------------------------
+
+    def _follow_links(self, page: PageData, depth: int, url: str) -> None:
+        strip = self.config.strip_params
+        base = page.base
+        follow_nofollow = self.policy.follow_nofollow
+        referrer = self._public(url)
+        discover = self._discover
+        for link in page.links:
+            if link.nofollow and not follow_nofollow:
+                continue
+            target = resolve(base, link.href, strip)
+            if target is not None:
+                discover(target, depth, referrer)
+        for _, href in page.alternates:
+            target = resolve(base, href, strip)
+            if target is not None:
+                discover(target, depth, referrer)
+
+    def _discover(self, url: str, depth: int, referrer: str | None) -> None:
+        """A link to url was found: queue it, or record at once why it won't be fetched."""
+        url = self._to_crawl(url)
+        if url in self.frontier:
+            if referrer is not None:
+                self._refer(url, referrer)
+            return
+        task = Task(url, depth, referrer)
+        screened = self._screen(url, depth)
+        if screened is not None:
+            self.frontier.mark_seen(url)
+            self._record(url, None, screened, task)
+            return
+        self.frontier.add(url, depth, referrer)
+        self._changed.set()
+
+    def _screen(self, url: str, depth: int) -> Decision | None:
+        """The checks made before a URL is fetched; None when it may be fetched."""
+        public = self._public(url)
+        if not self.plan.scope.contains(public):
+            return Decision(OUT_OF_SCOPE, f"outside {self.plan.scope.root}")
+        if len(public) > self.config.max_url_length or len(url) > self.config.max_url_length:
+            return Decision(TOO_LONG, f"{len(public)} characters")
+        path = url.split("?", 1)[0]
+        if repeats_segment(path, self.config.max_segment_repeats):
+            return Decision(
+                TRAP, f"a path segment repeats more than {self.config.max_segment_repeats} times"
+            )
+        verdict = self.robots.verdict(url, self.config.user_agent)
+        if not verdict.allowed:
+            where = f" (line {verdict.line})" if verdict.line else ""
+            return Decision(ROBOTS_TXT, f"{verdict.rule}{where}")
+        if 0 <= self.config.max_depth < depth:
+            return Decision(LIMIT, f"deeper than max_depth {self.config.max_depth}")
+        return None
+
+    def _refer(self, url: str, referrer: str) -> None:
+        """Remember one more page linking to url, for the broken-links report."""
+        if self.tally.refer_broken(url, referrer):
+            return
+        if not (self.frontier.is_queued(url) or url in self._active):
+            return
+        refs = self._refs.setdefault(url, [])
+        if len(refs) < MAX_REFERRERS - 1 and referrer not in refs:
+            refs.append(referrer)
+
+    # -- bookkeeping -----------------------------------------------------------------------
+
+    def _record(self, url: str, status: int | None, decision: Decision, task: Task) -> None:
+        public = self._public(url) if decision.reason != OUT_OF_SCOPE else url
+        record = DecisionRecord(
+            public, status, decision.reason, decision.detail, task.depth, task.referrer
+        )
+        self.tally.count(record)
+        if is_broken(decision.reason, status):
+            refs = [task.referrer] if task.referrer else []
+            refs += self._refs.pop(url, [])
+            self.tally.add_broken(public, status or 0, refs)
+        else:
+            self._refs.pop(url, None)
+        if self._decisions is not None:
+            self._decisions.write(record.to_json() + "\n")
+
+    def _public(self, url: str) -> str:
+        """The URL as the sitemap would list it; URLs outside the crawl root stay as they are
+        (and so fail the scope check: nothing outside the mapped folder is published)."""
+        if self.identity or not url.startswith(self.plan.origins.crawl.root):
+            return url
+        return self.plan.origins.to_public(url)
+
+    def _to_crawl(self, url: str) -> str:
+        return url if self.identity else self.plan.origins.to_crawl(url)
+
+
+def _open_text(path: Path) -> IO[str]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.open("w", encoding="utf-8")

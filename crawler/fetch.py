@@ -1,0 +1,163 @@
+"""HTTP fetching: one aiohttp session, one hop per call, bodies read under a hard cap.
+
+Redirects are never followed here: the engine follows them one hop at a time so every hop
+is checked against scope and robots.txt. Every failure comes back as a Response with
+`error` set instead of an exception, so one bad page never stops a crawl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import aiohttp
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
+
+from .robots import RobotsTxt, robots_from_response
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+ROBOTS_MAX_BYTES = 500 * 1024  # RFC 9309 2.5: parse at least 500 KiB; we read no more
+ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2
+
+_EMPTY_HEADERS: CIMultiDictProxy[str] = CIMultiDictProxy(CIMultiDict())
+
+
+@dataclass(slots=True)
+class Response:
+    url: str
+    status: int = 0  # 0: no HTTP response at all (see error)
+    headers: CIMultiDictProxy[str] = field(default_factory=lambda: _EMPTY_HEADERS)
+    body: bytes = b""
+    error: str | None = None
+    truncated: bool = False  # the body passed the byte cap; what we have is incomplete
+
+    @property
+    def location(self) -> str | None:
+        return self.headers.get("Location")
+
+    @property
+    def content_type(self) -> str | None:
+        return self.headers.get("Content-Type")
+
+
+def describe_error(exc: BaseException, timeout: float) -> str:
+    """A one-line, user-facing description of why a request failed."""
+    if isinstance(exc, TimeoutError):
+        return f"no complete response within {timeout:g} s"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return f"cannot connect: {exc.os_error.strerror or exc.os_error}"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "server closed the connection without a response"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return "response body cut short (connection reset or bad encoding)"
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return f"malformed response: {exc.message}"
+    if isinstance(exc, aiohttp.InvalidURL):
+        return f"invalid URL: {exc}"
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Fetcher:
+    """Owns the aiohttp session. Use as an async context manager."""
+
+    def __init__(
+        self, *, user_agent: str, concurrency: int, timeout: float, max_bytes: int
+    ) -> None:
+        self.user_agent = user_agent
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Fetcher:
+        connector = aiohttp.TCPConnector(limit=self.concurrency, ttl_dns_cache=300)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            headers={"User-Agent": self.user_agent},
+            cookie_jar=aiohttp.DummyCookieJar(),  # a crawler keeps no session state
+            timeout=aiohttp.ClientTimeout(
+                total=None, connect=min(10.0, self.timeout), sock_read=self.timeout
+            ),
+            auto_decompress=True,
+            max_line_size=16 * 1024,
+            max_field_size=16 * 1024,
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def get(self, url: str, max_bytes: int | None = None) -> Response:
+        """GET url (already normalised: sent as is), without following redirects."""
+        assert self._session is not None, "use Fetcher as an async context manager"
+        cap = self.max_bytes if max_bytes is None else max_bytes
+        try:
+            async with asyncio.timeout(self.timeout):
+                async with self._session.get(URL(url, encoded=True), allow_redirects=False) as resp:
+                    if resp.status in REDIRECT_STATUSES or resp.status == 204:
+                        return Response(url, resp.status, resp.headers)
+                    body, truncated = await _read_capped(resp, cap)
+                    return Response(url, resp.status, resp.headers, body, truncated=truncated)
+        except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
+            return Response(url, error=describe_error(exc, self.timeout))
+
+    async def robots(self, origin: str) -> tuple[RobotsTxt, str]:
+        """Fetch origin/robots.txt, following up to 5 redirects (RFC 9309 2.3.1.2).
+
+        Returns the rules and a one-line note of how they were obtained, for the report.
+        """
+        url = origin.rstrip("/") + "/robots.txt"
+        for _ in range(ROBOTS_MAX_REDIRECTS + 1):
+            resp = await self.get(url, ROBOTS_MAX_BYTES)
+            if resp.status in REDIRECT_STATUSES and resp.location:
+                try:
+                    url = str(URL(url).join(URL(resp.location)))
+                except ValueError:
+                    break
+                if not url.startswith(("http://", "https://")):
+                    break
+                continue
+            break
+        else:
+            return robots_from_response(
+                None, None, error="more than 5 redirects"
+            ), f"{url}: more than {ROBOTS_MAX_REDIRECTS} redirects, everything disallowed"
+        if resp.error:
+            note = f"{url}: {resp.error}, everything disallowed"
+        elif resp.status in REDIRECT_STATUSES:
+            note = f"{url}: redirect without a usable Location, everything allowed"
+            return robots_from_response(404, None), note
+        elif resp.status >= 500:
+            note = f"{url}: HTTP {resp.status}, everything disallowed"
+        elif resp.status >= 400:
+            note = f"{url}: HTTP {resp.status}, everything allowed"
+        else:
+            note = f"{url}: HTTP {resp.status}, {len(resp.body)} bytes"
+            if resp.truncated:
+                note += f" (only the first {ROBOTS_MAX_BYTES} bytes are read)"
+        return robots_from_response(resp.status or None, resp.body, error=resp.error), note
+
+
+async def _read_capped(resp: aiohttp.ClientResponse, cap: int) -> tuple[bytes, bool]:
+    """Read the decompressed body up to cap bytes; stop (and drop the connection) past it.
+
+    Counting decompressed bytes as they arrive is also the defence against compression
+    bombs: we never hold more than cap plus one chunk.
+    """
+    length = resp.content_length
+    if length is not None and length <= cap and "Content-Encoding" not in resp.headers:
+        body = await resp.content.read()
+        return body, False
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_any():
+        size += len(chunk)
+        if size > cap:
+            chunks.append(chunk[: cap - (size - len(chunk))])
+            resp.close()
+            return b"".join(chunks), True
+        chunks.append(chunk)
+    return b"".join(chunks), False

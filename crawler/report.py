@@ -1,0 +1,109 @@
+"""The crawl's figures: counts by reason, broken links, the summary line and the JSON report.
+
+Plain data and pure functions; the engine owns the files they end up in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .decide import FETCH_ERROR, HTTP_ERROR, LISTED, REASONS
+
+MAX_REFERRERS = 10
+
+
+@dataclass(slots=True)
+class DecisionRecord:
+    """One line of the --decisions file: a URL the crawl met, and what became of it."""
+
+    url: str
+    status: int | None
+    reason: str
+    detail: str
+    depth: int
+    referrer: str | None
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "url": self.url,
+                "status": self.status,
+                "listed": self.reason == LISTED,
+                "reason": self.reason,
+                "detail": self.detail,
+                "depth": self.depth,
+                "referrer": self.referrer,
+            },
+            ensure_ascii=False,
+        )
+
+
+@dataclass(slots=True)
+class Tally:
+    fetched: int = 0  # HTTP requests for pages, redirect hops included
+    reasons: Counter[str] = field(default_factory=Counter)
+    broken: dict[str, tuple[int, list[str]]] = field(default_factory=dict)  # url -> status, refs
+    seconds: float = 0.0
+    robots_note: str = ""
+
+    @property
+    def listed(self) -> int:
+        return self.reasons[LISTED]
+
+    @property
+    def errors(self) -> int:
+        return self.reasons[FETCH_ERROR] + sum(1 for s, _ in self.broken.values() if s >= 500)
+
+    @property
+    def pages_per_second(self) -> float:
+        return self.fetched / self.seconds if self.seconds > 0 else 0.0
+
+    def count(self, record: DecisionRecord) -> None:
+        self.reasons[record.reason] += 1
+
+    def add_broken(self, url: str, status: int, referrers: list[str]) -> None:
+        self.broken[url] = (status, referrers[:MAX_REFERRERS])
+
+    def refer_broken(self, url: str, referrer: str) -> bool:
+        """Note one more page linking to a known broken URL; False when url is not broken."""
+        entry = self.broken.get(url)
+        if entry is None:
+            return False
+        refs = entry[1]
+        if len(refs) < MAX_REFERRERS and referrer not in refs:
+            refs.append(referrer)
+        return True
+
+    def summary(self) -> str:
+        excluded = ", ".join(
+            f"{self.reasons[r]} {r}" for r in REASONS if r != LISTED and self.reasons[r]
+        )
+        return (
+            f"fetched {self.fetched} pages in {self.seconds:.1f} s "
+            f"({self.pages_per_second:.0f} pages/s): {self.listed} URLs listed; "
+            f"excluded: {excluded or 'none'}; {self.errors} errors"
+        )
+
+    def to_json(self, extra: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **extra,
+            "pages_fetched": self.fetched,
+            "urls_listed": self.listed,
+            "errors": self.errors,
+            "seconds": round(self.seconds, 3),
+            "pages_per_second": round(self.pages_per_second, 1),
+            "robots_txt": self.robots_note,
+            "reasons": {r: self.reasons[r] for r in REASONS},
+            "broken_links": [
+                {"url": url, "status": status, "linked_from": refs}
+                for url, (status, refs) in sorted(self.broken.items())
+            ],
+        }
+
+
+def is_broken(reason: str, status: int | None) -> bool:
+    """4xx and 5xx answers are broken links; other exclusions are not."""
+    return reason == HTTP_ERROR and status is not None and status >= 400

@@ -1,0 +1,111 @@
+"""Fixture sites for crawl tests: a dict of path -> page served by a real aiohttp app.
+
+Each test describes its site as data, so what is being tested is visible in the test.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiohttp import web
+from lxml import etree
+
+NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
+
+
+@dataclass
+class Page:
+    body: str | bytes = ""
+    status: int = 200
+    content_type: str | None = "text/html; charset=utf-8"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def html(*links: str, head: str = "", body: str = "") -> str:
+    anchors = "".join(f'<a href="{href}">{href}</a>\n' for href in links)
+    return (
+        f"<!doctype html><html><head><title>t</title>{head}</head><body>{anchors}{body}"
+        f"</body></html>"
+    )
+
+
+def redirect(location: str, status: int = 301) -> Page:
+    return Page("", status, None, {"Location": location})
+
+
+class Site:
+    """A web.Application serving a dict of pages; records every request it sees."""
+
+    def __init__(self, pages: dict[str, Page | str | Callable[[web.Request], object]]) -> None:
+        self.pages = pages
+        self.requests: list[tuple[float, str, dict[str, str]]] = []
+        self.app = web.Application()
+        self.app.router.add_route("*", "/{tail:.*}", self._handle)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append((time.monotonic(), request.raw_path, dict(request.headers)))
+        page = self.pages.get(request.raw_path)
+        if callable(page):
+            return await page(request)  # type: ignore[misc]
+        if page is None:
+            return web.Response(status=404, text="not found", content_type="text/plain")
+        if isinstance(page, str):
+            page = Page(page)
+        body = page.body
+        if isinstance(body, str):
+            if (page.content_type or "").startswith("text/html"):
+                # distinct pages must not be byte-identical, or they are (rightly) duplicates
+                body += f"<!-- {request.raw_path} -->"
+            body = body.encode()
+        headers = dict(page.headers)
+        if page.content_type is not None:
+            headers["Content-Type"] = page.content_type
+        return web.Response(status=page.status, body=body, headers=headers)
+
+    @property
+    def paths(self) -> list[str]:
+        return [path for _, path, _ in self.requests]
+
+
+@dataclass
+class Published:
+    """What a crawl published: every file validated, the locs and lastmods read back."""
+
+    files: list[Path]
+    locs: list[str]
+    lastmods: dict[str, str | None]
+
+
+def read_published(out: Path, xsd, base: str | None = None) -> Published:
+    files = sorted(p for p in out.iterdir() if p.is_file() and not p.name.startswith("."))
+    locs: list[str] = []
+    lastmods: dict[str, str | None] = {}
+    for path in files:
+        if path.suffix == ".txt":
+            locs += path.read_text(encoding="utf-8").splitlines()
+            continue
+        tree = xsd.any(path)
+        root = tree.getroot()
+        if root.tag == f"{NS}sitemapindex":
+            continue
+        for url in root.iter(f"{NS}url"):
+            loc = url.findtext(f"{NS}loc")
+            locs.append(loc)
+            lastmods[loc] = url.findtext(f"{NS}lastmod")
+    return Published(files, locs, lastmods)
+
+
+def urls(base: str, paths: Iterable[str]) -> set[str]:
+    return {base + p for p in paths}
+
+
+def read_decisions(path: Path) -> dict[str, dict]:
+    return {rec["url"]: rec for rec in map(json.loads, path.read_text().splitlines())}
+
+
+def parse_xml(path: Path) -> etree._Element:
+    return etree.parse(str(path)).getroot()

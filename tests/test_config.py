@@ -1,0 +1,72 @@
+"""config.example.toml documents every key with its real default; the loader checks types."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from crawler.config import Config, build, coerce, fields
+from crawler.errors import ConfigError
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "config.example.toml"
+
+
+def test_example_config_lists_every_key_with_its_default():
+    text = EXAMPLE.read_text()
+    values = tomllib.loads(text)
+    for spec in fields():
+        default = (
+            spec.default if spec.default is not dataclasses.MISSING else spec.default_factory()
+        )
+        if default is None:
+            assert f"# {spec.name} =" in text, spec.name
+        else:
+            assert spec.name in values, spec.name
+            assert coerce(spec.name, values[spec.name]) == default, spec.name
+    assert set(values) <= {f.name for f in fields()}
+
+
+def test_example_config_loads():
+    values = {k: coerce(k, v) for k, v in tomllib.loads(EXAMPLE.read_text()).items()}
+    config = build(values, {"url": "https://example.com/docs/"})
+    assert config == Config(url="https://example.com/docs/").validate()
+
+
+def test_cli_overrides_file():
+    config = build({"url": "https://a.example/", "concurrency": 3}, {"concurrency": 5})
+    assert config.concurrency == 5 and config.url == "https://a.example/"
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("concurrency", True),
+        ("timeout", "1"),
+        ("listed_types", "text/html"),
+        ("listed_types", [1]),
+        ("output", ""),
+        ("nope", 1),
+    ],
+)
+def test_bad_types_rejected(key, value):
+    with pytest.raises(ConfigError, match=key):
+        coerce(key, value)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({}, "no start URL"),
+        ({"url": "https://e.com/", "timeout": 0}, "timeout must be positive"),
+        ({"url": "https://e.com/", "user_agent": "a\nb"}, "user_agent"),
+        ({"url": "https://e.com/", "listed_types": ()}, "listed_types"),
+        ({"url": "https://e.com/", "changefreq": "sometimes"}, "changefreq must be one of"),
+        ({"url": "https://e.com/", "max_bytes_per_file": 10**9}, "may not exceed"),
+    ],
+)
+def test_bad_values_rejected(values, message):
+    with pytest.raises(ConfigError, match=message):
+        build(values, {})
