@@ -143,6 +143,8 @@ def _normalize_host(host: str) -> str:
     if host.startswith("["):
         if not host.endswith("]"):
             raise _HostError("unterminated IPv6 literal")
+        if "%" in host:
+            raise _HostError(f"IPv6 zone identifiers are not allowed in {host!r}")
         try:
             return f"[{ipaddress.IPv6Address(host[1:-1]).compressed}]"
         except ValueError:
@@ -169,11 +171,8 @@ def _normalize_host(host: str) -> str:
         if label.isascii():
             if not _LABEL.fullmatch(label):
                 raise _HostError(f"invalid host {host!r}")
-            if label.startswith("xn--"):
-                try:
-                    label[4:].encode("ascii").decode("punycode")
-                except UnicodeError:
-                    raise _HostError(f"invalid punycode label {label!r}") from None
+            if label.startswith("xn--") and not _valid_alabel(label):
+                raise _HostError(f"invalid punycode label {label!r}")
         else:
             label = "xn--" + label.encode("punycode").decode("ascii")
             if len(label) > 63:
@@ -189,6 +188,20 @@ def _normalize_host(host: str) -> str:
     if len(result.rstrip(".")) > 253:
         raise _HostError("host name longer than 253 characters")
     return result
+
+
+def _valid_alabel(label: str) -> bool:
+    """Whether an ``xn--`` label is what encoding some valid Unicode label would produce."""
+    try:
+        decoded = label[4:].encode("ascii").decode("punycode")
+        return (
+            not decoded.isascii()
+            and "xn--" + decoded.encode("punycode").decode("ascii") == label
+            and idna.uts46_remap(decoded, std3_rules=False, transitional=False) == decoded
+            and "." not in decoded
+        )
+    except (UnicodeError, idna.IDNAError):
+        return False
 
 
 # --- normalize -------------------------------------------------------------------------------
