@@ -1,0 +1,615 @@
+"""HTML decoding and link/directive extraction (crawler.extract)."""
+
+from __future__ import annotations
+
+import codecs
+from urllib.parse import urljoin
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawler.directives import Directives
+from crawler.extract import (
+    Link,
+    PageData,
+    decode_html,
+    encoding_for_label,
+    extract_page,
+    parse_content_type,
+    sniff_encoding,
+)
+
+PAGE = "https://example.com/dir/page.html"
+
+
+def page(body: str, content_type: str | None = "text/html; charset=utf-8") -> PageData:
+    return extract_page(body.encode("utf-8"), content_type, PAGE)
+
+
+def hrefs(body: str) -> list[str]:
+    return [link.href for link in page(body).links]
+
+
+# --- Content-Type --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (None, ("", None)),
+        ("", ("", None)),
+        ("text/html", ("text/html", None)),
+        ("TEXT/HTML", ("text/html", None)),
+        ("text/html; charset=UTF-8", ("text/html", "utf-8")),
+        ("text/html;charset=iso-8859-1", ("text/html", "iso-8859-1")),
+        ('text/html; charset="windows-1252"', ("text/html", "windows-1252")),
+        ("  application/xhtml+xml ; charset = utf-8 ", ("application/xhtml+xml", "utf-8")),
+        ("text/html; foo=bar; charset=latin1", ("text/html", "latin1")),
+        ('text/html; foo="a;charset=koi8-r"; charset=latin1', ("text/html", "latin1")),
+        ("text/html; charset=utf-8; charset=latin1", ("text/html", "utf-8")),
+        ("text/html;;charset=utf-8", ("text/html", "utf-8")),
+        ("text/html; charset", ("text/html", None)),
+        ("text/html; charset=", ("text/html", None)),
+        ('text/html; charset=""', ("text/html", None)),
+        ("html", ("", None)),
+        ("text/", ("", None)),
+        ("/html", ("", None)),
+        ("text/html junk", ("", None)),
+        ("text/html, text/plain", ("", None)),
+        ("téxt/html", ("", None)),
+        (";charset=utf-8", ("", None)),
+    ],
+)
+def test_parse_content_type(header: str | None, expected: tuple[str, str | None]) -> None:
+    assert parse_content_type(header) == expected
+
+
+@given(st.text(max_size=80))
+def test_parse_content_type_never_raises(header: str) -> None:
+    mime, _ = parse_content_type(header)
+    assert mime == mime.lower()
+
+
+# --- Encoding labels and sniffing --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("label", "name"),
+    [
+        ("utf-8", "utf-8"),
+        ("UTF8", "utf-8"),
+        (" utf-8\t", "utf-8"),
+        ("iso-8859-1", "windows-1252"),
+        ("ISO_8859-1:1987", "windows-1252"),
+        ("latin1", "windows-1252"),
+        ("us-ascii", "windows-1252"),
+        ("ascii", "windows-1252"),
+        ("iso-8859-9", "windows-1254"),
+        ("tis-620", "windows-874"),
+        ("gb2312", "gbk"),
+        ("shift_jis", "shift_jis"),
+        ("ks_c_5601-1987", "euc-kr"),
+        ("utf-16", "utf-16le"),
+        ("iso-2022-kr", "replacement"),
+        ("utf-7", None),
+        ("base64", None),
+        ("rot13", None),
+        ("utf-32", None),
+        ("cp037", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_encoding_for_label(label: str | None, name: str | None) -> None:
+    assert encoding_for_label(label) == name
+
+
+LATIN1_HREF = '<html><head>{meta}</head><body><a href="/caf\u00e9">Caf\u00e9</a></body></html>'
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "encoding", "href"),
+    [
+        pytest.param(
+            LATIN1_HREF.format(meta="").encode("latin-1"),
+            "text/html; charset=ISO-8859-1",
+            "windows-1252",
+            "/caf\u00e9",
+            id="latin1-declared-in-header",
+        ),
+        pytest.param(
+            LATIN1_HREF.format(meta='<meta charset="iso-8859-1">').encode("latin-1"),
+            "text/html",
+            "windows-1252",
+            "/caf\u00e9",
+            id="latin1-meta-charset",
+        ),
+        pytest.param(
+            LATIN1_HREF.format(
+                meta='<meta http-equiv="Content-Type" content="text/html; charset=latin1">'
+            ).encode("latin-1"),
+            None,
+            "windows-1252",
+            "/caf\u00e9",
+            id="latin1-meta-http-equiv",
+        ),
+        pytest.param(
+            LATIN1_HREF.format(
+                meta='<META HTTP-EQUIV=content-type CONTENT="text/html;charset=l1">'
+            ).encode("latin-1"),
+            None,
+            "windows-1252",
+            "/caf\u00e9",
+            id="meta-upper-case-bare-values",
+        ),
+        pytest.param(
+            codecs.BOM_UTF8 + LATIN1_HREF.format(meta="").encode("utf-8"),
+            "text/html",
+            "utf-8",
+            "/caf\u00e9",
+            id="utf8-bom",
+        ),
+        pytest.param(
+            codecs.BOM_UTF8 + LATIN1_HREF.format(meta="").encode("utf-8"),
+            "text/html; charset=iso-8859-1",
+            "utf-8",
+            "/caf\u00e9",
+            id="bom-beats-header-as-in-browsers",
+        ),
+        pytest.param(
+            codecs.BOM_UTF16_LE + LATIN1_HREF.format(meta="").encode("utf-16-le"),
+            None,
+            "utf-16le",
+            "/caf\u00e9",
+            id="utf16le-bom",
+        ),
+        pytest.param(
+            codecs.BOM_UTF16_BE + LATIN1_HREF.format(meta="").encode("utf-16-be"),
+            None,
+            "utf-16be",
+            "/caf\u00e9",
+            id="utf16be-bom",
+        ),
+        pytest.param(
+            LATIN1_HREF.format(meta="").encode("latin-1"),
+            None,
+            "utf-8",
+            "/caf\ufffd",
+            id="undeclared-latin1-is-utf8-with-replacement",
+        ),
+        pytest.param(
+            LATIN1_HREF.format(meta='<meta charset="utf-8">').encode("utf-8"),
+            "text/html; charset=x-unknown-thing",
+            "utf-8",
+            "/caf\u00e9",
+            id="unknown-header-label-falls-through-to-meta",
+        ),
+        pytest.param(
+            LATIN1_HREF.format(meta='<meta charset="utf-7">').encode("latin-1"),
+            "text/html; charset=bogus",
+            "utf-8",
+            "/caf\ufffd",
+            id="unknown-labels-everywhere-fall-back-to-utf8",
+        ),
+        pytest.param(
+            LATIN1_HREF.format(meta='<meta charset="windows-1252">').encode("cp1252"),
+            "text/html; charset=utf-8",
+            "utf-8",
+            "/caf\ufffd",
+            id="header-beats-meta",
+        ),
+        pytest.param(
+            '<meta charset="utf-16"><a href="/caf\u00e9">x</a>'.encode(),
+            None,
+            "utf-8",
+            "/caf\u00e9",
+            id="meta-utf16-means-utf8",
+        ),
+        pytest.param(
+            '<meta charset="koi8-r"><a href="/\u043c\u0438\u0440">x</a>'.encode("koi8-r"),
+            None,
+            "koi8-r",
+            "/\u043c\u0438\u0440",
+            id="koi8-r",
+        ),
+        pytest.param(
+            '<a href="/\u65e5\u672c">x</a>'.encode("cp932"),
+            "text/html; charset=Shift_JIS",
+            "shift_jis",
+            "/\u65e5\u672c",
+            id="shift-jis",
+        ),
+        pytest.param(
+            b'<a href="/\x80\x81">x</a>',
+            "text/html; charset=us-ascii",
+            "windows-1252",
+            "/\u20ac\u0081",
+            id="whatwg-us-ascii-is-windows-1252-with-c1-passthrough",
+        ),
+    ],
+)
+def test_decoding_resolves_links(
+    body: bytes, content_type: str | None, encoding: str, href: str
+) -> None:
+    data = extract_page(body, content_type, PAGE)
+    assert data.encoding == encoding
+    assert [link.href for link in data.links] == [href]
+    text, used = decode_html(body, content_type)
+    assert used == encoding
+    assert href in text
+    assert not text.startswith("\ufeff")
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        pytest.param(
+            b"<!-- <meta charset=koi8-r> --><meta charset=latin2>", "iso-8859-2", id="comment"
+        ),
+        pytest.param(b"<!--><meta charset=latin2>", "iso-8859-2", id="empty-comment"),
+        pytest.param(
+            b'<div title="<meta charset=koi8-r>"><meta charset=latin2>', "iso-8859-2", id="attr"
+        ),
+        pytest.param(
+            b"<metadata charset=koi8-r><meta charset=latin2>", "iso-8859-2", id="metadata"
+        ),
+        pytest.param(b"<meta charset=bogus><meta charset=latin2>", "iso-8859-2", id="skip-bogus"),
+        pytest.param(b"<meta charset='latin2'>", "iso-8859-2", id="single-quotes"),
+        pytest.param(b"<meta/charset=latin2>", "iso-8859-2", id="slash"),
+        pytest.param(b"<meta charset=latin2 charset=koi8-r>", "iso-8859-2", id="first-attr-wins"),
+        pytest.param(
+            b'<meta content="text/html; charset=latin2">', "utf-8", id="content-without-http-equiv"
+        ),
+        pytest.param(
+            b'<meta http-equiv="Content-Type" content="text/html; charset=\'latin2\'">',
+            "iso-8859-2",
+            id="quoted-charset-in-content",
+        ),
+        pytest.param(
+            b'<meta http-equiv="Content-Type" content="text/html; charset = latin2; x">',
+            "iso-8859-2",
+            id="spaces-in-content",
+        ),
+        pytest.param(
+            b"<?xml version='1.0'?><!DOCTYPE html><meta charset=latin2>", "iso-8859-2", id="doctype"
+        ),
+        pytest.param(b"<meta charset=x-user-defined>", "windows-1252", id="x-user-defined"),
+        pytest.param(b" " * 1020 + b"<meta charset=latin2>", "utf-8", id="beyond-1024-bytes"),
+        pytest.param(b"<meta charset=latin2", "utf-8", id="unclosed-tag-is-ignored"),
+    ],
+)
+def test_meta_prescan(head: bytes, expected: str) -> None:
+    assert sniff_encoding(head + b"<p>x</p>", None) == expected
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"\x00" * 10,
+        b"\xff\xfe",
+        b"\xef\xbb\xbf",
+        bytes(range(256)),
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+        b"<a href='/ok'>\xc3\x28\xa0\xa1</a>",
+    ],
+)
+def test_garbage_and_empty_bodies(body: bytes) -> None:
+    text, encoding = decode_html(body, "text/html")
+    assert isinstance(text, str)
+    assert encoding in ("utf-8", "utf-16le")
+    data = extract_page(body, None, PAGE)
+    assert data.base == PAGE
+    assert data.canonical is None
+    assert data.directives == Directives()
+
+
+def test_replacement_encoding_yields_no_links() -> None:
+    data = extract_page(b'<a href="/x">x</a>', "text/html; charset=iso-2022-kr", PAGE)
+    assert data.encoding == "replacement"
+    assert data.links == []
+
+
+def test_non_html_body_has_no_links() -> None:
+    data = extract_page(b'{"href": "/x", "a": "<b>"}', "application/json", PAGE)
+    assert data.links == []
+
+
+# --- Links -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("html", "expected"),
+    [
+        pytest.param('<a href="/a">x</a>', ["/a"], id="a"),
+        pytest.param('<map><area href="/area" alt=""></map>', ["/area"], id="area"),
+        pytest.param(
+            '<a href="/1"></a><map><area href="/2"></map><a href="/3"></a>',
+            ["/1", "/2", "/3"],
+            id="document-order-with-area",
+        ),
+        pytest.param('<a href="  /padded\n\t">x</a>', ["/padded"], id="whitespace-stripped"),
+        pytest.param('<a href="">x</a><a href>y</a><a href=" ">z</a>', [], id="empty-dropped"),
+        pytest.param("<a name=top>x</a>", [], id="no-href"),
+        pytest.param('<A HREF="/upper">x</A>', ["/upper"], id="upper-case-markup"),
+        pytest.param("<a href=/bare>x</a>", ["/bare"], id="unquoted"),
+        pytest.param('<a href="/a?x=1&amp;y=2">x</a>', ["/a?x=1&y=2"], id="entities-decoded"),
+        pytest.param('<a href="rel/x">x</a>', ["rel/x"], id="relative-kept-raw"),
+        pytest.param('<a href="https://other.org/">x</a>', ["https://other.org/"], id="absolute"),
+        pytest.param('<a href="/a" href="/b">x</a>', ["/a"], id="duplicate-attr-first-wins"),
+        pytest.param("<!-- <a href='/comment'>x</a> -->", [], id="comment"),
+        pytest.param(
+            "<script>document.write('<a href=\"/script\">x</a>')</script>", [], id="script"
+        ),
+        pytest.param('<template><a href="/tpl">x</a></template>', [], id="template"),
+        pytest.param(
+            '<template><div><template><a href="/t2"></a></template></div></template>',
+            [],
+            id="nested-template",
+        ),
+        pytest.param('<noscript><a href="/ns">x</a></noscript>', ["/ns"], id="noscript-kept"),
+        pytest.param(
+            "<head><noscript><img src=x></noscript><link rel=canonical href=/c></head>"
+            '<a href="/after">x</a>',
+            ["/after"],
+            id="noscript-in-head",
+        ),
+        pytest.param("<textarea><a href='/ta'>x</a></textarea>", [], id="textarea-is-text"),
+        pytest.param('<svg><a href="/svg"><text>x</text></a></svg>', ["/svg"], id="svg-a"),
+        pytest.param('<svg><a xlink:href="/xl"><text>x</text></a></svg>', ["/xl"], id="svg-xlink"),
+        pytest.param('<a href="/x\u00e9">x</a>', ["/x\u00e9"], id="non-ascii"),
+        pytest.param('<link rel="stylesheet" href="/s.css">', [], id="link-is-not-a-link"),
+    ],
+)
+def test_links(html: str, expected: list[str]) -> None:
+    assert hrefs(html) == expected
+
+
+@pytest.mark.parametrize(
+    ("rel", "nofollow"),
+    [
+        (None, False),
+        ("", False),
+        ("nofollow", True),
+        ("NoFollow noopener", True),
+        ("noopener   NOFOLLOW", True),
+        ("\tnofollow\n", True),
+        ("noreferrer", False),
+        ("nofollowing", False),
+        ("ugc sponsored", False),
+        ("no-follow", False),
+        ("nofollow\u00a0", False),  # NBSP is not an HTML space: the token is "nofollow\xa0"
+    ],
+)
+def test_rel_nofollow(rel: str | None, nofollow: bool) -> None:
+    attr = "" if rel is None else f' rel="{rel}"'
+    assert page(f'<a href="/x"{attr}>x</a>').links == [Link("/x", nofollow)]
+
+
+def test_area_nofollow() -> None:
+    data = page('<map><area href="/a" rel="nofollow"></map>')
+    assert data.links == [Link("/a", True)]
+
+
+# --- <base href> --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("html", "base"),
+    [
+        pytest.param("<a href=x>x</a>", PAGE, id="no-base"),
+        pytest.param(
+            '<base href="https://cdn.example.org/root/">',
+            "https://cdn.example.org/root/",
+            id="absolute",
+        ),
+        pytest.param('<base href="/other/">', "https://example.com/other/", id="root-relative"),
+        pytest.param('<base href="sub/">', "https://example.com/dir/sub/", id="relative"),
+        pytest.param('<base href="../">', "https://example.com/", id="dot-dot"),
+        pytest.param('<base href=" /ws/ ">', "https://example.com/ws/", id="whitespace"),
+        pytest.param(
+            '<base target="_top"><base href="/second/">',
+            "https://example.com/second/",
+            id="first-with-href",
+        ),
+        pytest.param(
+            '<base href="/one/"><base href="/two/">', "https://example.com/one/", id="first-wins"
+        ),
+        pytest.param('<base href="">', PAGE, id="empty"),
+        pytest.param('<base href="javascript:void(0)">', PAGE, id="javascript-refused"),
+        pytest.param('<base href="data:text/html,x">', PAGE, id="data-refused"),
+        pytest.param('<base href="http://[::1">', PAGE, id="unparseable"),
+        pytest.param(
+            '<body><base href="/late/"></body>', "https://example.com/late/", id="in-body"
+        ),
+        pytest.param('<template><base href="/tpl/"></template>', PAGE, id="in-template"),
+    ],
+)
+def test_base(html: str, base: str) -> None:
+    assert page(html).base == base
+
+
+def test_base_applies_to_links_via_urljoin() -> None:
+    data = page('<base href="/b/"><a href="c">x</a>')
+    assert urljoin(data.base, data.links[0].href) == "https://example.com/b/c"
+
+
+# --- Alternates and canonical -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("html", "alternates"),
+    [
+        pytest.param(
+            '<link rel="alternate" hreflang="de" href="/de/">', [("de", "/de/")], id="basic"
+        ),
+        pytest.param(
+            '<link rel="ALTERNATE" hreflang="fr-CA" href="/fr/">', [("fr-CA", "/fr/")], id="case"
+        ),
+        pytest.param(
+            '<link rel="foo alternate" hreflang="x-default" href="/">',
+            [("x-default", "/")],
+            id="token",
+        ),
+        pytest.param('<link rel="alternates" hreflang="de" href="/de/">', [], id="no-prefix-match"),
+        pytest.param(
+            '<link rel="alternate" href="/feed" type="application/rss+xml">', [], id="no-hreflang"
+        ),
+        pytest.param('<link rel="alternate" hreflang="" href="/de/">', [], id="empty-hreflang"),
+        pytest.param('<link rel="alternate" hreflang="de">', [], id="no-href"),
+        pytest.param(
+            '<link rel="alternate" hreflang=" de " href=" /de/ ">', [("de", "/de/")], id="stripped"
+        ),
+        pytest.param(
+            "<link rel=alternate hreflang=de href=/de><link rel=alternate hreflang=fr href=/fr>",
+            [("de", "/de"), ("fr", "/fr")],
+            id="order",
+        ),
+        pytest.param(
+            '<a rel="alternate" hreflang="de" href="/de/">x</a>', [], id="a-is-not-alternate"
+        ),
+    ],
+)
+def test_alternates(html: str, alternates: list[tuple[str, str]]) -> None:
+    assert page(html).alternates == alternates
+
+
+@pytest.mark.parametrize(
+    ("html", "canonical"),
+    [
+        pytest.param("<p>x</p>", None, id="none"),
+        pytest.param(
+            '<link rel="canonical" href="https://example.com/c">',
+            "https://example.com/c",
+            id="absolute",
+        ),
+        pytest.param('<link rel="canonical" href="/c">', "/c", id="relative-raw"),
+        pytest.param('<link rel="Canonical" href=" /c ">', "/c", id="case-and-space"),
+        pytest.param('<link rel="canonical alternate" hreflang=en href="/c">', "/c", id="token"),
+        pytest.param(
+            '<link rel="canonical" href="/1"><link rel="canonical" href="/2">', "/1", id="first"
+        ),
+        pytest.param(
+            '<link rel="canonical" href=""><link rel="canonical" href="/2">', "/2", id="skip-empty"
+        ),
+        pytest.param('<link rel="canonicalize" href="/c">', None, id="no-prefix-match"),
+        pytest.param('<a rel="canonical" href="/c">x</a>', None, id="a-is-not-canonical"),
+        pytest.param("<!-- <link rel=canonical href=/c> -->", None, id="comment"),
+    ],
+)
+def test_canonical(html: str, canonical: str | None) -> None:
+    assert page(html).canonical == canonical
+
+
+# --- Robots meta through extract_page ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("html", "noindex", "nofollow"),
+    [
+        pytest.param("<p>x</p>", False, False, id="none-present"),
+        pytest.param('<meta name="robots" content="noindex">', True, False, id="noindex"),
+        pytest.param('<META NAME="ROBOTS" CONTENT="NOINDEX, NOFOLLOW">', True, True, id="upper"),
+        pytest.param(
+            '<meta name="robots" content="noindex"><meta name="robots" content="nofollow">',
+            True,
+            True,
+            id="two-tags",
+        ),
+        pytest.param('<meta name="robots" content="none">', True, True, id="none"),
+        pytest.param('<meta name="sitemap-crawler" content="nofollow">', False, True, id="ours"),
+        pytest.param('<meta name="googlebot" content="noindex">', False, False, id="googlebot"),
+        pytest.param('<body><meta name="robots" content="noindex"></body>', True, False, id="body"),
+        pytest.param("<!-- <meta name=robots content=noindex> -->", False, False, id="comment"),
+        pytest.param(
+            '<template><meta name="robots" content="noindex"></template>', False, False, id="tpl"
+        ),
+        pytest.param('<meta property="robots" content="noindex">', False, False, id="property"),
+    ],
+)
+def test_page_robots_meta(html: str, noindex: bool, nofollow: bool) -> None:
+    directives = page(html).directives
+    assert (directives.noindex, directives.nofollow) == (noindex, nofollow)
+
+
+def test_page_robots_meta_custom_agent() -> None:
+    body = b'<meta name="mybot" content="noindex">'
+    assert extract_page(body, None, PAGE, agent="mybot").directives.noindex
+    assert not extract_page(body, None, PAGE).directives.noindex
+
+
+def test_full_page() -> None:
+    html = """<!DOCTYPE html><html><head>
+    <meta name="robots" content="noindex, follow">
+    <base href="/base/">
+    <link rel="canonical" href="https://example.com/canon">
+    <link rel="alternate" hreflang="de" href="/de/page">
+    </head><body>
+    <a href="one">1</a> <a href="/two" rel="nofollow">2</a>
+    <script>var s = '<a href="/no">';</script>
+    </body></html>"""
+    assert page(html) == PageData(
+        base="https://example.com/base/",
+        links=[Link("one", False), Link("/two", True)],
+        alternates=[("de", "/de/page")],
+        canonical="https://example.com/canon",
+        directives=Directives(noindex=True, nofollow=False, source='meta robots "noindex, follow"'),
+        encoding="utf-8",
+    )
+
+
+# --- Robustness -----------------------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.binary(max_size=2048), content_type=st.none() | st.text(max_size=40))
+def test_extract_page_never_raises_on_arbitrary_bytes(
+    body: bytes, content_type: str | None
+) -> None:
+    data = extract_page(body, content_type, PAGE)
+    assert isinstance(data.encoding, str)
+    assert all(link.href and link.href == link.href.strip() for link in data.links)
+
+
+_HTMLISH = st.lists(
+    st.sampled_from(
+        [
+            b"<a href=",
+            b"<area href=",
+            b"<link rel=alternate hreflang=de href=",
+            b"<base href=",
+            b"<meta name=robots content=",
+            b"<meta charset=",
+            b"<template>",
+            b"</template>",
+            b"<script>",
+            b"</script>",
+            b"<!--",
+            b"-->",
+            b"<noscript>",
+            b'"',
+            b"'",
+            b">",
+            b"/x",
+            b" ",
+            b"\xe9",
+            b"\xff",
+            b"latin1",
+            b"noindex",
+            b"nofollow",
+            b"\x00",
+            b"<svg>",
+        ]
+    ),
+    max_size=40,
+).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=_HTMLISH)
+def test_extract_page_never_raises_on_html_like_bytes(body: bytes) -> None:
+    data = extract_page(body, None, PAGE)
+    _, encoding = decode_html(body, None)
+    assert encoding == data.encoding
+    assert all(link.href for link in data.links)
