@@ -145,7 +145,8 @@ def _payload(raw: BinaryIO, max_bytes: int, result: ReadResult) -> Iterator[byte
                 yield emit(out)
             if inflater.eof:  # a further gzip member may follow
                 data = inflater.unused_data
-                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                if data:
+                    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
             else:
                 data = inflater.unconsumed_tail
         chunk = raw.read(_CHUNK)

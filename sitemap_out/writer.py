@@ -54,7 +54,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path
 from types import TracebackType
@@ -314,14 +314,13 @@ class SitemapWriter:
             part.count >= self._max_urls
             or self._fixed[images, xhtml] + part.body_bytes + size > self._max_bytes
         ):
-            if part.count == 0:
-                self._too_big(entry, size)
-            self._close_part()
-            part = self._new_part()
             images = bool(entry.images)
             xhtml = bool(entry.alternates)
             if self._fixed[images, xhtml] + size > self._max_bytes:
+                # Checked before rolling over, so no empty (invalid) part is ever left open.
                 self._too_big(entry, size)
+            self._close_part()
+            part = self._new_part()
         part.body.write(data)
         part.body_bytes += size
         part.count += 1
@@ -366,6 +365,9 @@ class SitemapWriter:
         self._part = None
         body_path = Path(part.body.name)
         part.body.close()
+        if part.count == 0:
+            body_path.unlink()
+            return
         name = f"sitemap-{part.number}{self._suffix}"
         header = self._headers[part.images, part.xhtml]
         with open(self._staging / name, "wb") as raw:
@@ -426,6 +428,7 @@ class SitemapWriter:
         else:
             entry_name = "sitemap.xml" if self._xml else "sitemap.txt"
             os.replace(self._staging / parts[0].name, self._staging / entry_name)
+            parts[0] = replace(parts[0], name=entry_name)
             names = [entry_name]
         _fsync_dir(self._staging)
         self._install(names)

@@ -1,0 +1,143 @@
+"""Entry validation and the W3C Datetime / IRI helpers."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta, timezone
+
+import pytest
+
+from sitemap_out import Alternate, Entry, EntryError, encode_uri, format_lastmod
+
+OK = "https://example.com/page"
+
+
+@pytest.mark.parametrize(
+    "loc",
+    [
+        "https://example.com/",
+        "http://example.com:8080/a/b?x=1&y='2'#frag",
+        "https://user:pw@example.com/%C3%BCmlat.html",
+        "HTTPS://EXAMPLE.COM/",
+        "http://[::1]:8080/index",
+        "https://example.com/" + "a" * (2048 - 20),
+    ],
+)
+def test_valid_locs(loc: str) -> None:
+    assert Entry(loc).loc == loc
+
+
+@pytest.mark.parametrize(
+    ("loc", "why"),
+    [
+        ("/relative/path", "absolute"),
+        ("ftp://example.com/file", "absolute"),
+        ("https:///nohost", "RFC 3986"),
+        ("https://example.com/ümlat.html", "non-ASCII"),
+        ("https://example.com/a b", "RFC 3986"),
+        ("https://example.com/<script>", "RFC 3986"),
+        ('https://example.com/"q"', "RFC 3986"),
+        ("https://example.com/100%", "%XX"),
+        ("https://example.com/%zz", "%XX"),
+        ("https://example.com/" + "a" * 2029, "2048"),
+        ("http://a.io", "minimum is 12"),
+    ],
+)
+def test_invalid_locs_name_url_and_field(loc: str, why: str) -> None:
+    with pytest.raises(EntryError) as info:
+        Entry(loc)
+    assert info.value.field == "loc"
+    assert info.value.loc == loc
+    assert why in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_non_str_loc() -> None:
+    with pytest.raises(EntryError, match="must be a str"):
+        Entry(b"https://example.com/")  # type: ignore[arg-type]
+
+
+def test_encode_uri_turns_iris_into_accepted_locs() -> None:
+    assert encode_uri("https://example.com/ümlat.html") == "https://example.com/%C3%BCmlat.html"
+    assert encode_uri("https://bücher.example/a b?q=ä&x=%41") == (
+        "https://xn--bcher-kva.example/a%20b?q=%C3%A4&x=%41"
+    )
+    assert encode_uri("https://example.com/100%") == "https://example.com/100%25"
+    once = encode_uri("https://example.com/ü?a=ö#ä")
+    assert encode_uri(once) == once
+    Entry(once)
+
+
+def test_lastmod_formats() -> None:
+    assert format_lastmod(datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)) == "2024-01-02T03:04:05+00:00"
+    cet = timezone(timedelta(hours=1))
+    assert format_lastmod(datetime(2024, 1, 2, 3, 4, 5, 999, tzinfo=cet)) == (
+        "2024-01-02T03:04:05+01:00"
+    )
+    assert format_lastmod(date(2024, 1, 2)) == "2024-01-02"
+
+
+def test_naive_datetime_rejected() -> None:
+    with pytest.raises(EntryError, match="naive") as info:
+        Entry(OK, lastmod=datetime(2024, 1, 2, 3, 4, 5))
+    assert info.value.field == "lastmod"
+
+
+def test_offset_with_seconds_rejected() -> None:
+    odd = timezone(timedelta(hours=1, seconds=7))
+    with pytest.raises(EntryError, match="seconds"):
+        Entry(OK, lastmod=datetime(2024, 1, 2, tzinfo=odd))
+
+
+def test_lastmod_type_checked() -> None:
+    with pytest.raises(EntryError, match="datetime or date"):
+        Entry(OK, lastmod="2024-01-02")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "freq", ["always", "hourly", "daily", "weekly", "monthly", "yearly", "never"]
+)
+def test_changefreq_values(freq: str) -> None:
+    assert Entry(OK, changefreq=freq).changefreq == freq
+
+
+@pytest.mark.parametrize("freq", ["sometimes", "Daily", " daily", ""])
+def test_bad_changefreq(freq: str) -> None:
+    with pytest.raises(EntryError) as info:
+        Entry(OK, changefreq=freq)
+    assert info.value.field == "changefreq"
+
+
+@pytest.mark.parametrize("priority", [0, 0.0, 0.5, 1, 1.0])
+def test_priority_ok(priority: float) -> None:
+    Entry(OK, priority=priority)
+
+
+@pytest.mark.parametrize("priority", [-0.1, 1.01, float("nan"), float("inf"), True, "0.5"])
+def test_bad_priority(priority: object) -> None:
+    with pytest.raises(EntryError) as info:
+        Entry(OK, priority=priority)  # type: ignore[arg-type]
+    assert info.value.field == "priority"
+
+
+def test_images_and_alternates_are_checked_and_frozen_to_tuples() -> None:
+    e = Entry(OK, images=["https://example.com/a.png"], alternates=[Alternate("de", OK)])
+    assert e.images == ("https://example.com/a.png",)
+    assert e.alternates == (Alternate("de", OK),)
+    hash(e)
+    with pytest.raises(EntryError, match="images"):
+        Entry(OK, images=("not a url",))
+    with pytest.raises(EntryError, match="1000"):
+        Entry(OK, images=tuple(f"https://example.com/{i}.png" for i in range(1001)))
+    with pytest.raises(EntryError, match="alternates"):
+        Entry(OK, alternates=(("de", OK),))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("lang", ["en", "de-CH", "x-default", "zh-Hant-TW"])
+def test_alternate_ok(lang: str) -> None:
+    Alternate(lang, OK)
+
+
+@pytest.mark.parametrize(("lang", "href"), [("en_US", OK), ("", OK), ("en", "/rel")])
+def test_alternate_bad(lang: str, href: str) -> None:
+    with pytest.raises(EntryError):
+        Alternate(lang, href)
