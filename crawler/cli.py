@@ -65,6 +65,19 @@ def _parser() -> argparse.ArgumentParser:
         "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
     )
     _add_config_options(crawl)
+    explain = commands.add_parser(
+        "explain",
+        help="say whether one URL would be listed, and why",
+        argument_default=argparse.SUPPRESS,
+        description="Fetch one URL (and its robots.txt) and print the decision a crawl would "
+        "make for it. The scope is the config's start URL (-c) if given, else the URL's own "
+        "folder. Exit code 0 when it would be listed, 3 when not.",
+    )
+    explain.add_argument("target", metavar="URL", help="the URL to judge")
+    explain.add_argument(
+        "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
+    )
+    _add_config_options(explain)
     return top
 
 
@@ -102,6 +115,7 @@ def _comma_list(text: str) -> tuple[str, ...]:
 def load_config(args: argparse.Namespace) -> Config:
     values = dict(vars(args))
     values.pop("command", None)
+    values.pop("target", None)
     path = values.pop("config", None)
     file_values = load_toml(path) if path is not None else {}
     return build(file_values, values)
@@ -114,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
+        if args.command == "explain":
+            return _explain(args)
         config = load_config(args)
         return _crawl(config)
     except KeyboardInterrupt:
@@ -153,6 +169,22 @@ def _crawl(config: Config) -> int:
         )
         print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}")
     return EXIT_OK
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from .decide import REASON_TEXT
+    from .engine import Crawl
+
+    if "url" not in vars(args):
+        file_url = load_toml(args.config).get("url") if "config" in vars(args) else None
+        args.url = file_url or args.target
+    config = load_config(args)
+    records = asyncio.run(Crawl(config).explain(args.target))
+    for record in records:
+        status = f"HTTP {record.status}" if record.status is not None else "not fetched"
+        print(f"{record.url}  ({status})")
+        print(f"  {REASON_TEXT[record.reason]}" + (f": {record.detail}" if record.detail else ""))
+    return EXIT_OK if records and records[-1].reason == "listed" else EXIT_NOTHING
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

@@ -93,6 +93,12 @@ class Config:
     max_segment_repeats: int = _opt(
         3, "skip paths repeating one segment more often (trap)", metavar="N"
     )
+    max_pages_per_folder: int = _opt(
+        0, "fetch at most this many URLs of one folder (0: no limit)", metavar="N"
+    )
+    max_pages_per_param: int = _opt(
+        0, "fetch at most this many URLs carrying one query parameter (0: no limit)", metavar="N"
+    )
     priority_by_depth: bool = _opt(False, "write priority = max(0.1, 0.8 ** depth)")
     changefreq: str | None = _opt(None, "write this changefreq for every URL", choices=CHANGEFREQS)
 
@@ -112,6 +118,8 @@ class Config:
             ("max_redirects", 0),
             ("max_url_length", 16),
             ("max_segment_repeats", 1),
+            ("max_pages_per_folder", 0),
+            ("max_pages_per_param", 0),
         ):
             if getattr(self, key) < low:
                 raise ConfigError(f"{key} must be at least {low}, got {getattr(self, key)}")

@@ -46,6 +46,25 @@ REASONS = (
     FETCH_ERROR,
 )
 
+#: Each reason in plain words, for `sitemap-crawler explain`.
+REASON_TEXT = {
+    LISTED: "listed: a final 200 page of a listed type, indexable and canonical",
+    ROBOTS_TXT: "not listed: robots.txt forbids fetching it",
+    META_NOINDEX: "not listed: the page's robots meta tag says noindex",
+    HEADER_NOINDEX: "not listed: the X-Robots-Tag response header says noindex",
+    CANONICALISED: "not listed: the page names another URL as its canonical",
+    DUPLICATE_OF: "not listed: its body is byte-identical to another page's",
+    REDIRECT: "not listed: it redirects (only the final URL of a redirect can be listed)",
+    HTTP_ERROR: "not listed: the server did not answer 200",
+    OUT_OF_SCOPE: "not listed: outside the sitemap's scheme, host, port and folder",
+    CONTENT_TYPE: "not listed: its Content-Type is not one of listed_types",
+    TOO_LONG: "not listed: the URL is longer than max_url_length",
+    TOO_LARGE: "not listed: the body is larger than max_page_bytes",
+    TRAP: "not listed: it looks like a spider trap",
+    LIMIT: "not listed: a crawl limit (max_pages or max_depth) was reached first",
+    FETCH_ERROR: "not listed: it could not be fetched",
+}
+
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
@@ -126,6 +145,38 @@ def repeats_segment(path: str, limit: int) -> bool:
             if n > limit:
                 return True
     return False
+
+
+class TrapBudgets:
+    """Per-folder and per-query-parameter page budgets: the defence against calendars,
+    faceted search and other URL spaces that never end. Counts only; no I/O."""
+
+    __slots__ = ("_folders", "_params", "per_folder", "per_param")
+
+    def __init__(self, per_folder: int = 0, per_param: int = 0) -> None:
+        self.per_folder = per_folder
+        self.per_param = per_param
+        self._folders: dict[str, int] = {}
+        self._params: dict[str, int] = {}
+
+    def spend(self, url: str) -> str | None:
+        """Count url against its budgets; the reason when one is spent (then nothing is
+        counted), else None."""
+        path, _, query = url.partition("?")
+        folder = path[: path.rfind("/") + 1]
+        if self.per_folder and self._folders.get(folder, 0) >= self.per_folder:
+            return f"more than {self.per_folder} URLs in folder {folder}"
+        names: set[str] = set()
+        if self.per_param and query:
+            names = {pair.partition("=")[0] for pair in query.split("&") if pair}
+            for name in sorted(names):
+                if self._params.get(name, 0) >= self.per_param:
+                    return f"more than {self.per_param} URLs with query parameter {name!r}"
+        if self.per_folder:
+            self._folders[folder] = self._folders.get(folder, 0) + 1
+        for name in names:
+            self._params[name] = self._params.get(name, 0) + 1
+        return None
 
 
 def depth_priority(depth: int) -> float:

@@ -33,6 +33,7 @@ from .decide import (
     Decision,
     PageFacts,
     Policy,
+    TrapBudgets,
     decide_page,
     depth_priority,
     follows_links,
@@ -105,6 +106,7 @@ class Crawl:
         )
         self.agent = product_token(config.user_agent)
         self.frontier = Frontier()
+        self._budgets = TrapBudgets(config.max_pages_per_folder, config.max_pages_per_param)
         self.tally = Tally()
         self.robots = RobotsTxt.allow_all()
         self._bodies: dict[bytes, str] = {}  # body hash -> first URL with that body
@@ -113,6 +115,7 @@ class Crawl:
         self._changed = asyncio.Event()
         self._decisions: IO[str] | None = None
         self._writer: AsyncSitemapWriter | None = None
+        self._explained = None  # a list while explaining one URL
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -130,12 +133,7 @@ class Crawl:
         self._writer = writer
         try:
             self._decisions = _open_text(config.decisions) if config.decisions else None
-            async with Fetcher(
-                user_agent=config.user_agent,
-                concurrency=config.concurrency,
-                timeout=config.timeout,
-                max_bytes=config.max_page_bytes,
-            ) as f:
+            async with self._fetcher() as f:
                 self.robots, self.tally.robots_note = await f.robots(plan.start)
                 self.log(f"robots.txt: {self.tally.robots_note}")
                 self._discover(plan.start, 0, None)
@@ -155,6 +153,33 @@ class Crawl:
             if self._decisions is not None:
                 self._decisions.close()
         return CrawlResult(self.tally, published, plan.sitemap_url)
+
+    async def explain(self, url: str) -> list[DecisionRecord]:
+        """Judge one URL exactly as a crawl would, without following its links.
+
+        Returns its decision records: one per redirect hop, the final one last.
+        """
+        self._explained: list[DecisionRecord] | None = []
+        target = self._to_crawl(normalize(url))
+        task = Task(target, 0, None)
+        async with self._fetcher() as f:
+            self.robots, self.tally.robots_note = await f.robots(target)
+            screened = self._screen(target, 0)
+            if screened is not None:
+                self._record(target, None, screened, task)
+            else:
+                self.frontier.mark_seen(target)
+                await self._process(f, task)
+        return self._explained
+
+    def _fetcher(self) -> Fetcher:
+        c = self.config
+        return Fetcher(
+            user_agent=c.user_agent,
+            concurrency=c.concurrency,
+            timeout=c.timeout,
+            max_bytes=c.max_page_bytes,
+        )
 
     def _why_nothing(self) -> str:
         start = self.plan.origins.to_public(self.plan.start)
@@ -213,6 +238,8 @@ class Crawl:
         if decision.listed:
             await self._list(url, task.depth, resp)
         self._record(url, resp.status, decision, task)
+        if self._explained is not None:
+            return
         if facts.canonical and not decision.listed and facts.canonical_in_scope:
             self._discover(facts.canonical, task.depth + 1, self._public(url))
         if page is not None and follows_links(facts, self.policy):
@@ -232,7 +259,8 @@ class Crawl:
             self.tally.fetched += 1
             if resp.status not in REDIRECT_STATUSES:
                 return resp, url
-            target = resolve(url, resp.location or "", self.config.strip_params)
+            location = (resp.location or "").strip()
+            target = resolve(url, location, self.config.strip_params) if location else None
             if target is None:
                 self._record(
                     url,
@@ -287,7 +315,8 @@ class Crawl:
         facts.canonical_in_scope = self.plan.scope.contains(self._public(target))
 
     async def _list(self, url: str, depth: int, resp: Response) -> None:
-        assert self._writer is not None
+        if self._writer is None:  # explaining: judged, not written
+            return
         lastmod = parse_http_date(resp.headers.get("Last-Modified"))
         if lastmod is not None and lastmod > datetime.now(UTC) + timedelta(days=1):
             lastmod = None  # a date in the future is a server clock error, not a lastmod
@@ -353,6 +382,9 @@ class Crawl:
             return Decision(ROBOTS_TXT, f"{verdict.rule}{where}")
         if 0 <= self.config.max_depth < depth:
             return Decision(LIMIT, f"deeper than max_depth {self.config.max_depth}")
+        spent = self._budgets.spend(url)
+        if spent is not None:
+            return Decision(TRAP, spent)
         return None
 
     def _refer(self, url: str, referrer: str) -> None:
@@ -381,6 +413,8 @@ class Crawl:
             self._refs.pop(url, None)
         if self._decisions is not None:
             self._decisions.write(record.to_json() + "\n")
+        if self._explained is not None:
+            self._explained.append(record)
 
     def _public(self, url: str) -> str:
         """The URL as the sitemap would list it; URLs outside the crawl root stay as they are

@@ -104,12 +104,13 @@ class Fetcher:
         except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
             return Response(url, error=describe_error(exc, self.timeout))
 
-    async def robots(self, origin: str) -> tuple[RobotsTxt, str]:
-        """Fetch origin/robots.txt, following up to 5 redirects (RFC 9309 2.3.1.2).
+    async def robots(self, page_url: str) -> tuple[RobotsTxt, str]:
+        """Fetch the robots.txt of page_url's origin, following up to 5 redirects
+        (RFC 9309 2.3.1.2).
 
         Returns the rules and a one-line note of how they were obtained, for the report.
         """
-        url = origin.rstrip("/") + "/robots.txt"
+        url = str(URL(page_url, encoded=True).origin()) + "/robots.txt"
         for _ in range(ROBOTS_MAX_REDIRECTS + 1):
             resp = await self.get(url, ROBOTS_MAX_BYTES)
             if resp.status in REDIRECT_STATUSES and resp.location:
@@ -125,20 +126,21 @@ class Fetcher:
             return robots_from_response(
                 None, None, error="more than 5 redirects"
             ), f"{url}: more than {ROBOTS_MAX_REDIRECTS} redirects, everything disallowed"
-        if resp.error:
-            note = f"{url}: {resp.error}, everything disallowed"
-        elif resp.status in REDIRECT_STATUSES:
-            note = f"{url}: redirect without a usable Location, everything allowed"
-            return robots_from_response(404, None), note
-        elif resp.status >= 500:
-            note = f"{url}: HTTP {resp.status}, everything disallowed"
-        elif resp.status >= 400:
-            note = f"{url}: HTTP {resp.status}, everything allowed"
+        if resp.status in REDIRECT_STATUSES:  # a redirect without a usable Location
+            return robots_from_response(
+                404, None
+            ), f"{url}: redirect without a usable Location, everything allowed"
+        robots = robots_from_response(resp.status or None, resp.body, error=resp.error)
+        note = f"{url}: {resp.error or f'HTTP {resp.status}'}"
+        if robots.denial:
+            note += ", everything disallowed"
+        elif resp.status >= 300:
+            note += ", everything allowed"
         else:
-            note = f"{url}: HTTP {resp.status}, {len(resp.body)} bytes"
+            note += f", {len(resp.body)} bytes"
             if resp.truncated:
-                note += f" (only the first {ROBOTS_MAX_BYTES} bytes are read)"
-        return robots_from_response(resp.status or None, resp.body, error=resp.error), note
+                note += f" (only the first {ROBOTS_MAX_BYTES} are read)"
+        return robots, note
 
 
 async def _read_capped(resp: aiohttp.ClientResponse, cap: int) -> tuple[bytes, bool]:

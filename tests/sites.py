@@ -40,15 +40,20 @@ def redirect(location: str, status: int = 301) -> Page:
 class Site:
     """A web.Application serving a dict of pages; records every request it sees."""
 
-    def __init__(self, pages: dict[str, Page | str | Callable[[web.Request], object]]) -> None:
+    def __init__(
+        self,
+        pages: dict[str, Page | str | Callable[[web.Request], object]],
+        fallback: Callable[[web.Request], object] | None = None,
+    ) -> None:
         self.pages = pages
+        self.fallback = fallback  # answers paths not in pages (default: 404)
         self.requests: list[tuple[float, str, dict[str, str]]] = []
         self.app = web.Application()
         self.app.router.add_route("*", "/{tail:.*}", self._handle)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.requests.append((time.monotonic(), request.raw_path, dict(request.headers)))
-        page = self.pages.get(request.raw_path)
+        page = self.pages.get(request.raw_path, self.fallback)
         if callable(page):
             return await page(request)  # type: ignore[misc]
         if page is None:
