@@ -1,0 +1,358 @@
+"""Per-origin politeness: how many requests may be in flight, and how far apart they start.
+
+One Throttle per origin. It combines what the user asked for (--delay, --max-rps, the
+concurrency), what the site asked for (robots.txt Crawl-delay, capped so a hostile or
+mistaken value cannot stall a crawl for hours) and what the site's behaviour tells us (the
+adaptive part: 429/503s, timeouts or markedly slower responses mean the server is
+struggling, so we back off at once and only creep back up after a run of good answers).
+
+Spacing is reserved, not polled: each request claims the start time
+`max(now, previous start + interval)` before it sleeps, so eight concurrent callers with a
+0.2 s interval start exactly 0.2 s apart instead of all waking together. When nothing slows
+the origin down the slot is a counter check and a clock read, because a crawl of a fast
+local site runs thousands of requests a second through it.
+
+The clock and sleep are injectable so the control logic is tested in virtual time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import statistics
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from .errors import ConfigError
+
+# The server tells us in so many words that it is overloaded.
+PRESSURE_STATUSES = frozenset({429, 503})
+# Answers that prove nothing good about the server's health; they never count toward recovery.
+_BAD_STATUSES = frozenset({500, 502, 503, 504, 429})
+
+BASELINE_SAMPLES = 20  # responses whose median sets the "normal" response time
+EWMA_ALPHA = 0.2  # weight of the newest response time in the moving average
+SLOW_FACTOR = 3.0  # EWMA above this multiple of the baseline counts as "slowed down markedly"
+SLOW_MIN_EXCESS = 0.1  # ...and by at least this many seconds, so 1 ms -> 4 ms jitter is not it
+COOLDOWN = 1.0  # seconds: a burst of bad answers within this window is one slow-down
+FIRST_EXTRA_DELAY = 0.25  # seconds of adaptive delay on the first slow-down; doubled after
+RECOVER_AFTER = 20  # consecutive good responses before one step of recovery
+EXTRA_DELAY_FLOOR = 0.05  # halving below this drops the adaptive delay altogether
+
+
+@dataclass(slots=True)
+class Ticket:
+    """One granted request slot.
+
+    `start` is the clock time the request was cleared to start, after any spacing sleep;
+    `waited` is how long the caller queued for the slot and the spacing together.
+    """
+
+    start: float
+    waited: float
+
+
+class Throttle:
+    """Concurrency limit plus start spacing for one origin, adapting to how the server copes."""
+
+    def __init__(
+        self,
+        *,
+        concurrency: int,
+        delay: float = 0.0,
+        max_rps: float | None = None,
+        crawl_delay: float | None = None,
+        max_crawl_delay: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigError(f"concurrency must be a whole number >= 1, not {concurrency!r}")
+        if not _is_seconds(delay):
+            raise ConfigError(f"delay must be a finite number of seconds >= 0, not {delay!r}")
+        if max_rps is not None and not (_is_seconds(max_rps) and max_rps > 0):
+            raise ConfigError(f"max_rps must be a finite number > 0, not {max_rps!r}")
+        if not _is_seconds(max_crawl_delay):
+            raise ConfigError(
+                f"max_crawl_delay must be a finite number of seconds >= 0, not {max_crawl_delay!r}"
+            )
+        self._clock = clock
+        self._sleep = sleep
+        self._configured_concurrency = concurrency
+        self._delay = float(delay)
+        self._rps_interval = 1.0 / max_rps if max_rps is not None else 0.0
+        self._max_crawl_delay = float(max_crawl_delay)
+        self._crawl_delay = 0.0
+        self.warnings: list[str] = []
+
+        # concurrency: a semaphore whose limit can move
+        self._limit = concurrency
+        self._in_flight = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+        # spacing
+        self._base_interval = 0.0  # user and robots.txt spacing; the adaptive part adds to it
+        self._extra = 0.0
+        self._interval = 0.0  # max(base, extra), kept current so slot() reads one attribute
+        self._last_start = -math.inf  # when the latest request actually started
+        self._last_reserved = -math.inf  # the latest start claimed by a caller still sleeping
+
+        # adaptive control
+        self._samples: list[float] = []
+        self._baseline: float | None = None
+        self._ewma: float | None = None
+        self._good_streak = 0
+        self._last_slowdown = -math.inf
+
+        # figures
+        self._requests = 0
+        self._first_start = 0.0
+        self._slowdowns = 0
+        self._max_extra = 0.0
+        self._waited = 0.0
+
+        self.set_crawl_delay(crawl_delay)
+
+    # ---- configuration -------------------------------------------------------------------
+
+    def set_crawl_delay(self, seconds: float | None) -> None:
+        """Apply robots.txt Crawl-delay, which is normally known only after the first request.
+
+        The value comes from the site, so it is sanitised rather than trusted: a negative or
+        non-finite one is ignored, one above max_crawl_delay is capped (with a warning).
+        """
+        if seconds is None:
+            self._crawl_delay = 0.0
+        elif not _is_seconds(seconds):
+            self._crawl_delay = 0.0
+            self.warnings.append(f"robots.txt Crawl-delay {seconds!r} is not valid; ignored")
+        elif seconds > self._max_crawl_delay:
+            self._crawl_delay = self._max_crawl_delay
+            self.warnings.append(
+                f"robots.txt Crawl-delay {_num(seconds)} s is above max_crawl_delay; "
+                f"using {_num(self._max_crawl_delay)} s"
+            )
+        else:
+            self._crawl_delay = float(seconds)
+        self._base_interval = max(self._delay, self._crawl_delay, self._rps_interval)
+        self._interval = max(self._base_interval, self._extra)
+
+    # ---- state -----------------------------------------------------------------------------
+
+    @property
+    def min_interval(self) -> float:
+        """Seconds between request starts now: user delay, Crawl-delay, 1/max_rps, adaptive."""
+        return self._interval
+
+    @property
+    def concurrency(self) -> int:
+        """Requests allowed in flight now; the adaptive control lowers it under pressure."""
+        return self._limit
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    def effective_rate(self) -> float:
+        """Requests started per second, first start to last start.
+
+        Measured between starts (n - 1 gaps) so that a paced crawl reads as its pace:
+        ten requests one second apart is 1.0/s, not 10 over 9.x seconds.
+        """
+        if self._requests < 2:
+            return 0.0
+        span = self._last_start - self._first_start
+        return (self._requests - 1) / span if span > 0 else math.inf
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Figures for the crawl report."""
+        return {
+            "requests": self._requests,
+            "effective_rate": self.effective_rate(),
+            "slowdowns": self._slowdowns,
+            "max_extra_delay": self._max_extra,
+            "extra_delay": self._extra,
+            "concurrency": self._limit,
+            "configured_concurrency": self._configured_concurrency,
+            "min_interval": self._interval,
+            "waited_seconds": self._waited,
+        }
+
+    # ---- admission -------------------------------------------------------------------------
+
+    def slot(self) -> _Slot:
+        """`async with throttle.slot() as ticket:` -- wait for a free slot and a start time.
+
+        The slot is held until the block exits, so do the whole request (body read included)
+        inside it, and call observe() with the outcome.
+        """
+        return _Slot(self)
+
+    async def _acquire(self) -> Ticket:
+        clock = self._clock
+        # Fast path: free slot, nobody queued, no spacing. No allocation beyond the ticket.
+        if self._in_flight < self._limit and not self._waiters and self._interval == 0.0:
+            self._in_flight += 1
+            now = clock()
+            self._started(now)
+            return Ticket(now, 0.0)
+
+        asked = clock()
+        await self._take_slot()
+        try:
+            now = clock()
+            interval = self._interval
+            if interval > 0.0:
+                # Claim a start time before sleeping, so the next caller queues behind it.
+                target = max(now, self._last_reserved + interval)
+                self._last_reserved = target
+                if target > now:
+                    await self._sleep(target - now)
+                    now = clock()
+                # Sleep is a lower bound only: a late wake-up, or an interval raised while we
+                # slept, must not let two starts come closer than the interval.
+                while (gap := self._last_start + self._interval - now) > 0.0:
+                    await self._sleep(gap)
+                    now = clock()
+        except BaseException:
+            self._release()
+            raise
+        self._started(now)
+        waited = now - asked
+        self._waited += waited
+        return Ticket(now, waited)
+
+    async def _take_slot(self) -> None:
+        if self._in_flight < self._limit and not self._waiters:
+            self._in_flight += 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            await fut  # _wake() counts us in before resolving the future
+        except BaseException:
+            if fut.done() and not fut.cancelled():
+                self._release()  # granted and cancelled in the same tick: pass it on
+            else:
+                with contextlib.suppress(ValueError):  # _wake() may have dropped it already
+                    self._waiters.remove(fut)
+            raise
+
+    def _started(self, now: float) -> None:
+        if self._requests == 0:
+            self._first_start = now
+        self._requests += 1
+        self._last_start = now
+        if now > self._last_reserved:
+            self._last_reserved = now
+
+    def _release(self) -> None:
+        self._in_flight -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        waiters = self._waiters
+        while waiters and self._in_flight < self._limit:
+            fut = waiters.popleft()
+            if not fut.done():
+                self._in_flight += 1
+                fut.set_result(None)
+
+    # ---- adaptive control --------------------------------------------------------------------
+
+    def observe(self, status: int | None, seconds: float) -> None:
+        """Feed the outcome of one request: its status (None: connection error or timeout)
+        and how long it took.
+
+        Pressure (429, 503, no answer, or an average response time far above the baseline)
+        halves the concurrency and doubles the extra delay, once per cool-down so that a burst
+        of 429s from eight in-flight requests is one signal, not eight. Only a run of good
+        answers undoes one step; errors never make the crawl faster.
+        """
+        slow = False
+        if status is not None and status not in _BAD_STATUSES and _is_seconds(seconds):
+            slow = self._time_sample(seconds)
+        pressure = status is None or status in PRESSURE_STATUSES or slow
+        if pressure:
+            self._good_streak = 0
+            now = self._clock()
+            if now - self._last_slowdown >= COOLDOWN:
+                self._last_slowdown = now
+                self._slow_down()
+        elif status in _BAD_STATUSES:
+            self._good_streak = 0
+        else:
+            self._good_streak += 1
+            if self._good_streak >= RECOVER_AFTER:
+                self._good_streak = 0
+                self._recover()
+
+    def _time_sample(self, seconds: float) -> bool:
+        """Track response time; True when it has slowed down markedly against the baseline."""
+        ewma = self._ewma
+        self._ewma = ewma = seconds if ewma is None else ewma + EWMA_ALPHA * (seconds - ewma)
+        baseline = self._baseline
+        if baseline is None:
+            self._samples.append(seconds)
+            if len(self._samples) >= BASELINE_SAMPLES:
+                self._baseline = statistics.median(self._samples)
+                self._samples = []
+            return False
+        return ewma > SLOW_FACTOR * baseline and ewma - baseline > SLOW_MIN_EXCESS
+
+    def _slow_down(self) -> None:
+        self._slowdowns += 1
+        self._limit = max(1, self._limit // 2)
+        self._extra = min(
+            max(FIRST_EXTRA_DELAY, self._extra * 2),
+            max(self._max_crawl_delay, FIRST_EXTRA_DELAY),
+        )
+        self._max_extra = max(self._max_extra, self._extra)
+        self._interval = max(self._base_interval, self._extra)
+
+    def _recover(self) -> None:
+        if self._limit < self._configured_concurrency:
+            self._limit += 1
+            self._wake()
+        extra = self._extra / 2
+        self._extra = extra if extra >= EXTRA_DELAY_FLOOR else 0.0
+        self._interval = max(self._base_interval, self._extra)
+
+
+class _Slot:
+    """The async context manager behind Throttle.slot(); a class, not a generator, for speed."""
+
+    __slots__ = ("_throttle",)
+
+    def __init__(self, throttle: Throttle) -> None:
+        self._throttle = throttle
+
+    async def __aenter__(self) -> Ticket:
+        return await self._throttle._acquire()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._throttle._release()
+
+
+def _is_seconds(value: object) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
