@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _explain(args)
         config = load_config(args)
         return _crawl(config)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before the crawl's own signal handling is in place
         _err("interrupted; the previously published sitemap is untouched")
         return EXIT_INTERRUPTED
     except (SitemapCrawlerError, SitemapOutError) as exc:

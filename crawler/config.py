@@ -78,6 +78,21 @@ class Config:
         "of a page; larger pages are recorded as too large",
         metavar="N",
     )
+    delay: float = _opt(0.0, "minimum seconds between two requests to the site", metavar="SECONDS")
+    max_rps: float = _opt(0.0, "at most this many requests per second (0: no cap)", metavar="N")
+    max_crawl_delay: float = _opt(
+        10.0, "longest robots.txt Crawl-delay honoured; above it, this is used", metavar="SECONDS"
+    )
+    retries: int = _opt(
+        3, "attempts per URL on connection errors, timeouts, 429 and 5xx (1: no retry)", metavar="N"
+    )
+    max_retry_after: float = _opt(
+        60.0, "longest Retry-After honoured before a retry", metavar="SECONDS"
+    )
+    state: Path | None = _opt(
+        None, "SQLite file holding the crawl's progress, so it can be resumed", metavar="FILE"
+    )
+    resume: bool = _opt(False, "continue the crawl saved in --state instead of starting over")
     max_redirects: int = _opt(10, "longest redirect chain followed before giving up", metavar="N")
     follow_nofollow: bool = _opt(False, "also follow rel=nofollow links and nofollow pages")
     respect_noindex: bool = _opt(True, "leave out pages that say noindex (meta or header)")
@@ -116,6 +131,7 @@ class Config:
             ("max_bytes_per_file", 1024),
             ("max_page_bytes", 1024),
             ("max_redirects", 0),
+            ("retries", 1),
             ("max_url_length", 16),
             ("max_segment_repeats", 1),
             ("max_pages_per_folder", 0),
@@ -133,6 +149,11 @@ class Config:
             )
         if not self.timeout > 0:
             raise ConfigError(f"timeout must be positive, got {self.timeout}")
+        for key in ("delay", "max_rps", "max_crawl_delay", "max_retry_after"):
+            if not 0 <= getattr(self, key) < 86_400:
+                raise ConfigError(f"{key} must be between 0 and 86400, got {getattr(self, key)}")
+        if self.resume and self.state is None:
+            raise ConfigError("--resume needs --state FILE: the saved crawl to continue")
         if not self.user_agent.strip() or any(c in self.user_agent for c in "\r\n"):
             raise ConfigError("user_agent must be one non-empty line")
         if not self.listed_types:

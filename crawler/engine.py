@@ -9,9 +9,11 @@ locs are judged in public space, fetching and robots.txt in crawl space.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -40,7 +42,7 @@ from .decide import (
     repeats_segment,
 )
 from .directives import header_directives, link_header_canonical
-from .errors import ConfigError, NothingListedError
+from .errors import ConfigError, InterruptedCrawl, NothingListedError
 from .extract import PageData, extract_page, parse_content_type
 from .fetch import REDIRECT_STATUSES, Fetcher, Response
 from .frontier import Frontier, Task
@@ -84,6 +86,10 @@ class Plan:
         return cls(start, scope, origins, sitemap_url, url_folder(sitemap_url))
 
 
+#: After SIGINT/SIGTERM, requests in flight get this long to finish before they are cut.
+STOP_GRACE_SECONDS = 10.0
+
+
 @dataclass(slots=True)
 class CrawlResult:
     tally: Tally
@@ -116,6 +122,8 @@ class Crawl:
         self._decisions: IO[str] | None = None
         self._writer: AsyncSitemapWriter | None = None
         self._explained = None  # a list while explaining one URL
+        self._stop_signal: int | None = None
+        self._workers: list[asyncio.Task[None]] = []
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -137,9 +145,13 @@ class Crawl:
                 self.robots, self.tally.robots_note = await f.robots(plan.start)
                 self.log(f"robots.txt: {self.tally.robots_note}")
                 self._discover(plan.start, 0, None)
-                async with asyncio.TaskGroup() as workers:  # one failing cancels the rest
-                    for _ in range(config.concurrency):
-                        workers.create_task(self._worker(f))
+                with self._signals_stop_the_crawl():
+                    async with asyncio.TaskGroup() as workers:  # one failing cancels the rest
+                        self._workers = [
+                            workers.create_task(self._worker(f)) for _ in range(config.concurrency)
+                        ]
+            if self._stop_signal is not None:
+                raise InterruptedCrawl(self._stopped_message())
             for task in self.frontier.drain():
                 self._record(task.url, None, Decision(LIMIT, "max_pages reached"), task)
             self.tally.seconds = time.monotonic() - started
@@ -172,6 +184,48 @@ class Crawl:
                 await self._process(f, task)
         return self._explained
 
+    @contextlib.contextmanager
+    def _signals_stop_the_crawl(self) -> Iterator[None]:
+        """First SIGINT/SIGTERM: take no new URLs, let requests in flight finish within
+        STOP_GRACE_SECONDS. A second signal, or the end of the grace period, cuts them."""
+        loop = asyncio.get_running_loop()
+        signals = (signal.SIGINT, signal.SIGTERM)
+        installed = []
+        for sig in signals:
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+                installed.append(sig)
+            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread
+                pass
+        try:
+            yield
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+    def _on_signal(self, sig: int) -> None:
+        if self._stop_signal is None:
+            self._stop_signal = sig
+            self.log(
+                f"{signal.Signals(sig).name}: finishing requests in flight "
+                f"(up to {STOP_GRACE_SECONDS:g} s; signal again to stop at once)"
+            )
+            self._changed.set()
+            asyncio.get_running_loop().call_later(STOP_GRACE_SECONDS, self._cut)
+        else:
+            self._cut()
+
+    def _cut(self) -> None:
+        for worker in self._workers:
+            worker.cancel()
+
+    def _stopped_message(self) -> str:
+        name = signal.Signals(self._stop_signal or signal.SIGTERM).name
+        return (
+            f"stopped by {name} after {self.tally.fetched} pages; "
+            f"the previously published sitemap is untouched"
+        )
+
     def _fetcher(self) -> Fetcher:
         c = self.config
         return Fetcher(
@@ -193,7 +247,7 @@ class Crawl:
 
     async def _worker(self, fetcher: Fetcher) -> None:
         max_pages = self.config.max_pages
-        while True:
+        while self._stop_signal is None:
             if max_pages and self.tally.fetched >= max_pages:
                 return
             task = self.frontier.pop()

@@ -23,3 +23,9 @@ class NothingListedError(SitemapCrawlerError):
     """The crawl ended with no indexable page; the previous sitemap is left alone."""
 
     exit_code = 3
+
+
+class InterruptedCrawl(SitemapCrawlerError):
+    """SIGINT or SIGTERM stopped the crawl; the previous sitemap is untouched."""
+
+    exit_code = 130
