@@ -215,7 +215,9 @@ def test_malformed_headers_and_truncated_body(crawl):
                     b'<a href="/fine">4</a>'
                 ),
                 b"/garbled": b"HTTP/1.1 200 OK\r\nContent-Type text/html\r\nX: \x00\x01\r\n\r\nhi",
-                b"/short": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 500\r\n\r\nhi",
+                b"/short": (
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 500\r\n\r\nhi"
+                ),
                 b"/reset": b"RESET",
                 b"/fine": ok(b"<p>fine</p>"),
             }
