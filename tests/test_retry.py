@@ -1,0 +1,426 @@
+"""Tests for crawler.retry: what is retried, how long it waits, and what the notes say.
+
+Every test uses a fake sleep that records the waits instead of waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from hypothesis import given
+from hypothesis import strategies as st
+
+from crawler.errors import ConfigError
+from crawler.retry import (
+    RETRY_STATUSES,
+    RetryPolicy,
+    fetch_with_retries,
+    is_retryable,
+    retry_after_seconds,
+)
+
+NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
+
+
+@dataclass
+class Resp:
+    status: int | None
+    retry_after: str | None = None
+    error: str | None = None
+
+
+class Script:
+    """A fetch that plays a list of outcomes (Resp, or an exception to raise) in order."""
+
+    def __init__(self, *outcomes: Resp | BaseException) -> None:
+        self.outcomes = list(outcomes)
+        self.calls = 0
+
+    async def __call__(self) -> Resp:
+        outcome = self.outcomes[min(self.calls, len(self.outcomes) - 1)]
+        self.calls += 1
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+
+class Sleeps:
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+def run(
+    script: Callable[[], Awaitable[Resp]],
+    policy: RetryPolicy | None = None,
+    **kw: Any,
+) -> tuple[Resp, list[str], list[float]]:
+    sleeps = Sleeps()
+
+    async def main() -> tuple[Resp, list[str]]:
+        return await fetch_with_retries(
+            script,
+            policy or RetryPolicy(),
+            status_of=lambda r: r.status,
+            retry_after_of=lambda r: r.retry_after,
+            sleep=sleeps,
+            now=lambda: NOW,
+            **kw,
+        )
+
+    result, notes = asyncio.run(main())
+    return result, notes, sleeps.waits
+
+
+# --- retry_after_seconds --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("120", 120.0),
+        ("0", 0.0),
+        ("  7 ", 7.0),
+        ("1.5", 1.5),
+        ("Wed, 01 May 2024 12:00:30 GMT", 30.0),
+        ("Wednesday, 01-May-24 12:02:00 GMT", 120.0),
+        ("Wed May  1 12:00:05 2024", 5.0),
+        ("Wed, 01 May 2024 11:00:00 GMT", 0.0),  # in the past: go ahead now
+        (None, None),
+        ("", None),
+        ("-5", None),
+        ("soon", None),
+        ("1e3", None),
+        ("inf", None),
+        ("nan", None),
+        ("0x10", None),
+        ("Wed, 31 Feb 2024 12:00:00 GMT", None),
+        ("2024-05-01T12:00:30Z", None),  # ISO 8601 is not an HTTP date
+    ],
+)
+def test_retry_after_seconds(value: str | None, expected: float | None) -> None:
+    assert retry_after_seconds(value, now=NOW) == expected
+
+
+def test_retry_after_date_defaults_to_the_real_clock() -> None:
+    soon = format_datetime(datetime.now(UTC) + timedelta(hours=1), usegmt=True)
+    seconds = retry_after_seconds(soon)
+    assert seconds is not None
+    assert 3500 < seconds <= 3600
+
+
+def test_retry_after_naive_now_is_taken_as_utc() -> None:
+    naive = NOW.replace(tzinfo=None)
+    assert retry_after_seconds("Wed, 01 May 2024 12:00:30 GMT", now=naive) == 30.0
+
+
+@given(st.text(max_size=40))
+def test_retry_after_never_raises_and_is_never_negative(value: str) -> None:
+    seconds = retry_after_seconds(value, now=NOW)
+    assert seconds is None or seconds >= 0
+
+
+@given(st.integers(0, 10**9))
+def test_retry_after_delay_seconds_round_trip(n: int) -> None:
+    assert retry_after_seconds(str(n), now=NOW) == float(n)
+
+
+# --- policy ---------------------------------------------------------------------------------
+
+
+def test_policy_defaults() -> None:
+    p = RetryPolicy()
+    assert (p.attempts, p.max_retry_after, p.base, p.max_backoff) == (3, 60.0, 0.5, 30.0)
+    assert frozenset({429, 500, 502, 503, 504}) == RETRY_STATUSES
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"attempts": 0},
+        {"attempts": -1},
+        {"attempts": 2.0},
+        {"attempts": True},
+        {"max_retry_after": -1},
+        {"base": float("nan")},
+        {"max_backoff": float("inf")},
+    ],
+)
+def test_bad_policy_is_a_config_error(kw: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError):
+        RetryPolicy(**kw)
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [(None, True), (429, True), (500, True), (502, True), (503, True), (504, True)]
+    + [(s, False) for s in (200, 204, 301, 304, 400, 401, 403, 404, 410, 501, 505, 599)],
+)
+def test_is_retryable(status: int | None, expected: bool) -> None:
+    assert is_retryable(status) is expected
+
+
+# --- fetch_with_retries ---------------------------------------------------------------------
+
+
+def test_success_on_the_first_try_is_returned_without_notes() -> None:
+    script = Script(Resp(200))
+    result, notes, waits = run(script)
+    assert (result.status, notes, waits, script.calls) == (200, [], [], 1)
+
+
+def test_503_with_retry_after_then_200_waits_what_the_server_asked() -> None:
+    script = Script(Resp(503, retry_after="2"), Resp(200))
+    result, notes, waits = run(script)
+    assert result.status == 200
+    assert script.calls == 2
+    assert waits == [2.0]
+    assert notes == ["attempt 1: HTTP 503, retried after 2.0 s (Retry-After)"]
+
+
+def test_retry_after_as_an_http_date() -> None:
+    script = Script(Resp(429, retry_after="Wed, 01 May 2024 12:00:05 GMT"), Resp(200))
+    result, notes, waits = run(script)
+    assert result.status == 200
+    assert waits == [5.0]
+    assert notes == ["attempt 1: HTTP 429, retried after 5.0 s (Retry-After)"]
+
+
+def test_retry_after_above_the_cap_waits_the_cap_and_says_so() -> None:
+    script = Script(Resp(503, retry_after="3600"), Resp(200))
+    result, notes, waits = run(script, RetryPolicy(max_retry_after=60))
+    assert result.status == 200
+    assert waits == [60.0]
+    assert notes == [
+        "attempt 1: HTTP 503, retried after 60.0 s (Retry-After 3600.0 s, capped at 60.0 s)"
+    ]
+
+
+def test_retry_after_zero_retries_at_once() -> None:
+    script = Script(Resp(503, retry_after="0"), Resp(200))
+    _, notes, waits = run(script)
+    assert waits == [0.0]
+    assert notes == ["attempt 1: HTTP 503, retried after 0.0 s (Retry-After)"]
+
+
+def test_garbage_retry_after_falls_back_to_backoff() -> None:
+    script = Script(Resp(503, retry_after="later, please"), Resp(200))
+    _, notes, waits = run(script, RetryPolicy(base=0.5))
+    assert len(waits) == 1
+    assert 0 <= waits[0] <= 0.5
+    assert notes[0].endswith("(backoff)")
+
+
+def test_always_500_makes_exactly_the_allowed_attempts_and_returns_the_last() -> None:
+    last = Resp(500, error="third")
+    script = Script(Resp(500), Resp(500), last, Resp(200))
+    result, notes, waits = run(script, RetryPolicy(attempts=3, base=0.5))
+    assert script.calls == 3
+    assert result is last
+    assert len(notes) == len(waits) == 2
+    assert notes[0].startswith("attempt 1: HTTP 500, retried after ")
+    assert notes[1].startswith("attempt 2: HTTP 500, retried after ")
+    assert waits[0] <= 0.5 and waits[1] <= 1.0  # full jitter in [0, base * 2**(n-1)]
+
+
+@pytest.mark.parametrize("attempts", [1, 2, 5])
+def test_attempts_is_the_total_number_of_requests(attempts: int) -> None:
+    script = Script(Resp(502))
+    result, notes, waits = run(script, RetryPolicy(attempts=attempts))
+    assert script.calls == attempts
+    assert result.status == 502
+    assert len(notes) == len(waits) == attempts - 1
+
+
+@pytest.mark.parametrize("status", [200, 301, 304, 400, 403, 404, 410, 501])
+def test_other_statuses_are_not_retried(status: int) -> None:
+    script = Script(Resp(status), Resp(200))
+    result, notes, waits = run(script)
+    assert (result.status, notes, waits, script.calls) == (status, [], [], 1)
+
+
+def test_connection_error_result_then_success() -> None:
+    script = Script(Resp(None, error="connection refused"), Resp(200))
+    result, notes, waits = run(script, error_of=lambda r: r.error)
+    assert result.status == 200
+    assert script.calls == 2
+    assert len(waits) == 1
+    assert notes[0].startswith("attempt 1: connection error (connection refused), retried after")
+    assert notes[0].endswith("(backoff)")
+
+
+def test_connection_error_without_detail() -> None:
+    _, notes, _ = run(Script(Resp(None), Resp(200)))
+    assert notes[0].startswith("attempt 1: connection error or timeout, retried after")
+
+
+def test_retry_after_is_ignored_without_a_status() -> None:
+    _, notes, waits = run(Script(Resp(None, retry_after="50"), Resp(200)), RetryPolicy(base=0.1))
+    assert waits[0] <= 0.1
+    assert notes[0].endswith("(backoff)")
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        ConnectionResetError("reset by peer"),
+        TimeoutError(),
+        aiohttp.ServerDisconnectedError(),
+    ],
+)
+def test_raised_connection_errors_are_retried(exc: BaseException) -> None:
+    script = Script(exc, Resp(200))
+    result, notes, _ = run(script)
+    assert result.status == 200
+    assert script.calls == 2
+    assert notes[0].startswith(f"attempt 1: connection error ({type(exc).__name__}")
+
+
+def test_a_raised_connection_error_on_the_last_attempt_propagates() -> None:
+    script = Script(Resp(503), TimeoutError("slow"), TimeoutError("still slow"))
+    with pytest.raises(TimeoutError, match="still slow"):
+        run(script, RetryPolicy(attempts=3))
+    assert script.calls == 3
+
+
+def test_a_raised_connection_error_with_one_attempt_propagates() -> None:
+    script = Script(ConnectionRefusedError("no"), Resp(200))
+    with pytest.raises(ConnectionRefusedError):
+        run(script, RetryPolicy(attempts=1))
+    assert script.calls == 1
+
+
+def test_other_exceptions_are_never_retried() -> None:
+    script = Script(KeyError("bug"), Resp(200))
+    with pytest.raises(KeyError):
+        run(script)
+    assert script.calls == 1
+    script = Script(Resp(503), KeyError("bug"), Resp(200))
+    with pytest.raises(KeyError):
+        run(script)
+    assert script.calls == 2
+
+
+def test_retry_on_can_be_narrowed() -> None:
+    script = Script(TimeoutError(), Resp(200))
+    with pytest.raises(TimeoutError):
+        run(script, retry_on=(ConnectionError,))
+    assert script.calls == 1
+
+
+def test_attempts_one_means_no_retry() -> None:
+    script = Script(Resp(503, retry_after="1"), Resp(200))
+    result, notes, waits = run(script, RetryPolicy(attempts=1))
+    assert (result.status, notes, waits, script.calls) == (503, [], [], 1)
+
+
+@pytest.fixture
+def seeded_random() -> Any:
+    """tenacity draws its jitter from the global random module; pin it, then put it back."""
+    state = random.getstate()
+    random.seed(1234)
+    yield
+    random.setstate(state)
+
+
+@pytest.mark.usefixtures("seeded_random")
+def test_backoff_grows_exponentially_within_the_ceiling() -> None:
+    uppers = []
+    for _ in range(50):
+        _, _, waits = run(Script(Resp(500)), RetryPolicy(attempts=8, base=0.5, max_backoff=4.0))
+        assert len(waits) == 7
+        for n, w in enumerate(waits, 1):
+            assert 0 <= w <= min(4.0, 0.5 * 2 ** (n - 1))
+        uppers.append(waits)
+    # jitter: the waits differ from run to run
+    assert len({tuple(w) for w in uppers}) == 50
+    # and later retries wait longer on average
+    mean = [sum(w[i] for w in uppers) / len(uppers) for i in range(7)]
+    assert mean[0] < mean[2] < mean[4]
+
+
+def test_mixed_sequence_notes_one_line_per_retry() -> None:
+    script = Script(
+        Resp(None, error="timeout"),
+        Resp(429, retry_after="3"),
+        Resp(503, retry_after="Wed, 01 May 2024 12:01:00 GMT"),
+        Resp(200),
+    )
+    result, notes, waits = run(
+        script, RetryPolicy(attempts=4, max_retry_after=30), error_of=lambda r: r.error
+    )
+    assert result.status == 200
+    assert waits[1:] == [3.0, 30.0]
+    assert notes[0].startswith("attempt 1: connection error (timeout), retried after ")
+    assert notes[1:] == [
+        "attempt 2: HTTP 429, retried after 3.0 s (Retry-After)",
+        "attempt 3: HTTP 503, retried after 30.0 s (Retry-After 60.0 s, capped at 30.0 s)",
+    ]
+
+
+@given(
+    outcomes=st.lists(st.sampled_from([200, 404, 429, 500, 503, None]), min_size=1, max_size=8),
+    attempts=st.integers(1, 6),
+)
+def test_calls_and_notes_for_any_sequence(outcomes: list[int | None], attempts: int) -> None:
+    script = Script(*(Resp(s, retry_after="1") for s in outcomes))
+    result, notes, waits = run(script, RetryPolicy(attempts=attempts))
+    padded = outcomes + [outcomes[-1]] * attempts
+    expected_calls = next(
+        (i + 1 for i, s in enumerate(padded[:attempts]) if not is_retryable(s)), attempts
+    )
+    assert script.calls == expected_calls
+    assert result.status == padded[expected_calls - 1]
+    assert len(notes) == len(waits) == expected_calls - 1
+    assert all(0 <= w <= 30.0 for w in waits)
+
+
+# --- against a live local server ------------------------------------------------------------
+
+
+def test_against_a_local_server_503_then_200(serve: Any) -> None:
+    hits: list[int] = []
+
+    async def page(request: web.Request) -> web.Response:
+        hits.append(1)
+        if len(hits) == 1:
+            return web.Response(status=503, headers={"Retry-After": "1"})
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_get("/", page)
+    server = serve(app)
+    sleeps = Sleeps()
+
+    async def main() -> tuple[tuple[int, str | None], list[str]]:
+        async with aiohttp.ClientSession() as session:
+
+            async def fetch() -> tuple[int, str | None]:
+                async with session.get(server.url + "/") as r:
+                    await r.read()
+                    return r.status, r.headers.get("Retry-After")
+
+            return await fetch_with_retries(
+                fetch,
+                RetryPolicy(),
+                status_of=lambda r: r[0],
+                retry_after_of=lambda r: r[1],
+                sleep=sleeps,
+            )
+
+    (status, _), notes = asyncio.run(main())
+    assert status == 200
+    assert len(hits) == 2
+    assert sleeps.waits == [1.0]
+    assert notes == ["attempt 1: HTTP 503, retried after 1.0 s (Retry-After)"]
