@@ -1,0 +1,132 @@
+"""Throughput of crawler.state: recording, checkpointing and loading a large crawl.
+
+Simulates a breadth-first crawl of N URLs the way the engine records it: each page's
+decision (half of them listed, with a sitemap entry) together with the queued calls for the
+new links it found, ``maybe_checkpoint`` after every page at the default thresholds. Then a
+crash-free reopen with ``--resume`` and a full ``load()``, consuming every stream. Prints
+figures only.
+
+Run: python3 bench/state_bench.py [N]   (default 1,000,000)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from crawler.state import CrawlState
+
+LINKS_PER_PAGE = 20  # new links per page until N URLs are known
+
+
+def url_of(i: int) -> str:
+    return f"https://www.shop.example/catalogue/category-{i % 997}/product-{i:08d}.html?ref=nav"
+
+
+def crawl(path: Path, n: int) -> tuple[float, float, int, int]:
+    """Record a crawl of n URLs; returns (record seconds, checkpoint seconds, rows, ops)."""
+    state = CrawlState.open(path, fingerprint="bench", start_url=url_of(0), resume=False)
+    base = datetime(2024, 1, 1, tzinfo=UTC)
+    write = 0.0
+    record_started = time.perf_counter()
+    rows = 0
+    ops = 0
+    checkpoints = 0
+    state.queued(url_of(0), 0, None)
+    ops += 1
+    known = 1
+    depth = 0
+    for i in range(n):
+        url = url_of(i)
+        depth = 0 if i == 0 else 1 + (i // 50_000)
+        entry = None
+        if i % 2 == 0:
+            entry = (url, base + timedelta(seconds=i), "weekly", 0.5)
+            rows += 1
+        state.decided(url, 200, "listed" if entry else "noindex", "", depth, url_of(i // 20), entry)
+        rows += 2  # the decision row, and the url row becomes done (or is inserted done)
+        ops += 1
+        if i % 10 == 0:
+            state.body(hashlib.blake2b(url.encode(), digest_size=16).digest(), url)
+            rows += 1
+            ops += 1
+        for _ in range(LINKS_PER_PAGE):
+            if known >= n:
+                break
+            state.queued(url_of(known), depth + 1, url)
+            known += 1
+            rows += 1
+            ops += 1
+        state.counter("pages", i + 1)
+        ops += 1
+        if state.pending >= 2_000:
+            t = time.perf_counter()
+            state.checkpoint()
+            write += time.perf_counter() - t
+            checkpoints += 1
+    t = time.perf_counter()
+    state.finish()
+    write += time.perf_counter() - t
+    total = time.perf_counter() - record_started
+    state.close()
+    return total - write, write, rows, ops
+
+
+def bulk(path: Path, n: int) -> tuple[float, int]:
+    """n URLs queued and decided, then one checkpoint: the raw executemany rate."""
+    state = CrawlState.open(path, fingerprint="bench", start_url=url_of(0), resume=False)
+    for i in range(n):
+        state.queued(url_of(i), 1, None)
+    for i in range(n):
+        state.decided(url_of(i), 200, "listed", "", 1, None, None)
+    t = time.perf_counter()
+    state.checkpoint()
+    seconds = time.perf_counter() - t
+    state.close()
+    return seconds, 2 * n
+
+
+def load(path: Path) -> tuple[float, float, int, int]:
+    t = time.perf_counter()
+    state = CrawlState.open(path, fingerprint="bench", start_url=url_of(0), resume=True)
+    opened = time.perf_counter() - t
+    snap = state.load()
+    decisions = sum(1 for _ in snap.decisions)
+    entries = sum(1 for _ in snap.entries)
+    seconds = time.perf_counter() - t
+    state.close()
+    return opened, seconds, decisions, entries + len(snap.seen) + len(snap.bodies)
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "crawl.state"
+        record, write, rows, ops = crawl(path, n)
+        size = os.path.getsize(path)
+        print(f"crawl of {n:,} URLs, {ops:,} recorded operations, {rows:,} rows written")
+        print(f"  recording: {record:.2f} s, {record / ops * 1e6:.2f} µs per operation")
+        print(
+            f"  checkpoints (every 2,000 ops): {write:.2f} s, {rows / write:,.0f} rows/s, "
+            f"{n / write:,.0f} URLs/s"
+        )
+        print(f"  file: {size / 1e6:.1f} MB ({size / n:.0f} bytes per URL)")
+        opened, seconds, decisions, other = load(path)
+        print(
+            f"resume: open {opened:.2f} s, open + load + read all {decisions:,} decisions "
+            f"and the rest ({other:,} rows) {seconds:.2f} s"
+        )
+        seconds, rows = bulk(Path(tmp) / "bulk.state", n)
+        print(
+            f"one checkpoint of {n:,} queued + decided URLs: {seconds:.2f} s, "
+            f"{rows / seconds:,.0f} rows/s"
+        )
+
+
+if __name__ == "__main__":
+    main()

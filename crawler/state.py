@@ -1,0 +1,749 @@
+"""The crawl's resumable state: one SQLite file, written in checkpoints.
+
+A crawl of a large site runs for hours; losing it to a crash, a deploy or a SIGKILL and
+starting over costs every request again. So the engine reports each change here (a URL
+queued, a URL's decision and sitemap entry, a body hash, a counter) and this module keeps
+enough to rebuild the engine's memory exactly: ``--resume`` then continues where the last
+checkpoint left off and publishes the same sitemap an uninterrupted crawl would have.
+
+Design, and why:
+
+* Recording is on the crawler's hot path, so every call only appends to in-memory buffers
+  (about a microsecond); :meth:`CrawlState.checkpoint` writes them in ONE transaction with
+  ``executemany``. A crash therefore loses whole checkpoints, never half of one, and because
+  the engine records a page's decision together with the links it found, the state on disk
+  always ends on page boundaries: the pages lost since the last checkpoint are simply still
+  "queued" and are fetched again.
+* Each URL string is stored once, in ``urls`` with an integer id; decisions, entries, body
+  hashes and referrers point at ids. Crawl state is dominated by URLs, and a crawl of a
+  million pages would otherwise store each one three or four times.
+* Ids are assigned in memory (the engine's URL universe is in memory anyway), so recording
+  never has to ask SQLite for one, and a checkpoint is pure bulk insert/update by primary key.
+* WAL with ``synchronous=NORMAL``: a commit is durable against a process crash (the threat
+  here) without an fsync per checkpoint; a power cut may lose the latest checkpoints but
+  never corrupts the file, which is the trade every resumable tool makes.
+* One writer per file, enforced with ``fcntl.flock`` on ``<file>.lock``: two crawls
+  interleaving checkpoints would produce a state neither could resume. The OS drops the lock
+  when the process dies, so a crashed crawl never leaves a stale lock behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Final, NamedTuple, TypeVar
+
+from .errors import SitemapCrawlerError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CrawlState",
+    "DecisionRow",
+    "EntryRow",
+    "QueuedRow",
+    "Snapshot",
+    "StateError",
+]
+
+#: Bumped whenever the tables change; a file from another version is refused, not migrated,
+#: because a half-understood state would resume into a wrong sitemap.
+SCHEMA_VERSION: Final = 1
+#: ``PRAGMA application_id`` marks the file as ours, so a random SQLite database passed by
+#: mistake to ``--state`` is recognised (and, with ``--resume`` off, never silently replaced
+#: by something that merely looks similar). ASCII "SMCS".
+APPLICATION_ID: Final = 0x534D4353
+
+DEFAULT_CHECKPOINT_OPS: Final = 2_000
+DEFAULT_CHECKPOINT_SECONDS: Final = 2.0
+#: Rows read per query when streaming decisions and entries back; bounds memory on resume.
+_CHUNK: Final = 10_000
+
+# urls.state: NULL means the string is only referenced (say, a referrer that was never met
+# under that spelling), so it is interned but not part of the seen set.
+_QUEUED: Final = 0
+_DONE: Final = 1
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND: Final = timedelta(microseconds=1)
+
+_SCHEMA: Final = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE urls (
+    id INTEGER PRIMARY KEY,
+    url TEXT NOT NULL,
+    state INTEGER,
+    depth INTEGER,
+    referrer INTEGER REFERENCES urls(id),
+    qseq INTEGER
+);
+CREATE TABLE decisions (
+    seq INTEGER PRIMARY KEY,
+    url INTEGER NOT NULL REFERENCES urls(id),
+    status INTEGER,
+    reason TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    referrer INTEGER REFERENCES urls(id)
+);
+CREATE TABLE entries (
+    seq INTEGER PRIMARY KEY,
+    url INTEGER NOT NULL REFERENCES urls(id),
+    loc TEXT,
+    lastmod INTEGER,
+    changefreq TEXT,
+    priority REAL
+);
+CREATE TABLE bodies (digest BLOB PRIMARY KEY, url INTEGER NOT NULL REFERENCES urls(id))
+    WITHOUT ROWID;
+CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+"""
+_T = TypeVar("_T")
+_TABLES: Final = frozenset({"meta", "urls", "decisions", "entries", "bodies", "counters"})
+
+
+class StateError(SitemapCrawlerError):
+    """The state file cannot be used: it belongs to another crawl, is not a state file, is
+    missing when resuming, is in use by a live crawl, or cannot be written."""
+
+    exit_code = 2
+
+
+class QueuedRow(NamedTuple):
+    """A URL still in the frontier, as the engine's ``Task`` needs it."""
+
+    url: str
+    depth: int
+    referrer: str | None
+
+
+class DecisionRow(NamedTuple):
+    """What became of one URL the crawl met, as the engine recorded it."""
+
+    url: str
+    status: int | None
+    reason: str
+    detail: str
+    depth: int
+    referrer: str | None
+
+
+class EntryRow(NamedTuple):
+    """A listed URL's sitemap entry; ``lastmod`` is tz-aware UTC."""
+
+    loc: str
+    lastmod: datetime | None
+    changefreq: str | None
+    priority: float | None
+
+
+@dataclass(slots=True, frozen=True)
+class Snapshot:
+    """Everything the engine needs to rebuild its memory, as of the last checkpoint.
+
+    ``decisions`` and ``entries`` are streamed from the file in chunks (a big crawl has
+    millions), so consume them before closing the state; each can be iterated once.
+    """
+
+    queued: list[QueuedRow]
+    seen: list[str]
+    decisions: Iterator[DecisionRow]
+    entries: Iterator[EntryRow]
+    bodies: dict[bytes, str]
+    counters: dict[str, int]
+    finished: bool
+
+
+class CrawlState:
+    """The open state file of one crawl. Not thread-safe: one event loop records into it."""
+
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        lock_fd: int,
+        *,
+        resumed: bool,
+        checkpoint_ops: int,
+        checkpoint_seconds: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = conn
+        self._lock_fd: int | None = lock_fd
+        self._checkpoint_ops = checkpoint_ops
+        self._checkpoint_seconds = checkpoint_seconds
+        self._clock = clock
+        self._last_checkpoint = clock()
+        # url -> id for every interned URL. Loaded lazily on resume: load() builds it in the
+        # same pass as the seen set, so the table is scanned once.
+        self._ids: dict[str, int] | None = None if resumed else {}
+        self._next_id = 1
+        self._qseq = 0
+        self._finished = False
+        self._reset_buffers()
+
+    def _reset_buffers(self) -> None:
+        # Rows for URLs interned since the last checkpoint, mutated in place by later calls,
+        # so a URL queued and decided within one checkpoint costs a single INSERT.
+        self._new: dict[int, list[object]] = {}
+        # Changes to URLs already on disk, applied in this order (which is the only order
+        # the frontier allows: requeued before lowered before done).
+        self._requeue: list[tuple[int, int | None, int, int]] = []
+        self._lower: list[tuple[int, int | None, int, int]] = []
+        self._done: list[tuple[int]] = []
+        self._decisions: list[tuple[object, ...]] = []
+        self._entries: list[tuple[object, ...]] = []
+        self._bodies: list[tuple[bytes, int]] = []
+        self._counters: dict[str, int] = {}
+        self._ops = 0
+
+    # -- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        *,
+        fingerprint: str,
+        start_url: str,
+        resume: bool,
+        checkpoint_ops: int = DEFAULT_CHECKPOINT_OPS,
+        checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> CrawlState:
+        """Open the state of a crawl: a new one (``resume=False``, replacing any old file)
+        or the one to continue (``resume=True``), which must be of the same start URL and
+        configuration, because resuming another crawl's state would publish a sitemap that
+        matches neither."""
+        path = Path(path)
+        if resume and not path.is_file():
+            raise StateError(f"nothing to resume: state file {path} does not exist")
+        if not resume:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StateError(f"cannot create state file {path}: {exc.strerror}") from exc
+        lock_fd = _lock(path)
+        conn: sqlite3.Connection | None = None
+        try:
+            if resume:
+                conn = _connect(path)
+                _check_existing(conn, path, fingerprint=fingerprint, start_url=start_url)
+                _configure(conn, path)
+            else:
+                _check_replaceable(path)
+                _remove_database(path)
+                conn = _connect(path)
+                _configure(conn, path)
+                _create(conn, path, fingerprint=fingerprint, start_url=start_url)
+            state = cls(
+                path,
+                conn,
+                lock_fd,
+                resumed=resume,
+                checkpoint_ops=checkpoint_ops,
+                checkpoint_seconds=checkpoint_seconds,
+                clock=clock,
+            )
+            if resume:
+                state._next_id, state._qseq, state._finished = _resume_counters(conn, path)
+            return state
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            _unlock(lock_fd)
+            raise
+
+    # -- recording (hot path: memory only) -----------------------------------------------
+
+    def _intern(self, url: str) -> int:
+        ids = self._ids
+        if ids is None:
+            ids = self._load_ids()
+        uid = ids.get(url)
+        if uid is None:
+            uid = self._next_id
+            self._next_id = uid + 1
+            ids[url] = uid
+            self._new[uid] = [uid, url, None, None, None, None]
+        return uid
+
+    def queued(self, url: str, depth: int, referrer: str | None) -> None:
+        """``url`` entered the frontier; it stays queued until :meth:`decided`."""
+        ref = None if referrer is None else self._intern(referrer)
+        uid = self._intern(url)
+        self._qseq += 1
+        row = self._new.get(uid)
+        if row is None:
+            self._requeue.append((depth, ref, self._qseq, uid))
+        else:
+            row[2:] = (_QUEUED, depth, ref, self._qseq)
+        self._ops += 1
+
+    def lowered(self, url: str, depth: int, referrer: str | None = None) -> None:
+        """A queued ``url`` was found again at a smaller depth, so it moves up the frontier.
+
+        It takes a fresh place in the queue order, as the frontier's heap gives it one;
+        ``referrer``, when given, replaces the old one, as the frontier's task does.
+        """
+        ref = None if referrer is None else self._intern(referrer)
+        uid = self._intern(url)
+        self._qseq += 1
+        row = self._new.get(uid)
+        if row is None:
+            self._lower.append((depth, ref, self._qseq, uid))
+        else:
+            row[3] = depth
+            row[5] = self._qseq
+            if ref is not None:
+                row[4] = ref
+        self._ops += 1
+
+    def decided(
+        self,
+        url: str,
+        status: int | None,
+        reason: str,
+        detail: str,
+        depth: int,
+        referrer: str | None,
+        entry: tuple[str, datetime | None, str | None, float | None] | None = None,
+    ) -> None:
+        """``url`` got its decision (and, when listed, its sitemap ``entry`` as ``(loc,
+        lastmod, changefreq, priority)``); it leaves the queue.
+
+        ``url`` must be spelled as it was passed to :meth:`queued`: that is how the state
+        knows which queued URL is done. The entry's ``loc`` may differ (a public URL).
+        """
+        ref = None if referrer is None else self._intern(referrer)
+        uid = self._intern(url)
+        row = self._new.get(uid)
+        if row is None:
+            self._done.append((uid,))
+        else:
+            row[2] = _DONE
+        self._decisions.append((uid, status, reason, detail, depth, ref))
+        if entry is not None:
+            loc, lastmod, changefreq, priority = entry
+            self._entries.append(
+                (uid, None if loc == url else loc, _to_micros(lastmod), changefreq, priority)
+            )
+        self._ops += 1
+
+    def body(self, digest: bytes, url: str) -> None:
+        """The first URL seen with a body whose hash is ``digest`` (duplicate detection)."""
+        self._bodies.append((bytes(digest), self._intern(url)))
+        self._ops += 1
+
+    def counter(self, name: str, value: int) -> None:
+        """The current value of a named counter; only the last value set is kept."""
+        self._counters[name] = value
+        self._ops += 1
+
+    # -- writing -------------------------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """Operations recorded since the last checkpoint."""
+        return self._ops
+
+    def maybe_checkpoint(self) -> None:
+        """Checkpoint when enough work is buffered to be worth a transaction, or when it
+        has been buffered long enough that a crash would cost noticeable refetching."""
+        if self._ops and (
+            self._ops >= self._checkpoint_ops
+            or self._clock() - self._last_checkpoint >= self._checkpoint_seconds
+        ):
+            self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Write everything recorded since the last checkpoint, in one transaction.
+
+        Call it only between pages (the engine's consistent points): everything buffered
+        becomes durable together, and a crash after it loses nothing recorded before it.
+        On failure the buffers are kept, so a later checkpoint can still write them.
+        """
+        if not self._ops:
+            self._last_checkpoint = self._clock()
+            return
+        self._write(finished=False)
+
+    def finish(self) -> None:
+        """Checkpoint and mark the crawl complete; resuming it then finds nothing queued
+        and just republishes the same sitemap."""
+        self._write(finished=True)
+
+    def _write(self, *, finished: bool) -> None:
+        conn = self._open_conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            if self._new:
+                conn.executemany(
+                    "INSERT INTO urls (id, url, state, depth, referrer, qseq)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    self._new.values(),
+                )
+            if self._requeue:
+                conn.executemany(
+                    f"UPDATE urls SET state = {_QUEUED}, depth = ?, referrer = ?, qseq = ?"
+                    " WHERE id = ?",
+                    self._requeue,
+                )
+            if self._lower:
+                conn.executemany(
+                    "UPDATE urls SET depth = ?, referrer = coalesce(?, referrer), qseq = ?"
+                    " WHERE id = ?",
+                    self._lower,
+                )
+            if self._done:
+                conn.executemany(f"UPDATE urls SET state = {_DONE} WHERE id = ?", self._done)
+            if self._decisions:
+                conn.executemany(
+                    "INSERT INTO decisions (url, status, reason, detail, depth, referrer)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    self._decisions,
+                )
+            if self._entries:
+                conn.executemany(
+                    "INSERT INTO entries (url, loc, lastmod, changefreq, priority)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    self._entries,
+                )
+            if self._bodies:
+                # The engine keeps the first URL per body; a repeat here is a replay of one.
+                conn.executemany(
+                    "INSERT OR IGNORE INTO bodies (digest, url) VALUES (?, ?)", self._bodies
+                )
+            if self._counters:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO counters (name, value) VALUES (?, ?)",
+                    self._counters.items(),
+                )
+            meta = [("updated", _now()), ("next_id", self._next_id), ("qseq", self._qseq)]
+            if finished or self._finished:
+                # New work after a finished crawl was resumed means it is running again.
+                meta.append(("finished", int(finished)))
+            conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", meta)
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise StateError(f"cannot write state file {self.path}: {exc}") from exc
+        self._finished = finished
+        self._reset_buffers()
+        self._last_checkpoint = self._clock()
+
+    # -- reading -------------------------------------------------------------------------
+
+    def load(self) -> Snapshot:
+        """The state as of the last checkpoint, to seed the engine on ``--resume``.
+
+        URLs that were queued and had no decision when the crawl stopped come back in
+        ``queued``, in the order they were queued, so in-flight work is redone and the
+        frontier pops them in the same order as before.
+        """
+        conn = self._open_conn()
+        try:
+            ids: dict[str, int] = {}
+            seen: list[str] = []
+            for url, uid, state in conn.execute("SELECT url, id, state FROM urls"):
+                ids[url] = uid
+                if state is not None:
+                    seen.append(url)
+            if self._ids is None:
+                self._ids = ids
+            queued = [
+                QueuedRow(*row)
+                for row in conn.execute(
+                    "SELECT u.url, u.depth, r.url FROM urls u LEFT JOIN urls r"
+                    f" ON r.id = u.referrer WHERE u.state = {_QUEUED} ORDER BY u.qseq"
+                )
+            ]
+            bodies = dict(
+                conn.execute("SELECT b.digest, u.url FROM bodies b JOIN urls u ON u.id = b.url")
+            )
+            counters = dict(conn.execute("SELECT name, value FROM counters"))
+            (last_decision,) = conn.execute(
+                "SELECT coalesce(max(seq), 0) FROM decisions"
+            ).fetchone()
+            (last_entry,) = conn.execute("SELECT coalesce(max(seq), 0) FROM entries").fetchone()
+            (finished,) = conn.execute(
+                "SELECT coalesce((SELECT value FROM meta WHERE key = 'finished'), 0)"
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+        return Snapshot(
+            queued=queued,
+            seen=seen,
+            decisions=self._stream(
+                "SELECT d.seq, u.url, d.status, d.reason, d.detail, d.depth, r.url"
+                " FROM decisions d JOIN urls u ON u.id = d.url"
+                " LEFT JOIN urls r ON r.id = d.referrer",
+                last_decision,
+                DecisionRow,
+            ),
+            entries=self._stream(
+                "SELECT e.seq, coalesce(e.loc, u.url), e.lastmod, e.changefreq, e.priority"
+                " FROM entries e JOIN urls u ON u.id = e.url",
+                last_entry,
+                _entry_row,
+            ),
+            bodies=bodies,
+            counters=counters,
+            finished=bool(finished),
+        )
+
+    def _stream(self, select: str, last: int, make: Callable[..., _T]) -> Iterator[_T]:
+        """Rows ``seq <= last`` in seq order, one keyset-paged query per chunk: each chunk
+        is a fresh statement, so checkpoints made while the engine replays do not show up
+        in (or disturb) what it reads."""
+        query = f"{select} WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT {_CHUNK}"
+        after = 0
+        while after < last:
+            try:
+                rows = self._open_conn().execute(query, (after, last)).fetchall()
+            except sqlite3.Error as exc:
+                raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+            if not rows:
+                return
+            for row in rows:
+                yield make(*row[1:])
+            after = rows[-1][0]
+
+    def _load_ids(self) -> dict[str, int]:
+        try:
+            ids = dict(self._open_conn().execute("SELECT url, id FROM urls"))
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+        self._ids = ids
+        return ids
+
+    # -- closing -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the file and release the lock, dropping anything not checkpointed.
+
+        Nothing is written implicitly: only the engine knows whether the buffers end on a
+        page boundary, and writing half a page (a decision without its links) would make a
+        resumed crawl miss those links for good.
+        """
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            _unlock(fd)
+
+    def __enter__(self) -> CrawlState:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _open_conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StateError(f"state file {self.path} is already closed")
+        return self._conn
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _entry_row(
+    loc: str, lastmod: int | None, changefreq: str | None, priority: float | None
+) -> EntryRow:
+    return EntryRow(
+        loc, None if lastmod is None else _EPOCH + lastmod * _MICROSECOND, changefreq, priority
+    )
+
+
+def _to_micros(lastmod: datetime | None) -> int | None:
+    """Microseconds since the epoch: exact, compact, and sortable, unlike an ISO string."""
+    if lastmod is None:
+        return None
+    if lastmod.tzinfo is None or lastmod.utcoffset() is None:
+        raise ValueError(f"lastmod must be timezone-aware, got {lastmod!r}")
+    return (lastmod - _EPOCH) // _MICROSECOND
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def _lock(path: Path) -> int:
+    """Take the file's exclusive lock, or refuse: two crawls on one state file would
+    interleave checkpoints into something neither can resume."""
+    lock_path = _lock_path(path)
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise StateError(f"cannot lock state file {path}: {exc.strerror}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode("ascii", "replace").strip()
+        os.close(fd)
+        who = f" (pid {holder})" if holder.isdigit() else ""
+        raise StateError(f"state file {path} is in use by another running crawl{who}") from None
+    except OSError as exc:
+        os.close(fd)
+        raise StateError(f"cannot lock state file {path}: {exc.strerror}") from exc
+    # The pid is only for the message above; the lock itself is the flock.
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def _unlock(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+    os.close(fd)  # closing the only descriptor releases the flock
+
+
+def _remove_database(path: Path) -> None:
+    """A fresh crawl starts over: drop the old file and its WAL, so no page of the old
+    crawl can leak into the new one."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        victim = path.with_name(path.name + suffix)
+        try:
+            victim.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StateError(f"cannot replace state file {path}: {exc.strerror}") from exc
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        # Autocommit mode: transactions are begun and committed explicitly by checkpoint().
+        return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise StateError(f"cannot open state file {path}: {exc}") from exc
+
+
+def _configure(conn: sqlite3.Connection, path: Path) -> None:
+    """WAL and synchronous=NORMAL: see the module docstring. Done only once the file is known
+    to be ours, because switching the journal mode rewrites the file's header."""
+    try:
+        (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        if str(mode).lower() != "wal":
+            raise StateError(f"state file {path} cannot use WAL mode (got {mode})")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        # Checkpoints are bulk writes; a larger page cache keeps the b-trees' inner pages hot.
+        conn.execute("PRAGMA cache_size = -65536")
+        conn.execute("PRAGMA temp_store = MEMORY")
+    except sqlite3.DatabaseError as exc:
+        raise StateError(f"{path} is not a sitemap-crawler state file ({exc})") from exc
+
+
+def _check_replaceable(path: Path) -> None:
+    """A fresh crawl replaces its old state file, but nothing else: a typo in ``--state``
+    must not delete someone's database or sitemap."""
+    try:
+        if not path.exists() or path.stat().st_size == 0:
+            return
+    except OSError as exc:
+        raise StateError(f"cannot replace state file {path}: {exc.strerror}") from exc
+    if not path.is_file():
+        raise StateError(f"cannot use {path} as a state file: it is not a regular file")
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        try:
+            (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        app_id = None
+    if app_id != APPLICATION_ID:
+        raise StateError(
+            f"refusing to replace {path}: it is not a sitemap-crawler state file "
+            "(delete it or choose another --state file)"
+        )
+
+
+def _create(conn: sqlite3.Connection, path: Path, *, fingerprint: str, start_url: str) -> None:
+    now = _now()
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.executemany(
+            "INSERT INTO meta (key, value) VALUES (?, ?)",
+            [
+                ("schema_version", SCHEMA_VERSION),
+                ("fingerprint", fingerprint),
+                ("start_url", start_url),
+                ("created", now),
+                ("updated", now),
+                ("next_id", 1),
+                ("qseq", 0),
+                ("finished", 0),
+            ],
+        )
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise StateError(f"cannot create state file {path}: {exc}") from exc
+
+
+def _check_existing(
+    conn: sqlite3.Connection, path: Path, *, fingerprint: str, start_url: str
+) -> None:
+    """Refuse a file that is not ours, is of another schema version, or belongs to another
+    crawl; each refusal says which of these it is, in one line."""
+    try:
+        (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        tables = {
+            name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type='table'")
+        }
+        if app_id != APPLICATION_ID or not tables >= _TABLES:
+            raise StateError(f"{path} is not a sitemap-crawler state file")
+        if version != SCHEMA_VERSION:
+            raise StateError(
+                f"state file {path} has schema version {version}, this version of "
+                f"sitemap-crawler reads {SCHEMA_VERSION}; start a fresh crawl without --resume"
+            )
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+    except sqlite3.DatabaseError as exc:
+        raise StateError(f"{path} is not a sitemap-crawler state file ({exc})") from exc
+    stored_url = meta.get("start_url")
+    if stored_url != start_url:
+        raise StateError(
+            f"state file {path} is for a crawl of {stored_url}, not {start_url}; "
+            "start a fresh crawl without --resume"
+        )
+    if meta.get("fingerprint") != fingerprint:
+        raise StateError(
+            f"the state file was made with a different configuration ({path}); "
+            "use the same options to resume, or start a fresh crawl without --resume"
+        )
+
+
+def _resume_counters(conn: sqlite3.Connection, path: Path) -> tuple[int, int, bool]:
+    """The next URL id, queue sequence and finished flag, so new records continue the old
+    ones instead of colliding with them. Each checkpoint stores them in its transaction."""
+    try:
+        meta = dict(
+            conn.execute("SELECT key, value FROM meta WHERE key IN ('next_id', 'qseq', 'finished')")
+        )
+        (max_id,) = conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+    except sqlite3.Error as exc:
+        raise StateError(f"cannot read state file {path}: {exc}") from exc
+    next_id = max(int(meta.get("next_id", 1)), max_id + 1)
+    return next_id, int(meta.get("qseq", 0)), bool(meta.get("finished", 0))
