@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler.errors import ConfigError
+from crawler.retry import RetryPolicy, fetch_with_retries
 from crawler.throttle import (
     BASELINE_SAMPLES,
     COOLDOWN,
@@ -593,3 +594,73 @@ def test_spacing_holds_on_the_real_event_loop() -> None:
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert len(gaps) == 5
     assert min(gaps) >= interval - 1e-6  # a lower bound only: a busy machine is just slower
+
+
+# --- with retries, as the engine wires them ---------------------------------------------------
+
+
+class FakeOrigin:
+    """A server that answers 429 (Retry-After: 1) to everything started before `busy_until`."""
+
+    def __init__(self, vt: VirtualTime, th: Throttle, busy_until: float, status: int = 200):
+        self.vt, self.th = vt, th
+        self.busy_until = busy_until
+        self.status = status
+        self.starts: list[float] = []
+
+    async def fetch(self) -> tuple[int, str | None]:
+        # the slot covers the request only; retry back-off sleeps happen outside it
+        async with self.th.slot():
+            began = self.vt.now
+            self.starts.append(began)
+            await self.vt.sleep(0.05)
+            status, retry_after = (429, "1") if began < self.busy_until else (self.status, None)
+            self.th.observe(status, self.vt.now - began)
+            return status, retry_after
+
+
+def crawl(vt: VirtualTime, origin: FakeOrigin, pages: int, policy: RetryPolicy) -> Any:
+    async def one() -> tuple[tuple[int, str | None], list[str]]:
+        return await fetch_with_retries(
+            origin.fetch,
+            policy,
+            status_of=lambda r: r[0],
+            retry_after_of=lambda r: r[1],
+            sleep=vt.sleep,
+        )
+
+    return vt.gather(*(one() for _ in range(pages)))
+
+
+def test_a_429_burst_slows_the_crawl_and_it_still_finishes() -> None:
+    async def main(vt: VirtualTime) -> tuple[FakeOrigin, list[Any]]:
+        th = throttle(vt, concurrency=8)
+        origin = FakeOrigin(vt, th, busy_until=2.0)
+        results = await crawl(vt, origin, 40, RetryPolicy(attempts=6))
+        return origin, results
+
+    origin, results = run(main)
+    th = origin.th
+    assert [r[0][0] for r in results] == [200] * 40
+    retries = sum(len(notes) for _, notes in results)
+    assert len(origin.starts) == 40 + retries
+    assert th.stats["slowdowns"] >= 1
+    assert th.stats["max_extra_delay"] >= FIRST_EXTRA_DELAY
+    # once slowed down, starts were spaced: no second burst of 8 at the same instant
+    slowed = [s for s in sorted(origin.starts) if 0.05 < s < 5.0]
+    assert len(slowed) > 10
+    assert all(b - a >= FIRST_EXTRA_DELAY - EPS for a, b in itertools.pairwise(slowed))
+
+
+def test_always_500_is_bounded_and_is_not_taken_for_overload() -> None:
+    async def main(vt: VirtualTime) -> tuple[FakeOrigin, list[Any]]:
+        th = throttle(vt, concurrency=4)
+        origin = FakeOrigin(vt, th, busy_until=-1.0, status=500)
+        results = await crawl(vt, origin, 10, RetryPolicy(attempts=3))
+        return origin, results
+
+    origin, results = run(main)
+    assert [r[0][0] for r in results] == [500] * 10
+    assert all(len(notes) == 2 for _, notes in results)
+    assert len(origin.starts) == 30
+    assert origin.th.stats["slowdowns"] == 0
