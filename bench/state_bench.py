@@ -91,6 +91,38 @@ def bulk(path: Path, n: int) -> tuple[float, int]:
     return seconds, 2 * n
 
 
+def frontier(path: Path, n: int) -> tuple[float, float]:
+    """n URLs queued and none decided (a crawl killed early): checkpoint and load times."""
+    state = CrawlState.open(path, fingerprint="bench", start_url=url_of(0), resume=False)
+    for i in range(n):
+        state.queued(url_of(i), 1 + i % 5, url_of(i // 20))
+    t = time.perf_counter()
+    state.checkpoint()
+    write = time.perf_counter() - t
+    state.close()
+    t = time.perf_counter()
+    with CrawlState.open(path, fingerprint="bench", start_url=url_of(0), resume=True) as state:
+        snap = state.load()
+        assert len(snap.queued) == n
+    return write, time.perf_counter() - t
+
+
+def hot_path(path: Path, n: int) -> tuple[float, float]:
+    """Microseconds per queued() and per decided() call with an entry, URLs prebuilt."""
+    urls = [url_of(i) for i in range(n)]
+    entry_time = datetime(2024, 1, 1, tzinfo=UTC)
+    with CrawlState.open(path, fingerprint="bench", start_url=urls[0], resume=False) as state:
+        t = time.perf_counter()
+        for url in urls:
+            state.queued(url, 2, urls[0])
+        queued = (time.perf_counter() - t) / n * 1e6
+        t = time.perf_counter()
+        for url in urls:
+            state.decided(url, 200, "listed", "", 2, urls[0], (url, entry_time, None, None))
+        decided = (time.perf_counter() - t) / n * 1e6
+    return queued, decided
+
+
 def load(path: Path) -> tuple[float, float, int, int]:
     t = time.perf_counter()
     state = CrawlState.open(path, fingerprint="bench", start_url=url_of(0), resume=True)
@@ -107,6 +139,8 @@ def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "crawl.state"
+        queued, decided = hot_path(Path(tmp) / "hot.state", min(n, 200_000))
+        print(f"hot path: queued() {queued:.2f} µs, decided() with an entry {decided:.2f} µs")
         record, write, rows, ops = crawl(path, n)
         size = os.path.getsize(path)
         print(f"crawl of {n:,} URLs, {ops:,} recorded operations, {rows:,} rows written")
@@ -120,6 +154,11 @@ def main() -> None:
         print(
             f"resume: open {opened:.2f} s, open + load + read all {decisions:,} decisions "
             f"and the rest ({other:,} rows) {seconds:.2f} s"
+        )
+        write, read = frontier(Path(tmp) / "frontier.state", n)
+        print(
+            f"{n:,} queued, none decided: checkpoint {write:.2f} s ({n / write:,.0f} rows/s), "
+            f"open + load {read:.2f} s"
         )
         seconds, rows = bulk(Path(tmp) / "bulk.state", n)
         print(

@@ -815,3 +815,42 @@ def test_lock_file_names_the_holder_only_while_held(path: Path) -> None:
     with fresh(path):
         assert lock.read_text().strip() == str(os.getpid())
     assert lock.read_text() == ""
+
+
+def test_relative_path_and_replacing_a_crashed_state_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", _CRASHER, "crawl.state"],
+        capture_output=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=60,
+    )
+    assert done.returncode == -signal.SIGKILL
+    with fresh(Path("crawl.state")) as state:
+        state.queued(START, 0, None)
+        state.checkpoint()
+    snap, decisions, _ = reload(Path("crawl.state"))
+    assert snap.queued == [QueuedRow(START, 0, None)] and decisions == []
+
+
+def test_a_failed_checkpoint_keeps_its_buffers(path: Path) -> None:
+    with fresh(path) as state:
+        state.queued(START, 0, None)
+        state.checkpoint()
+        state.queued("https://example.com/a", 1, START)
+        state.counter("pages", 1)
+        blocker = sqlite3.connect(path, isolation_level=None, timeout=0)
+        blocker.execute("BEGIN IMMEDIATE")  # another writer holds the database
+        state._conn.execute("PRAGMA busy_timeout = 0")  # type: ignore[union-attr]
+        with pytest.raises(StateError, match="cannot write state file"):
+            state.checkpoint()
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        assert state.pending == 2
+        state.checkpoint()
+    snap, _, _ = reload(path)
+    assert [q.url for q in snap.queued] == [START, "https://example.com/a"]
+    assert snap.counters == {"pages": 1}
