@@ -386,18 +386,34 @@ class Crawl:
     # -- links -------------------------------------------------------------------------------
 
     def _follow_links(self, page: PageData, depth: int, url: str) -> None:
+        """Discover every followable link of a page: the crawl's hottest loop.
+
+        Most links on a page lead to URLs met before (navigation repeats on every page), so
+        each href is first joined to the base by plain concatenation when that join is exact
+        for it, and looked up in the seen-set: a hit costs no parsing or normalisation. A
+        URL in the seen-set is normalised, so a candidate that still needs normalising can
+        never match one by mistake; anything else takes the full resolve().
+        """
         strip = self.config.strip_params
         base = page.base
+        path = base.split("?", 1)[0]
+        scheme = path[: path.find(":") + 1]
+        origin = path[: path.find("/", len(scheme) + 2)] if path.count("/") >= 3 else path
+        folder = path[: path.rfind("/") + 1]
         follow_nofollow = self.policy.follow_nofollow
         referrer = self._public(url)
-        discover = self._discover
-        for link in page.links:
-            if link.nofollow and not follow_nofollow:
-                continue
-            target = resolve(base, link.href, strip)
-            if target is not None:
-                discover(target, depth, referrer)
-        for _, href in page.alternates:
+        discover, refer, seen = self._discover, self._refer, self.frontier.seen
+        to_crawl = None if self.identity else self.plan.origins.to_crawl
+        hrefs = [link.href for link in page.links if follow_nofollow or not link.nofollow]
+        hrefs += [href for _, href in page.alternates]
+        for href in hrefs:
+            candidate = _join_exactly(href, base, scheme, origin, folder)
+            if candidate is not None:
+                if to_crawl is not None:
+                    candidate = to_crawl(candidate)
+                if candidate in seen:
+                    refer(candidate, referrer)
+                    continue
             target = resolve(base, href, strip)
             if target is not None:
                 discover(target, depth, referrer)
@@ -442,14 +458,14 @@ class Crawl:
         return None
 
     def _refer(self, url: str, referrer: str) -> None:
-        """Remember one more page linking to url, for the broken-links report."""
-        if self.tally.refer_broken(url, referrer):
-            return
-        if not (self.frontier.is_queued(url) or url in self._active):
-            return
-        refs = self._refs.setdefault(url, [])
-        if len(refs) < MAX_REFERRERS - 1 and referrer not in refs:
-            refs.append(referrer)
+        """Remember one more page linking to url, for the broken-links report: only URLs
+        not yet judged (queued or in flight) or judged broken need it."""
+        if self.frontier.is_queued(url) or url in self._active:
+            refs = self._refs.setdefault(url, [])
+            if len(refs) < MAX_REFERRERS - 1 and referrer not in refs:
+                refs.append(referrer)
+        elif self.tally.broken:
+            self.tally.refer_broken(self._public(url), referrer)
 
     # -- bookkeeping -----------------------------------------------------------------------
 
@@ -479,6 +495,33 @@ class Crawl:
 
     def _to_crawl(self, url: str) -> str:
         return url if self.identity else self.plan.origins.to_crawl(url)
+
+
+def _join_exactly(href: str, base: str, scheme: str, origin: str, folder: str) -> str | None:
+    """href joined to base by string operations, for the hrefs where that is the RFC 3986
+    join (fragments dropped, leading ../ walked up); None for the others. The result is not
+    normalised: the caller only uses it to look up URLs that are."""
+    if "#" in href:
+        href = href[: href.find("#")]
+        if not href:
+            return base
+    first = href[:1]
+    if first == "/":
+        return origin + href if href[1:2] != "/" else scheme + href
+    if href.startswith(("http://", "https://")):
+        return href
+    if first == ".":
+        if not href.startswith("../"):
+            return None
+        while href.startswith("../"):
+            cut = folder.rfind("/", 0, len(folder) - 1)
+            if cut < len(origin):
+                return None
+            folder, href = folder[: cut + 1], href[3:]
+        first = href[:1]
+    if first and first not in "?." and ":" not in href:
+        return folder + href
+    return None
 
 
 def _open_text(path: Path) -> IO[str]:

@@ -32,6 +32,11 @@ class Frontier:
         return url in self._seen
 
     @property
+    def seen(self) -> set[str]:
+        """Every URL met; read-only by convention (for the engine's hot loop)."""
+        return self._seen
+
+    @property
     def seen_count(self) -> int:
         return len(self._seen)
 

@@ -1,0 +1,56 @@
+"""The engine's seen-set fast path must never send a link to the wrong URL.
+
+It joins hrefs to the base by string operations and looks the result up among URLs met,
+which are all normalised; so whenever the cheap join is already a normalised URL, it must
+be exactly what the full resolve() gives.
+"""
+
+from __future__ import annotations
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from crawler.engine import _join_exactly
+from crawler.errors import InvalidURLError
+from crawler.urls import normalize, resolve
+
+segment = st.sampled_from(["a", "b", "..", ".", "", "%7E", "~x", "p.html", "q=1", "é", "A"])
+href = st.builds(
+    lambda prefix, parts, query, frag: prefix + "/".join(parts) + query + frag,
+    st.sampled_from(["", "/", "//", "../", "../../", "./", "http://h:1/", "https://H/", "?"]),
+    st.lists(segment, max_size=5),
+    st.sampled_from(["", "?x=1", "?", "?a&b"]),
+    st.sampled_from(["", "#", "#f"]),
+)
+base = st.sampled_from(
+    [
+        "http://h:1/",
+        "http://h:1/a/b/c.html",
+        "http://h:1/a/b/",
+        "http://h:1/a/b/c.html?q=1",
+        "https://x.example/docs/index.html",
+    ]
+)
+
+
+def _parts(url: str) -> tuple[str, str, str]:
+    path = url.split("?", 1)[0]
+    scheme = path[: path.find(":") + 1]
+    origin = path[: path.find("/", len(scheme) + 2)] if path.count("/") >= 3 else path
+    return scheme, origin, path[: path.rfind("/") + 1]
+
+
+@settings(max_examples=3000)
+@given(href=href, base=base)
+@example(href="../../../u", base="http://h:1/a/b/c.html")
+@example(href="#f", base="http://h:1/a/b/c.html?q=1")
+def test_cheap_join_agrees_with_resolve_whenever_it_is_normal(href: str, base: str) -> None:
+    candidate = _join_exactly(href, base, *_parts(base))
+    if candidate is None:
+        return
+    try:
+        is_normal = normalize(candidate) == candidate
+    except InvalidURLError:
+        return
+    if is_normal:
+        assert candidate == resolve(base, href)
