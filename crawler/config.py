@@ -7,6 +7,8 @@ any request is sent, so a typo in a nightly job's config fails fast with exit co
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,6 +172,39 @@ class Config:
                     f", got {getattr(self, spec.name)!r}"
                 )
         return self
+
+
+#: Settings that change neither which URLs are met nor how they are judged: a crawl saved
+#: with --state may be resumed with other values for these.
+_NOT_FINGERPRINTED = frozenset(
+    {
+        "output",
+        "gzip",
+        "format",
+        "max_urls_per_file",
+        "max_bytes_per_file",
+        "report",
+        "decisions",
+        "quiet",
+        "state",
+        "resume",
+        "concurrency",
+        "delay",
+        "max_rps",
+        "max_crawl_delay",
+        "retries",
+        "max_retry_after",
+        "timeout",
+    }
+)
+
+
+def fingerprint(config: Config) -> str:
+    """A digest of the settings that decide a crawl's result, stored in its state file so a
+    resume with another configuration is refused instead of mixing two crawls."""
+    values = {f.name: getattr(config, f.name) for f in fields() if f.name not in _NOT_FINGERPRINTED}
+    text = json.dumps(values, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def fields() -> tuple[dataclasses.Field, ...]:

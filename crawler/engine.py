@@ -21,7 +21,7 @@ from typing import IO
 
 from sitemap_out import AsyncSitemapWriter, Entry, PublishResult
 
-from .config import Config
+from .config import Config, fingerprint
 from .decide import (
     FETCH_ERROR,
     HTML_TYPES,
@@ -48,7 +48,10 @@ from .fetch import REDIRECT_STATUSES, Fetcher, Response
 from .frontier import Frontier, Task
 from .httpdate import parse_http_date
 from .report import MAX_REFERRERS, DecisionRecord, Tally, is_broken
+from .retry import RetryPolicy, fetch_with_retries
 from .robots import RobotsTxt, product_token
+from .state import CrawlState
+from .throttle import Throttle
 from .urls import OriginMap, Scope, normalize, resolve, url_folder
 
 
@@ -85,6 +88,10 @@ class Plan:
             )
         return cls(start, scope, origins, sitemap_url, url_folder(sitemap_url))
 
+
+#: Seconds added to any requested spacing between requests: starts are timed here, and
+#: network jitter must not bring two requests closer than --delay at the server.
+SPACING_MARGIN = 0.002
 
 #: After SIGINT/SIGTERM, requests in flight get this long to finish before they are cut.
 STOP_GRACE_SECONDS = 10.0
@@ -124,6 +131,15 @@ class Crawl:
         self._explained = None  # a list while explaining one URL
         self._stop_signal: int | None = None
         self._workers: list[asyncio.Task[None]] = []
+        self.throttle = Throttle(
+            concurrency=config.concurrency,
+            delay=config.delay,
+            max_rps=config.max_rps or None,
+            max_crawl_delay=config.max_crawl_delay,
+            margin=SPACING_MARGIN,
+        )
+        self._retry = RetryPolicy(attempts=config.retries, max_retry_after=config.max_retry_after)
+        self.state: CrawlState | None = None
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -141,19 +157,33 @@ class Crawl:
         self._writer = writer
         try:
             self._decisions = _open_text(config.decisions) if config.decisions else None
+            if config.state is not None:
+                self.state = CrawlState.open(
+                    config.state,
+                    fingerprint=fingerprint(config),
+                    start_url=plan.start,
+                    resume=config.resume,
+                )
             async with self._fetcher() as f:
-                self.robots, self.tally.robots_note = await f.robots(plan.start)
-                self.log(f"robots.txt: {self.tally.robots_note}")
-                self._discover(plan.start, 0, None)
+                await self._read_robots(f, plan.start)
+                if config.resume:
+                    await self._replay()
+                else:
+                    self._discover(plan.start, 0, None)
                 with self._signals_stop_the_crawl():
                     async with asyncio.TaskGroup() as workers:  # one failing cancels the rest
                         self._workers = [
                             workers.create_task(self._worker(f)) for _ in range(config.concurrency)
                         ]
             if self._stop_signal is not None:
+                if self.state is not None:
+                    self.state.checkpoint()
                 raise InterruptedCrawl(self._stopped_message())
             for task in self.frontier.drain():
                 self._record(task.url, None, Decision(LIMIT, "max_pages reached"), task)
+            if self.state is not None:
+                self.state.counter("fetched", self.tally.fetched)
+                self.state.finish()
             self.tally.seconds = time.monotonic() - started
             if writer.count == 0:
                 raise NothingListedError(self._why_nothing())
@@ -164,7 +194,41 @@ class Crawl:
         finally:
             if self._decisions is not None:
                 self._decisions.close()
+            if self.state is not None:
+                self.state.close()
+        self.tally.requests = self.throttle.stats
         return CrawlResult(self.tally, published, plan.sitemap_url)
+
+    async def _read_robots(self, fetcher: Fetcher, url: str) -> None:
+        self.robots, self.tally.robots_note = await fetcher.robots(
+            url, lambda u, cap: self._get(fetcher, u, cap)
+        )
+        self.log(f"robots.txt: {self.tally.robots_note}")
+        self.throttle.set_crawl_delay(self.robots.crawl_delay(self.config.user_agent))
+        for warning in self.throttle.warnings:
+            self.log(f"warning: {warning}")
+
+    async def _replay(self) -> None:
+        """Rebuild the crawl saved in the state file: frontier, decisions, entries."""
+        assert self.state is not None and self._writer is not None
+        snap = self.state.load()
+        for row in snap.queued:
+            self.frontier.add(row.url, row.depth, row.referrer)
+            self._budgets.spend(row.url)
+        for url in snap.seen:
+            self.frontier.mark_seen(url)
+        for d in snap.decisions:
+            if d.reason not in _SCREEN_REASONS:
+                self._budgets.spend(d.url)
+            self._emit(d.url, d.status, Decision(d.reason, d.detail), d.depth, d.referrer)
+        for e in snap.entries:
+            await self._writer.add(Entry(e.loc, e.lastmod, e.changefreq, e.priority))
+        self._bodies = snap.bodies
+        self.tally.fetched = snap.counters.get("fetched", 0)
+        self.log(
+            f"resuming: {len(snap.queued)} URLs queued, {self._writer.count} listed, "
+            f"{self.tally.fetched} pages fetched before"
+        )
 
     async def explain(self, url: str) -> list[DecisionRecord]:
         """Judge one URL exactly as a crawl would, without following its links.
@@ -175,7 +239,7 @@ class Crawl:
         target = self._to_crawl(normalize(url))
         task = Task(target, 0, None)
         async with self._fetcher() as f:
-            self.robots, self.tally.robots_note = await f.robots(target)
+            await self._read_robots(f, target)
             screened = self._screen(target, 0)
             if screened is not None:
                 self._record(target, None, screened, task)
@@ -226,6 +290,27 @@ class Crawl:
             f"the previously published sitemap is untouched"
         )
 
+    async def _get(self, fetcher: Fetcher, url: str, max_bytes: int | None = None) -> Response:
+        """One GET through the politeness throttle, retried per the retry policy."""
+
+        async def attempt() -> Response:
+            async with self.throttle.slot():
+                started = time.monotonic()
+                resp = await fetcher.get(url, max_bytes)
+            self.throttle.observe(resp.status or None, time.monotonic() - started)
+            return resp
+
+        resp, notes = await fetch_with_retries(
+            attempt,
+            self._retry,
+            status_of=lambda r: r.status or None,
+            retry_after_of=lambda r: r.headers.get("Retry-After"),
+            error_of=lambda r: r.error,
+        )
+        if notes:
+            resp.notes = tuple(notes)
+        return resp
+
     def _fetcher(self) -> Fetcher:
         c = self.config
         return Fetcher(
@@ -264,6 +349,9 @@ class Crawl:
             finally:
                 self._active.discard(task.url)
                 self._changed.set()
+            if self.state is not None:
+                self.state.counter("fetched", self.tally.fetched)
+                self.state.maybe_checkpoint()
 
     # -- one URL ---------------------------------------------------------------------------
 
@@ -272,7 +360,7 @@ class Crawl:
         if resp is None:
             return
         if resp.error:
-            self._record(url, None, Decision(FETCH_ERROR, resp.error), task)
+            self._record(url, None, Decision(FETCH_ERROR, _with_notes(resp.error, resp)), task)
             return
         mime, _ = parse_content_type(resp.content_type)
         facts = PageFacts(url, resp.status, mime, too_large=resp.truncated)
@@ -288,10 +376,13 @@ class Crawl:
                     facts.duplicate_of = self._bodies.setdefault(digest, url)
                     if facts.duplicate_of == url:
                         facts.duplicate_of = None
+                        if self.state is not None:
+                            self.state.body(digest, url)
         decision = decide_page(facts, self.policy)
-        if decision.listed:
-            await self._list(url, task.depth, resp)
-        self._record(url, resp.status, decision, task)
+        entry = await self._list(url, task.depth, resp) if decision.listed else None
+        if resp.notes:
+            decision = Decision(decision.reason, _with_notes(decision.detail, resp))
+        self._record(url, resp.status, decision, task, entry)
         if self._explained is not None:
             return
         if facts.canonical and not decision.listed and facts.canonical_in_scope:
@@ -309,7 +400,7 @@ class Crawl:
         url = task.url
         chain = [url]
         for _ in range(self.config.max_redirects + 1):
-            resp = await fetcher.get(url)
+            resp = await self._get(fetcher, url)
             self.tally.fetched += 1
             if resp.status not in REDIRECT_STATUSES:
                 return resp, url
@@ -337,6 +428,8 @@ class Crawl:
                 self._refer(target, self._public(url))
                 return None, url  # handled, or to be handled, on its own
             self.frontier.mark_seen(target)
+            if self.state is not None:
+                self.state.queued(target, task.depth, task.referrer)
             screened = self._screen(target, task.depth)
             if screened is not None:
                 self._record(target, None, screened, task)
@@ -368,20 +461,20 @@ class Crawl:
         facts.canonical = target
         facts.canonical_in_scope = self.plan.scope.contains(self._public(target))
 
-    async def _list(self, url: str, depth: int, resp: Response) -> None:
+    async def _list(self, url: str, depth: int, resp: Response) -> Entry | None:
         if self._writer is None:  # explaining: judged, not written
-            return
+            return None
         lastmod = parse_http_date(resp.headers.get("Last-Modified"))
         if lastmod is not None and lastmod > datetime.now(UTC) + timedelta(days=1):
             lastmod = None  # a date in the future is a server clock error, not a lastmod
-        await self._writer.add(
-            Entry(
-                self._public(url),
-                lastmod=lastmod,
-                changefreq=self.config.changefreq,
-                priority=depth_priority(depth) if self.config.priority_by_depth else None,
-            )
+        entry = Entry(
+            self._public(url),
+            lastmod=lastmod,
+            changefreq=self.config.changefreq,
+            priority=depth_priority(depth) if self.config.priority_by_depth else None,
         )
+        await self._writer.add(entry)
+        return entry
 
     # -- links -------------------------------------------------------------------------------
 
@@ -412,7 +505,7 @@ class Crawl:
                 if to_crawl is not None:
                     candidate = to_crawl(candidate)
                 if candidate in seen:
-                    refer(candidate, referrer)
+                    refer(candidate, referrer, depth)
                     continue
             target = resolve(base, href, strip)
             if target is not None:
@@ -423,7 +516,7 @@ class Crawl:
         url = self._to_crawl(url)
         if url in self.frontier:
             if referrer is not None:
-                self._refer(url, referrer)
+                self._refer(url, referrer, depth)
             return
         task = Task(url, depth, referrer)
         screened = self._screen(url, depth)
@@ -432,6 +525,8 @@ class Crawl:
             self._record(url, None, screened, task)
             return
         self.frontier.add(url, depth, referrer)
+        if self.state is not None:
+            self.state.queued(url, depth, referrer)
         self._changed.set()
 
     def _screen(self, url: str, depth: int) -> Decision | None:
@@ -457,10 +552,12 @@ class Crawl:
             return Decision(TRAP, spent)
         return None
 
-    def _refer(self, url: str, referrer: str) -> None:
-        """Remember one more page linking to url, for the broken-links report: only URLs
-        not yet judged (queued or in flight) or judged broken need it."""
+    def _refer(self, url: str, referrer: str, depth: int) -> None:
+        """Another page links to url: a queued url may move closer to the start, and pages
+        linking to URLs not yet judged or judged broken are kept for the broken-links report."""
         if self.frontier.is_queued(url) or url in self._active:
+            if self.frontier.lower(url, depth, referrer) and self.state is not None:
+                self.state.lowered(url, depth, referrer)
             refs = self._refs.setdefault(url, [])
             if len(refs) < MAX_REFERRERS - 1 and referrer not in refs:
                 refs.append(referrer)
@@ -469,17 +566,36 @@ class Crawl:
 
     # -- bookkeeping -----------------------------------------------------------------------
 
-    def _record(self, url: str, status: int | None, decision: Decision, task: Task) -> None:
+    def _record(
+        self,
+        url: str,
+        status: int | None,
+        decision: Decision,
+        task: Task,
+        entry: Entry | None = None,
+    ) -> None:
+        """The decision for url (crawl space) is final: save it and report it."""
+        if self.state is not None:
+            row = None
+            if entry is not None:
+                row = (entry.loc, entry.lastmod, entry.changefreq, entry.priority)
+            self.state.decided(
+                url, status, decision.reason, decision.detail, task.depth, task.referrer, row
+            )
+        self._emit(url, status, decision, task.depth, task.referrer)
+
+    def _emit(
+        self, url: str, status: int | None, decision: Decision, depth: int, referrer: str | None
+    ) -> None:
+        """Count a decision, note a broken link, and write its line in the decisions file."""
         public = self._public(url) if decision.reason != OUT_OF_SCOPE else url
-        record = DecisionRecord(
-            public, status, decision.reason, decision.detail, task.depth, task.referrer
-        )
+        record = DecisionRecord(public, status, decision.reason, decision.detail, depth, referrer)
         self.tally.count(record)
         if is_broken(decision.reason, status):
-            refs = [task.referrer] if task.referrer else []
+            refs = [referrer] if referrer else []
             refs += self._refs.pop(url, [])
             self.tally.add_broken(public, status or 0, refs)
-        else:
+        elif self._refs:
             self._refs.pop(url, None)
         if self._decisions is not None:
             self._decisions.write(record.to_json() + "\n")
@@ -495,6 +611,17 @@ class Crawl:
 
     def _to_crawl(self, url: str) -> str:
         return url if self.identity else self.plan.origins.to_crawl(url)
+
+
+#: Reasons given before a fetch; replayed decisions with these spent no trap budget.
+_SCREEN_REASONS = frozenset({OUT_OF_SCOPE, TOO_LONG, TRAP, ROBOTS_TXT, LIMIT})
+
+
+def _with_notes(detail: str, resp: Response) -> str:
+    """A decision's detail with the retries that led to it, so retries show in the report."""
+    if not resp.notes:
+        return detail
+    return f"{detail} (after {len(resp.notes)} retries: {'; '.join(resp.notes)})"
 
 
 def _join_exactly(href: str, base: str, scheme: str, origin: str, folder: str) -> str | None:

@@ -8,6 +8,7 @@ is checked against scope and robots.txt. Every failure comes back as a Response 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -31,6 +32,7 @@ class Response:
     body: bytes = b""
     error: str | None = None
     truncated: bool = False  # the body passed the byte cap; what we have is incomplete
+    notes: tuple[str, ...] = ()  # one line per retry that led to this response
 
     @property
     def location(self) -> str | None:
@@ -104,15 +106,20 @@ class Fetcher:
         except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
             return Response(url, error=describe_error(exc, self.timeout))
 
-    async def robots(self, page_url: str) -> tuple[RobotsTxt, str]:
+    async def robots(
+        self, page_url: str, get: Callable[[str, int], Awaitable[Response]] | None = None
+    ) -> tuple[RobotsTxt, str]:
         """Fetch the robots.txt of page_url's origin, following up to 5 redirects
         (RFC 9309 2.3.1.2).
 
         Returns the rules and a one-line note of how they were obtained, for the report.
+        `get` replaces self.get, so the engine can send this request through its throttle
+        and retries like any other.
         """
+        get = get or self.get
         url = str(URL(page_url, encoded=True).origin()) + "/robots.txt"
         for _ in range(ROBOTS_MAX_REDIRECTS + 1):
-            resp = await self.get(url, ROBOTS_MAX_BYTES)
+            resp = await get(url, ROBOTS_MAX_BYTES)
             if resp.status in REDIRECT_STATUSES and resp.location:
                 try:
                     url = str(URL(url).join(URL(resp.location)))

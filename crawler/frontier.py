@@ -53,11 +53,16 @@ class Frontier:
     def add(self, url: str, depth: int, referrer: str | None) -> bool:
         """Queue url unless already met; True when it is new."""
         if url in self._seen:
-            queued = self._queued.get(url)
-            if queued is not None and depth < queued:
-                self._push(url, depth, referrer)
             return False
         self._seen.add(url)
+        self._push(url, depth, referrer)
+        return True
+
+    def lower(self, url: str, depth: int, referrer: str | None) -> bool:
+        """A queued url was found again closer to the start: move it up. True if it moved."""
+        queued = self._queued.get(url)
+        if queued is None or depth >= queued:
+            return False
         self._push(url, depth, referrer)
         return True
 

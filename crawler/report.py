@@ -48,6 +48,7 @@ class Tally:
     broken: dict[str, tuple[int, list[str]]] = field(default_factory=dict)  # url -> status, refs
     seconds: float = 0.0
     robots_note: str = ""
+    requests: dict[str, Any] = field(default_factory=dict)  # the throttle's figures
 
     @property
     def listed(self) -> int:
@@ -96,6 +97,7 @@ class Tally:
             "seconds": round(self.seconds, 3),
             "pages_per_second": round(self.pages_per_second, 1),
             "robots_txt": self.robots_note,
+            "requests": self.requests,
             "reasons": {r: self.reasons[r] for r in REASONS},
             "broken_links": [
                 {"url": url, "status": status, "linked_from": refs}

@@ -1,0 +1,161 @@
+"""Polite and persistent (issue #5): retries, Retry-After, 429 bursts, and request spacing
+measured where it matters, at the server."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+
+import pytest
+from aiohttp import web
+
+from crawler.cli import main
+from tests.sites import Page, Site, html, read_decisions, read_published
+
+
+@pytest.fixture
+def crawl(tmp_path, capsys, xsd):
+    runs = itertools.count()
+
+    def run(url: str, *args: str):
+        n = next(runs)
+        out, dec, rep = tmp_path / f"o{n}", tmp_path / f"d{n}.jsonl", tmp_path / f"r{n}.json"
+        code = main(
+            [
+                "crawl",
+                url + "/",
+                "-o",
+                str(out),
+                "--decisions",
+                str(dec),
+                "--report",
+                str(rep),
+                *args,
+            ]
+        )
+        err = capsys.readouterr().err
+        locs = sorted(read_published(out, xsd).locs) if code == 0 else []
+        report = json.loads(rep.read_text()) if rep.exists() else {}
+        return code, locs, read_decisions(dec), report, err
+
+    return run
+
+
+def _flaky(failures: list[web.Response], then: str):
+    """A handler answering failures in turn, then 200 with `then`."""
+    answers = iter(failures)
+
+    async def handle(request: web.Request) -> web.Response:
+        answer = next(answers, None)
+        return answer if answer is not None else web.Response(text=then, content_type="text/html")
+
+    return handle
+
+
+def test_503_with_retry_after_then_200(serve, crawl):
+    site = Site(
+        {
+            "/": html("/flaky"),
+            "/flaky": _flaky([web.Response(status=503, headers={"Retry-After": "1"})], html()),
+        }
+    )
+    srv = serve(site.app)
+    code, locs, d, _, _ = crawl(srv.url)
+    assert code == 0
+    assert srv.url + "/flaky" in locs
+    assert site.paths.count("/flaky") == 2
+    detail = d[srv.url + "/flaky"]["detail"]
+    assert "HTTP 503" in detail and "Retry-After" in detail
+    times = [t for t, path, _ in site.requests if path == "/flaky"]
+    assert times[1] - times[0] >= 0.95
+
+
+def test_always_500_is_bounded(serve, crawl):
+    site = Site({"/": html("/broken"), "/broken": Page("no", status=500)})
+    srv = serve(site.app)
+    code, locs, d, report, _ = crawl(srv.url, "--retries", "3")
+    assert code == 0 and locs == [srv.url + "/"]
+    assert site.paths.count("/broken") == 3
+    assert d[srv.url + "/broken"]["reason"] == "http_error"
+    assert "after 2 retries" in d[srv.url + "/broken"]["detail"]
+    assert report["broken_links"][0]["status"] == 500
+
+
+def test_404_is_not_retried(serve, crawl):
+    site = Site({"/": html("/missing")})
+    srv = serve(site.app)
+    crawl(srv.url)
+    assert site.paths.count("/missing") == 1
+
+
+def test_429_bursts_slow_the_crawl_down_and_it_finishes(serve, crawl):
+    """A rate limiter: more than 20 requests in any 0.5 s window are refused with 429."""
+    window: list[float] = []
+    refused = []
+
+    async def limited(request: web.Request) -> web.Response:
+        now = time.monotonic()
+        window[:] = [t for t in window if now - t < 0.5]
+        if len(window) >= 20:
+            refused.append(now)
+            return web.Response(status=429, text="slow down")
+        window.append(now)
+        n = int(request.path.strip("/") or 0)
+        links = "".join(f'<a href="/{m}">{m}</a>' for m in (2 * n + 1, 2 * n + 2) if m < 120)
+        return web.Response(text=f"<p>{n}</p>{links}", content_type="text/html")
+
+    site = Site({"/robots.txt": Page("", status=404)}, fallback=limited)
+    srv = serve(site.app)
+    code, locs, _, report, _ = crawl(srv.url, "--concurrency", "16", "--retries", "5")
+    assert code == 0
+    assert refused, "the test server never pushed back"
+    assert len(locs) == 120
+    assert report["requests"]["slowdowns"] >= 1
+    assert report["requests"]["effective_rate"] > 0
+
+
+def test_delay_spaces_requests_at_the_server(serve, crawl):
+    site = Site({"/": html(*[f"/p{i}" for i in range(8)]), **{f"/p{i}": html() for i in range(8)}})
+    srv = serve(site.app)
+    code, locs, _, _, _ = crawl(srv.url, "--delay", "0.2", "--concurrency", "8")
+    assert code == 0 and len(locs) == 9
+    times = sorted(t for t, _, _ in site.requests)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert len(times) == 10  # robots.txt and nine pages
+    assert min(gaps) >= 0.2, gaps
+
+
+def test_crawl_delay_caps_the_rate(serve, crawl):
+    site = Site(
+        {
+            "/robots.txt": Page("User-agent: *\nCrawl-delay: 1\n", content_type="text/plain"),
+            "/": html("/a", "/b", "/c"),
+            "/a": html(),
+            "/b": html(),
+            "/c": html(),
+        }
+    )
+    srv = serve(site.app)
+    code, locs, _, _, _ = crawl(srv.url, "--concurrency", "8")
+    assert code == 0 and len(locs) == 4
+    times = sorted(t for t, path, _ in site.requests if path != "/robots.txt")
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= 1.0, gaps
+    assert (len(times) - 1) / (times[-1] - times[0]) <= 1.0
+
+
+def test_crawl_delay_above_cap_warns(serve, crawl):
+    site = Site(
+        {
+            "/robots.txt": Page("User-agent: *\nCrawl-delay: 60\n", content_type="text/plain"),
+            "/": html("/a"),
+            "/a": html(),
+        }
+    )
+    srv = serve(site.app)
+    code, _, _, _, err = crawl(srv.url, "--max-crawl-delay", "0.3")
+    assert code == 0
+    assert "Crawl-delay" in err and "max_crawl_delay" in err
+    times = sorted(t for t, path, _ in site.requests if path != "/robots.txt")
+    assert times[1] - times[0] >= 0.3
