@@ -20,6 +20,7 @@ from sitemap_out.errors import SitemapOutError
 from . import __version__
 from .config import Config, build, fields, load_toml
 from .errors import ConfigError, SitemapCrawlerError
+from .progress import Renderer
 
 T = TypeVar("T")
 
@@ -154,7 +155,12 @@ def _crawl(config: Config) -> int:
     from .engine import Crawl  # late: keeps --help and config errors fast
 
     log = (lambda _: None) if config.quiet else (lambda msg: print(msg, file=sys.stderr))
-    result = _run(Crawl(config, log).run())
+    progress = None
+    if not config.quiet:
+        progress = Renderer(
+            sys.stderr, tty=sys.stderr.isatty(), json_lines=config.log_format == "json"
+        )
+    result = _run(Crawl(config, log, progress).run())
     tally = result.tally
     if config.report is not None:
         extra = {

@@ -47,6 +47,7 @@ from .extract import PageData, extract_page, parse_content_type
 from .fetch import REDIRECT_STATUSES, Fetcher, Response
 from .frontier import Frontier, Task
 from .httpdate import parse_http_date
+from .progress import Renderer, Snapshot
 from .report import MAX_REFERRERS, DecisionRecord, Tally, is_broken
 from .retry import RetryPolicy, fetch_with_retries
 from .robots import RobotsTxt, product_token
@@ -105,9 +106,15 @@ class CrawlResult:
 
 
 class Crawl:
-    def __init__(self, config: Config, log: Callable[[str], None] = lambda _: None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        log: Callable[[str], None] = lambda _: None,
+        progress: Renderer | None = None,
+    ) -> None:
         self.config = config
         self.log = log
+        self.progress = progress
         self.plan = Plan.from_config(config)
         self.identity = self.plan.origins.crawl == self.plan.origins.public
         self.policy = Policy(
@@ -170,7 +177,7 @@ class Crawl:
                     await self._replay()
                 else:
                     self._discover(plan.start, 0, None)
-                with self._signals_stop_the_crawl():
+                with self._signals_stop_the_crawl(), self._showing_progress(started):
                     async with asyncio.TaskGroup() as workers:  # one failing cancels the rest
                         self._workers = [
                             workers.create_task(self._worker(f)) for _ in range(config.concurrency)
@@ -247,6 +254,35 @@ class Crawl:
                 self.frontier.mark_seen(target)
                 await self._process(f, task)
         return self._explained
+
+    @contextlib.contextmanager
+    def _showing_progress(self, started: float) -> Iterator[None]:
+        """Report progress every renderer.interval seconds while the workers run."""
+        renderer = self.progress
+        if renderer is None:
+            yield
+            return
+
+        def snapshot() -> Snapshot:
+            return Snapshot(
+                self.tally.fetched,
+                self.tally.listed,
+                len(self.frontier),
+                self.tally.errors,
+                time.monotonic() - started,
+            )
+
+        async def tick() -> None:
+            while True:
+                await asyncio.sleep(renderer.interval)
+                renderer(snapshot())
+
+        task = asyncio.get_running_loop().create_task(tick())
+        try:
+            yield
+        finally:
+            task.cancel()
+            renderer.finish()
 
     @contextlib.contextmanager
     def _signals_stop_the_crawl(self) -> Iterator[None]:

@@ -1,0 +1,82 @@
+"""Live progress (issue #6): in place on a terminal, lines in a log, JSON on request."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+
+from aiohttp import web
+
+from crawler.cli import main
+from crawler.config import Config
+from crawler.engine import Crawl
+from crawler.progress import Renderer, Snapshot, format_text
+from tests.sites import Page, Site
+
+SNAP = Snapshot(fetched=1200, listed=1100, queued=300, errors=2, elapsed=65.0)
+
+
+def test_text_line():
+    assert format_text(SNAP) == (
+        "1200 fetched, 1100 listed, 300 queued, 2 errors, 18 pages/s, 1:05 elapsed"
+    )
+
+
+def test_terminal_rewrites_one_line_and_clears_it():
+    out = io.StringIO()
+    r = Renderer(out, tty=True)
+    r(SNAP)
+    r(Snapshot(1, 1, 1, 0, 1.0))
+    r.finish()
+    text = out.getvalue()
+    assert "\n" not in text and text.count("\r") == 4
+    assert r.interval == 0.5
+
+
+def test_log_lines_every_ten_seconds_and_json():
+    out = io.StringIO()
+    r = Renderer(out, tty=False)
+    r(SNAP)
+    assert out.getvalue().startswith("progress: 1200 fetched") and r.interval == 10.0
+    out = io.StringIO()
+    Renderer(out, tty=True, json_lines=True)(SNAP)
+    data = json.loads(out.getvalue())
+    assert data == {
+        "event": "progress",
+        "fetched": 1200,
+        "listed": 1100,
+        "queued": 300,
+        "errors": 2,
+        "elapsed": 65.0,
+        "pages_per_second": 18.5,
+    }
+
+
+def _slow_site(pages: int) -> Site:
+    async def page(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.05)
+        n = int(request.path.strip("/") or 0)
+        links = "".join(f'<a href="/{m}">{m}</a>' for m in (2 * n + 1, 2 * n + 2) if m < pages)
+        return web.Response(text=f"<p>{n}</p>{links}", content_type="text/html")
+
+    return Site({"/robots.txt": Page("", status=404)}, fallback=page)
+
+
+def test_crawl_reports_progress_while_it_runs(serve, tmp_path):
+    srv = serve(_slow_site(40).app)
+    out = io.StringIO()
+    renderer = Renderer(out, tty=False, json_lines=True, interval=0.1)
+    config = Config(url=srv.url + "/", output=tmp_path / "o", concurrency=2).validate()
+    asyncio.run(Crawl(config, progress=renderer).run())
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(lines) >= 3
+    fetched = [line["fetched"] for line in lines]
+    assert fetched == sorted(fetched) and fetched[-1] > fetched[0]
+
+
+def test_quiet_prints_nothing(serve, tmp_path, capsys):
+    srv = serve(_slow_site(3).app)
+    assert main(["crawl", srv.url + "/", "-o", str(tmp_path / "o"), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
