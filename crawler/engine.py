@@ -135,7 +135,7 @@ class Crawl:
         self._changed = asyncio.Event()
         self._decisions: IO[str] | None = None
         self._writer: AsyncSitemapWriter | None = None
-        self._explained = None  # a list while explaining one URL
+        self._explained: list[DecisionRecord] | None = None  # a list while explaining a URL
         self._stop_signal: int | None = None
         self._workers: list[asyncio.Task[None]] = []
         self.throttle = Throttle(
@@ -157,7 +157,7 @@ class Crawl:
             config.output,
             plan.base_url,
             gzip=config.gzip,
-            fmt=config.format,
+            fmt="txt" if config.format == "txt" else "xml",
             max_urls=config.max_urls_per_file,
             max_bytes=config.max_bytes_per_file,
         )
@@ -242,7 +242,8 @@ class Crawl:
 
         Returns its decision records: one per redirect hop, the final one last.
         """
-        self._explained: list[DecisionRecord] | None = []
+        explained: list[DecisionRecord] = []
+        self._explained = explained
         target = self._to_crawl(normalize(url))
         task = Task(target, 0, None)
         async with self._fetcher() as f:
@@ -253,7 +254,7 @@ class Crawl:
             else:
                 self.frontier.mark_seen(target)
                 await self._process(f, task)
-        return self._explained
+        return explained
 
     @contextlib.contextmanager
     def _showing_progress(self, started: float) -> Iterator[None]:
@@ -461,7 +462,7 @@ class Crawl:
                 return None, url
             self._record(url, resp.status, Decision(REDIRECT, self._public(target)), task)
             if target in self.frontier:
-                self._refer(target, self._public(url))
+                self._refer(target, self._public(url), task.depth)
                 return None, url  # handled, or to be handled, on its own
             self.frontier.mark_seen(target)
             if self.state is not None:
@@ -614,7 +615,8 @@ class Crawl:
         if self.state is not None:
             row = None
             if entry is not None:
-                row = (entry.loc, entry.lastmod, entry.changefreq, entry.priority)
+                lastmod = entry.lastmod if isinstance(entry.lastmod, datetime) else None
+                row = (entry.loc, lastmod, entry.changefreq, entry.priority)
             self.state.decided(
                 url, status, decision.reason, decision.detail, task.depth, task.referrer, row
             )

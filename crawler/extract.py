@@ -313,9 +313,9 @@ def sniff_encoding(body: bytes, content_type: str | None) -> str:
         if body.startswith(bom):
             return name
     _, charset = parse_content_type(content_type)
-    name = encoding_for_label(charset)
-    if name is not None:
-        return name
+    label = encoding_for_label(charset)
+    if label is not None:
+        return label
     return _prescan(body[:_PRESCAN_LIMIT]) or "utf-8"
 
 

@@ -120,15 +120,17 @@ async def fetch_with_retries(
     `now` (UTC) is for Retry-After dates and exists for tests.
     """
     # Fast path: one direct call. tenacity only sees fetches that need a second try.
+    first: R | _Raised
     try:
-        first: R | _Raised = await fetch()
+        outcome = await fetch()
     except retry_on as exc:
         if policy.attempts <= 1:
             raise
         first = _Raised(exc)
     else:
-        if policy.attempts <= 1 or not is_retryable(status_of(first)):
-            return first, []
+        if policy.attempts <= 1 or not is_retryable(status_of(outcome)):
+            return outcome, []
+        first = outcome
 
     replay: list[R | _Raised] = [first]
 
@@ -189,7 +191,7 @@ async def fetch_with_retries(
         before_sleep=before_sleep,
         retry_error_callback=_last_outcome,
     )
-    result = await retrying(attempt)
+    result: R = await retrying(attempt)
     return result, notes
 
 
