@@ -5,10 +5,12 @@ Each test describes its site as data, so what is being tested is visible in the 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from email.utils import formatdate
 from pathlib import Path
 
 from aiohttp import web
@@ -31,6 +33,30 @@ def html(*links: str, head: str = "", body: str = "") -> str:
         f"<!doctype html><html><head><title>t</title>{head}</head><body>{anchors}{body}"
         f"</body></html>"
     )
+
+
+def tree_site(pages: int, delay: float = 0.0, *, lastmod: bool = False) -> Site:
+    """Pages /0 (also /) to /<pages-1> as a binary tree: page n links to 2n+1 and 2n+2.
+
+    Each page answers after `delay` seconds (so a crawl can be interrupted mid-way) and, with
+    lastmod, carries its own Last-Modified. robots.txt is a 404.
+    """
+
+    async def page(request: web.Request) -> web.Response:
+        if delay:
+            await asyncio.sleep(delay)
+        n = int(request.path.strip("/") or 0)
+        links = "".join(f'<a href="/{m}">{m}</a>' for m in (2 * n + 1, 2 * n + 2) if m < pages)
+        headers = (
+            {"Last-Modified": formatdate(1_600_000_000 + n * 3600, usegmt=True)} if lastmod else {}
+        )
+        return web.Response(
+            text=f"<html><body><p>{n}</p>{links}</body></html>",
+            content_type="text/html",
+            headers=headers,
+        )
+
+    return Site({"/robots.txt": Page("", status=404)}, fallback=page)
 
 
 def redirect(location: str, status: int = 301) -> Page:

@@ -3,33 +3,20 @@ stopped by SIGTERM is resumed by the next one, which publishes the full sitemap.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 
-from aiohttp import web
-
-from tests.sites import Page, Site, read_published
+from tests.sites import read_published, tree_site
 
 ENTRYPOINT = Path(__file__).resolve().parents[1] / "docker" / "entrypoint.sh"
 PAGES = 400
 
 
-def _site() -> Site:
-    async def page(request: web.Request) -> web.Response:
-        await asyncio.sleep(0.01)
-        n = int(request.path.strip("/") or 0)
-        links = "".join(f'<a href="/{m}">{m}</a>' for m in (2 * n + 1, 2 * n + 2) if m < PAGES)
-        return web.Response(text=f"<p>{n}</p>{links}", content_type="text/html")
-
-    return Site({"/robots.txt": Page("", status=404)}, fallback=page)
-
-
 def test_stopped_job_resumes_next_time(serve, tmp_path, xsd):
-    site = _site()
+    site = tree_site(PAGES, 0.01)
     srv = serve(site.app)
     config = tmp_path / "job.toml"
     config.write_text(f'url = "{srv.url}/"\nconcurrency = 2\nquiet = true\n')

@@ -6,13 +6,11 @@ import asyncio
 import io
 import json
 
-from aiohttp import web
-
 from crawler.cli import main
 from crawler.config import Config
 from crawler.engine import Crawl
 from crawler.progress import Renderer, Snapshot, format_text
-from tests.sites import Page, Site
+from tests.sites import tree_site
 
 SNAP = Snapshot(fetched=1200, listed=1100, queued=300, errors=2, elapsed=65.0)
 
@@ -53,18 +51,8 @@ def test_log_lines_every_ten_seconds_and_json():
     }
 
 
-def _slow_site(pages: int) -> Site:
-    async def page(request: web.Request) -> web.Response:
-        await asyncio.sleep(0.05)
-        n = int(request.path.strip("/") or 0)
-        links = "".join(f'<a href="/{m}">{m}</a>' for m in (2 * n + 1, 2 * n + 2) if m < pages)
-        return web.Response(text=f"<p>{n}</p>{links}", content_type="text/html")
-
-    return Site({"/robots.txt": Page("", status=404)}, fallback=page)
-
-
 def test_crawl_reports_progress_while_it_runs(serve, tmp_path):
-    srv = serve(_slow_site(40).app)
+    srv = serve(tree_site(40, 0.05).app)
     out = io.StringIO()
     renderer = Renderer(out, tty=False, json_lines=True, interval=0.1)
     config = Config(url=srv.url + "/", output=tmp_path / "o", concurrency=2).validate()
@@ -76,7 +64,7 @@ def test_crawl_reports_progress_while_it_runs(serve, tmp_path):
 
 
 def test_quiet_prints_nothing(serve, tmp_path, capsys):
-    srv = serve(_slow_site(3).app)
+    srv = serve(tree_site(3, 0.05).app)
     assert main(["crawl", srv.url + "/", "-o", str(tmp_path / "o"), "--quiet"]) == 0
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""

@@ -17,7 +17,7 @@ import pytest
 from aiohttp import web
 
 from crawler.cli import main
-from tests.sites import Page, Site, html, read_decisions, read_published, redirect
+from tests.sites import Page, Site, html, read_decisions, read_published, redirect, tree_site
 
 
 @pytest.fixture
@@ -261,23 +261,13 @@ def test_odd_robots_txt(serve, crawl, robots):
 # -- stopping --------------------------------------------------------------------------------
 
 
-def _slow_site(pages: int, delay: float) -> Site:
-    async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(delay)
-        n = int(request.path.strip("/") or 0)
-        links = "".join(f'<a href="/{m}">{m}</a>' for m in (2 * n + 1, 2 * n + 2) if m < pages)
-        return web.Response(text=f"<html><body>{n}{links}</body></html>", content_type="text/html")
-
-    return Site({"/robots.txt": Page("", status=404)}, fallback=slow)
-
-
 def _published(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in out.iterdir() if not p.name.startswith(".")}
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_stops_crawl_and_keeps_previous_sitemap(serve, tmp_path, sig):
-    srv = serve(_slow_site(2000, 0.02).app)
+    srv = serve(tree_site(2000, 0.02).app)
     out = tmp_path / "out"
     out.mkdir()
     (out / "sitemap.xml").write_bytes(b"<previous/>")
@@ -311,7 +301,7 @@ def test_signal_stops_crawl_and_keeps_previous_sitemap(serve, tmp_path, sig):
 
 
 def test_second_signal_stops_at_once(serve, tmp_path):
-    srv = serve(_slow_site(2000, 5.0).app)  # every request takes 5 s
+    srv = serve(tree_site(2000, 5.0).app)  # every request takes 5 s
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -4,39 +4,23 @@ refetching what it had already fetched, and the previously published sitemap sur
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import signal
 import subprocess
 import sys
 import time
-from email.utils import formatdate
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 
 from crawler.cli import main
-from tests.sites import Page, Site, read_published
+from tests.sites import Site, read_published, tree_site
 
 PAGES = 3000
 
 
 def _site() -> Site:
-    """A binary-tree site of PAGES pages, each with its own Last-Modified."""
-
-    async def page(request: web.Request) -> web.Response:
-        await asyncio.sleep(0.002)
-        n = int(request.path.strip("/") or 0)
-        links = "".join(f'<a href="/{m}">{m}</a>' for m in (2 * n + 1, 2 * n + 2) if m < PAGES)
-        lastmod = formatdate(1_600_000_000 + n * 3600, usegmt=True)
-        return web.Response(
-            text=f"<html><body><p>{n}</p>{links}</body></html>",
-            content_type="text/html",
-            headers={"Last-Modified": lastmod},
-        )
-
-    return Site({"/robots.txt": Page("", status=404)}, fallback=page)
+    return tree_site(PAGES, 0.002, lastmod=True)
 
 
 def _crawl_args(url: str, out: Path, state: Path) -> list[str]:
