@@ -344,7 +344,7 @@ def test_redirects_each_hop_checked(serve, crawl, tmp_path):
         {
             "/robots.txt": Page("User-agent: *\nDisallow: /secret\n", content_type="text/plain"),
             "/": html("/moved", "/away", "/to-secret", "/chain", "/also-new"),
-        "/also-new": redirect("/new"),  # a redirect to a URL met before
+            "/also-new": redirect("/new"),  # a redirect to a URL met before
             "/moved": redirect("/new"),
             "/new": html(),
             "/away": redirect("http://127.0.0.1:1/elsewhere"),
