@@ -64,80 +64,70 @@ class ParsePoolError(SitemapCrawlerError):
 class RawPage(NamedTuple):
     """:class:`PageData` as plain values: what crosses the process boundary.
 
-    Building 80 ``Link`` objects costs the parent a noticeable share of its per-page budget, so
-    callers on the hot path can read ``hrefs``/``nofollow`` directly; :meth:`page_data` gives
-    the full objects when they are wanted.
+    It reads like a PageData (``base``, ``alternates``, ``canonical``, ``directives``,
+    ``encoding``, even ``links``), but keeps links as two parallel lists: building 80
+    ``Link`` objects costs the parent about as much CPU as the whole round trip, so the
+    crawl's hot path should use :meth:`followable` and never touch ``links``.
     """
 
     base: str
     hrefs: list[str]
-    nofollow: list[bool]  # parallel to hrefs
+    nofollow: list[bool]  # parallel to hrefs: rel="nofollow" on that link
     alternates: list[tuple[str, str]]  # (hreflang, href)
     canonical: str | None
-    noindex_meta: bool
-    nofollow_meta: bool
-    directives_source: str
+    meta: tuple[bool, bool, str]  # Directives(noindex, nofollow, source) as a tuple
     encoding: str
+
+    @property
+    def directives(self) -> Directives:
+        noindex, nofollow, source = self.meta
+        if noindex or nofollow or source:
+            return Directives(noindex, nofollow, source)
+        return NO_DIRECTIVES
+
+    @property
+    def links(self) -> list[Link]:
+        return list(map(Link, self.hrefs, self.nofollow))
 
     def page_data(self) -> PageData:
         """The same :class:`PageData` ``extract_page`` would have returned."""
-        ni, nf, source = self.noindex_meta, self.nofollow_meta, self.directives_source
-        directives = Directives(ni, nf, source) if ni or nf or source else NO_DIRECTIVES
         return PageData(
-            self.base,
-            list(map(Link, self.hrefs, self.nofollow)),
-            self.alternates,
-            self.canonical,
-            directives,
-            self.encoding,
+            self.base, self.links, self.alternates, self.canonical, self.directives, self.encoding
         )
 
     def followable(self, follow_nofollow: bool = False) -> list[str]:
-        """Hrefs of the links a crawler may follow, alternates last (as the engine walks them)."""
-        if follow_nofollow or not any(self.nofollow):
-            hrefs = list(self.hrefs)
+        """Hrefs a crawler may follow, in document order, then the hreflang alternates:
+        the same list the engine builds from ``PageData.links`` and ``.alternates``."""
+        if follow_nofollow or True not in self.nofollow:
+            hrefs = self.hrefs.copy()
         else:
             hrefs = [h for h, nf in zip(self.hrefs, self.nofollow, strict=True) if not nf]
         hrefs += [href for _, href in self.alternates]
         return hrefs
 
-
-def pack_page(page: PageData) -> bytes:
-    """Serialise ``page`` for the trip back to the parent (marshal: fastest to load)."""
-    d = page.directives
-    return marshal.dumps(
-        (
+    @classmethod
+    def of(cls, page: PageData) -> RawPage:
+        d = page.directives
+        return cls(
             page.base,
             [link.href for link in page.links],
             [link.nofollow for link in page.links],
             page.alternates,
             page.canonical,
-            d.noindex,
-            d.nofollow,
-            d.source,
+            (d.noindex, d.nofollow, d.source),
             page.encoding,
         )
-    )
+
+
+def pack_page(page: PageData) -> bytes:
+    """Serialise ``page`` for the trip back to the parent (marshal: the fastest to load, and
+    safe here because both ends are the same interpreter build)."""
+    return marshal.dumps(tuple(RawPage.of(page)))
 
 
 def unpack_page(payload: bytes) -> RawPage:
     """Inverse of :func:`pack_page`, without building any per-link objects."""
     return tuple.__new__(RawPage, marshal.loads(payload))
-
-
-def _raw(page: PageData) -> RawPage:
-    d = page.directives
-    return RawPage(
-        page.base,
-        [link.href for link in page.links],
-        [link.nofollow for link in page.links],
-        page.alternates,
-        page.canonical,
-        d.noindex,
-        d.nofollow,
-        d.source,
-        page.encoding,
-    )
 
 
 # --- worker process ----------------------------------------------------------------------------
@@ -447,7 +437,7 @@ class ParsePool:
         payload = await self._roundtrip(body, content_type, url)
         if payload:
             return unpack_page(payload)
-        return _raw(extract_page(body, content_type, url, self.agent))
+        return RawPage.of(extract_page(body, content_type, url, self.agent))
 
     async def extract(self, body: bytes, content_type: str | None, url: str) -> PageData:
         """``extract_page(body, content_type, url, agent)``, computed in a worker."""
