@@ -13,8 +13,10 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from functools import partial
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import given
@@ -26,6 +28,7 @@ from crawler.extract import Link, PageData, extract_page
 from crawler.parse_pool import ParsePool, ParsePoolError, RawPage, pack_page, unpack_page
 
 URL = "https://example.com/dir/page.html"
+T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[1]
 
 PAGES: list[tuple[bytes, str | None, str]] = [
@@ -68,13 +71,18 @@ PAGES: list[tuple[bytes, str | None, str]] = [
 ]
 
 
-def run(coro_fn: Callable[[], Awaitable[object]]) -> object:
-    return asyncio.run(coro_fn())  # type: ignore[arg-type]
+def run(coro_fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    return asyncio.run(coro_fn())
 
 
 def gone(pid: int) -> bool:
     """True once ``pid`` has exited and been reaped (a zombie would still be in /proc)."""
     return not Path(f"/proc/{pid}").exists()
+
+
+def replaced(pool: ParsePool, pid: int) -> bool:
+    """The parent noticed ``pid`` died and a fresh worker is ready in its place."""
+    return pool.pids != [pid] and pool.alive == 1
 
 
 def wait_until(predicate: Callable[[], bool], seconds: float = 10.0) -> bool:
@@ -228,7 +236,7 @@ def test_worker_killed_mid_run(max_respawns: int) -> None:
             if max_respawns:
                 # (the worker may have answered everything before it died: wait for the
                 # parent to notice, not just for results)
-                assert await wait_for(lambda: pool.pids != [pid] and pool.alive == 1)
+                assert await wait_for(partial(replaced, pool, pid))
                 assert wait_until(lambda: gone(pid))  # the dead one was reaped
                 assert await pool.extract(unique_page(1), None, URL) == extract_page(
                     unique_page(1), None, URL
@@ -253,7 +261,7 @@ def test_respawns_are_bounded() -> None:
                 [pid] = pool.pids
                 killed.append(pid)
                 os.kill(pid, signal.SIGKILL)
-                assert await wait_for(lambda pid=pid: pool.pids != [pid] and pool.alive == 1)
+                assert await wait_for(partial(replaced, pool, pid))
             [pid] = pool.pids
             killed.append(pid)
             os.kill(pid, signal.SIGKILL)
@@ -263,7 +271,7 @@ def test_respawns_are_bounded() -> None:
             assert await pool.extract(b'<a href="/z">', None, URL) == extract_page(
                 b'<a href="/z">', None, URL
             )
-        assert all(wait_until(lambda pid=pid: gone(pid)) for pid in killed)
+        assert all(wait_until(partial(gone, pid)) for pid in killed)
 
     run(main)
 
@@ -312,7 +320,7 @@ def test_silent_worker_times_out(monkeypatch: pytest.MonkeyPatch) -> None:
         return pool.pids
 
     pids = run(main)
-    assert all(gone(pid) for pid in pids)  # type: ignore[union-attr]
+    assert all(gone(pid) for pid in pids)
 
 
 # --- shutdown ----------------------------------------------------------------------------------
@@ -334,7 +342,7 @@ def test_close_leaves_no_child_processes() -> None:
 
     pids = run(main)
     assert multiprocessing.active_children() == []
-    assert all(gone(pid) for pid in pids)  # type: ignore[union-attr]
+    assert all(gone(pid) for pid in pids)
 
 
 def test_close_unblocks_waiting_callers() -> None:
@@ -366,7 +374,7 @@ def test_start_cancelled_leaves_nothing(delay: float) -> None:
         return pids
 
     pids = run(main)
-    assert all(gone(pid) for pid in pids)  # type: ignore[union-attr]
+    assert all(gone(pid) for pid in pids)
 
 
 def test_close_cancelled_still_reaps() -> None:
@@ -402,7 +410,7 @@ def test_body_cancelled_inside_async_with() -> None:
         return pids
 
     pids = run(main)
-    assert pids and all(gone(pid) for pid in pids)  # type: ignore[union-attr]
+    assert pids and all(gone(pid) for pid in pids)
 
 
 def test_workers_exit_when_the_parent_is_killed(tmp_path: Path) -> None:
@@ -444,7 +452,7 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path: Path) -> None:
                 return True
             return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
-        assert all(wait_until(lambda pid=pid: exited(pid)) for pid in pids)
+        assert all(wait_until(partial(exited, pid)) for pid in pids)
     finally:
         if parent.poll() is None:
             parent.kill()
