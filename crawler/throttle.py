@@ -38,7 +38,9 @@ _BAD_STATUSES = frozenset({500, 502, 503, 504, 429})
 BASELINE_SAMPLES = 20  # responses whose median sets the "normal" response time
 EWMA_ALPHA = 0.2  # weight of the newest response time in the moving average
 SLOW_FACTOR = 3.0  # EWMA above this multiple of the baseline counts as "slowed down markedly"
-SLOW_MIN_EXCESS = 0.1  # ...and by at least this many seconds, so 1 ms -> 4 ms jitter is not it
+# ...and by at least this many seconds: 1 ms -> 4 ms jitter is not it, and neither is the
+# few hundred ms of lag a CPU-bound crawler's own event loop adds on a busy machine.
+SLOW_MIN_EXCESS = 0.5
 COOLDOWN = 1.0  # seconds: a burst of bad answers within this window is one slow-down
 FIRST_EXTRA_DELAY = 0.25  # seconds of adaptive delay on the first slow-down; doubled after
 RECOVER_AFTER = 20  # consecutive good responses before one step of recovery
