@@ -49,10 +49,22 @@ def burn(us: float) -> None:
         pass
 
 
+def workers_cpu(pids: list[int]) -> float:
+    """CPU seconds (user + system) the worker processes have used so far."""
+    ticks = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+Row = tuple[float, float, float]  # pages/s, parent CPU us/page, workers' CPU us/page
+
+
 async def measure(
-    fn: Extract, page: bytes, pages: int, concurrency: int, work_us: float
-) -> tuple[float, float]:
-    """(pages/s, parent CPU us per page) with ``concurrency`` calls in flight."""
+    fn: Extract, page: bytes, pages: int, concurrency: int, work_us: float, pids: list[int]
+) -> Row:
+    """Figures with ``concurrency`` calls in flight."""
 
     async def caller(count: int) -> None:
         for _ in range(count):
@@ -60,11 +72,21 @@ async def measure(
             await fn(page, CT, PAGE_URL)
 
     per = pages // concurrency
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu, wcpu = time.perf_counter(), time.process_time(), workers_cpu(pids)
     await asyncio.gather(*(caller(per) for _ in range(concurrency)))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    wcpu = workers_cpu(pids) - wcpu
     done = per * concurrency
-    return done / wall, cpu / done * 1e6
+    return done / wall, cpu / done * 1e6, wcpu / done * 1e6
+
+
+def print_rows(rows: dict[str, list[Row]], work_us: float | None) -> None:
+    extra = f" {'overhead':>9s}" if work_us is not None else ""
+    print(f"{'case':28s} {'pages/s':>9s} {'parent us/page':>15s} {'workers us/page':>16s}{extra}")
+    for name, results in rows.items():
+        rate, cpu, wcpu = (statistics.median(r[i] for r in results) for i in range(3))
+        tail = f" {cpu - work_us:9.1f}" if work_us is not None else ""
+        print(f"{name:28s} {rate:9,.0f} {cpu:15.1f} {wcpu:16.1f}{tail}")
 
 
 async def inline(body: bytes, content_type: str | None, url: str) -> object:
@@ -78,28 +100,24 @@ async def run_cases(args: argparse.Namespace, page: bytes, work_us: float) -> No
             (f"ParsePool({n}).extract", n, "extract"),
             (f"ParsePool({n}).extract_raw", n, "raw"),
         ]
-    rows: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in cases}
+    rows: dict[str, list[Row]] = {name: [] for name, _, _ in cases}
     for _ in range(args.rounds):
         for workers in (0, 1, 2):
             if workers == 0:
                 rows[cases[0][0]].append(
-                    await measure(inline, page, args.pages, args.concurrency, work_us)
+                    await measure(inline, page, args.pages, args.concurrency, work_us, [])
                 )
                 continue
             async with ParsePool(workers) as pool:
-                await measure(pool.extract, page, 640, args.concurrency, 0)  # warm up
+                await measure(pool.extract, page, 640, args.concurrency, 0, [])  # warm up
                 for name, n, kind in cases:
                     if n != workers:
                         continue
                     fn = pool.extract if kind == "extract" else pool.extract_raw
                     rows[name].append(
-                        await measure(fn, page, args.pages, args.concurrency, work_us)
+                        await measure(fn, page, args.pages, args.concurrency, work_us, pool.pids)
                     )
-    print(f"{'case':28s} {'pages/s':>9s} {'parent CPU us/page':>19s} {'overhead us':>12s}")
-    for name, results in rows.items():
-        rate = statistics.median(r for r, _ in results)
-        cpu = statistics.median(c for _, c in results)
-        print(f"{name:28s} {rate:9,.0f} {cpu:19.1f} {cpu - work_us:12.1f}")
+    print_rows(rows, work_us)
 
 
 async def rebuild_cost(page: bytes) -> None:
@@ -120,8 +138,8 @@ async def rebuild_cost(page: bytes) -> None:
 
 
 async def fetch_loop(
-    url: str, pages: int, concurrency: int, parse: Extract | None
-) -> tuple[float, float]:
+    url: str, pages: int, concurrency: int, parse: Extract | None, pids: list[int]
+) -> Row:
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=concurrency)
@@ -137,11 +155,12 @@ async def fetch_loop(
 
         per = pages // concurrency
         await caller(10)
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu, wcpu = time.perf_counter(), time.process_time(), workers_cpu(pids)
         await asyncio.gather(*(caller(per) for _ in range(concurrency)))
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        wcpu = workers_cpu(pids) - wcpu
     done = per * concurrency
-    return done / wall, cpu / done * 1e6
+    return done / wall, cpu / done * 1e6, wcpu / done * 1e6
 
 
 async def run_fetch(args: argparse.Namespace, page: bytes) -> None:
@@ -152,7 +171,7 @@ async def run_fetch(args: argparse.Namespace, page: bytes) -> None:
     subprocess.run([str(HERE / "serve.sh"), "start", str(site), port], check=True)
     url = f"http://127.0.0.1:{port}/index.html"
     try:
-        rows: dict[str, list[tuple[float, float]]] = {}
+        rows: dict[str, list[Row]] = {}
         for _ in range(args.rounds):
             for name, workers in (
                 ("fetch only (no parse)", -1),
@@ -161,20 +180,16 @@ async def run_fetch(args: argparse.Namespace, page: bytes) -> None:
                 ("fetch + ParsePool(2)", 2),
             ):
                 if workers < 0:
-                    result = await fetch_loop(url, args.pages, args.concurrency, None)
+                    result = await fetch_loop(url, args.pages, args.concurrency, None, [])
                 elif workers == 0:
-                    result = await fetch_loop(url, args.pages, args.concurrency, inline)
+                    result = await fetch_loop(url, args.pages, args.concurrency, inline, [])
                 else:
                     async with ParsePool(workers) as pool:
                         result = await fetch_loop(
-                            url, args.pages, args.concurrency, pool.extract_raw
+                            url, args.pages, args.concurrency, pool.extract_raw, pool.pids
                         )
                 rows.setdefault(name, []).append(result)
-        print(f"{'case':28s} {'pages/s':>9s} {'parent CPU us/page':>19s}")
-        for name, results in rows.items():
-            rate = statistics.median(r for r, _ in results)
-            cpu = statistics.median(c for _, c in results)
-            print(f"{name:28s} {rate:9,.0f} {cpu:19.1f}")
+        print_rows(rows, None)
     finally:
         subprocess.run([str(HERE / "serve.sh"), "stop", str(site), port], check=False)
 
