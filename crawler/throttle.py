@@ -74,9 +74,10 @@ class Throttle:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        # margin: added to every non-zero spacing. Starts are timed here; the caller may ask
-        # for a few ms more so network jitter cannot bring two requests closer at the server.
-        self._margin = margin
+        # margin: a fraction added to every non-zero spacing. Starts are timed here; a send can
+        # trail its start by a few ms on a busy machine, which must not bring the *next*
+        # request closer than asked at the server.
+        self._margin = 1.0 + margin
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"concurrency must be a whole number >= 1, not {concurrency!r}")
         if not _is_seconds(delay):
@@ -215,7 +216,7 @@ class Throttle:
             now = clock()
             interval = self._interval
             if interval > 0.0:
-                interval += self._margin
+                interval *= self._margin
                 # Claim a start time before sleeping, so the next caller queues behind it.
                 target = max(now, self._last_reserved + interval)
                 self._last_reserved = target
@@ -224,7 +225,7 @@ class Throttle:
                     now = clock()
                 # Sleep is a lower bound only: a late wake-up, or an interval raised while we
                 # slept, must not let two starts come closer than the interval.
-                while (gap := self._last_start + self._interval + self._margin - now) > 0.0:
+                while (gap := self._last_start + self._interval * self._margin - now) > 0.0:
                     await self._sleep(gap)
                     now = clock()
         except BaseException:
