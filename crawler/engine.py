@@ -45,7 +45,7 @@ from .directives import header_directives, link_header_canonical
 from .errors import ConfigError, InterruptedCrawl, NothingListedError
 from .extract import PageData, extract_page, parse_content_type
 from .fetch import REDIRECT_STATUSES, Fetcher, Response
-from .frontier import Frontier, Task
+from .frontier import DONE, Frontier, Task
 from .httpdate import parse_http_date
 from .progress import Renderer, Snapshot
 from .report import MAX_REFERRERS, DecisionRecord, Tally, is_broken
@@ -537,13 +537,20 @@ class Crawl:
         to_crawl = None if self.identity else self.plan.origins.to_crawl
         hrefs = [link.href for link in page.links if follow_nofollow or not link.nofollow]
         hrefs += [href for _, href in page.alternates]
+        met = seen.get
+        active, broken = self._active, self.tally.broken
         for href in hrefs:
-            candidate = _join_exactly(href, base, scheme, origin, folder)
+            if href[:1] == "/" and href[1:2] != "/" and "#" not in href:
+                candidate: str | None = origin + href  # the common case, inlined
+            else:
+                candidate = _join_exactly(href, base, scheme, origin, folder)
             if candidate is not None:
                 if to_crawl is not None:
                     candidate = to_crawl(candidate)
-                if candidate in seen:
-                    refer(candidate, referrer, depth)
+                queued = met(candidate)
+                if queued is not None:  # met before: only queued, in-flight or broken
+                    if queued != DONE or broken or candidate in active:  # URLs need a note
+                        refer(candidate, referrer, depth)
                     continue
             target = resolve(base, href, strip)
             if target is not None:
