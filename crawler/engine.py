@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
 
-from sitemap_out import AsyncSitemapWriter, Entry, PublishResult
+from sitemap_out import AsyncSitemapWriter, Entry, EntryError, PublishResult
 
 from .config import Config, fingerprint
 from .decide import (
@@ -417,7 +417,12 @@ class Crawl:
                         if self.state is not None:
                             self.state.body(digest, url)
         decision = decide_page(facts, self.policy)
-        entry = await self._list(url, task.depth, resp) if decision.listed else None
+        entry = None
+        if decision.listed:
+            try:
+                entry = await self._list(url, task.depth, resp)
+            except EntryError as exc:  # a URL the protocol cannot hold (e.g. under 12 chars)
+                decision = Decision(FETCH_ERROR, f"cannot be listed: {exc}")
         if resp.notes:
             decision = Decision(decision.reason, _with_notes(decision.detail, resp))
         self._record(url, resp.status, decision, task, entry)

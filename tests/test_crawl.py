@@ -578,3 +578,17 @@ def test_version_and_help(capsys):
         main(["crawl", "--help"])
     text = capsys.readouterr().out
     assert "--max-urls-per-file" in text and "examples:" in text
+
+
+def test_a_url_the_protocol_cannot_hold_is_recorded_not_fatal(serve, crawl, tmp_path):
+    site = Site({"/": html("/page"), "/page": html()})
+    srv = serve(site.app)
+    decisions = tmp_path / "d.jsonl"
+    # the public home page, http://a.b/, is shorter than the 12 characters the XSD allows
+    code, pub, _, _ = crawl(
+        srv.url + "/", "--public-url", "http://a.b/", "--decisions", str(decisions)
+    )
+    assert code == 0
+    assert pub.locs == ["http://a.b/page"]
+    d = read_decisions(decisions)["http://a.b/"]
+    assert d["reason"] == "fetch_error" and "cannot be listed" in d["detail"]
