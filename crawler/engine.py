@@ -449,24 +449,17 @@ class Crawl:
                 return resp, url
             location = (resp.location or "").strip()
             target = resolve(url, location, self.config.strip_params) if location else None
+            if target is not None:
+                target = self._to_crawl(target)
             if target is None:
-                self._record(
-                    url,
-                    resp.status,
-                    Decision(HTTP_ERROR, f"HTTP {resp.status} without a usable Location"),
-                    task,
-                )
+                decision = Decision(HTTP_ERROR, f"HTTP {resp.status} without a usable Location")
+            elif target in chain:
+                decision = Decision(REDIRECT, f"redirect loop: {' -> '.join([*chain, target])}")
+            else:
+                decision = Decision(REDIRECT, self._public(target))
+            self._record(url, resp.status, decision, task)
+            if target is None or target in chain:
                 return None, url
-            target = self._to_crawl(target)
-            if target in chain:
-                self._record(
-                    url,
-                    resp.status,
-                    Decision(REDIRECT, f"redirect loop: {' -> '.join([*chain, target])}"),
-                    task,
-                )
-                return None, url
-            self._record(url, resp.status, Decision(REDIRECT, self._public(target)), task)
             if target in self.frontier:
                 self._refer(target, self._public(url), task.depth)
                 return None, url  # handled, or to be handled, on its own

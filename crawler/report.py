@@ -8,16 +8,16 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .decide import FETCH_ERROR, HTTP_ERROR, LISTED, REASONS
 
 MAX_REFERRERS = 10
 
 
-@dataclass(slots=True)
-class DecisionRecord:
-    """One line of the --decisions file: a URL the crawl met, and what became of it."""
+class DecisionRecord(NamedTuple):
+    """What became of one URL the crawl met: a line of the --decisions file, and a row of
+    the crawl's state file (a tuple, so a million of them load fast)."""
 
     url: str
     status: int | None

@@ -41,11 +41,11 @@ from pathlib import Path
 from typing import Final, NamedTuple, TypeVar
 
 from .errors import SitemapCrawlerError
+from .report import DecisionRecord
 
 __all__ = [
     "SCHEMA_VERSION",
     "CrawlState",
-    "DecisionRow",
     "EntryRow",
     "QueuedRow",
     "Snapshot",
@@ -123,17 +123,6 @@ class QueuedRow(NamedTuple):
     referrer: str | None
 
 
-class DecisionRow(NamedTuple):
-    """What became of one URL the crawl met, as the engine recorded it."""
-
-    url: str
-    status: int | None
-    reason: str
-    detail: str
-    depth: int
-    referrer: str | None
-
-
 class EntryRow(NamedTuple):
     """A listed URL's sitemap entry; ``lastmod`` is tz-aware UTC."""
 
@@ -153,7 +142,7 @@ class Snapshot:
 
     queued: list[QueuedRow]
     seen: list[str]
-    decisions: Iterator[DecisionRow]
+    decisions: Iterator[DecisionRecord]
     entries: Iterator[EntryRow]
     bodies: dict[bytes, str]
     counters: dict[str, int]
@@ -589,8 +578,8 @@ class CrawlState:
 _tuple_new: Final = tuple.__new__
 
 
-def _decision_row(row: tuple[object, ...]) -> DecisionRow:
-    return _tuple_new(DecisionRow, row[1:])
+def _decision_row(row: tuple[object, ...]) -> DecisionRecord:
+    return _tuple_new(DecisionRecord, row[1:])
 
 
 def _entry_row(row: tuple[object, ...]) -> EntryRow:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -57,6 +59,17 @@ def tree_site(pages: int, delay: float = 0.0, *, lastmod: bool = False) -> Site:
         )
 
     return Site({"/robots.txt": Page("", status=404)}, fallback=page)
+
+
+def crawl_process(*args: str) -> subprocess.Popen[str]:
+    """`sitemap-crawler crawl ARGS` in its own process (for signals, and for timestamps at a
+    server in this process that must not wait for the crawler to release the GIL)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "crawler.cli", "crawl", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def redirect(location: str, status: int = 301) -> Page:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 from aiohttp import web
 
 from crawler.cli import main
-from tests.sites import Page, Site, html, read_decisions, read_published
+from tests.sites import Page, Site, crawl_process, html, read_decisions, read_published
 
 
 @pytest.fixture
@@ -121,13 +119,9 @@ def test_429_bursts_slow_the_crawl_down_and_it_finishes(serve, crawl):
 def _crawl_in_subprocess(url: str, out: Path, *args: str) -> None:
     """Spacing is measured at the server, which runs in this process: the crawler runs in
     its own, so the server's timestamps never wait for the crawler to release the GIL."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "crawler.cli", "crawl", url + "/", "-o", str(out), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = crawl_process(url + "/", "-o", str(out), *args)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
 
 
 def test_delay_spaces_requests_at_the_server(serve, tmp_path):

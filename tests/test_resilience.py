@@ -7,8 +7,6 @@ import asyncio
 import gzip
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -17,7 +15,16 @@ import pytest
 from aiohttp import web
 
 from crawler.cli import main
-from tests.sites import Page, Site, html, read_decisions, read_published, redirect, tree_site
+from tests.sites import (
+    Page,
+    Site,
+    crawl_process,
+    html,
+    read_decisions,
+    read_published,
+    redirect,
+    tree_site,
+)
 
 
 @pytest.fixture
@@ -272,22 +279,7 @@ def test_signal_stops_crawl_and_keeps_previous_sitemap(serve, tmp_path, sig):
     out.mkdir()
     (out / "sitemap.xml").write_bytes(b"<previous/>")
     before = _published(out)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "crawler.cli",
-            "crawl",
-            srv.url + "/",
-            "-o",
-            str(out),
-            "--concurrency",
-            "4",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = crawl_process(srv.url + "/", "-o", str(out), "--concurrency", "4")
     time.sleep(1.5)
     started = time.monotonic()
     proc.send_signal(sig)
@@ -302,22 +294,7 @@ def test_signal_stops_crawl_and_keeps_previous_sitemap(serve, tmp_path, sig):
 
 def test_second_signal_stops_at_once(serve, tmp_path):
     srv = serve(tree_site(2000, 5.0).app)  # every request takes 5 s
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "crawler.cli",
-            "crawl",
-            srv.url + "/",
-            "-o",
-            str(tmp_path / "out"),
-            "--concurrency",
-            "4",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = crawl_process(srv.url + "/", "-o", str(tmp_path / "out"), "--concurrency", "4")
     time.sleep(1.5)
     proc.send_signal(signal.SIGTERM)
     time.sleep(0.3)

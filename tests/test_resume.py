@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import collections
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from crawler.cli import main
-from tests.sites import Site, read_published, tree_site
+from tests.sites import Site, crawl_process, read_published, tree_site
 
 PAGES = 3000
 
@@ -35,15 +33,6 @@ def _crawl_args(url: str, out: Path, state: Path) -> list[str]:
         "4",
         "--quiet",
     ]
-
-
-def _start(args: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "crawler.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def _files(out: Path) -> dict[str, bytes]:
@@ -75,7 +64,7 @@ def test_interrupted_crawl_resumes_to_the_same_sitemap(serve, tmp_path, xsd, ref
     (out / "sitemap.xml").write_bytes(b"<previously published/>")
     before = _files(out)
 
-    proc = _start(_crawl_args(srv.url, out, state))
+    proc = crawl_process(*_crawl_args(srv.url, out, state)[1:])
     deadline = time.monotonic() + 30
     while len(site.requests) < PAGES // 2 and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from crawler import state as state_module
 from crawler.errors import SitemapCrawlerError
+from crawler.report import DecisionRecord
 from crawler.state import (
     CrawlState,
-    DecisionRow,
     EntryRow,
     QueuedRow,
     Snapshot,
@@ -40,7 +40,7 @@ def resumed(path: Path, **kwargs: object) -> CrawlState:
 
 def reload(
     path: Path, start_url: str = START, fingerprint: str = FP
-) -> tuple[Snapshot, list[DecisionRow], list[EntryRow]]:
+) -> tuple[Snapshot, list[DecisionRecord], list[EntryRow]]:
     with CrawlState.open(path, fingerprint=fingerprint, start_url=start_url, resume=True) as state:
         snap = state.load()
         return snap, list(snap.decisions), list(snap.entries)
@@ -109,10 +109,10 @@ def test_every_kind_of_record_round_trips(path: Path) -> None:
         "https://other.example/x",
     }
     assert decisions == [
-        DecisionRow(START, 200, "listed", "", 0, None),
-        DecisionRow("https://example.com/b", 301, "redirect", "https://example.com/ç", 1, START),
-        DecisionRow("https://other.example/x", None, "out_of_scope", "outside /", 1, START),
-        DecisionRow("https://example.com/ünïcödé/日本?q=ä", 200, "listed", "", 1, START),
+        DecisionRecord(START, 200, "listed", "", 0, None),
+        DecisionRecord("https://example.com/b", 301, "redirect", "https://example.com/ç", 1, START),
+        DecisionRecord("https://other.example/x", None, "out_of_scope", "outside /", 1, START),
+        DecisionRecord("https://example.com/ünïcödé/日本?q=ä", 200, "listed", "", 1, START),
     ]
     assert entries == [
         EntryRow(START, datetime(2024, 5, 1, 12, 30, 15, 123456, tzinfo=UTC), "weekly", 1.0),
@@ -215,7 +215,7 @@ def test_decided_url_leaves_the_queue_but_stays_seen(path: Path) -> None:
     snap, decisions, _ = reload(path)
     assert snap.queued == [QueuedRow("https://example.com/a", 1, START)]
     assert sorted(snap.seen) == [START, "https://example.com/a"]
-    assert decisions == [DecisionRow(START, 200, "listed", "", 0, None)]
+    assert decisions == [DecisionRecord(START, 200, "listed", "", 0, None)]
 
 
 def test_referrer_that_was_never_met_is_not_seen(path: Path) -> None:
