@@ -106,6 +106,7 @@ class Throttle:
         self._base_interval = 0.0  # user and robots.txt spacing; the adaptive part adds to it
         self._extra = 0.0
         self._interval = 0.0  # max(base, extra), kept current so slot() reads one attribute
+        self._slow_since: float | None = None  # when response times first looked slow
         self._last_start = -math.inf  # when the latest request actually started
         self._last_reserved = -math.inf  # the latest start claimed by a caller still sleeping
 
@@ -312,7 +313,18 @@ class Throttle:
                 self._baseline = statistics.median(self._samples)
                 self._samples = []
             return False
-        return ewma > SLOW_FACTOR * baseline and ewma - baseline > SLOW_MIN_EXCESS
+        if not (ewma > SLOW_FACTOR * baseline and ewma - baseline > SLOW_MIN_EXCESS):
+            self._slow_since = None
+            return False
+        # Confirmed only by a request that *started* after the slowness was first seen: a
+        # stall of our own (a busy machine, a pause of the process) delays just the requests
+        # in flight during it; a server that slowed down delays the later ones too.
+        now = self._clock()
+        if self._slow_since is None:
+            self._slow_since = now
+            return False
+        this_one_slow = seconds > SLOW_FACTOR * baseline and seconds - baseline > SLOW_MIN_EXCESS
+        return this_one_slow and now - seconds > self._slow_since
 
     def _slow_down(self) -> None:
         self._slowdowns += 1

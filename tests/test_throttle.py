@@ -495,6 +495,7 @@ def test_markedly_slower_responses_trigger_a_slow_down() -> None:
     feed(th, vt, [200] * BASELINE_SAMPLES, seconds=0.1)
     assert th.stats["slowdowns"] == 0
     for _ in range(20):
+        vt.now += 0.2  # responses keep arriving, each having taken 1.5 s
         th.observe(200, 1.5)
         if th.stats["slowdowns"]:
             break
@@ -503,6 +504,22 @@ def test_markedly_slower_responses_trigger_a_slow_down() -> None:
     # and while it stays slow, good statuses do not count toward recovery
     feed(th, vt, [200] * RECOVER_AFTER * 3, seconds=1.5)
     assert th.concurrency <= 4
+
+
+def test_a_stall_of_our_own_is_not_a_slow_down() -> None:
+    """The process stalls for 2 s: the eight requests in flight all come back slow at once,
+    but requests started afterwards are fast again, so the server did not slow down."""
+    vt = VirtualTime()
+    th = throttle(vt, concurrency=8)
+    feed(th, vt, [200] * BASELINE_SAMPLES, seconds=0.01)
+    vt.now += 2.0
+    for _ in range(8):
+        th.observe(200, 2.0)
+    for _ in range(30):
+        vt.now += 0.01
+        th.observe(200, 0.01)
+    assert th.stats["slowdowns"] == 0
+    assert th.concurrency == 8
 
 
 def test_event_loop_lag_is_not_a_slow_down() -> None:
