@@ -48,7 +48,7 @@ from .fetch import REDIRECT_STATUSES, Fetcher, Response
 from .frontier import DONE, Frontier, Task
 from .httpdate import parse_http_date
 from .progress import Renderer, Snapshot
-from .report import MAX_REFERRERS, DecisionRecord, Tally, is_broken
+from .report import DecisionRecord, Tally, is_broken
 from .retry import RetryPolicy, fetch_with_retries
 from .robots import RobotsTxt, product_token
 from .state import CrawlState
@@ -130,8 +130,8 @@ class Crawl:
         self._budgets = TrapBudgets(config.max_pages_per_folder, config.max_pages_per_param)
         self.tally = Tally()
         self.robots = RobotsTxt.allow_all()
-        self._bodies: dict[bytes, str] = {}  # body hash -> first URL with that body
-        self._refs: dict[str, list[str]] = {}  # queued URL -> further pages linking to it
+        self._bodies: dict[int, str] = {}  # 64-bit body hash -> first URL with that body
+        self._refs: dict[str, tuple[str, ...]] = {}  # URL not yet judged -> more linking pages
         self._active: set[str] = set()  # URLs being fetched now
         self._changed = asyncio.Event()
         self._decisions: IO[str] | None = None
@@ -231,7 +231,7 @@ class Crawl:
             self._emit(d.url, d.status, Decision(d.reason, d.detail), d.depth, d.referrer)
         for e in snap.entries:
             await self._writer.add(Entry(e.loc, e.lastmod, e.changefreq, e.priority))
-        self._bodies = snap.bodies
+        self._bodies = {int.from_bytes(k, "little"): url for k, url in snap.bodies.items()}
         self.tally.fetched = snap.counters.get("fetched", 0)
         self.log(
             f"resuming: {len(snap.queued)} URLs queued, {self._writer.count} listed, "
@@ -410,8 +410,9 @@ class Crawl:
                 facts.meta = page.directives
                 self._judge_canonical(facts, page.canonical, page.base, resp)
                 if self.policy.skip_duplicates:
-                    digest = hashlib.blake2b(resp.body, digest_size=16).digest()
-                    facts.duplicate_of = self._bodies.setdefault(digest, url)
+                    digest = hashlib.blake2b(resp.body, digest_size=8).digest()
+                    key = int.from_bytes(digest, "little")  # an int costs less than bytes
+                    facts.duplicate_of = self._bodies.setdefault(key, url)
                     if facts.duplicate_of == url:
                         facts.duplicate_of = None
                         if self.state is not None:
@@ -601,9 +602,9 @@ class Crawl:
         if self.frontier.is_queued(url) or url in self._active:
             if self.frontier.lower(url, depth, referrer) and self.state is not None:
                 self.state.lowered(url, depth, referrer)
-            refs = self._refs.setdefault(url, [])
-            if len(refs) < MAX_REFERRERS - 1 and referrer not in refs:
-                refs.append(referrer)
+            refs = self._refs.get(url, ())
+            if len(refs) < EARLY_REFERRERS and referrer not in refs:
+                self._refs[url] = (*refs, referrer)
         elif self.tally.broken:
             self.tally.refer_broken(self._public(url), referrer)
 
@@ -637,7 +638,7 @@ class Crawl:
         self.tally.count(record)
         if is_broken(decision.reason, status):
             refs = [referrer] if referrer else []
-            refs += self._refs.pop(url, [])
+            refs += self._refs.pop(url, ())
             self.tally.add_broken(public, status or 0, refs)
         elif self._refs:
             self._refs.pop(url, None)
@@ -656,6 +657,11 @@ class Crawl:
     def _to_crawl(self, url: str) -> str:
         return url if self.identity else self.plan.origins.to_crawl(url)
 
+
+#: Pages linking to a URL kept while it waits to be fetched, besides the first: a tuple per
+#: queued URL is the price of naming the pages that link to a broken one. Once a URL is
+#: judged broken, pages linking to it are collected up to report.MAX_REFERRERS.
+EARLY_REFERRERS = 4
 
 #: Reasons given before a fetch; replayed decisions with these spent no trap budget.
 _SCREEN_REASONS = frozenset({OUT_OF_SCOPE, TOO_LONG, TRAP, ROBOTS_TXT, LIMIT})
