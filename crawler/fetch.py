@@ -7,7 +7,6 @@ is checked against scope and robots.txt. Every failure comes back as a Response 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -79,8 +78,10 @@ class Fetcher:
             connector=connector,
             headers={"User-Agent": self.user_agent},
             cookie_jar=aiohttp.DummyCookieJar(),  # a crawler keeps no session state
+            # total covers the whole exchange, body included: a server that trickles bytes
+            # is cut off at the deadline however often it sends one
             timeout=aiohttp.ClientTimeout(
-                total=None, connect=min(10.0, self.timeout), sock_read=self.timeout
+                total=self.timeout, connect=min(10.0, self.timeout), sock_read=self.timeout
             ),
             auto_decompress=True,
             max_line_size=16 * 1024,
@@ -97,12 +98,11 @@ class Fetcher:
         assert self._session is not None, "use Fetcher as an async context manager"
         cap = self.max_bytes if max_bytes is None else max_bytes
         try:
-            async with asyncio.timeout(self.timeout):
-                async with self._session.get(URL(url, encoded=True), allow_redirects=False) as resp:
-                    if resp.status in REDIRECT_STATUSES or resp.status == 204:
-                        return Response(url, resp.status, resp.headers)
-                    body, truncated = await _read_capped(resp, cap)
-                    return Response(url, resp.status, resp.headers, body, truncated=truncated)
+            async with self._session.get(URL(url, encoded=True), allow_redirects=False) as resp:
+                if resp.status in REDIRECT_STATUSES or resp.status == 204:
+                    return Response(url, resp.status, resp.headers)
+                body, truncated = await _read_capped(resp, cap)
+                return Response(url, resp.status, resp.headers, body, truncated=truncated)
         except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
             return Response(url, error=describe_error(exc, self.timeout))
 
