@@ -19,7 +19,7 @@ from sitemap_out.errors import SitemapOutError
 
 from . import __version__
 from .config import Config, build, fields, load_toml
-from .errors import ConfigError, SitemapCrawlerError
+from .errors import ConfigError, InterruptedCrawl, NothingListedError, SitemapCrawlerError
 from .progress import Renderer
 
 T = TypeVar("T")
@@ -160,11 +160,23 @@ def _crawl(config: Config) -> int:
         progress = Renderer(
             sys.stderr, tty=sys.stderr.isatty(), json_lines=config.log_format == "json"
         )
-    result = _run(Crawl(config, log, progress).run())
+    crawl = Crawl(config, log, progress)
+    try:
+        result = _run(crawl.run())
+    except (NothingListedError, InterruptedCrawl) as exc:
+        if config.report is not None:  # why nothing was published is what a report is for
+            failed: dict[str, Any] = {
+                "start_url": config.url,
+                "published": False,
+                "error": str(exc),
+            }
+            _write_json(config.report, crawl.tally.to_json(failed))
+        raise
     tally = result.tally
     if config.report is not None:
-        extra = {
+        extra: dict[str, Any] = {
             "start_url": config.url,
+            "published": True,
             "sitemap_url": result.sitemap_url,
             "files": [str(p) for p in result.published.files],
         }

@@ -209,7 +209,7 @@ class Crawl:
                 self._decisions.close()
             if self.state is not None:
                 self.state.close()
-        self.tally.requests = self.throttle.stats
+            self.tally.requests = self.throttle.stats
         return CrawlResult(self.tally, published, plan.sitemap_url)
 
     async def _read_robots(self, fetcher: Fetcher, url: str) -> None:

@@ -500,10 +500,14 @@ def test_no_indexable_page_exits_3_and_keeps_previous(serve, crawl, tmp_path):
     srv = serve(Site({"/": Page("x", status=404)}).app)
     out = tmp_path / "out"
     before = _publish_previous(out)
-    code, _, _, err = crawl(srv.url + "/", out=out)
+    report = tmp_path / "r.json"
+    code, _, _, err = crawl(srv.url + "/", "--report", str(report), out=out)
     assert code == 3
     assert "nothing listed" in err
     assert _published_files(out) == before
+    data = json.loads(report.read_text())  # the report says why
+    assert data["published"] is False and "nothing listed" in data["error"]
+    assert data["reasons"]["http_error"] == 1
 
 
 # -- config ----------------------------------------------------------------------------------
