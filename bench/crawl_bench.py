@@ -465,7 +465,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--once", default="scrapy", help="tools run in the first round only (slow ones)"
     )
-    parser.add_argument("--concurrency", type=int, default=64, help="our --concurrency")
+    parser.add_argument(
+        "--concurrency", type=int, default=8, help="our --concurrency (default: ours, 8)"
+    )
     parser.add_argument("--ours-arg", action="append", default=[], help="extra argument for ours")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds allowed per run")
     parser.add_argument("--profile", action="store_true", help="then py-spy our crawl once")
