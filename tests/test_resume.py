@@ -95,44 +95,21 @@ def test_resume_refuses_another_start_url_or_config(serve, tmp_path, capsys):
     site = Site({"/": "<p>home</p>", "/docs/": "<p>docs</p>"})
     srv = serve(site.app)
     state = tmp_path / "s.sqlite"
-    assert main(["crawl", srv.url + "/", "-o", str(tmp_path / "o"), "--state", str(state)]) == 0
+
+    def crawl(start: str, *extra: str) -> int:
+        code = main(
+            ["crawl", srv.url + start, "-o", str(tmp_path / "o"), "--state", str(state), *extra]
+        )
+        return code
+
+    assert crawl("/") == 0
     capsys.readouterr()
-    code = main(
-        ["crawl", srv.url + "/docs/", "-o", str(tmp_path / "o"), "--state", str(state), "--resume"]
-    )
-    assert code == 2
+    assert crawl("/docs/", "--resume") == 2
     assert "is for a crawl of" in capsys.readouterr().err
-    code = main(
-        [
-            "crawl",
-            srv.url + "/",
-            "-o",
-            str(tmp_path / "o"),
-            "--state",
-            str(state),
-            "--resume",
-            "--max-depth",
-            "1",
-        ]
-    )
-    assert code == 2
+    assert crawl("/", "--resume", "--max-depth", "1") == 2
     assert "configuration" in capsys.readouterr().err
     # settings that do not change the result may differ
-    code = main(
-        [
-            "crawl",
-            srv.url + "/",
-            "-o",
-            str(tmp_path / "o"),
-            "--state",
-            str(state),
-            "--resume",
-            "--concurrency",
-            "2",
-            "--gzip",
-        ]
-    )
-    assert code == 0
+    assert crawl("/", "--resume", "--concurrency", "2", "--gzip") == 0
 
 
 def test_resume_needs_state(capsys):
