@@ -173,34 +173,30 @@ class Crawl:
                     start_url=plan.start,
                     resume=config.resume,
                 )
-            async with self._fetcher() as f:
-                await self._read_robots(f, plan.start)
-                if config.resume:
-                    await self._replay()
-                else:
-                    self._discover(plan.start, 0, None)
-                with (
-                    self._signals_stop_the_crawl(),
-                    self._showing_progress(started),
-                    _fewer_gc_pauses(),
-                ):
-                    async with asyncio.TaskGroup() as workers:  # one failing cancels the rest
-                        self._workers = [
-                            workers.create_task(self._worker(f)) for _ in range(config.concurrency)
-                        ]
-            if self._stop_signal is not None:
+            # Signals are ours until the end: a signal during publish() is noted and the
+            # publish completes (the new set is whole), rather than racing an abort.
+            with self._signals_stop_the_crawl():
+                async with self._fetcher() as f:
+                    await self._read_robots(f, plan.start)
+                    if config.resume:
+                        await self._replay()
+                    else:
+                        self._discover(plan.start, 0, None)
+                    with self._showing_progress(started), _fewer_gc_pauses():
+                        await self._run_workers(f)
+                if self._stop_signal is not None:
+                    if self.state is not None:
+                        self.state.checkpoint()
+                    raise InterruptedCrawl(self._stopped_message())
+                for task in self.frontier.drain():
+                    self._record(task.url, None, Decision(LIMIT, "max_pages reached"), task)
                 if self.state is not None:
-                    self.state.checkpoint()
-                raise InterruptedCrawl(self._stopped_message())
-            for task in self.frontier.drain():
-                self._record(task.url, None, Decision(LIMIT, "max_pages reached"), task)
-            if self.state is not None:
-                self.state.counter("fetched", self.tally.fetched)
-                self.state.finish()
-            self.tally.seconds = time.monotonic() - started
-            if writer.count == 0:
-                raise NothingListedError(self._why_nothing())
-            published = await writer.publish()
+                    self.state.counter("fetched", self.tally.fetched)
+                    self.state.finish()
+                self.tally.seconds = time.monotonic() - started
+                if writer.count == 0:
+                    raise NothingListedError(self._why_nothing())
+                published = await writer.publish()
         except BaseException:
             await writer.abort()
             raise
@@ -211,6 +207,18 @@ class Crawl:
                 self.state.close()
             self.tally.requests = self.throttle.stats
         return CrawlResult(self.tally, published, plan.sitemap_url)
+
+    async def _run_workers(self, fetcher: Fetcher) -> None:
+        """concurrency workers until the frontier is empty; one failing cancels the rest, and
+        its error (not an ExceptionGroup) reaches the CLI, which maps it to an exit code."""
+        try:
+            async with asyncio.TaskGroup() as workers:
+                self._workers = [
+                    workers.create_task(self._worker(fetcher))
+                    for _ in range(self.config.concurrency)
+                ]
+        except BaseExceptionGroup as group:
+            raise group.exceptions[0] from None
 
     async def _read_robots(self, fetcher: Fetcher, url: str) -> None:
         self.robots, self.tally.robots_note = await fetcher.robots(
@@ -413,6 +421,8 @@ class Crawl:
             if mime in HTML_TYPES:
                 page = extract_page(resp.body, resp.content_type, url, self.agent)
                 facts.meta = page.directives
+                if page.base != url:  # a <base href>: normalised (fragment and all) once here
+                    page.base = resolve(url, page.base) or url
                 self._judge_canonical(facts, page.canonical, page.base, resp)
                 if self.policy.skip_duplicates:
                     # sha256 (OpenSSL, hardware-assisted): 12 us for 23 KB against blake2b's 17
@@ -493,11 +503,11 @@ class Crawl:
         """Resolve the page's canonical (HTML first, then Link header) into facts."""
         target = None
         if raw:
-            target = resolve(base, raw)
+            target = resolve(base, raw, self.config.strip_params)
         if target is None:
             header = link_header_canonical(resp.headers.getall("Link", []))
             if header:
-                target = resolve(facts.url, header)
+                target = resolve(facts.url, header, self.config.strip_params)
         if target is None:
             return
         target = self._to_crawl(target)
@@ -584,6 +594,10 @@ class Crawl:
         public = self._public(url)
         if not self.plan.scope.contains(public):
             return Decision(OUT_OF_SCOPE, f"outside {self.plan.scope.root}")
+        if not self.identity and not url.startswith(self.plan.origins.crawl.root):
+            # in the sitemap's scope but not under --public-url: it has no page on the server
+            # being crawled, and the public host is never fetched
+            return Decision(OUT_OF_SCOPE, f"outside {self.plan.origins.public.root}")
         if len(public) > self.config.max_url_length or len(url) > self.config.max_url_length:
             return Decision(TOO_LONG, f"{len(public)} characters")
         path = url.split("?", 1)[0]

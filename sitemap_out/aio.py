@@ -69,6 +69,7 @@ class AsyncSitemapWriter:
     async def add(self, entry: Entry) -> None:
         if not isinstance(entry, Entry):
             raise TypeError(f"expected an Entry, got {type(entry).__name__}")
+        self._writer.check(entry)  # an entry that can never fit fails here, not in a batch
         self._batch.append(entry)
         if len(self._batch) >= self._batch_size:
             await self._flush()

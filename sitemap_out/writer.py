@@ -103,6 +103,11 @@ _COPY_CHUNK: Final = 1 << 20
 Format = Literal["xml", "txt"]
 
 
+
+#: An upper bound on one serialised <url> without extensions: a 2,048-character loc with
+#: every character escaped (5 bytes each at worst) plus lastmod, changefreq and priority.
+_PLAIN_ENTRY_BOUND = 2048 * 5 + 512
+
 class WriterConfigError(SitemapOutError, ValueError):
     """A writer argument is unusable (bad base_url, limits, format); raised before any write."""
 
@@ -333,6 +338,16 @@ class SitemapWriter:
                 part.newest_key = key
                 part.newest = lastmod
         self._count += 1
+
+    def check(self, entry: Entry) -> None:
+        """Raise EntryError now if entry could never be written (too big even for a file of
+        its own), so a caller that batches entries learns it at that entry, not a later one."""
+        plain = not entry.images and not entry.alternates
+        if plain and self._max_bytes - self._fixed[False, False] >= _PLAIN_ENTRY_BOUND:
+            return  # a loc of at most 2,048 characters and three short fields always fits
+        size = len(self._serialise(entry).encode())
+        if self._fixed[bool(entry.images), bool(entry.alternates)] + size > self._max_bytes:
+            self._too_big(entry, size)
 
     def add_many(self, entries: Iterable[Entry]) -> None:
         """``add`` for each entry; lets the async wrapper cross into a thread once per batch."""

@@ -596,3 +596,103 @@ def test_a_url_the_protocol_cannot_hold_is_recorded_not_fatal(serve, crawl, tmp_
     assert pub.locs == ["http://a.b/page"]
     d = read_decisions(decisions)["http://a.b/"]
     assert d["reason"] == "fetch_error" and "cannot be listed" in d["detail"]
+
+
+def test_a_loc_too_big_for_any_file_fails_alone(serve, crawl, tmp_path):
+    """With a small byte limit, one URL too long for a file of its own is recorded as not
+    listed at its own page; every other page is still in the sitemap (none lost in a batch)."""
+    long_path = "/" + "x" * 900
+    pages = {"/": html(long_path, *[f"/p{i}" for i in range(2100)]), long_path: html()}
+    pages.update({f"/p{i}": html() for i in range(2100)})
+    srv = serve(Site(pages).app)
+    decisions = tmp_path / "d.jsonl"
+    code, pub, _, _ = crawl(
+        srv.url + "/", "--max-bytes-per-file", "1024", "--decisions", str(decisions)
+    )
+    assert code == 0
+    d = read_decisions(decisions)
+    listed = {u for u, r in d.items() if r["listed"]}
+    assert set(pub.locs) == listed
+    assert len(listed) == 2101
+    assert d[srv.url + long_path]["reason"] == "fetch_error"
+    assert "cannot be listed" in d[srv.url + long_path]["detail"]
+
+
+def test_canonical_with_a_session_id_is_the_page_itself(serve, crawl, tmp_path):
+    """Servlet sites put a fresh ;jsessionid in every canonical when no cookie is kept: it is
+    stripped like any link's, so the page is self-canonical, not an endless chain."""
+    site = Site(
+        {
+            "/": html("/a", head='<link rel="canonical" href="/;jsessionid=S0">'),
+            "/a": html(head='<link rel="canonical" href="/a;jsessionid=S1?x=1&utm_source=y">'),
+            "/a?x=1": html(),
+        }
+    )
+    srv = serve(site.app)
+    code, pub, _, _ = crawl(srv.url + "/")
+    assert code == 0
+    assert sorted(pub.locs) == [srv.url + "/", srv.url + "/a?x=1"]
+    assert not any("jsessionid" in p for p in site.paths)
+
+
+def test_public_url_never_fetches_the_public_host(serve, crawl, tmp_path):
+    production = Site({"/blog": html()})
+    prod = serve(production.app)
+    staging = Site({"/": html(prod.url + "/blog", prod.url + "/docs/a"), "/a": html()})
+    srv = serve(staging.app)
+    decisions = tmp_path / "d.jsonl"
+    code, pub, _, _ = crawl(
+        srv.url + "/",
+        "--public-url",
+        prod.url + "/docs/",
+        "--sitemap-url",
+        prod.url + "/sitemap.xml",
+        "--decisions",
+        str(decisions),
+    )
+    assert code == 0
+    assert sorted(pub.locs) == [prod.url + "/docs/", prod.url + "/docs/a"]
+    assert production.requests == []
+    assert read_decisions(decisions)[prod.url + "/blog"]["reason"] == "out_of_scope"
+
+
+def test_an_error_in_a_worker_keeps_its_exit_code(serve, crawl, tmp_path, monkeypatch):
+    from crawler.state import CrawlState, StateError
+
+    def disk_full(self):
+        raise StateError("cannot write the state file: No space left on device")
+
+    monkeypatch.setattr(CrawlState, "maybe_checkpoint", disk_full)
+    srv = serve(Site({"/": html("/a"), "/a": html()}).app)
+    code, _, _, err = crawl(srv.url + "/", "--state", str(tmp_path / "s.sqlite"))
+    assert code == 2
+    assert "No space left on device" in err and "ExceptionGroup" not in err
+
+
+def test_a_signal_during_publish_lets_the_publish_finish(serve, crawl, tmp_path, monkeypatch):
+    import os
+    import signal
+    import time
+
+    from sitemap_out.writer import SitemapWriter
+
+    publish = SitemapWriter.publish
+
+    def interrupted_publish(self):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the files are being installed
+        time.sleep(0.2)
+        return publish(self)
+
+    monkeypatch.setattr(SitemapWriter, "publish", interrupted_publish)
+    srv = serve(Site({"/": html("/a"), "/a": html()}).app)
+    code, pub, _, _ = crawl(srv.url + "/")
+    assert code == 0
+    assert len(pub.locs) == 2
+
+
+def test_base_href_with_a_fragment(serve, crawl):
+    site = Site({"/": '<head><base href="/x/#/y/"></head><a href="c">c</a>', "/x/c": html()})
+    srv = serve(site.app)
+    code, pub, _, _ = crawl(srv.url + "/")
+    assert code == 0
+    assert sorted(pub.locs) == [srv.url + "/", srv.url + "/x/c"]

@@ -352,3 +352,36 @@ def test_rollover_arithmetic(
             for info in res.parts:
                 seen.update(e.loc for e in read_sitemap(out / info.name).entries)
             assert seen == locs
+
+
+def test_async_add_rejects_an_entry_that_can_never_fit_at_once(tmp_path, xsd):
+    """A batching caller learns of an impossible entry at its own add(), and no entry
+    batched before or after it is lost."""
+    import asyncio
+
+    from sitemap_out import AsyncSitemapWriter, Entry, EntryError
+
+    async def run() -> list[str]:
+        w = AsyncSitemapWriter(tmp_path / "out", "https://example.com/", max_bytes=1024)
+        bad = 0
+        for i in range(50):
+            loc = f"https://example.com/{'x' * 900}" if i == 7 else f"https://example.com/p{i}"
+            try:
+                await w.add(Entry(loc))
+            except EntryError as exc:
+                bad += 1
+                assert exc.loc.endswith("x" * 900)
+        assert bad == 1
+        await w.publish()
+        return []
+
+    asyncio.run(run())
+    locs = []
+    for path in sorted((tmp_path / "out").glob("sitemap*.xml")):
+        tree = xsd.any(path)
+        locs += [
+            el.text
+            for el in tree.iter("{http://www.sitemaps.org/schemas/sitemap/0.9}loc")
+            if "sitemap-" not in (el.text or "")
+        ]
+    assert sorted(locs) == sorted(f"https://example.com/p{i}" for i in range(50) if i != 7)
