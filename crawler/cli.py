@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -18,7 +19,7 @@ from typing import Any, NoReturn, TypeVar
 from sitemap_out.errors import SitemapOutError
 
 from . import __version__
-from .config import Config, build, fields, load_toml
+from .config import Config, build, default_of, fields, load_toml
 from .errors import ConfigError, InterruptedCrawl, NothingListedError, SitemapCrawlerError
 from .progress import Renderer
 
@@ -94,7 +95,7 @@ def _add_config_options(parser: argparse.ArgumentParser) -> None:
             flags.insert(0, short[spec.name])
         meta = spec.metadata
         kind = str(spec.type)
-        kwargs: dict[str, Any] = {"help": meta["help"], "dest": spec.name}
+        kwargs: dict[str, Any] = {"help": meta["help"] + _default_text(spec), "dest": spec.name}
         if kind == "bool":
             kwargs["action"] = argparse.BooleanOptionalAction
         else:
@@ -109,6 +110,19 @@ def _add_config_options(parser: argparse.ArgumentParser) -> None:
             elif kind.startswith("float"):
                 kwargs["type"] = float
         parser.add_argument(*flags, **kwargs)
+
+
+def _default_text(spec: dataclasses.Field) -> str:
+    """' (default: ...)' for --help; argparse's own cannot show it, as unset options are
+    suppressed so that the config file can supply them."""
+    default = default_of(spec)
+    if default is None or spec.name in ("user_agent",):
+        return ""
+    if isinstance(default, bool):
+        return " (default: on)" if default else ""
+    if isinstance(default, tuple):
+        return f" (default: {','.join(default)})"
+    return f" (default: {default})"
 
 
 def _comma_list(text: str) -> tuple[str, ...]:

@@ -208,6 +208,15 @@ def fingerprint(config: Config) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def default_of(spec: dataclasses.Field) -> Any:
+    """The default value of a Config field (for --help and the docs)."""
+    if spec.default is not dataclasses.MISSING:
+        return spec.default
+    if spec.default_factory is not dataclasses.MISSING:
+        return spec.default_factory()
+    return None
+
+
 def fields() -> tuple[dataclasses.Field, ...]:
     return dataclasses.fields(Config)
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from crawler.config import Config, build, coerce, fields
+from crawler.config import Config, build, coerce, default_of, fields
 from crawler.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config.example.toml"
@@ -18,9 +17,7 @@ def test_example_config_lists_every_key_with_its_default():
     text = EXAMPLE.read_text()
     values = tomllib.loads(text)
     for spec in fields():
-        default = (
-            spec.default if spec.default is not dataclasses.MISSING else spec.default_factory()
-        )
+        default = default_of(spec)
         if default is None:
             assert f"# {spec.name} =" in text, spec.name
         else:
