@@ -114,22 +114,17 @@ def meta_directives(
     Names of other bots (``googlebot``) are ignored: they restrict only that bot.
     """
     ours = ascii_lower(agent.strip())
-    noindex = nofollow = False
-    sources: list[str] = []
+    found: list[tuple[bool, bool, str]] = []
     for raw_name, content in tags:
         if not raw_name or not content:
             continue
         name = ascii_lower(raw_name.strip())
         if name != "robots" and name != ours:
             continue
-        ni, nf = _flags(_SPLIT_RE.split(ascii_lower(content)))
-        if ni or nf:
-            noindex |= ni
-            nofollow |= nf
-            sources.append(f'meta {name} "{content.strip()}"')
-    if not sources:
-        return NO_DIRECTIVES
-    return Directives(noindex, nofollow, "; ".join(sources))
+        found.append(
+            (*_flags(_SPLIT_RE.split(ascii_lower(content))), f'meta {name} "{content.strip()}"')
+        )
+    return _combine(found)
 
 
 def _header_flags(value: str, ours: str) -> tuple[bool, bool]:
@@ -161,19 +156,22 @@ def _header_flags(value: str, ours: str) -> tuple[bool, bool]:
 def header_directives(values: Iterable[str], agent: str = PRODUCT_TOKEN) -> Directives:
     """Combine every ``X-Robots-Tag`` header of a response (pass them all, in order)."""
     ours = ascii_lower(agent.strip())
-    noindex = nofollow = False
-    sources: list[str] = []
+    found: list[tuple[bool, bool, str]] = []
     for value in values:
         if not value:
             continue
-        ni, nf = _header_flags(value, ours)
-        if ni or nf:
-            noindex |= ni
-            nofollow |= nf
-            sources.append(f'X-Robots-Tag "{value.strip()}"')
-    if not sources:
+        found.append((*_header_flags(value, ours), f'X-Robots-Tag "{value.strip()}"'))
+    return _combine(found)
+
+
+def _combine(found: list[tuple[bool, bool, str]]) -> Directives:
+    """OR the (noindex, nofollow, source) of every tag or header that says anything."""
+    said = [(ni, nf, source) for ni, nf, source in found if ni or nf]
+    if not said:
         return NO_DIRECTIVES
-    return Directives(noindex, nofollow, "; ".join(sources))
+    return Directives(
+        any(s[0] for s in said), any(s[1] for s in said), "; ".join(s[2] for s in said)
+    )
 
 
 # RFC 8288 link-value: "<" URI-Reference ">" *( OWS ";" OWS link-param ).

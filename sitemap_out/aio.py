@@ -28,9 +28,10 @@ DEFAULT_BATCH = 2000
 class AsyncSitemapWriter:
     """``await add(e)`` / ``await publish()`` / ``await abort()``; same arguments as the sync one.
 
-    An error of the sync writer that depends on the file state (an entry too large for
-    ``max_bytes``, too many parts for one index) surfaces at the ``add`` that flushes the
-    batch or at ``publish``; entry validation itself already happened in ``Entry(...)``.
+    An entry that could never fit in a file (too large for ``max_bytes``) is refused at its
+    own ``add`` (``SitemapWriter.check``), so no batch is ever cut short by it; only too many
+    parts for one index surfaces later, at the ``add`` that flushes a batch or at ``publish``.
+    Entry validation itself already happened in ``Entry(...)``.
     """
 
     def __init__(
