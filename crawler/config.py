@@ -49,6 +49,12 @@ class Config:
         metavar="URL",
     )
     concurrency: int = _opt(8, "requests in flight at once", metavar="N")
+    workers: int = _opt(
+        -1,
+        "processes fetching and parsing pages beside the main one on big crawls "
+        "(-1: one per CPU core when there are several; 0: none)",
+        metavar="N",
+    )
     max_pages: int = _opt(0, "stop after fetching this many pages (0: no limit)", metavar="N")
     max_depth: int = _opt(
         -1, "follow links at most this many hops from the start (-1: no limit)", metavar="N"
@@ -128,6 +134,7 @@ class Config:
             )
         for key, low in (
             ("concurrency", 1),
+            ("workers", -1),
             ("max_pages", 0),
             ("max_depth", -1),
             ("max_urls_per_file", 1),
@@ -190,6 +197,7 @@ _NOT_FINGERPRINTED = frozenset(
         "state",
         "resume",
         "concurrency",
+        "workers",
         "delay",
         "max_rps",
         "max_crawl_delay",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import hashlib
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -44,7 +43,7 @@ from .decide import (
 )
 from .directives import header_directives, link_header_canonical
 from .errors import ConfigError, InterruptedCrawl, NothingListedError
-from .extract import PageData, extract_page, parse_content_type
+from .extract import PageDigest, digest_page, parse_content_type
 from .fetch import REDIRECT_STATUSES, Fetcher, Response
 from .frontier import DONE, Frontier, Task
 from .httpdate import parse_http_date
@@ -419,20 +418,17 @@ class Crawl:
         if resp.status == 200 and not resp.truncated:
             facts.header = header_directives(resp.headers.getall("X-Robots-Tag", []), self.agent)
             if mime in HTML_TYPES:
-                page = extract_page(resp.body, resp.content_type, url, self.agent)
+                page = resp.page or digest_page(
+                    resp.body, resp.content_type, url, self.agent, self.policy.follow_nofollow
+                )
                 facts.meta = page.directives
-                if page.base != url:  # a <base href>: normalised (fragment and all) once here
-                    page.base = resolve(url, page.base) or url
                 self._judge_canonical(facts, page.canonical, page.base, resp)
                 if self.policy.skip_duplicates:
-                    # sha256 (OpenSSL, hardware-assisted): 12 us for 23 KB against blake2b's 17
-                    digest = hashlib.sha256(resp.body).digest()[:8]
-                    key = int.from_bytes(digest, "little")  # an int costs less than bytes
-                    facts.duplicate_of = self._bodies.setdefault(key, url)
+                    facts.duplicate_of = self._bodies.setdefault(page.body_key, url)
                     if facts.duplicate_of == url:
                         facts.duplicate_of = None
                         if self.state is not None:
-                            self.state.body(digest, url)
+                            self.state.body(page.body_key.to_bytes(8, "little"), url)
         decision = decide_page(facts, self.policy)
         entry = None
         if decision.listed:
@@ -531,7 +527,7 @@ class Crawl:
 
     # -- links -------------------------------------------------------------------------------
 
-    def _follow_links(self, page: PageData, depth: int, url: str) -> None:
+    def _follow_links(self, page: PageDigest, depth: int, url: str) -> None:
         """Discover every followable link of a page: the crawl's hottest loop.
 
         Most links on a page lead to URLs met before (navigation repeats on every page), so
@@ -546,15 +542,12 @@ class Crawl:
         scheme = path[: path.find(":") + 1]
         origin = path[: path.find("/", len(scheme) + 2)] if path.count("/") >= 3 else path
         folder = path[: path.rfind("/") + 1]
-        follow_nofollow = self.policy.follow_nofollow
         referrer = self._public(url)
         discover, refer, seen = self._discover, self._refer, self.frontier.seen
         to_crawl = None if self.identity else self.plan.origins.to_crawl
-        hrefs = [link.href for link in page.links if follow_nofollow or not link.nofollow]
-        hrefs += [href for _, href in page.alternates]
         met = seen.get
         active, broken = self._active, self.tally.broken
-        for href in hrefs:
+        for href in page.hrefs:
             if href[:1] == "/" and href[1:2] != "/" and "#" not in href:
                 candidate: str | None = origin + href  # the common case, inlined
             else:

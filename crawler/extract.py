@@ -11,6 +11,7 @@ is visited.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from crawler import PRODUCT_TOKEN
 from crawler.directives import NO_DIRECTIVES, Directives, ascii_lower, meta_directives
+from crawler.urls import resolve
 
 __all__ = [
     "Link",
@@ -467,3 +469,34 @@ def extract_page(
     directives = meta_directives(metas, agent) if metas else NO_DIRECTIVES
 
     return PageData(base, links, alternates, canonical, directives, encoding)
+
+
+@dataclass(slots=True)
+class PageDigest:
+    """What the crawl keeps of a parsed HTML page: plain, small values, so that a page parsed
+    in a worker process crosses back to the crawl in a few hundred bytes, not the page."""
+
+    base: str  # normalised
+    hrefs: list[str]  # the hrefs to follow, raw, in document order; hreflang alternates last
+    canonical: str | None  # raw, resolved against base by the caller
+    directives: Directives
+    body_key: int  # the first 64 bits of the body's sha256: the duplicate detector's key
+
+
+def digest_page(
+    body: bytes,
+    content_type: str | None,
+    page_url: str,
+    agent: str = PRODUCT_TOKEN,
+    follow_nofollow: bool = False,
+) -> PageDigest:
+    """Parse an HTML page into its digest. Never raises, like :func:`extract_page`."""
+    page = extract_page(body, content_type, page_url, agent)
+    base = page.base
+    if base != page_url:  # a <base href>: normalised (fragment and all) once here
+        base = resolve(page_url, base) or page_url
+    hrefs = [link.href for link in page.links if follow_nofollow or not link.nofollow]
+    hrefs += [href for _, href in page.alternates]
+    # sha256 (OpenSSL, hardware-assisted): 12 us for 23 KB against blake2b's 17
+    key = int.from_bytes(hashlib.sha256(body).digest()[:8], "little")
+    return PageDigest(base, hrefs, page.canonical, page.directives, key)

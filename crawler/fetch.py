@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from .robots import RobotsTxt, robots_from_response
+
+if TYPE_CHECKING:
+    from .extract import PageDigest
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_BYTES = 500 * 1024  # RFC 9309 2.5: parse at least 500 KiB; we read no more
@@ -32,6 +36,7 @@ class Response:
     error: str | None = None
     truncated: bool = False  # the body passed the byte cap; what we have is incomplete
     notes: tuple[str, ...] = ()  # one line per retry that led to this response
+    page: PageDigest | None = None  # parsed already, by a worker process (the body is not kept)
 
     @property
     def location(self) -> str | None:
