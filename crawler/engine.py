@@ -47,6 +47,7 @@ from .extract import PageDigest, digest_page, parse_content_type
 from .fetch import REDIRECT_STATUSES, Fetcher, Response
 from .frontier import DONE, Frontier, Task
 from .httpdate import parse_http_date
+from .pool import PIPELINE_DEPTH, PoolFetcher, default_workers
 from .progress import Renderer, Snapshot
 from .report import DecisionRecord, Tally, is_broken
 from .retry import RetryPolicy, fetch_with_retries
@@ -175,8 +176,10 @@ class Crawl:
             # Signals are ours until the end: a signal during publish() is noted and the
             # publish completes (the new set is whole), rather than racing an abort.
             with self._signals_stop_the_crawl():
-                async with self._fetcher() as f:
+                async with self._fetcher(pooled=True) as f:
                     await self._read_robots(f, plan.start)
+                    if isinstance(f, PoolFetcher) and self.throttle.min_interval == 0:
+                        f.allow_workers()  # spaced requests are not CPU-bound: no workers
                     if config.resume:
                         await self._replay()
                     else:
@@ -212,10 +215,9 @@ class Crawl:
         its error (not an ExceptionGroup) reaches the CLI, which maps it to an exit code."""
         try:
             async with asyncio.TaskGroup() as workers:
-                self._workers = [
-                    workers.create_task(self._worker(fetcher))
-                    for _ in range(self.config.concurrency)
-                ]
+                pipelined = isinstance(fetcher, PoolFetcher) and fetcher.workers_allowed
+                count = self.config.concurrency * (PIPELINE_DEPTH if pipelined else 1)
+                self._workers = [workers.create_task(self._worker(fetcher)) for _ in range(count)]
         except BaseExceptionGroup as group:
             raise group.exceptions[0] from None
 
@@ -361,8 +363,21 @@ class Crawl:
             resp.notes = tuple(notes)
         return resp
 
-    def _fetcher(self) -> Fetcher:
+    def _fetcher(self, pooled: bool = False) -> Fetcher:
         c = self.config
+        workers = default_workers() if c.workers < 0 else c.workers
+        if pooled and workers > 0:
+            return PoolFetcher(
+                workers=workers,
+                agent=self.agent,
+                follow_nofollow=self.policy.follow_nofollow,
+                log=self.log,
+                on_ready=lambda: self.throttle.set_depth(PIPELINE_DEPTH),
+                user_agent=c.user_agent,
+                concurrency=c.concurrency,
+                timeout=c.timeout,
+                max_bytes=c.max_page_bytes,
+            )
         return Fetcher(
             user_agent=c.user_agent,
             concurrency=c.concurrency,

@@ -99,6 +99,8 @@ class Throttle:
 
         # concurrency: a semaphore whose limit can move
         self._limit = concurrency
+        self._depth = 1
+        self._cap = concurrency  # slots: the limit, times the depth while not slowed down
         self._in_flight = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
 
@@ -149,6 +151,19 @@ class Throttle:
             self._crawl_delay = float(seconds)
         self._base_interval = max(self._delay, self._crawl_delay, self._rps_interval)
         self._interval = max(self._base_interval, self._extra)
+
+    def set_depth(self, depth: int) -> None:
+        """Admit up to concurrency x depth slots while no slow-down is in force.
+
+        For when something downstream holds the number of requests actually at the server
+        to `concurrency` (worker processes do): a slot then also covers time spent queued
+        and parsing, and more slots keep that pipeline full. After a slow-down the slots
+        are the lowered limit itself, so the server sees fewer requests at once, as without.
+        """
+        self._depth = max(1, depth)
+        if self._limit == self._configured_concurrency:
+            self._cap = self._limit * self._depth
+            self._wake()
 
     # ---- state -----------------------------------------------------------------------------
 
@@ -205,7 +220,7 @@ class Throttle:
     async def _acquire(self) -> Ticket:
         clock = self._clock
         # Fast path: free slot, nobody queued, no spacing. No allocation beyond the ticket.
-        if self._in_flight < self._limit and not self._waiters and self._interval == 0.0:
+        if self._in_flight < self._cap and not self._waiters and self._interval == 0.0:
             self._in_flight += 1
             now = clock()
             self._started(now)
@@ -238,7 +253,7 @@ class Throttle:
         return Ticket(now, waited)
 
     async def _take_slot(self) -> None:
-        if self._in_flight < self._limit and not self._waiters:
+        if self._in_flight < self._cap and not self._waiters:
             self._in_flight += 1
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -267,7 +282,7 @@ class Throttle:
 
     def _wake(self) -> None:
         waiters = self._waiters
-        while waiters and self._in_flight < self._limit:
+        while waiters and self._in_flight < self._cap:
             fut = waiters.popleft()
             if not fut.done():
                 self._in_flight += 1
@@ -329,6 +344,7 @@ class Throttle:
     def _slow_down(self) -> None:
         self._slowdowns += 1
         self._limit = max(1, self._limit // 2)
+        self._cap = self._limit
         self._extra = min(
             max(FIRST_EXTRA_DELAY, self._extra * 2),
             max(self._max_crawl_delay, FIRST_EXTRA_DELAY),
@@ -339,6 +355,9 @@ class Throttle:
     def _recover(self) -> None:
         if self._limit < self._configured_concurrency:
             self._limit += 1
+            self._cap = self._limit
+            if self._limit == self._configured_concurrency:
+                self._cap *= self._depth
             self._wake()
         extra = self._extra / 2
         self._extra = extra if extra >= EXTRA_DELAY_FLOOR else 0.0
