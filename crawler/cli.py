@@ -167,6 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _crawl(config: Config) -> int:
     from .engine import Crawl  # late: keeps --help and config errors fast
+    from .pool import default_workers, forked
 
     log = (lambda _: None) if config.quiet else (lambda msg: print(msg, file=sys.stderr))
     progress = None
@@ -175,8 +176,12 @@ def _crawl(config: Config) -> int:
             sys.stderr, tty=sys.stderr.isatty(), json_lines=config.log_format == "json"
         )
     crawl = Crawl(config, log, progress)
+    workers = default_workers() if config.workers < 0 else config.workers
+    if config.delay or config.max_rps:
+        workers = 0  # spaced requests: a crawl that waits is not CPU-bound
     try:
-        result = _run(crawl.run())
+        with forked(workers) as spares:  # before the event loop and any thread or socket
+            result = _run(crawl.run(spares))
     except (NothingListedError, InterruptedCrawl) as exc:
         if config.report is not None:  # why nothing was published is what a report is for
             failed: dict[str, Any] = {

@@ -47,7 +47,7 @@ from .extract import PageDigest, digest_page, parse_content_type
 from .fetch import REDIRECT_STATUSES, Fetcher, Response
 from .frontier import DONE, Frontier, Task
 from .httpdate import parse_http_date
-from .pool import PIPELINE_DEPTH, PoolFetcher, default_workers
+from .pool import PIPELINE_DEPTH, PoolFetcher, Spare
 from .progress import Renderer, Snapshot
 from .report import DecisionRecord, Tally, is_broken
 from .retry import RetryPolicy, fetch_with_retries
@@ -140,6 +140,7 @@ class Crawl:
         self._explained: list[DecisionRecord] | None = None  # a list while explaining a URL
         self._stop_signal: int | None = None
         self._workers: list[asyncio.Task[None]] = []
+        self._worker_processes = 0
         self.throttle = Throttle(
             concurrency=config.concurrency,
             delay=config.delay,
@@ -152,7 +153,9 @@ class Crawl:
 
     # -- the run ---------------------------------------------------------------------------
 
-    async def run(self) -> CrawlResult:
+    async def run(self, workers: list[Spare] | None = None) -> CrawlResult:
+        """Crawl and publish. `workers`: forked by pool.forked() before the event loop, to
+        fetch and parse pages once the crawl is big and its requests are not spaced."""
         config, plan = self.config, self.plan
         started = time.monotonic()
         writer = AsyncSitemapWriter(
@@ -176,7 +179,7 @@ class Crawl:
             # Signals are ours until the end: a signal during publish() is noted and the
             # publish completes (the new set is whole), rather than racing an abort.
             with self._signals_stop_the_crawl():
-                async with self._fetcher(pooled=True) as f:
+                async with self._fetcher(workers) as f:
                     await self._read_robots(f, plan.start)
                     if isinstance(f, PoolFetcher) and self.throttle.min_interval == 0:
                         f.allow_workers()  # spaced requests are not CPU-bound: no workers
@@ -186,6 +189,8 @@ class Crawl:
                         self._discover(plan.start, 0, None)
                     with self._showing_progress(started), _fewer_gc_pauses():
                         await self._run_workers(f)
+                    if isinstance(f, PoolFetcher):
+                        self._worker_processes = f.worker_count
                 if self._stop_signal is not None:
                     if self.state is not None:
                         self.state.checkpoint()
@@ -207,7 +212,7 @@ class Crawl:
                 self._decisions.close()
             if self.state is not None:
                 self.state.close()
-            self.tally.requests = self.throttle.stats
+            self.tally.requests = {**self.throttle.stats, "workers": self._worker_processes}
         return CrawlResult(self.tally, published, plan.sitemap_url)
 
     async def _run_workers(self, fetcher: Fetcher) -> None:
@@ -363,12 +368,11 @@ class Crawl:
             resp.notes = tuple(notes)
         return resp
 
-    def _fetcher(self, pooled: bool = False) -> Fetcher:
+    def _fetcher(self, workers: list[Spare] | None = None) -> Fetcher:
         c = self.config
-        workers = default_workers() if c.workers < 0 else c.workers
-        if pooled and workers > 0:
+        if workers:
             return PoolFetcher(
-                workers=workers,
+                workers,
                 agent=self.agent,
                 follow_nofollow=self.policy.follow_nofollow,
                 log=self.log,

@@ -24,14 +24,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import json
 import marshal
 import os
 import signal
 import struct
 import sys
-from collections.abc import Callable
-from typing import Any
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
@@ -41,7 +42,7 @@ from .extract import PageDigest, digest_page, parse_content_type
 from .fetch import Fetcher, Response
 
 #: Pages a crawl fetches in the main process before it starts its workers.
-START_AFTER = 200
+START_AFTER = 100
 
 #: Jobs a crawl keeps in flight per allowed request once workers run: a job also spends
 #: time queued, parsed and in the pipes, while the workers hold the requests at the server
@@ -70,13 +71,91 @@ class WorkerLost(Exception):
     """A worker process ended while it had requests: the main process fetches them."""
 
 
+@dataclass(slots=True)
+class Spare:
+    """A forked worker waiting for its settings: its pid and the main process's pipe ends."""
+
+    pid: int
+    jobs: int  # fd: jobs to the worker
+    results: int  # fd: results from the worker
+    exit_code: int | None = None
+
+
+@contextlib.contextmanager
+def forked(count: int) -> Iterator[list[Spare]]:
+    """Fork `count` idle workers now, before the event loop, threads and connections exist.
+
+    A forked worker shares the main process's imported code (no start-up cost, and memory
+    shared until written) and inherits nothing in flight. Workers never told to start exit
+    when their job pipe closes, at the end of the block at the latest, where they are reaped.
+    """
+    spares: list[Spare] = []
+    try:
+        for _ in range(count):
+            spare = _fork(spares)
+            if spare is None:
+                break
+            spares.append(spare)
+        yield spares
+    finally:
+        for spare in spares:
+            _close(spare)
+        _reap(spares)
+
+
+def _fork(siblings: list[Spare]) -> Spare | None:
+    try:
+        jobs_read, jobs_write = os.pipe()
+        results_read, results_write = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+    except OSError:
+        return None  # fewer workers (none at worst): the crawl fetches in its own process
+    if pid == 0:
+        for fd in (jobs_write, results_read, *(f for s in siblings for f in (s.jobs, s.results))):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        _worker_main(jobs_read, results_write)  # never returns
+    os.close(jobs_read)
+    os.close(results_write)
+    return Spare(pid, jobs_write, results_read)
+
+
+def _close(spare: Spare) -> None:
+    for fd in (spare.jobs, spare.results):
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    spare.jobs = spare.results = -1
+
+
+def _reap(spares: list[Spare]) -> None:
+    """Wait for workers to exit (their job pipes are closed); kill any still running after
+    _STOP_WAIT seconds."""
+    deadline = time.monotonic() + _STOP_WAIT
+    for spare in spares:
+        while spare.exit_code is None:
+            with contextlib.suppress(ChildProcessError):
+                pid, status = os.waitpid(spare.pid, os.WNOHANG)
+                if pid == 0:
+                    if time.monotonic() < deadline:
+                        time.sleep(0.005)
+                        continue
+                    os.kill(spare.pid, signal.SIGKILL)
+                    pid, status = os.waitpid(spare.pid, 0)
+                spare.exit_code = os.waitstatus_to_exitcode(status)
+                continue
+            spare.exit_code = -1  # reaped elsewhere
+
+
 class PoolFetcher(Fetcher):
-    """A Fetcher that hands page GETs to worker processes once they are started."""
+    """A Fetcher that hands page GETs to forked workers once the crawl allows it."""
 
     def __init__(
         self,
+        spares: list[Spare],
         *,
-        workers: int,
         agent: str,
         follow_nofollow: bool,
         log: Callable[[str], None] = lambda _: None,
@@ -91,23 +170,21 @@ class PoolFetcher(Fetcher):
         )
         self.log = log
         self._on_ready = on_ready
-        self._wanted = min(workers, concurrency)  # each worker holds one request at least
+        self._spares = spares[:concurrency]  # each worker holds one request at least
         self._settings = {
             "user_agent": user_agent,
-            "concurrency": concurrency,
             "timeout": timeout,
             "max_bytes": max_bytes,
             "agent": agent,
             "follow_nofollow": follow_nofollow,
         }
         self._workers: list[_Worker] = []
-        self._starting: asyncio.Task[None] | None = None
         self._allowed = False
         self._fetched = 0
 
     def allow_workers(self) -> None:
         """Let the workers start once the crawl passes START_AFTER pages."""
-        self._allowed = self._wanted > 0
+        self._allowed = bool(self._spares)
 
     @property
     def workers_allowed(self) -> bool:
@@ -115,7 +192,8 @@ class PoolFetcher(Fetcher):
 
     @property
     def worker_count(self) -> int:
-        return sum(1 for w in self._workers if w.alive)
+        """Workers started (alive or not): the crawl report's figure."""
+        return len(self._workers)
 
     async def get(self, url: str, max_bytes: int | None = None) -> Response:
         if max_bytes is None:
@@ -125,10 +203,10 @@ class PoolFetcher(Fetcher):
                     return await worker.get(url)
                 except WorkerLost:
                     pass  # fetched here instead, below
-            elif self._allowed and self._starting is None:
+            elif self._allowed and not self._workers:
                 self._fetched += 1
                 if self._fetched >= START_AFTER:
-                    self._starting = asyncio.get_running_loop().create_task(self._start())
+                    self._start()
         return await super().get(url, max_bytes)
 
     def _pick(self) -> _Worker | None:
@@ -138,47 +216,27 @@ class PoolFetcher(Fetcher):
                 best = worker
         return best
 
-    async def _start(self) -> None:
-        count, concurrency = self._wanted, self.concurrency
-        for i in range(count):
+    def _start(self) -> None:
+        count, concurrency = len(self._spares), self.concurrency
+        for i, spare in enumerate(self._spares):
             # the workers' shares of --concurrency add up to it exactly
             share = concurrency // count + (1 if i < concurrency % count else 0)
-            argv = [
-                sys.executable,
-                "-m",
-                "crawler.pool",
-                json.dumps({**self._settings, "concurrency": share}),
-            ]
-            try:
-                proc = await asyncio.create_subprocess_exec(
-                    *argv,
-                    stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE,
-                    start_new_session=True,  # a Ctrl-C reaches the main process only
-                )
-            except OSError as exc:
-                self.log(f"warning: cannot start a worker process ({exc}); fetching in one")
-                return
-            worker = _Worker(proc, self._lost, self._ready)
+            worker = _Worker(spare, self._lost, self._ready)
             self._workers.append(worker)
-            worker.start()
+            worker.start({**self._settings, "concurrency": share})
 
     def _ready(self) -> None:
-        if self.worker_count == self._wanted:
+        if all(w.alive for w in self._workers):
             self._on_ready()
 
     def _lost(self, worker: _Worker) -> None:
         self.log(
-            f"warning: worker process {worker.proc.pid} ended (exit code "
-            f"{worker.proc.returncode}); its requests are made by the main process"
+            f"warning: worker process {worker.spare.pid} ended; "
+            f"its requests are made by the main process"
         )
 
     async def __aexit__(self, *exc: object) -> None:
         try:
-            if self._starting is not None:
-                self._starting.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._starting
             await asyncio.gather(*(w.stop() for w in self._workers))
         finally:
             await super().__aexit__(*exc)
@@ -189,11 +247,11 @@ class _Worker:
 
     def __init__(
         self,
-        proc: asyncio.subprocess.Process,
+        spare: Spare,
         on_lost: Callable[[_Worker], None],
         on_ready: Callable[[], None],
     ) -> None:
-        self.proc = proc
+        self.spare = spare
         self.pending: dict[int, asyncio.Future[Response]] = {}
         self.alive = False  # until the worker says it is ready
         self._urls: dict[int, str] = {}
@@ -202,22 +260,21 @@ class _Worker:
         self._on_lost = on_lost
         self._on_ready = on_ready
         self._stopping = False
+        self._jobs: asyncio.WriteTransport | None = None
         self._reader: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
-        self._reader = asyncio.get_running_loop().create_task(self._read())
+    def start(self, settings: dict[str, Any]) -> None:
+        self._reader = asyncio.get_running_loop().create_task(self._read(settings))
 
     async def get(self, url: str) -> Response:
-        assert self.proc.stdin is not None
         self._next += 1
         job = self._next
         future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         self.pending[job] = future
         self._urls[job] = url
-        payload = marshal.dumps((job, url))
         if not self._out:
             asyncio.get_running_loop().call_soon(self._flush)
-        self._out += (_LENGTH.pack(len(payload)), payload)
+        self._out.append(_frame(marshal.dumps((job, url))))
         try:
             return await future
         finally:
@@ -225,29 +282,39 @@ class _Worker:
             self._urls.pop(job, None)
 
     def _flush(self) -> None:
-        assert self.proc.stdin is not None
         data, self._out = b"".join(self._out), []
-        if self.alive:
-            self.proc.stdin.write(data)
+        if self.alive and self._jobs is not None and not self._jobs.is_closing():
+            self._jobs.write(data)
 
-    async def _read(self) -> None:
-        stdout = self.proc.stdout
-        assert stdout is not None
+    async def _read(self, settings: dict[str, Any]) -> None:
+        loop = asyncio.get_running_loop()
+        spare = self.spare
+        reader = asyncio.StreamReader(limit=_READ_SIZE)
         frames = _Frames()
         try:
-            await stdout.readexactly(_LENGTH.size)  # the ready signal: an empty frame
+            # the transports own the fds from here on
+            jobs, results = spare.jobs, spare.results
+            spare.jobs = spare.results = -1
+            self._jobs, _ = await loop.connect_write_pipe(
+                asyncio.Protocol, os.fdopen(jobs, "wb", buffering=0)
+            )
+            await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader),
+                os.fdopen(results, "rb", buffering=0),
+            )
+            self._jobs.write(_frame(marshal.dumps(settings)))
+            await reader.readexactly(_LENGTH.size)  # the ready signal: an empty frame
             self.alive = True
             self._on_ready()
-            while data := await stdout.read(_READ_SIZE):
+            while data := await reader.read(_READ_SIZE):
                 for payload in frames.feed(data):
                     result = marshal.loads(payload)
                     future = self.pending.get(result[0])
                     if future is not None and not future.done():
                         future.set_result(_response(self._urls[result[0]], result))
-        except (asyncio.IncompleteReadError, ConnectionError, ValueError, EOFError):
+        except (asyncio.IncompleteReadError, OSError, ValueError, EOFError):
             pass
         was_alive, self.alive = self.alive, False
-        await self.proc.wait()
         if not self._stopping and (self.pending or not was_alive):
             self._on_lost(self)
         for future in self.pending.values():
@@ -255,22 +322,14 @@ class _Worker:
                 future.set_exception(WorkerLost())
 
     async def stop(self) -> None:
-        """Close the job pipe (the worker finishes its requests and exits); kill it if it
-        has not exited within _STOP_WAIT seconds."""
+        """Close the job pipe: the worker finishes its requests, closes its end and exits.
+        Waits _STOP_WAIT seconds for that at most (forked() reaps, and kills a laggard)."""
         self.alive, self._stopping = False, True
-        assert self.proc.stdin is not None
-        with contextlib.suppress(ConnectionError, RuntimeError):
-            self.proc.stdin.close()
-        try:
-            await asyncio.wait_for(self.proc.wait(), _STOP_WAIT)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-            await self.proc.wait()
+        if self._jobs is not None:
+            self._jobs.close()
         if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(self._reader, _STOP_WAIT)
 
 
 # -- the wire --------------------------------------------------------------------------------
@@ -298,6 +357,10 @@ class _Frames:
         return payloads
 
 
+def _frame(payload: bytes) -> bytes:
+    return _LENGTH.pack(len(payload)) + payload
+
+
 def _result(job: int, resp: Response, page: PageDigest | None) -> bytes:
     headers = resp.headers
     kept = [(name, value) for name in KEPT_HEADERS for value in headers.getall(name, ())]
@@ -313,8 +376,7 @@ def _result(job: int, resp: Response, page: PageDigest | None) -> bytes:
             d.source,
             page.body_key,
         )
-    payload = marshal.dumps((job, resp.status, kept, resp.error, resp.truncated, wire_page))
-    return _LENGTH.pack(len(payload)) + payload
+    return _frame(marshal.dumps((job, resp.status, kept, resp.error, resp.truncated, wire_page)))
 
 
 def _response(url: str, result: tuple[Any, ...]) -> Response:
@@ -331,11 +393,11 @@ def _response(url: str, result: tuple[Any, ...]) -> Response:
 # -- the worker process ----------------------------------------------------------------------
 
 
-async def _serve(settings: dict[str, Any], results_fd: int) -> None:
+async def _serve(settings: dict[str, Any], jobs_fd: int, results_fd: int) -> None:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 20)
+    reader = asyncio.StreamReader(limit=_READ_SIZE)
     await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", buffering=0)
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(jobs_fd, "rb", buffering=0)
     )
     transport, protocol = await loop.connect_write_pipe(
         asyncio.streams.FlowControlMixin, os.fdopen(results_fd, "wb", buffering=0)
@@ -348,16 +410,14 @@ async def _serve(settings: dict[str, Any], results_fd: int) -> None:
         timeout=settings["timeout"],
         max_bytes=settings["max_bytes"],
     )
-
+    # Our share of --concurrency: the crawl sends more jobs than that, so one is ready
+    # whenever a request ends; the rest wait here, before their timeout starts.
+    requests = asyncio.Semaphore(settings["concurrency"])
     out: list[bytes] = []  # results written together at the end of a loop turn
 
     def flush() -> None:
         writer.write(b"".join(out))
         out.clear()
-
-    # Our share of --concurrency: the crawl sends more jobs than that, so one is ready
-    # whenever a request ends; the rest wait here, before their timeout starts.
-    requests = asyncio.Semaphore(settings["concurrency"])
 
     async def job(number: int, url: str) -> None:
         async with requests:
@@ -384,25 +444,38 @@ async def _serve(settings: dict[str, Any], results_fd: int) -> None:
                 task.add_done_callback(jobs.discard)
         if jobs:  # finish what was asked, then stop
             await asyncio.wait(jobs)
+    writer.close()
 
 
-def main() -> int:
-    """Entry point of a worker process: ``python -m crawler.pool SETTINGS_JSON``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the crawl decides when its workers stop
+def _read_settings(fd: int) -> dict[str, Any] | None:
+    """Block until the crawl starts this worker (its settings) or ends (None)."""
+    frames, payloads = _Frames(), list[bytes]()
+    while not payloads:
+        data = os.read(fd, 4096)
+        if not data:
+            return None
+        payloads = frames.feed(data)
+    settings: dict[str, Any] = marshal.loads(payloads[0])
+    return settings
+
+
+def _worker_main(jobs_fd: int, results_fd: int) -> NoReturn:
+    """A forked worker's whole life; it leaves by os._exit, never through the crawl's code."""
+    code = 0
     try:
-        settings = json.loads(sys.argv[1])
-        results_fd = os.dup(1)  # results only: a stray print() must not corrupt a frame
-        os.dup2(2, 1)
-        gc.freeze()  # as the crawl does: few cycles, millions of short-lived objects
-        gc.set_threshold(50_000, 20, 20)
-        asyncio.run(_serve(settings, results_fd))
+        os.setsid()  # a Ctrl-C or a signal to the crawl's process group is the crawl's
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        os.dup2(2, 1)  # a stray print() goes to stderr, never into a result frame
+        settings = _read_settings(jobs_fd)
+        if settings is not None:
+            gc.freeze()  # as the crawl does: few cycles, millions of short-lived objects
+            gc.set_threshold(50_000, 20, 20)
+            asyncio.run(_serve(settings, jobs_fd, results_fd))
     except (BrokenPipeError, ConnectionError):
-        return 0  # the crawl has gone; nobody is left to read our results
-    except Exception as exc:  # one line, never a traceback: the crawl carries on without us
-        print(f"sitemap-crawler worker: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        pass  # the crawl has gone; nobody is left to read our results
+    except BaseException as exc:  # one line, never a traceback: the crawl carries on without us
+        with contextlib.suppress(Exception):
+            print(f"sitemap-crawler worker: {type(exc).__name__}: {exc}", file=sys.stderr)
+            sys.stderr.flush()
+        code = 1
+    os._exit(code)
