@@ -15,6 +15,11 @@ How each figure is taken, so the comparison is fair:
 * peak RSS: the larger of the biggest single process (``ru_maxrss``) and the peak of the
   whole process tree's summed RSS, sampled every 50 ms from /proc (a crawler that parses in
   a worker process pays for both).
+* peak PSS: the peak of the process tree's summed proportional set size (/proc/PID/
+  smaps_rollup), sampled with the RSS. Summed RSS counts a page shared by several processes
+  (code a forked worker shares with its parent) once per process; PSS splits it between
+  them, so for a tree it is the memory the tool really holds. For one process the two differ
+  only by its share of shared libraries.
 * found: read from each tool's own output (our sitemap files, spider-rs's links list,
   Scrapy's crawled-page log, wget's log), compared to the generator's expected list (every
   page robots.txt allows). "extra" counts URLs a tool reported outside that list: a
@@ -63,6 +68,7 @@ class Usage:
     wall_s: float
     cpu_s: float
     peak_rss_mb: float
+    peak_pss_mb: float
     returncode: int
 
 
@@ -105,6 +111,17 @@ def _rss_kb(pid: int) -> int:
         return 0
 
 
+def _pss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def _descendants(pid: int) -> list[int]:
     """pid and every process below it, through /proc/<pid>/task/<tid>/children."""
     out, stack = [], [pid]
@@ -124,7 +141,7 @@ def run_measured(
     cmd: list[str], cwd: Path, env: dict[str, str], timeout: float, log: Path
 ) -> Usage:
     """Run cmd to completion (or timeout) and measure its wall, CPU and peak RSS."""
-    peak_tree_kb = 0
+    peak_tree_kb = peak_pss_kb = 0
     done = threading.Event()
     with log.open("wb") as out:
         started = time.perf_counter()
@@ -133,10 +150,11 @@ def run_measured(
         )
 
         def sample() -> None:
-            nonlocal peak_tree_kb
+            nonlocal peak_tree_kb, peak_pss_kb
             while not done.wait(0.05):
-                total = sum(_rss_kb(p) for p in _descendants(proc.pid))
-                peak_tree_kb = max(peak_tree_kb, total)
+                tree = _descendants(proc.pid)
+                peak_tree_kb = max(peak_tree_kb, sum(_rss_kb(p) for p in tree))
+                peak_pss_kb = max(peak_pss_kb, sum(_pss_kb(p) for p in tree))
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
@@ -151,7 +169,10 @@ def run_measured(
         sampler.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
     peak_kb = max(peak_tree_kb, rusage.ru_maxrss)
-    return Usage(wall, rusage.ru_utime + rusage.ru_stime, peak_kb / 1024, proc.returncode)
+    return Usage(
+        wall, rusage.ru_utime + rusage.ru_stime, peak_kb / 1024, peak_pss_kb / 1024,
+        proc.returncode,
+    )  # fmt: skip
 
 
 # --- what each tool found ---------------------------------------------------------------------
@@ -408,13 +429,14 @@ def row(r: RunResult) -> str:
     flag = "" if u.returncode == 0 else f"  exit {u.returncode}"
     return (
         f"{r.tool:<10} {r.round:>5} {r.found:>7}/{r.expected:<7} {r.missing:>7} {r.extra:>6} "
-        f"{u.wall_s:>8.2f} {r.pages_per_s:>9.0f} {u.cpu_s:>8.2f} {u.peak_rss_mb:>8.1f}{flag}"
+        f"{u.wall_s:>8.2f} {r.pages_per_s:>9.0f} {u.cpu_s:>8.2f} {u.peak_rss_mb:>8.1f} "
+        f"{u.peak_pss_mb:>8.1f}{flag}"
     )
 
 
 HEADER = (
     f"{'tool':<10} {'round':>5} {'found/expected':>15} {'missing':>7} {'extra':>6} "
-    f"{'wall s':>8} {'pages/s':>9} {'CPU s':>8} {'RSS MB':>8}"
+    f"{'wall s':>8} {'pages/s':>9} {'CPU s':>8} {'RSS MB':>8} {'PSS MB':>8}"
 )
 
 
@@ -424,24 +446,34 @@ def summarise(results: list[RunResult]) -> None:
         by_tool.setdefault(r.tool, []).append(r)
     print("\nmedians per tool")
     print(
-        f"{'tool':<10} {'runs':>4} {'pages/s':>9} {'wall s':>8} {'CPU s':>8} {'RSS MB':>8}", "found"
+        f"{'tool':<10} {'runs':>4} {'pages/s':>9} {'wall s':>8} {'CPU s':>8} {'RSS MB':>8} "
+        f"{'PSS MB':>8}",
+        "found",
     )
-    med: dict[str, tuple[float, float]] = {}
+    med: dict[str, tuple[float, float, float]] = {}
     for tool, rs in by_tool.items():
         pps = statistics.median(r.pages_per_s for r in rs)
         rss = statistics.median(r.usage.peak_rss_mb for r in rs)
+        pss = statistics.median(r.usage.peak_pss_mb for r in rs)
         wall = statistics.median(r.usage.wall_s for r in rs)
         cpu = statistics.median(r.usage.cpu_s for r in rs)
         found = ", ".join(f"{r.found}/{r.expected}" for r in rs)
-        print(f"{tool:<10} {len(rs):>4} {pps:>9.0f} {wall:>8.2f} {cpu:>8.2f} {rss:>8.1f}  {found}")
-        med[tool] = (pps, rss)
+        print(
+            f"{tool:<10} {len(rs):>4} {pps:>9.0f} {wall:>8.2f} {cpu:>8.2f} {rss:>8.1f} "
+            f"{pss:>8.1f}  {found}"
+        )
+        med[tool] = (pps, rss, pss)
     if "ours" in med:
-        ours_pps, ours_rss = med["ours"]
-        print("\nratios (ours / peer): pages/s, peak RSS")
-        for tool, (pps, rss) in med.items():
+        ours_pps, ours_rss, ours_pss = med["ours"]
+        print("\nratios (ours / peer): pages/s, peak RSS, peak PSS")
+        for tool, (pps, rss, pss) in med.items():
             if tool != "ours" and pps and rss:
                 speed, memory = ours_pps / pps, ours_rss / rss
-                print(f"  vs {tool:<10} speed x{speed:5.2f}   memory x{memory:5.2f}")
+                shared = ours_pss / pss if pss else float("nan")
+                print(
+                    f"  vs {tool:<10} speed x{speed:5.2f}   memory x{memory:5.2f} (RSS), "
+                    f"x{shared:5.2f} (PSS)"
+                )
         exact = all(r.missing == 0 and r.extra == 0 for r in by_tool["ours"])
         print(f"\nours found exactly the expected pages in every run: {'yes' if exact else 'NO'}")
     for r in results:

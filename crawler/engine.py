@@ -54,7 +54,7 @@ from .retry import RetryPolicy, fetch_with_retries
 from .robots import RobotsTxt, product_token
 from .state import CrawlState
 from .throttle import Throttle
-from .urls import OriginMap, Scope, normalize, resolve, url_folder
+from .urls import OriginMap, Scope, join_exactly, join_parts, normalize, resolve, url_folder
 
 
 @dataclass(slots=True, frozen=True)
@@ -375,6 +375,7 @@ class Crawl:
                 workers,
                 agent=self.agent,
                 follow_nofollow=self.policy.follow_nofollow,
+                strip_params=c.strip_params,
                 log=self.log,
                 on_ready=lambda: self.throttle.set_depth(PIPELINE_DEPTH),
                 user_agent=c.user_agent,
@@ -555,13 +556,13 @@ class Crawl:
         URL in the seen-set is normalised, so a candidate that still needs normalising can
         never match one by mistake; anything else takes the full resolve().
         """
+        referrer = self._public(url)
+        if page.targets is not None:
+            self._follow_targets(page.targets, depth, referrer)
+            return
         strip = self.config.strip_params
         base = page.base
-        path = base.split("?", 1)[0]
-        scheme = path[: path.find(":") + 1]
-        origin = path[: path.find("/", len(scheme) + 2)] if path.count("/") >= 3 else path
-        folder = path[: path.rfind("/") + 1]
-        referrer = self._public(url)
+        scheme, origin, folder = join_parts(base)
         discover, refer, seen = self._discover, self._refer, self.frontier.seen
         to_crawl = None if self.identity else self.plan.origins.to_crawl
         met = seen.get
@@ -570,7 +571,7 @@ class Crawl:
             if href[:1] == "/" and href[1:2] != "/" and "#" not in href:
                 candidate: str | None = origin + href  # the common case, inlined
             else:
-                candidate = _join_exactly(href, base, scheme, origin, folder)
+                candidate = join_exactly(href, base, scheme, origin, folder)
             if candidate is not None:
                 if to_crawl is not None:
                     candidate = to_crawl(candidate)
@@ -582,6 +583,19 @@ class Crawl:
             target = resolve(base, href, strip)
             if target is not None:
                 discover(target, depth, referrer)
+
+    def _follow_targets(self, targets: list[str], depth: int, referrer: str) -> None:
+        """_follow_links for a page whose links a worker has resolved already."""
+        discover, refer, met = self._discover, self._refer, self.frontier.seen.get
+        active, broken = self._active, self.tally.broken
+        if not self.identity:
+            targets = [self.plan.origins.to_crawl(t) for t in targets]
+        for target in targets:
+            queued = met(target)
+            if queued is None:
+                discover(target, depth, referrer)
+            elif queued != DONE or broken or target in active:
+                refer(target, referrer, depth)
 
     def _discover(self, url: str, depth: int, referrer: str | None) -> None:
         """A link to url was found: queue it, or record at once why it won't be fetched."""
@@ -719,33 +733,6 @@ def _with_notes(detail: str, resp: Response) -> str:
     if not resp.notes:
         return detail
     return f"{detail} (after {len(resp.notes)} retries: {'; '.join(resp.notes)})"
-
-
-def _join_exactly(href: str, base: str, scheme: str, origin: str, folder: str) -> str | None:
-    """href joined to base by string operations, for the hrefs where that is the RFC 3986
-    join (fragments dropped, leading ../ walked up); None for the others. The result is not
-    normalised: the caller only uses it to look up URLs that are."""
-    if "#" in href:
-        href = href[: href.find("#")]
-        if not href:
-            return base
-    first = href[:1]
-    if first == "/":
-        return origin + href if href[1:2] != "/" else scheme + href
-    if href.startswith(("http://", "https://")):
-        return href
-    if first == ".":
-        if not href.startswith("../"):
-            return None
-        while href.startswith("../"):
-            cut = folder.rfind("/", 0, len(folder) - 1)
-            if cut < len(origin):
-                return None
-            folder, href = folder[: cut + 1], href[3:]
-        first = href[:1]
-    if first and first not in "?." and ":" not in href:
-        return folder + href
-    return None
 
 
 def _open_text(path: Path) -> IO[str]:

@@ -481,6 +481,9 @@ class PageDigest:
     canonical: str | None  # raw, resolved against base by the caller
     directives: Directives
     body_key: int  # the first 64 bits of the body's sha256: the duplicate detector's key
+    # hrefs resolved against base and normalised (urls.LinkResolver), each URL once, in
+    # first-seen order, in place of hrefs: made where there is CPU to spare (a worker)
+    targets: list[str] | None = None
 
 
 def digest_page(

@@ -40,6 +40,7 @@ from .decide import HTML_TYPES
 from .directives import Directives
 from .extract import PageDigest, digest_page, parse_content_type
 from .fetch import Fetcher, Response
+from .urls import LinkResolver
 
 #: Pages a crawl fetches in the main process before it starts its workers.
 START_AFTER = 100
@@ -158,6 +159,7 @@ class PoolFetcher(Fetcher):
         *,
         agent: str,
         follow_nofollow: bool,
+        strip_params: tuple[str, ...],
         log: Callable[[str], None] = lambda _: None,
         on_ready: Callable[[], None] = lambda: None,
         user_agent: str,
@@ -177,6 +179,7 @@ class PoolFetcher(Fetcher):
             "max_bytes": max_bytes,
             "agent": agent,
             "follow_nofollow": follow_nofollow,
+            "strip_params": list(strip_params),
         }
         self._workers: list[_Worker] = []
         self._allowed = False
@@ -370,6 +373,7 @@ def _result(job: int, resp: Response, page: PageDigest | None) -> bytes:
         wire_page = (
             page.base,
             page.hrefs,
+            page.targets,
             page.canonical,
             d.noindex,
             d.nofollow,
@@ -383,9 +387,9 @@ def _response(url: str, result: tuple[Any, ...]) -> Response:
     _, status, kept, error, truncated, wire_page = result
     page = None
     if wire_page is not None:
-        base, hrefs, canonical, noindex, nofollow, source, key = wire_page
+        base, hrefs, targets, canonical, noindex, nofollow, source, key = wire_page
         directives = Directives(noindex, nofollow, source)
-        page = PageDigest(base, hrefs, canonical, directives, key)
+        page = PageDigest(base, hrefs, canonical, directives, key, targets)
     headers = CIMultiDictProxy(CIMultiDict(kept))
     return Response(url, status, headers, error=error, truncated=truncated, page=page)
 
@@ -404,6 +408,7 @@ async def _serve(settings: dict[str, Any], jobs_fd: int, results_fd: int) -> Non
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     agent, follow_nofollow = settings["agent"], settings["follow_nofollow"]
+    links = LinkResolver(tuple(settings["strip_params"]))
     fetcher = Fetcher(
         user_agent=settings["user_agent"],
         concurrency=settings["concurrency"],
@@ -427,6 +432,7 @@ async def _serve(settings: dict[str, Any], jobs_fd: int, results_fd: int) -> Non
             mime, _ = parse_content_type(resp.content_type)
             if mime in HTML_TYPES:
                 page = digest_page(resp.body, resp.content_type, url, agent, follow_nofollow)
+                page.targets, page.hrefs = links(page.base, page.hrefs), []
         if not out:
             loop.call_soon(flush)
         out.append(_result(number, resp, page))

@@ -578,3 +578,80 @@ class OriginMap:
         if public_root == self.crawl.root or not url.startswith(public_root):
             return url
         return self.crawl.root + url[len(public_root) :]
+
+
+# --- Links met before -------------------------------------------------------------------------
+
+
+def join_parts(base: str) -> tuple[str, str, str]:
+    """(scheme with its colon, origin, folder) of a normalised URL, for join_exactly()."""
+    path = base.split("?", 1)[0]
+    scheme = path[: path.find(":") + 1]
+    origin = path[: path.find("/", len(scheme) + 2)] if path.count("/") >= 3 else path
+    return scheme, origin, path[: path.rfind("/") + 1]
+
+
+def join_exactly(href: str, base: str, scheme: str, origin: str, folder: str) -> str | None:
+    """href joined to base by string operations, for the hrefs where that is the RFC 3986
+    join (fragments dropped, leading ../ walked up); None for the others. The result is not
+    normalised: the caller only uses it to look up URLs that are."""
+    if "#" in href:
+        href = href[: href.find("#")]
+        if not href:
+            return base
+    first = href[:1]
+    if first == "/":
+        return origin + href if href[1:2] != "/" else scheme + href
+    if href.startswith(("http://", "https://")):
+        return href
+    if first == ".":
+        if not href.startswith("../"):
+            return None
+        while href.startswith("../"):
+            cut = folder.rfind("/", 0, len(folder) - 1)
+            if cut < len(origin):
+                return None
+            folder, href = folder[: cut + 1], href[3:]
+        first = href[:1]
+    if first and first not in "?." and ":" not in href:
+        return folder + href
+    return None
+
+
+class LinkResolver:
+    """resolve() for all the hrefs of a page, fast when most lead to URLs met before.
+
+    Navigation repeats on every page, so each href is first joined to the base by string
+    operations when that is the exact join (join_exactly), and the result looked up among
+    the URLs this resolver has produced: those are normalised, so a join equal to one needs
+    no normalising (tests/test_link_fastpath.py proves it). Only the rest take resolve().
+    The set of known URLs is emptied when it reaches `capacity`, bounding its memory.
+    """
+
+    __slots__ = ("_capacity", "_known", "_strip")
+
+    def __init__(self, strip: tuple[str, ...] = (), capacity: int = 200_000) -> None:
+        self._strip = strip
+        self._capacity = capacity
+        self._known: set[str] = set()
+
+    def __call__(self, base: str, hrefs: list[str]) -> list[str]:
+        """The URLs the hrefs lead to, each once, in first-seen order; None results dropped."""
+        scheme, origin, folder = join_parts(base)
+        known, strip = self._known, self._strip
+        found: dict[str, None] = {}
+        for href in hrefs:
+            if href[:1] == "/" and href[1:2] != "/" and "#" not in href:
+                candidate: str | None = origin + href  # the common case, inlined
+            else:
+                candidate = join_exactly(href, base, scheme, origin, folder)
+            if candidate is not None and candidate in known:
+                found[candidate] = None
+                continue
+            target = resolve(base, href, strip)
+            if target is not None:
+                if len(known) >= self._capacity:
+                    known.clear()
+                known.add(target)
+                found[target] = None
+        return list(found)

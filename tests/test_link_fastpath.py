@@ -10,9 +10,8 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from crawler.engine import _join_exactly
 from crawler.errors import InvalidURLError
-from crawler.urls import normalize, resolve
+from crawler.urls import join_exactly, join_parts, normalize, resolve
 
 segment = st.sampled_from(["a", "b", "..", ".", "", "%7E", "~x", "p.html", "q=1", "é", "A"])
 href = st.builds(
@@ -33,19 +32,12 @@ base = st.sampled_from(
 )
 
 
-def _parts(url: str) -> tuple[str, str, str]:
-    path = url.split("?", 1)[0]
-    scheme = path[: path.find(":") + 1]
-    origin = path[: path.find("/", len(scheme) + 2)] if path.count("/") >= 3 else path
-    return scheme, origin, path[: path.rfind("/") + 1]
-
-
 @settings(max_examples=3000)
 @given(href=href, base=base)
 @example(href="../../../u", base="http://h:1/a/b/c.html")
 @example(href="#f", base="http://h:1/a/b/c.html?q=1")
 def test_cheap_join_agrees_with_resolve_whenever_it_is_normal(href: str, base: str) -> None:
-    candidate = _join_exactly(href, base, *_parts(base))
+    candidate = join_exactly(href, base, *join_parts(base))
     if candidate is None:
         return
     try:
