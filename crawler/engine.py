@@ -377,7 +377,7 @@ class Crawl:
                 follow_nofollow=self.policy.follow_nofollow,
                 strip_params=c.strip_params,
                 log=self.log,
-                on_ready=lambda: self.throttle.set_depth(PIPELINE_DEPTH),
+                set_depth=self.throttle.set_depth,
                 user_agent=c.user_agent,
                 concurrency=c.concurrency,
                 timeout=c.timeout,

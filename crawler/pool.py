@@ -161,7 +161,7 @@ class PoolFetcher(Fetcher):
         follow_nofollow: bool,
         strip_params: tuple[str, ...],
         log: Callable[[str], None] = lambda _: None,
-        on_ready: Callable[[], None] = lambda: None,
+        set_depth: Callable[[int], None] = lambda _: None,
         user_agent: str,
         concurrency: int,
         timeout: float,
@@ -171,7 +171,7 @@ class PoolFetcher(Fetcher):
             user_agent=user_agent, concurrency=concurrency, timeout=timeout, max_bytes=max_bytes
         )
         self.log = log
-        self._on_ready = on_ready
+        self._set_depth = set_depth
         self._spares = spares[:concurrency]  # each worker holds one request at least
         self._settings = {
             "user_agent": user_agent,
@@ -184,6 +184,8 @@ class PoolFetcher(Fetcher):
         self._workers: list[_Worker] = []
         self._allowed = False
         self._fetched = 0
+        self._local = 0  # requests this process has in flight itself
+        self._deep: bool | None = False  # pipelined; None: never again (a worker was lost)
 
     def allow_workers(self) -> None:
         """Let the workers start once the crawl passes START_AFTER pages."""
@@ -210,7 +212,12 @@ class PoolFetcher(Fetcher):
                 self._fetched += 1
                 if self._fetched >= START_AFTER:
                     self._start()
-        return await super().get(url, max_bytes)
+        self._local += 1
+        try:
+            return await super().get(url, max_bytes)
+        finally:
+            self._local -= 1
+            self._deepen()
 
     def _pick(self) -> _Worker | None:
         best = None
@@ -224,19 +231,25 @@ class PoolFetcher(Fetcher):
         for i, spare in enumerate(self._spares):
             # the workers' shares of --concurrency add up to it exactly
             share = concurrency // count + (1 if i < concurrency % count else 0)
-            worker = _Worker(spare, self._lost, self._ready)
+            worker = _Worker(spare, self._lost, self._deepen)
             self._workers.append(worker)
             worker.start({**self._settings, "concurrency": share})
 
-    def _ready(self) -> None:
-        if all(w.alive for w in self._workers):
-            self._on_ready()
+    def _deepen(self) -> None:
+        """Pipeline jobs once every worker is ready and this process has no request of its
+        own in flight: only then do the workers alone hold the requests at the server."""
+        ready = bool(self._workers) and all(w.alive for w in self._workers)
+        if self._deep is False and ready and not self._local:
+            self._deep = True
+            self._set_depth(PIPELINE_DEPTH)
 
     def _lost(self, worker: _Worker) -> None:
         self.log(
             f"warning: worker process {worker.spare.pid} ended; "
             f"its requests are made by the main process"
         )
+        self._deep = None  # this process fetches again: --concurrency is the throttle's alone
+        self._set_depth(1)
 
     async def __aexit__(self, *exc: object) -> None:
         try:

@@ -690,3 +690,40 @@ def test_always_500_is_bounded_and_is_not_taken_for_overload() -> None:
     assert all(len(notes) == 2 for _, notes in results)
     assert len(origin.starts) == 30
     assert origin.th.stats["slowdowns"] == 0
+
+
+# --- pipeline depth (worker processes hold the requests at the server) ----------------------
+
+
+def test_depth_admits_concurrency_times_depth_until_a_slow_down() -> None:
+    async def main(vt: VirtualTime) -> tuple[Recorder, Recorder]:
+        th = throttle(vt, concurrency=3)
+        th.set_depth(2)
+        deep = Recorder(th, vt)
+        await vt.gather(*(deep.request(duration=1.0) for _ in range(12)))
+        th.observe(429, 0.01)  # a slow-down: the slots are the lowered limit itself
+        vt.now += COOLDOWN
+        slowed = Recorder(th, vt)
+        await vt.gather(*(slowed.request(duration=1.0) for _ in range(4)))
+        return deep, slowed
+
+    deep, slowed = run(main)
+    assert deep.peak == 6
+    assert slowed.peak == 1  # 3 // 2: the server sees fewer requests, as without workers
+
+
+def test_depth_returns_when_the_limit_has_recovered() -> None:
+    vt = VirtualTime()
+    th = throttle(vt, concurrency=2)
+    th.set_depth(3)
+    th.observe(429, 0.01)
+    assert th.concurrency == 1
+    feed(th, vt, [200] * RECOVER_AFTER)
+    assert th.concurrency == 2
+
+    async def main(vt: VirtualTime) -> Recorder:
+        rec = Recorder(th, vt)
+        await vt.gather(*(rec.request(duration=1.0) for _ in range(12)))
+        return rec
+
+    assert asyncio.run(main(vt)).peak == 6

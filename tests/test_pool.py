@@ -1,0 +1,271 @@
+"""Worker processes (crawler/pool.py): a pooled crawl judges every URL exactly as an
+in-process one, holds the requests at the server to --concurrency, survives a worker's
+death and a SIGTERM, and is not used when requests are spaced."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import marshal
+import os
+import signal
+import time
+from email.utils import formatdate
+from pathlib import Path
+
+from aiohttp import web
+from hypothesis import given
+from hypothesis import strategies as st
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from crawler.cli import main
+from crawler.directives import Directives
+from crawler.extract import PageDigest
+from crawler.fetch import Response
+from crawler.pool import START_AFTER, _frame, _Frames, _response, _result
+from crawler.urls import LinkResolver, resolve
+from tests.sites import Page, Site, crawl_process, read_decisions, read_published, tree_site
+
+GENERIC = 300  # pages /p/0 .. /p/299: well past START_AFTER, so most pages go to the workers
+assert GENERIC > 2 * START_AFTER
+
+
+def feature_site() -> Site:
+    """Every kind of page the crawl judges, all met late (from /p/250), when workers run."""
+
+    async def generic(request: web.Request) -> web.Response:
+        n = int(request.path.rsplit("/", 1)[1])
+        hrefs = [f"/p/{m}" for m in (n + 1, n + 2, 2 * n) if m < GENERIC]
+        hrefs += [
+            "../p/0",  # relative, up a folder
+            f"{n + 3}#frag",  # relative, with a fragment
+            f"http://{request.host}/p/1",  # absolute
+            "/p/%30",  # normalised to /p/0
+            f"/p/{n}?utm_source=x",  # a tracking parameter, stripped: the page itself
+            "mailto:a@b.example",
+        ]
+        if n == 250:
+            hrefs += ["/noindex", "/hdr-noindex", "/canon-a", "/dup-1", "/old", "/gone"]
+            hrefs += ["/file.pdf", "/nofollow", "/link-header", "/based/", "/image.png"]
+        anchors = "".join(f'<a href="{h}">x</a>' for h in hrefs)
+        anchors += '<a rel="nofollow" href="/never">x</a>'
+        head = '<link rel="alternate" hreflang="de" href="/de/p">' if n == 7 else ""
+        return web.Response(
+            text=f"<html><head>{head}</head><body><p>{n}</p>{anchors}</body></html>",
+            content_type="text/html",
+            headers={"Last-Modified": formatdate(1_600_000_000 + n * 60, usegmt=True)},
+        )
+
+    duplicate = b"<html><body><p>same</p><a href='/dup-2'>next</a></body></html>"
+    pages: dict[str, object] = {
+        "/robots.txt": Page("User-agent: *\nDisallow: /p/13\n", content_type="text/plain"),
+        "/": '<a href="/p/0">start</a>',
+        "/de/p": "<p>deutsch</p>",
+        "/noindex": '<meta name="robots" content="noindex"><a href="/after-noindex">x</a>',
+        "/after-noindex": "<p>listed: reached through a noindex page</p>",
+        "/hdr-noindex": Page("<p>x</p>", headers={"X-Robots-Tag": "noindex"}),
+        "/canon-a": '<link rel="canonical" href="/canon-b"><p>a</p>',
+        "/canon-b": "<p>b</p>",
+        "/dup-1": Page(duplicate),
+        "/dup-2": Page(duplicate),
+        "/old": Page("", 301, None, {"Location": "/p/5"}),
+        "/file.pdf": Page(
+            b"%PDF-1.4", content_type="application/pdf",
+            headers={"Last-Modified": "Sun, 06 Nov 1994 08:49:37 GMT"},
+        ),
+        "/nofollow": '<meta name="robots" content="nofollow"><a href="/unreached">x</a>',
+        "/link-header": Page("<p>x</p>", headers={"Link": '</canon-b>; rel="canonical"'}),
+        "/based/": '<base href="/p/"><a href="260">relative to the base</a>',
+        "/image.png": Page(b"\x89PNG", content_type="image/png"),
+    }  # fmt: skip
+    site = Site(pages, fallback=None)  # type: ignore[arg-type]
+
+    async def route(request: web.Request) -> web.StreamResponse:
+        if request.path.startswith("/p/") and request.path[3:].isdigit():
+            site.requests.append((time.monotonic(), request.raw_path, dict(request.headers)))
+            return await generic(request)
+        return await site._handle(request)
+
+    site.app = web.Application()
+    site.app.router.add_route("*", "/{tail:.*}", route)
+    return site
+
+
+def _crawl(url: str, out: Path, *args: str) -> tuple[dict, dict]:
+    report, decisions = out.with_suffix(".report.json"), out.with_suffix(".jsonl")
+    code = main(
+        ["crawl", url, "-o", str(out), "-q", "--report", str(report),
+         "--decisions", str(decisions), *args]
+    )  # fmt: skip
+    assert code == 0
+    return json.loads(report.read_text()), read_decisions(decisions)
+
+
+def test_pooled_crawl_judges_every_url_as_an_in_process_one(serve, tmp_path, xsd):
+    srv = serve(feature_site().app)
+    alone_report, alone = _crawl(srv.url + "/", tmp_path / "alone", "--workers", "0")
+    pooled_report, pooled = _crawl(
+        srv.url + "/", tmp_path / "pooled", "--workers", "2", "--concurrency", "4"
+    )
+    assert alone_report["requests"]["workers"] == 0
+    assert pooled_report["requests"]["workers"] == 2
+
+    def judged(decisions: dict) -> dict:
+        return {url: (d["status"], d["reason"], d["detail"]) for url, d in decisions.items()}
+
+    assert judged(pooled) == judged(alone)
+    reasons = {d["reason"] for d in pooled.values()}
+    assert reasons >= {"listed", "robots_txt", "meta_noindex", "header_noindex"}
+    assert reasons >= {"canonicalised", "duplicate_of", "redirect", "http_error", "content_type"}
+    base = srv.url
+    assert pooled[f"{base}/after-noindex"]["reason"] == "listed"
+    assert pooled[f"{base}/dup-2"]["detail"] == f"{base}/dup-1"
+    assert f"{base}/unreached" not in pooled and f"{base}/never" not in pooled
+    assert pooled[f"{base}/de/p"]["reason"] == "listed"
+    assert f"{base}/p/%30" not in pooled
+    assert pooled[f"{base}/p/13"]["reason"] == "robots_txt"
+
+    alone_pub = read_published(tmp_path / "alone", xsd)
+    pooled_pub = read_published(tmp_path / "pooled", xsd)
+    assert sorted(pooled_pub.locs) == sorted(alone_pub.locs)
+    assert pooled_pub.lastmods == alone_pub.lastmods
+    assert pooled_pub.lastmods[f"{base}/p/299"] == "2020-09-13T17:25:40+00:00"  # + 299 min
+    assert pooled_pub.lastmods[f"{base}/file.pdf"] == "1994-11-06T08:49:37+00:00"
+
+
+def test_workers_hold_requests_at_the_server_to_concurrency(serve, tmp_path, xsd):
+    in_flight = peak = 0
+
+    async def slow(request: web.Request) -> web.Response:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            await asyncio.sleep(0.005)
+            n = int(request.path.strip("/") or 0)
+            links = "".join(f'<a href="/{m}">x</a>' for m in (2 * n + 1, 2 * n + 2) if m < 400)
+            return web.Response(text=f"<p>{n}</p>{links}", content_type="text/html")
+        finally:
+            in_flight -= 1
+
+    srv = serve(Site({"/robots.txt": Page("", 404)}, fallback=slow).app)
+    report, _ = _crawl(srv.url + "/", tmp_path / "out", "--workers", "2", "--concurrency", "3")
+    assert report["requests"]["workers"] == 2
+    assert len(read_published(tmp_path / "out", xsd).locs) == 400
+    assert 1 <= peak <= 3  # twice as many jobs in flight, never more requests
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/children") as f:
+            kids += [int(c) for c in f.read().split()]
+    return kids
+
+
+def _wait_for(predicate, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_a_dead_worker_costs_nothing_but_a_warning(serve, tmp_path, xsd):
+    site = tree_site(600, 0.01)
+    srv = serve(site.app)
+    out = tmp_path / "out"
+    proc = crawl_process(srv.url + "/", "-o", str(out), "--workers", "2", "--log-format", "json")
+    _wait_for(lambda: len(site.requests) > START_AFTER + 50)
+    workers = _children(proc.pid)
+    assert len(workers) == 2
+    os.kill(workers[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert f"worker process {workers[0]} ended" in err
+    assert "Traceback" not in err
+    assert len(read_published(out, xsd).locs) == 600
+
+
+def test_sigterm_stops_workers_too(serve, tmp_path, xsd):
+    site = tree_site(2000, 0.01)
+    srv = serve(site.app)
+    out = tmp_path / "out"
+    proc = crawl_process(srv.url + "/", "-o", str(out), "--workers", "2", "-q")
+    _wait_for(lambda: len(site.requests) > START_AFTER + 100)
+    workers = _children(proc.pid)
+    assert len(workers) == 2
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert not out.exists() or not list(out.glob("sitemap*"))
+    for pid in workers:  # reaped by the crawl, not left running or as zombies
+        assert not Path(f"/proc/{pid}").exists()
+
+
+def test_no_workers_for_spaced_requests(serve, tmp_path):
+    site = tree_site(START_AFTER + 60)
+    site.pages["/robots.txt"] = Page(
+        "User-agent: *\nCrawl-delay: 0.001\n", content_type="text/plain"
+    )
+    srv = serve(site.app)
+    report, _ = _crawl(srv.url + "/", tmp_path / "a", "--workers", "2")
+    assert report["requests"]["workers"] == 0  # Crawl-delay
+    site.pages["/robots.txt"] = Page("", 404)
+    report, _ = _crawl(srv.url + "/", tmp_path / "b", "--workers", "2", "--delay", "0.001")
+    assert report["requests"]["workers"] == 0
+    report, _ = _crawl(srv.url + "/", tmp_path / "c", "--workers", "2")
+    assert report["requests"]["workers"] == 2
+
+
+# --- the wire -------------------------------------------------------------------------------
+
+
+@given(st.lists(st.binary(max_size=300), max_size=20), st.lists(st.integers(1, 64), min_size=1))
+def test_frames_come_back_whole_however_the_stream_is_cut(payloads, cuts):
+    stream = b"".join(_frame(p) for p in payloads)
+    frames, got, at, i = _Frames(), [], 0, 0
+    while at < len(stream):
+        step = cuts[i % len(cuts)]
+        got += frames.feed(stream[at : at + step])
+        at, i = at + step, i + 1
+    assert got == payloads
+
+
+def test_a_result_crosses_the_pipe_with_what_the_crawl_reads():
+    headers = CIMultiDictProxy(
+        CIMultiDict(
+            [("Content-Type", "text/html"), ("X-Robots-Tag", "noindex"),
+             ("X-Robots-Tag", "nofollow"), ("Set-Cookie", "dropped"), ("Link", "<a>; rel=x")]
+        )
+    )  # fmt: skip
+    page = PageDigest("http://h/", [], "/c", Directives(True, False, "meta"), 2**63 + 5, ["u"])
+    sent = Response("http://h/", 200, headers, b"body", truncated=False)
+    wire = _result(7, sent, page)
+    (payload,) = _Frames().feed(wire)
+    got = _response("http://h/", marshal.loads(payload))
+    assert (got.status, got.error, got.truncated, got.body) == (200, None, False, b"")
+    assert got.headers.getall("x-robots-tag") == ["noindex", "nofollow"]
+    assert "Set-Cookie" not in got.headers
+    assert got.page == page
+
+
+# --- the workers' link resolution -----------------------------------------------------------
+
+hrefs = st.lists(
+    st.sampled_from(
+        ["/a", "/a#x", "b", "../c", "./d", "//h:1/e", "http://h:1/a", "?q", "#f", "",
+         "/%7eu", "/~u", "mailto:x@y", "/a?utm_source=z", "/A", "e/../f", " /a "]
+    ),
+    max_size=30,
+)  # fmt: skip
+
+
+@given(st.lists(hrefs, min_size=1, max_size=5))
+def test_link_resolver_agrees_with_resolve(pages):
+    bases = ["http://h:1/x/y.html", "http://h:1/", "http://h:1/x/"]
+    strip = ("utm_*",)
+    links = LinkResolver(strip, capacity=7)  # small: the emptying is exercised too
+    for i, page in enumerate(pages):
+        base = bases[i % len(bases)]
+        expected = [t for t in (resolve(base, h, strip) for h in page) if t is not None]
+        assert links(base, page) == list(dict.fromkeys(expected))
