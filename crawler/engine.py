@@ -141,6 +141,7 @@ class Crawl:
         self._stop_signal: int | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._worker_processes = 0
+        self._settle: Callable[[str], None] | None = None  # tells workers a URL is judged
         self.throttle = Throttle(
             concurrency=config.concurrency,
             delay=config.delay,
@@ -183,6 +184,7 @@ class Crawl:
                     await self._read_robots(f, plan.start)
                     if isinstance(f, PoolFetcher) and self.throttle.min_interval == 0:
                         f.allow_workers()  # spaced requests are not CPU-bound: no workers
+                        self._settle = f.settle
                     if config.resume:
                         await self._replay()
                     else:
@@ -686,8 +688,11 @@ class Crawl:
             refs = [referrer] if referrer else []
             refs += self._refs.pop(url, ())
             self.tally.add_broken(public, status or 0, refs)
-        elif self._refs:
-            self._refs.pop(url, None)
+        else:
+            if self._refs:
+                self._refs.pop(url, None)
+            if self._settle is not None:
+                self._settle(url)  # a link to url changes nothing now
         if self._decisions is not None:
             self._decisions.write(record.to_json() + "\n")
         if self._explained is not None:

@@ -185,6 +185,7 @@ class PoolFetcher(Fetcher):
         self._allowed = False
         self._fetched = 0
         self._local = 0  # requests this process has in flight itself
+        self._backlog: list[str] = []  # URLs settled before the workers started
         self._deep: bool | None = False  # pipelined; None: never again (a worker was lost)
 
     def allow_workers(self) -> None:
@@ -219,6 +220,13 @@ class PoolFetcher(Fetcher):
             self._local -= 1
             self._deepen()
 
+    def settle(self, url: str) -> None:
+        """The crawl has judged url for good, and it is not broken: workers stop sending it."""
+        if not self._workers:
+            self._backlog.append(url)  # handed to the workers when they start
+        for worker in self._workers:
+            worker.settle(url)
+
     def _pick(self) -> _Worker | None:
         best = None
         for worker in self._workers:
@@ -232,8 +240,10 @@ class PoolFetcher(Fetcher):
             # the workers' shares of --concurrency add up to it exactly
             share = concurrency // count + (1 if i < concurrency % count else 0)
             worker = _Worker(spare, self._lost, self._deepen)
+            worker._settled = self._backlog[:]
             self._workers.append(worker)
             worker.start({**self._settings, "concurrency": share})
+        self._backlog = []
 
     def _deepen(self) -> None:
         """Pipeline jobs once every worker is ready and this process has no request of its
@@ -273,9 +283,11 @@ class _Worker:
         self._urls: dict[int, str] = {}
         self._next = 0
         self._out: list[bytes] = []  # frames written together at the end of a loop turn
+        self._settled: list[str] = []  # sent before the next jobs
         self._on_lost = on_lost
         self._on_ready = on_ready
         self._stopping = False
+        self._lost = False
         self._jobs: asyncio.WriteTransport | None = None
         self._reader: asyncio.Task[None] | None = None
 
@@ -297,7 +309,14 @@ class _Worker:
             self.pending.pop(job, None)
             self._urls.pop(job, None)
 
+    def settle(self, url: str) -> None:
+        if not self._stopping and not self._lost:
+            self._settled.append(url)  # sent with the next jobs
+
     def _flush(self) -> None:
+        if self._settled:
+            self._out.insert(0, _frame(marshal.dumps(self._settled)))
+            self._settled = []
         data, self._out = b"".join(self._out), []
         if self.alive and self._jobs is not None and not self._jobs.is_closing():
             self._jobs.write(data)
@@ -331,6 +350,7 @@ class _Worker:
         except (asyncio.IncompleteReadError, OSError, ValueError, EOFError):
             pass
         was_alive, self.alive = self.alive, False
+        self._lost, self._settled = True, []
         if not self._stopping and (self.pending or not was_alive):
             self._on_lost(self)
         for future in self.pending.values():
@@ -457,7 +477,11 @@ async def _serve(settings: dict[str, Any], jobs_fd: int, results_fd: int) -> Non
         writer.write(_LENGTH.pack(0))  # ready
         while data := await reader.read(_READ_SIZE):  # b"": the crawl closed the pipe
             for payload in frames.feed(data):
-                number, url = marshal.loads(payload)
+                message = marshal.loads(payload)
+                if isinstance(message, list):  # URLs the crawl has settled
+                    links.settle(message)
+                    continue
+                number, url = message
                 task = loop.create_task(job(number, url))
                 jobs.add(task)
                 task.add_done_callback(jobs.discard)

@@ -625,7 +625,11 @@ class LinkResolver:
     operations when that is the exact join (join_exactly), and the result looked up among
     the URLs this resolver has produced: those are normalised, so a join equal to one needs
     no normalising (tests/test_link_fastpath.py proves it). Only the rest take resolve().
-    The set of known URLs is emptied when it reaches `capacity`, bounding its memory.
+
+    URLs the crawl has `settle`d (judged for good, and not broken: a link to one changes
+    nothing) are left out of the answer, so they never cross back to the crawl again. All
+    is forgotten when `capacity` URLs are known, bounding the memory; forgetting costs only
+    speed (settled URLs are sent again, and the crawl ignores them as before).
     """
 
     __slots__ = ("_capacity", "_known", "_strip")
@@ -633,25 +637,38 @@ class LinkResolver:
     def __init__(self, strip: tuple[str, ...] = (), capacity: int = 200_000) -> None:
         self._strip = strip
         self._capacity = capacity
-        self._known: set[str] = set()
+        self._known: dict[str, bool] = {}  # URL produced -> settled
+
+    def settle(self, urls: list[str]) -> None:
+        known = self._known
+        if len(known) + len(urls) > self._capacity:
+            known.clear()
+        known.update(dict.fromkeys(urls, True))
 
     def __call__(self, base: str, hrefs: list[str]) -> list[str]:
-        """The URLs the hrefs lead to, each once, in first-seen order; None results dropped."""
+        """The unsettled URLs the hrefs lead to, each once, in first-seen order."""
         scheme, origin, folder = join_parts(base)
         known, strip = self._known, self._strip
+        met = known.get
         found: dict[str, None] = {}
         for href in hrefs:
             if href[:1] == "/" and href[1:2] != "/" and "#" not in href:
                 candidate: str | None = origin + href  # the common case, inlined
             else:
                 candidate = join_exactly(href, base, scheme, origin, folder)
-            if candidate is not None and candidate in known:
-                found[candidate] = None
-                continue
+            if candidate is not None:
+                settled = met(candidate)
+                if settled is not None:
+                    if not settled:
+                        found[candidate] = None
+                    continue
             target = resolve(base, href, strip)
             if target is not None:
-                if len(known) >= self._capacity:
-                    known.clear()
-                known.add(target)
-                found[target] = None
+                settled = met(target)
+                if settled is None:
+                    if len(known) >= self._capacity:
+                        known.clear()
+                    known[target] = False
+                if not settled:
+                    found[target] = None
         return list(found)

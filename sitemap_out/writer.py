@@ -103,10 +103,10 @@ _COPY_CHUNK: Final = 1 << 20
 Format = Literal["xml", "txt"]
 
 
-
 #: An upper bound on one serialised <url> without extensions: a 2,048-character loc with
 #: every character escaped (5 bytes each at worst) plus lastmod, changefreq and priority.
 _PLAIN_ENTRY_BOUND = 2048 * 5 + 512
+
 
 class WriterConfigError(SitemapOutError, ValueError):
     """A writer argument is unusable (bad base_url, limits, format); raised before any write."""

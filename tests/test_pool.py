@@ -260,12 +260,33 @@ hrefs = st.lists(
 )  # fmt: skip
 
 
-@given(st.lists(hrefs, min_size=1, max_size=5))
-def test_link_resolver_agrees_with_resolve(pages):
+settled_urls = st.lists(
+    st.sampled_from(["http://h:1/a", "http://h:1/x/b", "http://h:1/c", "http://h:1/~u"]),
+    max_size=3,
+)
+
+
+@given(st.lists(st.tuples(hrefs, settled_urls), min_size=1, max_size=6), st.integers(3, 50))
+def test_link_resolver_agrees_with_resolve_less_what_is_settled(pages, capacity):
     bases = ["http://h:1/x/y.html", "http://h:1/", "http://h:1/x/"]
     strip = ("utm_*",)
-    links = LinkResolver(strip, capacity=7)  # small: the emptying is exercised too
-    for i, page in enumerate(pages):
+    links = LinkResolver(strip, capacity)  # small: the forgetting is exercised too
+    settled: set[str] = set()
+    for i, (page, newly_settled) in enumerate(pages):
         base = bases[i % len(bases)]
         expected = [t for t in (resolve(base, h, strip) for h in page) if t is not None]
-        assert links(base, page) == list(dict.fromkeys(expected))
+        got = links(base, page)
+        unsettled = list(dict.fromkeys(t for t in expected if t not in settled))
+        assert [t for t in got if t not in settled] == unsettled  # nothing lost, in order
+        assert set(got) <= set(expected)  # settled ones may come back once forgotten
+        links.settle(newly_settled)
+        settled.update(newly_settled)
+
+
+@given(st.lists(st.tuples(hrefs, settled_urls), min_size=1, max_size=6))
+def test_settled_urls_never_come_back_below_capacity(pages):
+    links, settled = LinkResolver(("utm_*",)), set()
+    for page, newly_settled in pages:
+        assert not set(links("http://h:1/x/y.html", page)) & settled
+        links.settle(newly_settled)
+        settled.update(newly_settled)
