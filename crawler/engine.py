@@ -142,6 +142,7 @@ class Crawl:
         self._workers: list[asyncio.Task[None]] = []
         self._worker_processes = 0
         self._settle: Callable[[str], None] | None = None  # tells workers a URL is judged
+        self._pool: PoolFetcher | None = None
         self.throttle = Throttle(
             concurrency=config.concurrency,
             delay=config.delay,
@@ -184,7 +185,7 @@ class Crawl:
                     await self._read_robots(f, plan.start)
                     if isinstance(f, PoolFetcher) and self.throttle.min_interval == 0:
                         f.allow_workers()  # spaced requests are not CPU-bound: no workers
-                        self._settle = f.settle
+                        self._settle, self._pool = f.settle, f
                     if config.resume:
                         await self._replay()
                     else:
@@ -341,6 +342,8 @@ class Crawl:
     def _cut(self) -> None:
         for worker in self._workers:
             worker.cancel()
+        if self._pool is not None:
+            self._pool.abort()
 
     def _stopped_message(self) -> str:
         name = signal.Signals(self._stop_signal or signal.SIGTERM).name
@@ -405,7 +408,7 @@ class Crawl:
     async def _worker(self, fetcher: Fetcher) -> None:
         max_pages = self.config.max_pages
         while self._stop_signal is None:
-            if max_pages and self.tally.fetched >= max_pages:
+            if max_pages and self.tally.fetched + len(self._active) >= max_pages:
                 return
             task = self.frontier.pop()
             if task is None:

@@ -261,6 +261,11 @@ class PoolFetcher(Fetcher):
         self._deep = None  # this process fetches again: --concurrency is the throttle's alone
         self._set_depth(1)
 
+    def abort(self) -> None:
+        """Stop every worker at once, requests in flight and all (a second signal)."""
+        for worker in self._workers:
+            worker.kill()
+
     async def __aexit__(self, *exc: object) -> None:
         try:
             await asyncio.gather(*(w.stop() for w in self._workers))
@@ -347,8 +352,8 @@ class _Worker:
                     future = self.pending.get(result[0])
                     if future is not None and not future.done():
                         future.set_result(_response(self._urls[result[0]], result))
-        except (asyncio.IncompleteReadError, OSError, ValueError, EOFError):
-            pass
+        except (asyncio.IncompleteReadError, OSError, ValueError, EOFError, TypeError):
+            pass  # the worker has gone, or sent what it never would: it is lost either way
         was_alive, self.alive = self.alive, False
         self._lost, self._settled = True, []
         if not self._stopping and (self.pending or not was_alive):
@@ -356,6 +361,11 @@ class _Worker:
         for future in self.pending.values():
             if not future.done():
                 future.set_exception(WorkerLost())
+
+    def kill(self) -> None:
+        self._stopping = True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.spare.pid, signal.SIGKILL)
 
     async def stop(self) -> None:
         """Close the job pipe: the worker finishes its requests, closes its end and exits.
@@ -458,14 +468,17 @@ async def _serve(settings: dict[str, Any], jobs_fd: int, results_fd: int) -> Non
         out.clear()
 
     async def job(number: int, url: str) -> None:
-        async with requests:
-            resp = await fetcher.get(url)
         page = None
-        if resp.status == 200 and not resp.truncated:
-            mime, _ = parse_content_type(resp.content_type)
-            if mime in HTML_TYPES:
-                page = digest_page(resp.body, resp.content_type, url, agent, follow_nofollow)
-                page.targets, page.hrefs = links(page.base, page.hrefs), []
+        try:
+            async with requests:
+                resp = await fetcher.get(url)
+            if resp.status == 200 and not resp.truncated:
+                mime, _ = parse_content_type(resp.content_type)
+                if mime in HTML_TYPES:
+                    page = digest_page(resp.body, resp.content_type, url, agent, follow_nofollow)
+                    page.targets, page.hrefs = links(page.base, page.hrefs), []
+        except Exception as exc:  # a bug of ours: this URL fails, the crawl goes on
+            resp, page = Response(url, error=f"worker: {type(exc).__name__}: {exc}"), None
         if not out:
             loop.call_soon(flush)
         out.append(_result(number, resp, page))

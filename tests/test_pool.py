@@ -290,3 +290,33 @@ def test_settled_urls_never_come_back_below_capacity(pages):
         assert not set(links("http://h:1/x/y.html", page)) & settled
         links.settle(newly_settled)
         settled.update(newly_settled)
+
+
+def test_a_second_signal_stops_workers_at_once(serve, tmp_path):
+    slow = START_AFTER + 50  # pages from here on answer after 30 s
+
+    async def page(request: web.Request) -> web.Response:
+        n = int(request.path.strip("/") or 0)
+        if n >= slow:
+            await asyncio.sleep(30)  # requests that would hold the crawl for the whole grace
+        links = "".join(f'<a href="/{m}">x</a>' for m in (2 * n + 1, 2 * n + 2))
+        return web.Response(text=f"<p>{n}</p>{links}", content_type="text/html")
+
+    site = Site({"/robots.txt": Page("", 404)}, fallback=page)
+    srv = serve(site.app)
+    proc = crawl_process(srv.url + "/", "-o", str(tmp_path / "out"), "--workers", "2", "-q")
+
+    def slow_in_flight() -> bool:
+        return any(int(p.strip("/") or 0) >= slow for p in site.paths if p != "/robots.txt")
+
+    _wait_for(slow_in_flight)
+    workers = _children(proc.pid)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - started < 5
+    for pid in workers:
+        assert not Path(f"/proc/{pid}").exists()
