@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import gc
 import marshal
+import math
 import os
 import signal
 import struct
@@ -59,13 +60,26 @@ _STOP_WAIT = 5.0  # seconds a worker gets to finish its requests at the end befo
 
 
 def default_workers() -> int:
-    """One worker per CPU this process may run on; none on a single core, where a worker
-    would only add its hand-offs to the same core's load."""
+    """One worker per CPU this process may use; none with a single one, where a worker
+    would only add its hand-offs to the same core's load. A container's CPU quota
+    (cgroup v2 cpu.max, e.g. docker --cpus 2) counts, not just the host's cores."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
+    quota = _cgroup_cpus()
+    if quota is not None:
+        cores = min(cores, quota)
     return cores if cores > 1 else 0
+
+
+def _cgroup_cpus(path: str = "/sys/fs/cgroup/cpu.max") -> int | None:
+    try:
+        with open(path) as f:
+            quota, period = f.read().split()[:2]
+        return max(1, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError, ZeroDivisionError):  # no cgroup v2, or "max": no quota
+        return None
 
 
 class WorkerLost(Exception):

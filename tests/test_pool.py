@@ -22,7 +22,7 @@ from crawler.cli import main
 from crawler.directives import Directives
 from crawler.extract import PageDigest
 from crawler.fetch import Response
-from crawler.pool import START_AFTER, _frame, _Frames, _response, _result
+from crawler.pool import START_AFTER, _cgroup_cpus, _frame, _Frames, _response, _result
 from crawler.urls import LinkResolver, resolve
 from tests.sites import Page, Site, crawl_process, read_decisions, read_published, tree_site
 
@@ -320,3 +320,11 @@ def test_a_second_signal_stops_workers_at_once(serve, tmp_path):
     assert time.monotonic() - started < 5
     for pid in workers:
         assert not Path(f"/proc/{pid}").exists()
+
+
+def test_a_container_cpu_quota_bounds_the_default_workers(tmp_path):
+    cpu_max = tmp_path / "cpu.max"
+    for text, cores in [("max 100000\n", None), ("150000 100000\n", 2), ("50000 100000\n", 1)]:
+        cpu_max.write_text(text)
+        assert _cgroup_cpus(str(cpu_max)) == cores
+    assert _cgroup_cpus(str(tmp_path / "missing")) is None
