@@ -177,6 +177,7 @@ def _crawl(config: Config) -> int:
         )
     crawl = Crawl(config, log, progress)
     workers = default_workers() if config.workers < 0 else config.workers
+    workers = min(workers, config.concurrency)  # each worker holds one request at least
     if config.delay or config.max_rps:
         workers = 0  # spaced requests: a crawl that waits is not CPU-bound
     try:

@@ -141,6 +141,7 @@ class Crawl:
         self._stop_signal: int | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._worker_processes = 0
+        self._requested = 0  # page requests started, redirect hops included (max_pages)
         self._settle: Callable[[str], None] | None = None  # tells workers a URL is judged
         self._pool: PoolFetcher | None = None
         self.throttle = Throttle(
@@ -183,9 +184,11 @@ class Crawl:
             with self._signals_stop_the_crawl():
                 async with self._fetcher(workers) as f:
                     await self._read_robots(f, plan.start)
-                    if isinstance(f, PoolFetcher) and self.throttle.min_interval == 0:
+                    if isinstance(f, PoolFetcher) and self.throttle.requested_interval == 0:
                         f.allow_workers()  # spaced requests are not CPU-bound: no workers
-                        self._settle, self._pool = f.settle, f
+                        self._pool = f
+                        if self.identity:  # workers' links are in the space settled URLs are
+                            self._settle = f.settle
                     if config.resume:
                         await self._replay()
                     else:
@@ -254,7 +257,7 @@ class Crawl:
         for e in snap.entries:
             await self._writer.add(Entry(e.loc, e.lastmod, e.changefreq, e.priority))
         self._bodies = {int.from_bytes(k, "little"): url for k, url in snap.bodies.items()}
-        self.tally.fetched = snap.counters.get("fetched", 0)
+        self.tally.fetched = self._requested = snap.counters.get("fetched", 0)
         self.log(
             f"resuming: {len(snap.queued)} URLs queued, {self._writer.count} listed, "
             f"{self.tally.fetched} pages fetched before"
@@ -408,7 +411,7 @@ class Crawl:
     async def _worker(self, fetcher: Fetcher) -> None:
         max_pages = self.config.max_pages
         while self._stop_signal is None:
-            if max_pages and self.tally.fetched + len(self._active) >= max_pages:
+            if max_pages and self._requested >= max_pages:
                 return
             task = self.frontier.pop()
             if task is None:
@@ -481,6 +484,7 @@ class Crawl:
         url = task.url
         chain = [url]
         for _ in range(self.config.max_redirects + 1):
+            self._requested += 1  # before the await: max_pages counts requests in flight
             resp = await self._get(fetcher, url)
             self.tally.fetched += 1
             if resp.status not in REDIRECT_STATUSES:
@@ -505,6 +509,9 @@ class Crawl:
             if self.state is not None:
                 self.state.queued(target, task.depth, task.referrer)
             screened = self._screen(target, task.depth)
+            max_pages = self.config.max_pages
+            if screened is None and max_pages and self._requested >= max_pages:
+                screened = Decision(LIMIT, "max_pages reached")
             if screened is not None:
                 self._record(target, None, screened, task)
                 return None, url
@@ -593,14 +600,14 @@ class Crawl:
         """_follow_links for a page whose links a worker has resolved already."""
         discover, refer, met = self._discover, self._refer, self.frontier.seen.get
         active, broken = self._active, self.tally.broken
-        if not self.identity:
-            targets = [self.plan.origins.to_crawl(t) for t in targets]
+        to_crawl = None if self.identity else self.plan.origins.to_crawl
         for target in targets:
-            queued = met(target)
+            url = target if to_crawl is None else to_crawl(target)
+            queued = met(url)
             if queued is None:
-                discover(target, depth, referrer)
-            elif queued != DONE or broken or target in active:
-                refer(target, referrer, depth)
+                discover(target, depth, referrer)  # maps to crawl space itself
+            elif queued != DONE or broken or url in active:
+                refer(url, referrer, depth)
 
     def _discover(self, url: str, depth: int, referrer: str | None) -> None:
         """A link to url was found: queue it, or record at once why it won't be fetched."""
@@ -690,7 +697,7 @@ class Crawl:
         if is_broken(decision.reason, status):
             refs = [referrer] if referrer else []
             refs += self._refs.pop(url, ())
-            self.tally.add_broken(public, status or 0, refs)
+            self.tally.add_broken(public, status or 0, list(dict.fromkeys(refs)))
         else:
             if self._refs:
                 self._refs.pop(url, None)

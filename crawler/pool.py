@@ -119,14 +119,18 @@ def forked(count: int) -> Iterator[list[Spare]]:
 
 
 def _fork(siblings: list[Spare]) -> Spare | None:
+    fds: list[int] = []
     try:
-        jobs_read, jobs_write = os.pipe()
-        results_read, results_write = os.pipe()
+        fds += os.pipe()
+        fds += os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
     except OSError:
+        for fd in fds:
+            os.close(fd)
         return None  # fewer workers (none at worst): the crawl fetches in its own process
+    jobs_read, jobs_write, results_read, results_write = fds
     if pid == 0:
         for fd in (jobs_write, results_read, *(f for s in siblings for f in (s.jobs, s.results))):
             with contextlib.suppress(OSError):
@@ -200,6 +204,7 @@ class PoolFetcher(Fetcher):
         self._fetched = 0
         self._local = 0  # requests this process has in flight itself
         self._backlog: list[str] = []  # URLs settled before the workers started
+        self._fallback = asyncio.Semaphore(concurrency)  # this process's requests, once lost
         self._deep: bool | None = False  # pipelined; None: never again (a worker was lost)
 
     def allow_workers(self) -> None:
@@ -217,16 +222,19 @@ class PoolFetcher(Fetcher):
 
     async def get(self, url: str, max_bytes: int | None = None) -> Response:
         if max_bytes is None:
-            worker = self._pick()
-            if worker is not None:
-                try:
+            while (worker := self._pick()) is not None:
+                with contextlib.suppress(WorkerLost):  # then the next worker, or this process
                     return await worker.get(url)
-                except WorkerLost:
-                    pass  # fetched here instead, below
-            elif self._allowed and not self._workers:
+            if self._workers:  # all lost: the slots held for their jobs may be 2x concurrency
+                async with self._fallback:
+                    return await self._get_here(url, max_bytes)
+            if self._allowed:
                 self._fetched += 1
                 if self._fetched >= START_AFTER:
                     self._start()
+        return await self._get_here(url, max_bytes)
+
+    async def _get_here(self, url: str, max_bytes: int | None) -> Response:
         self._local += 1
         try:
             return await super().get(url, max_bytes)
@@ -345,6 +353,7 @@ class _Worker:
         spare = self.spare
         reader = asyncio.StreamReader(limit=_READ_SIZE)
         frames = _Frames()
+        results_pipe: asyncio.BaseTransport | None = None
         try:
             # the transports own the fds from here on
             jobs, results = spare.jobs, spare.results
@@ -352,10 +361,12 @@ class _Worker:
             self._jobs, _ = await loop.connect_write_pipe(
                 asyncio.Protocol, os.fdopen(jobs, "wb", buffering=0)
             )
-            await loop.connect_read_pipe(
+            results_pipe, _ = await loop.connect_read_pipe(
                 lambda: asyncio.StreamReaderProtocol(reader),
                 os.fdopen(results, "rb", buffering=0),
             )
+            if self._stopping:  # stopped while connecting
+                return
             self._jobs.write(_frame(marshal.dumps(settings)))
             await reader.readexactly(_LENGTH.size)  # the ready signal: an empty frame
             self.alive = True
@@ -368,13 +379,17 @@ class _Worker:
                         future.set_result(_response(self._urls[result[0]], result))
         except (asyncio.IncompleteReadError, OSError, ValueError, EOFError, TypeError):
             pass  # the worker has gone, or sent what it never would: it is lost either way
-        was_alive, self.alive = self.alive, False
-        self._lost, self._settled = True, []
-        if not self._stopping and (self.pending or not was_alive):
+        finally:
+            self.alive = False
+            self._lost, self._settled = True, []
+            for transport in (self._jobs, results_pipe):
+                if transport is not None:
+                    transport.close()
+            for future in self.pending.values():
+                if not future.done():
+                    future.set_exception(WorkerLost())
+        if not self._stopping:
             self._on_lost(self)
-        for future in self.pending.values():
-            if not future.done():
-                future.set_exception(WorkerLost())
 
     def kill(self) -> None:
         self._stopping = True
@@ -386,7 +401,7 @@ class _Worker:
         Waits _STOP_WAIT seconds for that at most (forked() reaps, and kills a laggard)."""
         self.alive, self._stopping = False, True
         if self._jobs is not None:
-            self._jobs.close()
+            self._jobs.close()  # EOF for the worker; our end of its results closes in _read
         if self._reader is not None:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(self._reader, _STOP_WAIT)

@@ -173,6 +173,11 @@ class Throttle:
         return self._interval
 
     @property
+    def requested_interval(self) -> float:
+        """The spacing asked for (--delay, --max-rps, Crawl-delay), without the adaptive part."""
+        return self._base_interval
+
+    @property
     def concurrency(self) -> int:
         """Requests allowed in flight now; the adaptive control lowers it under pressure."""
         return self._limit

@@ -328,3 +328,95 @@ def test_a_container_cpu_quota_bounds_the_default_workers(tmp_path):
         cpu_max.write_text(text)
         assert _cgroup_cpus(str(cpu_max)) == cores
     assert _cgroup_cpus(str(tmp_path / "missing")) is None
+
+
+# --- found in review: each compares a pooled crawl with an in-process one -----------------------
+
+
+def _both(url: str, tmp_path: Path, *args: str) -> dict[str, tuple[dict, dict]]:
+    return {w: _crawl(url, tmp_path / f"w{w}", "--workers", w, *args) for w in ("0", "2")}
+
+
+def test_public_url_inside_the_crawl_root_pooled_as_in_process(serve, tmp_path):
+    """Crawl / published under /docs/: a link to /docs/x is the crawl URL /x, mapped once."""
+
+    async def page(request: web.Request) -> web.Response:
+        path = request.path
+        if path == "/r":
+            return web.Response(status=301, headers={"Location": "/docs/docs/special"})
+        if path in ("/docs/special", "/special"):
+            return web.Response(text=f"<p>{path}</p>", content_type="text/html")
+        if not path.strip("/").isdigit() and path != "/":
+            return web.Response(status=404)
+        n = int(path.strip("/") or 0)
+        links = [f"/docs/{m}" for m in (n + 1, n + 2) if m < GENERIC]
+        links += {200: ["/docs/docs/special", "/docs/r"], 280: ["/docs/special"]}.get(n, [])
+        body = "".join(f'<a href="{h}">x</a>' for h in links)
+        return web.Response(text=f"<p>{n}</p>{body}", content_type="text/html")
+
+    srv = serve(Site({"/robots.txt": Page("", 404)}, fallback=page).app)
+    runs = _both(srv.url + "/", tmp_path, "--public-url", srv.url + "/docs/")
+    (_, alone), (pooled_report, pooled) = runs["0"], runs["2"]
+    assert pooled_report["requests"]["workers"] == 2
+    assert {u: d["reason"] for u, d in pooled.items()} == {u: d["reason"] for u, d in alone.items()}
+    assert pooled[f"{srv.url}/docs/docs/special"]["reason"] == "listed"
+    assert pooled[f"{srv.url}/docs/special"]["reason"] == "listed"
+
+
+def test_broken_link_referrers_pooled_as_in_process(serve, tmp_path):
+    async def page(request: web.Request) -> web.Response:
+        n = int(request.path.strip("/") or 0)
+        body = f'<a href="/{n + 1}">x</a>' if n + 1 < GENERIC else ""
+        if n == 250:
+            body += '<a href="/gone">a</a><a href="/gone">b</a>'  # twice on one page
+        return web.Response(text=f"<p>{n}</p>{body}", content_type="text/html")
+
+    site = Site({"/robots.txt": Page("", 404), "/gone": Page("", 404)}, fallback=page)
+    srv = serve(site.app)
+    runs = _both(srv.url + "/", tmp_path)
+    assert runs["2"][0]["requests"]["workers"] == 2
+    assert runs["0"][0]["broken_links"] == runs["2"][0]["broken_links"]
+    (gone,) = runs["2"][0]["broken_links"]
+    assert gone["linked_from"] == [f"{srv.url}/250"]
+
+
+def test_requests_stay_within_concurrency_when_a_worker_dies(serve, tmp_path, xsd):
+    seen = {"in": 0, "after_kill": 0, "killed": False}
+
+    async def page(request: web.Request) -> web.Response:
+        seen["in"] += 1
+        if seen["killed"]:
+            seen["after_kill"] = max(seen["after_kill"], seen["in"])
+        try:
+            await asyncio.sleep(0.05)
+            n = int(request.path.strip("/") or 0)
+            links = "".join(f'<a href="/{m}">x</a>' for m in (2 * n + 1, 2 * n + 2) if m < 500)
+            return web.Response(text=f"<p>{n}</p>{links}", content_type="text/html")
+        finally:
+            seen["in"] -= 1
+
+    site = Site({"/robots.txt": Page("", 404)}, fallback=page)
+    srv = serve(site.app)
+    out = tmp_path / "out"
+    proc = crawl_process(srv.url + "/", "-o", str(out), "--workers", "2", "--concurrency", "4")
+    _wait_for(lambda: len(site.requests) > START_AFTER + 100)
+    os.kill(_children(proc.pid)[0], signal.SIGKILL)
+    seen["killed"] = True
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert len(read_published(out, xsd).locs) == 500
+    assert 1 <= seen["after_kill"] <= 4  # the lost jobs go to the other worker, or wait
+
+
+def test_max_pages_counts_redirect_hops(serve, tmp_path):
+    pages: dict[str, object] = {"/robots.txt": Page("", 404)}
+    pages["/"] = "".join(f'<a href="/r{k}">x</a>' for k in range(10))
+    for k in range(10):
+        pages[f"/r{k}"] = Page("", 301, None, {"Location": f"/p{k}"})
+        pages[f"/p{k}"] = f"<p>{k}</p>"
+    site = Site(pages)  # type: ignore[arg-type]
+    srv = serve(site.app)
+    report, decisions = _crawl(srv.url + "/", tmp_path / "out", "--max-pages", "5")
+    assert len([p for p in site.paths if p != "/robots.txt"]) <= 5
+    assert report["pages_fetched"] <= 5
+    assert any(d["reason"] == "limit" for d in decisions.values())
