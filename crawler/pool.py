@@ -1,22 +1,24 @@
 """Fetch-and-parse worker processes, so a big crawl uses every core.
 
-A crawl of a fast site is CPU-bound: the HTTP client, the HTML parser and link extraction
+A crawl of a fast site is CPU-bound: the HTTP client, the HTML parser and link handling
 each take about a quarter of the time per page, on one core under the GIL. `PoolFetcher`
-is a `Fetcher` whose page GETs run in worker processes (``python -m crawler.pool``). Each
-worker fetches one URL per job, parses HTML pages into an `extract.PageDigest` and sends
-back the status, the few headers the crawl reads and the digest. Everything that needs the
-crawl's state (throttle, frontier, decisions, writer) stays in the main process, which also
-decides how many requests are in flight: politeness is the same with or without workers.
+is a `Fetcher` whose page GETs run in worker processes. Each worker fetches one URL per job,
+parses an HTML page into an `extract.PageDigest`, resolves its links (`urls.LinkResolver`)
+and sends back the status, the few headers the crawl reads and the digest. Everything that
+needs the crawl's state (throttle, frontier, decisions, writer) stays in the main process,
+which also decides how many jobs are in flight; the workers' shares of --concurrency hold
+the requests at the server to it, so politeness is the same with or without workers.
 
-Workers are an optimisation, never a dependency: until they are ready, when one dies, or
-when a request needs its body (robots.txt), the main process fetches the URL itself. They
-are started only once a crawl has shown it is big (`START_AFTER` pages), so small crawls
-never pay their start-up (about 0.3 s of CPU each), and never when requests are spaced
-(--delay, --max-rps, Crawl-delay): a spaced crawl is not CPU-bound.
+Workers are forked by `forked()` before the event loop, so they share the imported code and
+inherit no thread or connection. They are an optimisation, never a dependency: before they
+start, when a request needs its body (robots.txt), or when every worker is lost, the main
+process fetches the URL itself. They start once a crawl has shown it is big (`START_AFTER`
+pages), and never when requests are spaced (--delay, --max-rps, Crawl-delay): a spaced
+crawl waits, it does not compute.
 
-Wire format: frames of a 4-byte little-endian length and a `marshal` payload, over the
-worker's stdin (jobs: ``(id, url)``) and stdout (results). Only our own child writes to the
-pipe we read, so marshal's speed comes at no trust cost.
+Wire format: frames of a 4-byte little-endian length and a `marshal` payload over two pipes
+per worker: jobs ``(id, url)`` and lists of settled URLs one way, results the other. Only our
+own child writes to the pipe we read, so marshal's speed comes at no trust cost.
 """
 
 from __future__ import annotations
