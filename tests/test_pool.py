@@ -133,26 +133,38 @@ def test_pooled_crawl_judges_every_url_as_an_in_process_one(serve, tmp_path, xsd
     assert pooled_pub.lastmods[f"{base}/file.pdf"] == "1994-11-06T08:49:37+00:00"
 
 
-def test_workers_hold_requests_at_the_server_to_concurrency(serve, tmp_path, xsd):
-    in_flight = peak = 0
+class CountingTree:
+    """A binary-tree site (page n links to 2n+1 and 2n+2) that answers after `delay` and
+    records the most requests it had in flight at once since `mark()`."""
 
-    async def slow(request: web.Request) -> web.Response:
-        nonlocal in_flight, peak
-        in_flight += 1
-        peak = max(peak, in_flight)
+    def __init__(self, pages: int, delay: float) -> None:
+        self.pages, self.delay = pages, delay
+        self.in_flight = self.peak = 0
+        self.site = Site({"/robots.txt": Page("", 404)}, fallback=self._page)
+
+    def mark(self) -> None:
+        self.peak = self.in_flight
+
+    async def _page(self, request: web.Request) -> web.Response:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
         try:
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(self.delay)
             n = int(request.path.strip("/") or 0)
-            links = "".join(f'<a href="/{m}">x</a>' for m in (2 * n + 1, 2 * n + 2) if m < 400)
+            children = (m for m in (2 * n + 1, 2 * n + 2) if m < self.pages)
+            links = "".join(f'<a href="/{m}">x</a>' for m in children)
             return web.Response(text=f"<p>{n}</p>{links}", content_type="text/html")
         finally:
-            in_flight -= 1
+            self.in_flight -= 1
 
-    srv = serve(Site({"/robots.txt": Page("", 404)}, fallback=slow).app)
+
+def test_workers_hold_requests_at_the_server_to_concurrency(serve, tmp_path, xsd):
+    tree = CountingTree(400, 0.005)
+    srv = serve(tree.site.app)
     report, _ = _crawl(srv.url + "/", tmp_path / "out", "--workers", "2", "--concurrency", "3")
     assert report["requests"]["workers"] == 2
     assert len(read_published(tmp_path / "out", xsd).locs) == 400
-    assert 1 <= peak <= 3  # twice as many jobs in flight, never more requests
+    assert 1 <= tree.peak <= 3  # twice as many jobs in flight, never more requests
 
 
 def _children(pid: int) -> list[int]:
@@ -381,31 +393,17 @@ def test_broken_link_referrers_pooled_as_in_process(serve, tmp_path):
 
 
 def test_requests_stay_within_concurrency_when_a_worker_dies(serve, tmp_path, xsd):
-    seen = {"in": 0, "after_kill": 0, "killed": False}
-
-    async def page(request: web.Request) -> web.Response:
-        seen["in"] += 1
-        if seen["killed"]:
-            seen["after_kill"] = max(seen["after_kill"], seen["in"])
-        try:
-            await asyncio.sleep(0.05)
-            n = int(request.path.strip("/") or 0)
-            links = "".join(f'<a href="/{m}">x</a>' for m in (2 * n + 1, 2 * n + 2) if m < 500)
-            return web.Response(text=f"<p>{n}</p>{links}", content_type="text/html")
-        finally:
-            seen["in"] -= 1
-
-    site = Site({"/robots.txt": Page("", 404)}, fallback=page)
-    srv = serve(site.app)
+    tree = CountingTree(500, 0.05)
+    srv = serve(tree.site.app)
     out = tmp_path / "out"
     proc = crawl_process(srv.url + "/", "-o", str(out), "--workers", "2", "--concurrency", "4")
-    _wait_for(lambda: len(site.requests) > START_AFTER + 100)
+    _wait_for(lambda: len(tree.site.requests) > START_AFTER + 100)
     os.kill(_children(proc.pid)[0], signal.SIGKILL)
-    seen["killed"] = True
+    tree.mark()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert len(read_published(out, xsd).locs) == 500
-    assert 1 <= seen["after_kill"] <= 4  # the lost jobs go to the other worker, or wait
+    assert 1 <= tree.peak <= 4  # the lost jobs go to the other worker, or wait
 
 
 def test_max_pages_counts_redirect_hops(serve, tmp_path):
