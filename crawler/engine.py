@@ -140,10 +140,9 @@ class Crawl:
         self._explained: list[DecisionRecord] | None = None  # a list while explaining a URL
         self._stop_signal: int | None = None
         self._workers: list[asyncio.Task[None]] = []
-        self._worker_processes = 0
         self._requested = 0  # page requests started, redirect hops included (max_pages)
         self._settle: Callable[[str], None] | None = None  # tells workers a URL is judged
-        self._pool: PoolFetcher | None = None
+        self._pool: PoolFetcher | None = None  # when worker processes may take pages
         self.throttle = Throttle(
             concurrency=config.concurrency,
             delay=config.delay,
@@ -195,8 +194,6 @@ class Crawl:
                         self._discover(plan.start, 0, None)
                     with self._showing_progress(started), _fewer_gc_pauses():
                         await self._run_workers(f)
-                    if isinstance(f, PoolFetcher):
-                        self._worker_processes = f.worker_count
                 if self._stop_signal is not None:
                     if self.state is not None:
                         self.state.checkpoint()
@@ -218,7 +215,8 @@ class Crawl:
                 self._decisions.close()
             if self.state is not None:
                 self.state.close()
-            self.tally.requests = {**self.throttle.stats, "workers": self._worker_processes}
+            workers_used = self._pool.worker_count if self._pool is not None else 0
+            self.tally.requests = {**self.throttle.stats, "workers": workers_used}
         return CrawlResult(self.tally, published, plan.sitemap_url)
 
     async def _run_workers(self, fetcher: Fetcher) -> None:
@@ -226,8 +224,8 @@ class Crawl:
         its error (not an ExceptionGroup) reaches the CLI, which maps it to an exit code."""
         try:
             async with asyncio.TaskGroup() as workers:
-                pipelined = isinstance(fetcher, PoolFetcher) and fetcher.workers_allowed
-                count = self.config.concurrency * (PIPELINE_DEPTH if pipelined else 1)
+                depth = PIPELINE_DEPTH if self._pool is not None else 1
+                count = self.config.concurrency * depth
                 self._workers = [workers.create_task(self._worker(fetcher)) for _ in range(count)]
         except BaseExceptionGroup as group:
             raise group.exceptions[0] from None

@@ -214,10 +214,6 @@ class PoolFetcher(Fetcher):
         self._allowed = bool(self._spares)
 
     @property
-    def workers_allowed(self) -> bool:
-        return self._allowed
-
-    @property
     def worker_count(self) -> int:
         """Workers started (alive or not): the crawl report's figure."""
         return len(self._workers)
