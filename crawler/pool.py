@@ -85,7 +85,8 @@ def _cgroup_cpus(path: str = "/sys/fs/cgroup/cpu.max") -> int | None:
 
 
 class WorkerLost(Exception):
-    """A worker process ended while it had requests: the main process fetches them."""
+    """A worker process ended while it had requests: another worker, or the main process
+    when none is left, makes them."""
 
 
 @dataclass(slots=True)
@@ -259,8 +260,7 @@ class PoolFetcher(Fetcher):
         for i, spare in enumerate(self._spares):
             # the workers' shares of --concurrency add up to it exactly
             share = concurrency // count + (1 if i < concurrency % count else 0)
-            worker = _Worker(spare, self._lost, self._deepen)
-            worker._settled = self._backlog[:]
+            worker = _Worker(spare, self._lost, self._deepen, settled=list(self._backlog))
             self._workers.append(worker)
             worker.start({**self._settings, "concurrency": share})
         self._backlog = []
@@ -276,9 +276,9 @@ class PoolFetcher(Fetcher):
     def _lost(self, worker: _Worker) -> None:
         self.log(
             f"warning: worker process {worker.spare.pid} ended; "
-            f"its requests are made by the main process"
+            f"its requests go to the other workers, or to the main process"
         )
-        self._deep = None  # this process fetches again: --concurrency is the throttle's alone
+        self._deep = None  # its share of --concurrency is gone: no more jobs than requests
         self._set_depth(1)
 
     def abort(self) -> None:
@@ -301,6 +301,7 @@ class _Worker:
         spare: Spare,
         on_lost: Callable[[_Worker], None],
         on_ready: Callable[[], None],
+        settled: list[str],
     ) -> None:
         self.spare = spare
         self.pending: dict[int, asyncio.Future[Response]] = {}
@@ -308,7 +309,7 @@ class _Worker:
         self._urls: dict[int, str] = {}
         self._next = 0
         self._out: list[bytes] = []  # frames written together at the end of a loop turn
-        self._settled: list[str] = []  # sent before the next jobs
+        self._settled = settled  # URLs settled, sent before the next jobs
         self._on_lost = on_lost
         self._on_ready = on_ready
         self._stopping = False
