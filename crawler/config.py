@@ -52,7 +52,7 @@ class Config:
     workers: int = _opt(
         -1,
         "processes fetching and parsing pages beside the main one on big crawls "
-        "(-1: one per CPU core when there are several; 0: none)",
+        "(-1: one per CPU core beyond the first; 0: none)",
         metavar="N",
     )
     max_pages: int = _opt(0, "stop after fetching this many pages (0: no limit)", metavar="N")

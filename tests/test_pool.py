@@ -13,6 +13,7 @@ import time
 from email.utils import formatdate
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
@@ -22,7 +23,15 @@ from crawler.cli import main
 from crawler.directives import Directives
 from crawler.extract import PageDigest
 from crawler.fetch import Response
-from crawler.pool import START_AFTER, _cgroup_cpus, _frame, _Frames, _response, _result
+from crawler.pool import (
+    START_AFTER,
+    _cgroup_cpus,
+    _frame,
+    _Frames,
+    _response,
+    _result,
+    main_share,
+)
 from crawler.urls import LinkResolver, resolve
 from tests.sites import Page, Site, crawl_process, read_decisions, read_published, tree_site
 
@@ -158,13 +167,26 @@ class CountingTree:
             self.in_flight -= 1
 
 
-def test_workers_hold_requests_at_the_server_to_concurrency(serve, tmp_path, xsd):
+@pytest.mark.parametrize(
+    ("workers", "concurrency"),
+    [(2, 3), (1, 8)],  # (1, 8): the main process makes pages too, with a share of 2
+)
+def test_workers_hold_requests_at_the_server_to_concurrency(
+    serve, tmp_path, xsd, workers, concurrency
+):
     tree = CountingTree(400, 0.005)
     srv = serve(tree.site.app)
-    report, _ = _crawl(srv.url + "/", tmp_path / "out", "--workers", "2", "--concurrency", "3")
-    assert report["requests"]["workers"] == 2
+    report, _ = _crawl(
+        srv.url + "/",
+        tmp_path / "out",
+        "--workers",
+        str(workers),
+        "--concurrency",
+        str(concurrency),
+    )
+    assert report["requests"]["workers"] == workers
     assert len(read_published(tmp_path / "out", xsd).locs) == 400
-    assert 1 <= tree.peak <= 3  # twice as many jobs in flight, never more requests
+    assert 1 <= tree.peak <= concurrency  # twice as many jobs in flight, never more requests
 
 
 def _children(pid: int) -> list[int]:
@@ -334,6 +356,17 @@ def test_a_second_signal_stops_workers_at_once(serve, tmp_path):
         assert not Path(f"/proc/{pid}").exists()
 
 
+def test_the_main_process_takes_a_share_only_beside_few_workers():
+    assert [main_share(8, n) for n in (1, 2, 3, 4, 8)] == [2, 1, 0, 0, 0]
+    assert main_share(32, 1) == 10
+    for concurrency in range(1, 65):
+        for workers in range(1, concurrency + 1):
+            share = main_share(concurrency, workers)
+            assert 0 <= share <= concurrency - workers  # every worker keeps a request
+            if workers < concurrency:
+                assert main_share(concurrency, workers + 1) <= share  # less with more workers
+
+
 def test_a_container_cpu_quota_bounds_the_default_workers(tmp_path):
     cpu_max = tmp_path / "cpu.max"
     for text, cores in [("max 100000\n", None), ("150000 100000\n", 2), ("50000 100000\n", 1)]:
@@ -392,18 +425,26 @@ def test_broken_link_referrers_pooled_as_in_process(serve, tmp_path):
     assert gone["linked_from"] == [f"{srv.url}/250"]
 
 
-def test_requests_stay_within_concurrency_when_a_worker_dies(serve, tmp_path, xsd):
+@pytest.mark.parametrize(
+    ("workers", "concurrency"),
+    [(2, 4), (1, 8)],  # (1, 8): the only worker is lost; the main process takes all 8
+)
+def test_requests_stay_within_concurrency_when_a_worker_dies(
+    serve, tmp_path, xsd, workers, concurrency
+):
     tree = CountingTree(500, 0.05)
     srv = serve(tree.site.app)
     out = tmp_path / "out"
-    proc = crawl_process(srv.url + "/", "-o", str(out), "--workers", "2", "--concurrency", "4")
+    proc = crawl_process(
+        srv.url + "/", "-o", str(out), "--workers", str(workers), "--concurrency", str(concurrency)
+    )
     _wait_for(lambda: len(tree.site.requests) > START_AFTER + 100)
     os.kill(_children(proc.pid)[0], signal.SIGKILL)
     tree.mark()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert len(read_published(out, xsd).locs) == 500
-    assert 1 <= tree.peak <= 4  # the lost jobs go to the other worker, or wait
+    assert 1 <= tree.peak <= concurrency  # the lost jobs go to another worker, or wait
 
 
 def test_max_pages_counts_redirect_hops(serve, tmp_path):
