@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawler import PRODUCT_TOKEN
 from crawler.directives import NO_DIRECTIVES, Directives, ascii_lower, meta_directives
@@ -398,6 +398,20 @@ def _effective_base(page_url: str, href: str) -> str:
     return base
 
 
+def _in_head(node: LexborNode) -> bool:
+    """Whether node is inside <head> as the HTML parser built it: a <link> written after
+    something that ends the head (text, an <img>) lands in <body>, where Google ignores it."""
+    parent = node.parent
+    while parent is not None:
+        tag = parent.tag
+        if tag == "head":
+            return True
+        if tag == "body":
+            return False
+        parent = parent.parent
+    return False
+
+
 def extract_page(
     body: bytes, content_type: str | None, page_url: str, agent: str = PRODUCT_TOKEN
 ) -> PageData:
@@ -406,6 +420,8 @@ def extract_page(
     Never raises on any bytes: a body that is not HTML simply has no links. Links inside
     comments, ``<script>`` and ``<template>`` are not links (the parser never makes them
     elements of the document); ``<noscript>`` content is parsed as markup, as crawlers do.
+    Canonical and hreflang ``<link>``s count only inside ``<head>``, as search engines read
+    them.
     """
     encoding = sniff_encoding(body, content_type)
     if encoding == "utf-8":
@@ -445,6 +461,8 @@ def extract_page(
     alternates: list[tuple[str, str]] = []
     canonical: str | None = None
     for node in parser.tags("link"):
+        if not _in_head(node):
+            continue  # search engines read canonical and hreflang links in <head> only
         attrs = node.attributes
         rel = attrs.get("rel")
         href = attrs.get("href")

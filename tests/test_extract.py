@@ -469,6 +469,9 @@ def test_base_applies_to_links_via_urljoin() -> None:
         pytest.param(
             '<a rel="alternate" hreflang="de" href="/de/">x</a>', [], id="a-is-not-alternate"
         ),
+        pytest.param(
+            '<p>x</p><link rel="alternate" hreflang="de" href="/de/">', [], id="in-body-ignored"
+        ),
     ],
 )
 def test_alternates(html: str, alternates: list[tuple[str, str]]) -> None:
@@ -496,6 +499,21 @@ def test_alternates(html: str, alternates: list[tuple[str, str]]) -> None:
         pytest.param('<link rel="canonicalize" href="/c">', None, id="no-prefix-match"),
         pytest.param('<a rel="canonical" href="/c">x</a>', None, id="a-is-not-canonical"),
         pytest.param("<!-- <link rel=canonical href=/c> -->", None, id="comment"),
+        pytest.param(
+            "<head><title>t</title></head><body><p>x</p><link rel=canonical href=/c></body>",
+            None,
+            id="in-body-ignored",
+        ),
+        pytest.param(
+            "<head><img src=x><link rel=canonical href=/c></head>",
+            None,
+            id="after-what-ends-the-head",
+        ),
+        pytest.param(
+            "<head><meta charset=utf-8><link rel=canonical href=/c></head><p>x</p>",
+            "/c",
+            id="in-head",
+        ),
     ],
 )
 def test_canonical(html: str, canonical: str | None) -> None:
