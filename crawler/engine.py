@@ -215,8 +215,12 @@ class Crawl:
                 self._decisions.close()
             if self.state is not None:
                 self.state.close()
-            workers_used = self._pool.worker_count if self._pool is not None else 0
-            self.tally.requests = {**self.throttle.stats, "workers": workers_used}
+            pool = self._pool
+            self.tally.requests = {
+                **self.throttle.stats,
+                "workers": pool.worker_count if pool is not None else 0,
+                "by_workers": pool.worker_requests if pool is not None else 0,
+            }
         return CrawlResult(self.tally, published, plan.sitemap_url)
 
     async def _run_workers(self, fetcher: Fetcher) -> None:

@@ -6,8 +6,10 @@ is a `Fetcher` whose page GETs run in worker processes. Each worker fetches one 
 parses an HTML page into an `extract.PageDigest`, resolves its links (`urls.LinkResolver`)
 and sends back the status, the few headers the crawl reads and the digest. Everything that
 needs the crawl's state (throttle, frontier, decisions, writer) stays in the main process,
-which also decides how many jobs are in flight; the workers' shares of --concurrency hold
-the requests at the server to it, so politeness is the same with or without workers.
+which also decides how many jobs are in flight. Beside one or two workers it has time to
+spare and makes a share of the pages itself (`main_share`). Its share and the workers' add
+up to --concurrency and hold the requests at the server to it, so politeness is the same
+with or without workers.
 
 Workers are forked by `forked()` before the event loop, so they share the imported code and
 inherit no thread or connection. They are an optimisation, never a dependency: before they
@@ -224,6 +226,7 @@ class PoolFetcher(Fetcher):
             "strip_params": list(strip_params),
         }
         self._workers: list[_Worker] = []
+        self.worker_requests = 0  # GETs the workers made: the crawl report's figure
         self._allowed = False
         self._fetched = 0
         self._local = 0  # requests this process has in flight outside its share
@@ -250,7 +253,9 @@ class PoolFetcher(Fetcher):
                     return await super().get(url)
             while (worker := self._pick()) is not None:
                 with contextlib.suppress(WorkerLost):  # then the next worker, or this process
-                    return await worker.get(url)
+                    resp = await worker.get(url)
+                    self.worker_requests += 1
+                    return resp
             if here is not None and all(w.lost for w in self._workers):
                 # the crawl may hold 2x concurrency slots for a while: our share, grown to
                 # all of --concurrency, bounds the requests

@@ -110,14 +110,25 @@ def _crawl(url: str, out: Path, *args: str) -> tuple[dict, dict]:
     return json.loads(report.read_text()), read_decisions(decisions)
 
 
-def test_pooled_crawl_judges_every_url_as_an_in_process_one(serve, tmp_path, xsd):
+@pytest.mark.parametrize(
+    ("workers", "concurrency"),
+    [(2, 4), (1, 8)],  # (1, 8): the main process makes a share of the pages too
+)
+def test_pooled_crawl_judges_every_url_as_an_in_process_one(
+    serve, tmp_path, xsd, workers, concurrency
+):
     srv = serve(feature_site().app)
     alone_report, alone = _crawl(srv.url + "/", tmp_path / "alone", "--workers", "0")
     pooled_report, pooled = _crawl(
-        srv.url + "/", tmp_path / "pooled", "--workers", "2", "--concurrency", "4"
+        srv.url + "/",
+        tmp_path / "pooled",
+        "--workers",
+        str(workers),
+        "--concurrency",
+        str(concurrency),
     )
     assert alone_report["requests"]["workers"] == 0
-    assert pooled_report["requests"]["workers"] == 2
+    assert pooled_report["requests"]["workers"] == workers
 
     def judged(decisions: dict) -> dict:
         return {url: (d["status"], d["reason"], d["detail"]) for url, d in decisions.items()}
@@ -184,7 +195,12 @@ def test_workers_hold_requests_at_the_server_to_concurrency(
         "--concurrency",
         str(concurrency),
     )
-    assert report["requests"]["workers"] == workers
+    requests = report["requests"]
+    assert requests["workers"] == workers
+    after_start = requests["requests"] - START_AFTER  # the first pages are the main process's
+    assert 0 < requests["by_workers"] <= after_start
+    if workers == 1:  # a share of 2 of 8: the main process makes about a quarter of the rest
+        assert requests["by_workers"] < after_start * 0.9
     assert len(read_published(tmp_path / "out", xsd).locs) == 400
     assert 1 <= tree.peak <= concurrency  # twice as many jobs in flight, never more requests
 
