@@ -299,6 +299,22 @@ def test_link_forms(serve, crawl, tmp_path):
         assert never not in site.paths
 
 
+def test_a_legacy_page_links_with_its_own_encoding_in_queries(serve, crawl):
+    page = '<meta charset="windows-1252"><a href="/s?q=café">q</a><a href="/café">p</a>'
+    site = Site(
+        {
+            "/": Page(page.encode("cp1252"), content_type="text/html"),
+            "/s?q=caf%E9": html(),
+            "/caf%C3%A9": html(),
+        }
+    )
+    srv = serve(site.app)
+    code, pub, _, _ = crawl(srv.url + "/")
+    assert code == 0
+    assert sorted(pub.locs) == [srv.url + p for p in ("/", "/caf%C3%A9", "/s?q=caf%E9")]
+    assert "/s?q=caf%E9" in site.paths  # what a browser asks for, not q=caf%C3%A9
+
+
 def test_follow_nofollow_option(serve, crawl):
     site = Site({"/": '<a href="/n" rel="nofollow">n</a>', "/n": html()})
     srv = serve(site.app)

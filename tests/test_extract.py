@@ -14,6 +14,8 @@ from crawler.extract import (
     Link,
     PageData,
     decode_html,
+    digest_page,
+    encode_query,
     encoding_for_label,
     extract_page,
     parse_content_type,
@@ -631,3 +633,51 @@ def test_extract_page_never_raises_on_html_like_bytes(body: bytes) -> None:
     _, encoding = decode_html(body, None)
     assert encoding == data.encoding
     assert all(link.href for link in data.links)
+
+
+# --- Queries of legacy-encoded pages ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("href", "encoding", "sent"),
+    [
+        pytest.param("/s?q=café", "windows-1252", "/s?q=caf%E9", id="latin"),
+        pytest.param("/s?q=日本&x=1", "shift_jis", "/s?q=%93%FA%96{&x=1", id="shift-jis"),
+        pytest.param("/s?q=表", "shift_jis", "/s?q=%95\\", id="ascii-trail-byte-as-is"),
+        pytest.param("/s?q=é", "gbk", "/s?q=%A8%A6", id="gbk"),
+        pytest.param("/s?q=日本x", "iso-2022-jp", "/s?q=%1B$BF|K\\%1B(Bx", id="stateful"),
+        pytest.param("/s?q=日", "windows-1252", "/s?q=%26%2326085%3B", id="unencodable"),
+        pytest.param("/s?q=\u0081", "windows-1252", "/s?q=%81", id="whatwg-1252-table"),
+        pytest.param("/café?q=é#é", "windows-1252", "/café?q=%E9#é", id="path-and-fragment-kept"),
+        pytest.param("#x?é", "windows-1252", "#x?é", id="question-mark-in-fragment"),
+        pytest.param("/s?q=é", "utf-8", "/s?q=é", id="utf-8"),
+        pytest.param("/s?q=é", "utf-16le", "/s?q=é", id="utf-16-sends-utf-8"),
+        pytest.param("/s?q=plain", "windows-1252", "/s?q=plain", id="ascii"),
+    ],
+)
+def test_a_legacy_page_sends_its_query_in_its_encoding(href: str, encoding: str, sent: str):
+    assert encode_query(href, encoding) == sent
+
+
+@given(st.text(), st.sampled_from(["windows-1252", "shift_jis", "euc-kr", "koi8-r", "gbk"]))
+def test_encoded_queries_are_ascii_and_ascii_hrefs_unchanged(href: str, encoding: str):
+    sent = encode_query(href, encoding)
+    end = sent.find("#") if "#" in sent else len(sent)
+    start = sent.find("?", 0, end)
+    if start >= 0:
+        assert sent[start:end].isascii()
+    if href.isascii():
+        assert sent == href
+    assert encode_query(href, "utf-8") == href
+
+
+def test_digest_of_a_legacy_page_encodes_link_base_and_canonical_queries():
+    body = (
+        '<html><head><meta charset="windows-1252"><base href="/b/?é">'
+        '<link rel="canonical" href="/c?x=é"></head>'
+        '<body><a href="/s?q=café">x</a><a href="/café">y</a></body></html>'
+    ).encode("cp1252")
+    digest = digest_page(body, "text/html", "http://h/")
+    assert digest.hrefs == ["/s?q=caf%E9", "/café"]  # a path is always UTF-8, later
+    assert digest.canonical == "/c?x=%E9"
+    assert digest.base == "http://h/b/?%E9"
