@@ -13,10 +13,10 @@ with or without workers.
 
 Workers are forked by `forked()` before the event loop, so they share the imported code and
 inherit no thread or connection. They are an optimisation, never a dependency: before they
-start, when a request needs its body (robots.txt), or when every worker is lost, the main
-process fetches the URL itself. They start once a crawl has shown it is big (`START_AFTER`
-pages), and never when requests are spaced (--delay, --max-rps, Crawl-delay): a spaced
-crawl waits, it does not compute.
+start, when a request needs its body (robots.txt), within its share, and when a worker is
+lost (its share becomes the main process's), the main process fetches the URL itself. They
+start once a crawl has shown it is big (`START_AFTER` pages), and never when requests are
+spaced (--delay, --max-rps, Crawl-delay): a spaced crawl waits, it does not compute.
 
 Wire format: frames of a 4-byte little-endian length and a `marshal` payload over two pipes
 per worker: jobs ``(id, url)`` and lists of settled URLs one way, results the other. Only our
@@ -63,10 +63,10 @@ _READ_SIZE = 1 << 18
 _STOP_WAIT = 5.0  # seconds a worker gets to finish its requests at the end before it is killed
 
 
-#: CPU time per page on the 20,000-page bench site (23 KB pages, about 80 links): a page made
-#: in a worker (fetch, parse, links), the main process's part of it (hand-over, frontier,
-#: decision, writer), and a page the main process makes itself.
-_WORKER_PAGE, _HAND_OVER, _OWN_PAGE = 300e-6, 100e-6, 365e-6
+#: CPU time per page, measured on the 20,000-page bench site (23 KB pages, about 80 links):
+#: a page made in a worker (fetch, parse, links), the main process's part of it (hand-over,
+#: frontier, decision, writer), and a page the main process makes itself.
+_WORKER_PAGE, _HAND_OVER, _OWN_PAGE = 300e-6, 85e-6, 375e-6
 
 
 def default_workers() -> int:
@@ -87,15 +87,18 @@ def main_share(concurrency: int, workers: int) -> int:
     """The main process's own share of --concurrency once workers run.
 
     The main process does a part of every page the workers make. With few workers that
-    leaves it time to spare, so it makes a share of the pages itself, sized to keep it as
-    busy as each worker: with per-page costs w (a worker's page), h (the main process's part
-    of it) and m (a page it makes itself), it makes the fraction (w - n h) / (w + n m) of
-    them with n workers. On two cores, one worker plus a share of 2 of 8 beat two workers
-    (bench/crawl_bench.py: 4,036 against 3,807 pages/s), in one process less. From three
-    workers on, handing out pages is all it can do.
+    leaves it time to spare, so it makes pages itself too. To be as busy as each of n
+    workers, with per-page costs w (a worker's page), h (the main process's part of it) and
+    m (a page it makes itself), it should make the fraction f = (w - n h) / (w + n (m - h))
+    of the pages. Its share of the requests is f rounded down: its own requests turn around
+    faster than a worker's, so a share gives it more of the pages than of the requests
+    (2 of 8 gave it 38% of the pages, f being 36%). On two cores, one worker plus a share of
+    2 of 8 beat two workers (bench/crawl_bench.py: 4,036 against 3,807 pages/s), in one
+    process less. From three workers on, handing out pages is all it has time for.
     """
-    fraction = (_WORKER_PAGE - workers * _HAND_OVER) / (_WORKER_PAGE + workers * _OWN_PAGE)
-    return max(0, min(concurrency - workers, round(fraction * concurrency)))
+    w, h, m = _WORKER_PAGE, _HAND_OVER, _OWN_PAGE
+    fraction = (w - workers * h) / (w + workers * (m - h))
+    return max(0, min(concurrency - workers, math.floor(fraction * concurrency)))
 
 
 def _cgroup_cpus(path: str = "/sys/fs/cgroup/cpu.max") -> int | None:
@@ -233,7 +236,6 @@ class PoolFetcher(Fetcher):
         self._backlog: list[str] = []  # URLs settled before the workers started
         # this process's share of --concurrency once workers run; all of it when all are lost
         self._here: asyncio.Semaphore | None = None
-        self._share = 0
         self._deep: bool | None = False  # pipelined; None: never again (a worker was lost)
 
     def allow_workers(self) -> None:
@@ -248,7 +250,7 @@ class PoolFetcher(Fetcher):
     async def get(self, url: str, max_bytes: int | None = None) -> Response:
         if max_bytes is None:
             here = self._here
-            if here is not None and self._deep and not here.locked():
+            if here is not None and not here.locked():
                 async with here:  # a slot of our share is free: this page is ours
                     return await super().get(url)
             while (worker := self._pick()) is not None:
@@ -257,8 +259,8 @@ class PoolFetcher(Fetcher):
                     self.worker_requests += 1
                     return resp
             if here is not None and all(w.lost for w in self._workers):
-                # the crawl may hold 2x concurrency slots for a while: our share, grown to
-                # all of --concurrency, bounds the requests
+                # the crawl may hold 2x concurrency slots for a while: our share, grown by
+                # the lost workers' shares to all of --concurrency, bounds the requests
                 async with here:
                     return await super().get(url)
             if self._allowed and not self._workers:
@@ -291,13 +293,13 @@ class PoolFetcher(Fetcher):
 
     def _start(self) -> None:
         count = len(self._spares)
-        self._share = main_share(self.concurrency, count)
-        self._here = asyncio.Semaphore(self._share)
-        concurrency = self.concurrency - self._share
+        ours = main_share(self.concurrency, count)
+        self._here = asyncio.Semaphore(ours)
+        concurrency = self.concurrency - ours
         for i, spare in enumerate(self._spares):
-            # the workers' shares of --concurrency add up to it exactly
+            # the shares of --concurrency, ours and the workers', add up to it exactly
             share = concurrency // count + (1 if i < concurrency % count else 0)
-            worker = _Worker(spare, self._lost, self._deepen, settled=list(self._backlog))
+            worker = _Worker(spare, share, self._lost, self._deepen, list(self._backlog))
             self._workers.append(worker)
             worker.start({**self._settings, "concurrency": share})
         self._backlog = []
@@ -315,10 +317,10 @@ class PoolFetcher(Fetcher):
             f"warning: worker process {worker.spare.pid} ended; "
             f"its requests go to the other workers, or to the main process"
         )
-        self._deep = None  # its share of --concurrency is gone: no more jobs than requests
+        self._deep = None  # no more jobs than requests from now on
         self._set_depth(1)
-        if self._here is not None and all(w.lost for w in self._workers):
-            for _ in range(self.concurrency - self._share):  # every request is ours from now on
+        if self._here is not None:
+            for _ in range(worker.share):  # its share of --concurrency becomes ours
                 self._here.release()
 
     def abort(self) -> None:
@@ -339,11 +341,13 @@ class _Worker:
     def __init__(
         self,
         spare: Spare,
+        share: int,
         on_lost: Callable[[_Worker], None],
         on_ready: Callable[[], None],
         settled: list[str],
     ) -> None:
         self.spare = spare
+        self.share = share  # of --concurrency: the requests it may have in flight
         self.pending: dict[int, asyncio.Future[Response]] = {}
         self.alive = False  # until the worker says it is ready
         self._urls: dict[int, str] = {}
@@ -416,8 +420,8 @@ class _Worker:
                     future = self.pending.get(result[0])
                     if future is not None and not future.done():
                         future.set_result(_response(self._urls[result[0]], result))
-        except (asyncio.IncompleteReadError, OSError, ValueError, EOFError, TypeError):
-            pass  # the worker has gone, or sent what it never would: it is lost either way
+        except Exception:  # the worker has gone, or sent what it never would: lost either way
+            self._signal_kill()  # its requests are made again elsewhere: not twice at the server
         finally:
             self.alive = False
             self.lost, self._settled = True, []
@@ -432,7 +436,10 @@ class _Worker:
 
     def kill(self) -> None:
         self._stopping = True
-        with contextlib.suppress(ProcessLookupError):
+        self._signal_kill()
+
+    def _signal_kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):  # reaped by forked() only: never reused
             os.kill(self.spare.pid, signal.SIGKILL)
 
     async def stop(self) -> None:
