@@ -285,10 +285,13 @@ class PoolFetcher(Fetcher):
             worker.settle(url)
 
     def _pick(self) -> _Worker | None:
-        best = None
+        """The live worker with the fewest jobs for its share of requests: it makes them in
+        parallel, so a bigger share drains its queue sooner (shares differ by one when
+        --concurrency does not divide evenly)."""
+        best, load = None, 0.0
         for worker in self._workers:
-            if worker.alive and (best is None or len(worker.pending) < len(best.pending)):
-                best = worker
+            if worker.alive and (best is None or len(worker.pending) / worker.share < load):
+                best, load = worker, len(worker.pending) / worker.share
         return best
 
     def _start(self) -> None:

@@ -12,6 +12,7 @@ import signal
 import time
 from email.utils import formatdate
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from aiohttp import web
@@ -26,6 +27,7 @@ from crawler.extract import PageDigest
 from crawler.fetch import Response
 from crawler.pool import (
     START_AFTER,
+    PoolFetcher,
     _cgroup_cpus,
     _frame,
     _Frames,
@@ -383,6 +385,25 @@ def test_the_main_process_takes_a_share_only_beside_few_workers():
             assert 0 <= share <= concurrency - workers  # every worker keeps a request
             if workers < concurrency:
                 assert main_share(concurrency, workers + 1) <= share  # less with more workers
+
+
+def test_jobs_go_to_the_worker_with_the_most_room_for_its_share():
+    fetcher = PoolFetcher(
+        [], agent="a", follow_nofollow=False, strip_params=(), user_agent="a",
+        concurrency=7, timeout=1, max_bytes=1,
+    )  # fmt: skip
+    big, small, dead = (SimpleNamespace(alive=True, share=4, pending={}),
+                        SimpleNamespace(alive=True, share=3, pending={}),
+                        SimpleNamespace(alive=False, share=9, pending={}))  # fmt: skip
+    fetcher._workers = [small, dead, big]  # type: ignore[list-item]
+    picked = []
+    for job in range(14):  # twice the shares, as pipelining keeps in flight
+        worker = fetcher._pick()
+        worker.pending[job] = None
+        picked.append(worker)
+    assert picked.count(big) == 8 and picked.count(small) == 6
+    big.alive = small.alive = False
+    assert fetcher._pick() is None
 
 
 def test_default_workers_leave_one_core_to_the_main_process(monkeypatch):
