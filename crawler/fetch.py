@@ -84,10 +84,9 @@ class Fetcher:
             headers={"User-Agent": self.user_agent},
             cookie_jar=aiohttp.DummyCookieJar(),  # a crawler keeps no session state
             # total covers the whole exchange, body included: a server that trickles bytes
-            # is cut off at the deadline however often it sends one
-            timeout=aiohttp.ClientTimeout(
-                total=self.timeout, connect=min(10.0, self.timeout), sock_read=self.timeout
-            ),
+            # is cut off at the deadline however often it sends one. No sock_read: it could
+            # never fire first, and re-arming it on every chunk read costs a timer each time
+            timeout=aiohttp.ClientTimeout(total=self.timeout, connect=min(10.0, self.timeout)),
             auto_decompress=True,
             max_line_size=16 * 1024,
             max_field_size=16 * 1024,
