@@ -445,17 +445,14 @@ def _percent_encoded(text: str, encoding: str) -> str:
 
 
 def _in_head(node: LexborNode) -> bool:
-    """Whether node is inside <head> as the HTML parser built it: a <link> written after
-    something that ends the head (text, an <img>) lands in <body>, where Google ignores it."""
+    """Whether a <link> is in <head> as the HTML parser built it: one written after something
+    that ends the head (text, an <img>) lands in <body>, where Google ignores it. The tree
+    builder puts a <link> in head only as a child of <head> or of a <noscript> there, so two
+    steps up settle it, however deep the body nests."""
     parent = node.parent
-    while parent is not None:
-        tag = parent.tag
-        if tag == "head":
-            return True
-        if tag == "body":
-            return False
+    if parent is not None and parent.tag == "noscript":
         parent = parent.parent
-    return False
+    return parent is not None and parent.tag == "head"
 
 
 def extract_page(

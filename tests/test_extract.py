@@ -516,6 +516,20 @@ def test_alternates(html: str, alternates: list[tuple[str, str]]) -> None:
             "/c",
             id="in-head",
         ),
+        pytest.param(
+            "<head><noscript><link rel=canonical href=/c></noscript></head>",
+            "/c",
+            id="in-noscript-in-head",
+        ),
+        pytest.param("<head></head><link rel=canonical href=/c>", "/c", id="moved-back-to-head"),
+        pytest.param(
+            "<head></head><body><div><div><link rel=canonical href=/c></div></div></body>",
+            None,
+            id="nested-in-body",
+        ),
+        pytest.param(
+            "<head><svg><link rel=canonical href=/c></svg></head>", None, id="svg-ends-head"
+        ),
     ],
 )
 def test_canonical(html: str, canonical: str | None) -> None:
