@@ -128,16 +128,26 @@ def _single_byte_table(decode_byte: Callable[[int], str]) -> str:
     return "".join(decode_byte(b) for b in range(256))
 
 
-def _win1252_byte(b: int) -> str:
-    # WHATWG windows-1252 maps the five bytes cp1252 leaves undefined to the C1 controls.
-    try:
-        return bytes((b,)).decode("cp1252")
-    except UnicodeDecodeError:
-        return chr(b)
+def _windows_table(codec: str, overrides: dict[int, str] | None = None) -> str:
+    """A WHATWG single-byte index from the Python codec: WHATWG maps the bytes 0x80 to 0x9F
+    that Windows leaves undefined to the C1 controls; other undefined bytes stay undefined."""
+
+    def byte(b: int) -> str:
+        if overrides and b in overrides:
+            return overrides[b]
+        try:
+            return bytes((b,)).decode(codec)
+        except UnicodeDecodeError:
+            return chr(b) if 0x80 <= b < 0xA0 else "\ufffe"  # U+FFFE: undefined to charmap
+
+    return _single_byte_table(byte)
 
 
 _TABLES: dict[str, str] = {
-    "windows-1252": _single_byte_table(_win1252_byte),
+    **{f"windows-125{n}": _windows_table(f"cp125{n}") for n in range(9)},
+    "windows-1255": _windows_table("cp1255", {0xCA: "\u05ba"}),  # HEBREW POINT HOLAM HASER
+    "windows-874": _windows_table("cp874"),
+    "koi8-u": _windows_table("koi8_u", {0xAE: "\u045e", 0xBE: "\u040e"}),  # KOI8-RU's ў Ў
     "x-user-defined": _single_byte_table(lambda b: chr(b) if b < 0x80 else chr(0xF780 + b - 0x80)),
 }
 

@@ -695,3 +695,20 @@ def test_digest_of_a_legacy_page_encodes_link_base_and_canonical_queries():
     assert digest.hrefs == ["/s?q=caf%E9", "/café"]  # a path is always UTF-8, later
     assert digest.canonical == "/c?x=%E9"
     assert digest.base == "http://h/b/?%E9"
+
+
+@pytest.mark.parametrize(
+    ("charset", "byte", "char"),
+    [
+        pytest.param("windows-1250", 0x81, "\u0081", id="windows-hole-is-c1"),
+        pytest.param("windows-874", 0x81, "\u0081", id="874-hole-is-c1"),
+        pytest.param("windows-1255", 0xCA, "\u05ba", id="1255-holam-haser"),
+        pytest.param("windows-1255", 0xD9, "\ufffd", id="1255-undefined"),
+        pytest.param("koi8-u", 0xAE, "\u045e", id="koi8-u-short-u"),
+    ],
+)
+def test_single_byte_pages_decode_and_send_queries_as_whatwg_says(charset, byte, char):
+    text, _ = decode_html(bytes([byte]), f"text/html; charset={charset}")
+    assert text == char
+    if char != "\ufffd":
+        assert encode_query(f"?q={char}", charset) == f"?q=%{byte:02X}"
