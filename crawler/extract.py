@@ -11,8 +11,11 @@ is visited.
 from __future__ import annotations
 
 import codecs
+import contextlib
+import functools
 import hashlib
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
@@ -425,33 +428,250 @@ def encode_query(href: str, encoding: str) -> str:
     """href as a page in ``encoding`` sends it: the URL Standard encodes an http(s) URL's
     query in the document's encoding, not UTF-8, so ``?q=café`` on a windows-1252 page asks
     the server for ``q=caf%E9``. Non-ASCII characters of the query become percent-encoded
-    bytes in that encoding (one the encoding lacks becomes ``%26%23<code point>%3B``, as
-    browsers send it); the path and fragment are left for resolve(), which uses UTF-8."""
+    bytes from the Encoding Standard's encoder (one it cannot encode becomes
+    ``%26%23<code point>%3B``, as browsers send it); the path and fragment are left for
+    resolve(), which uses UTF-8. Hrefs of other schemes are dropped later, whatever this
+    does to them."""
     if href.isascii() or encoding in _UTF8_QUERIES:
         return href
     end = href.find("#")
     if end < 0:
         end = len(href)
     start = href.find("?", 0, end) + 1
-    if not start or href[start:end].isascii():
+    query = href[start:end]
+    if not start or query.isascii():
         return href
-    # runs of non-ASCII characters are encoded together: ISO-2022-JP's escapes are stateful
-    query = _NON_ASCII.sub(lambda run: _percent_encoded(run[0], encoding), href[start:end])
+    query = query.translate(_TAB_NEWLINE)  # the URL parser drops them before encoding
+    if encoding == "iso-2022-jp":  # stateful: its escapes span the whole query
+        query = _iso_2022_jp(query)
+    else:
+        query = _NON_ASCII.sub(
+            lambda run: "".join(_percent_char(char, encoding) for char in run[0]), query
+        )
     return href[:start] + query + href[end:]
 
 
-def _percent_encoded(text: str, encoding: str) -> str:
-    charmap = _CHARMAPS.get(encoding)
-    try:
-        if charmap is not None:
-            data = codecs.charmap_encode(text, "strict", charmap)[0]
-        else:
-            data = text.encode(_CODECS[encoding])
-    except UnicodeEncodeError:
-        if len(text) > 1:
-            return "".join(_percent_encoded(char, encoding) for char in text)
-        return f"%26%23{ord(text)}%3B"
+_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
+
+
+def _percent_char(char: str, encoding: str) -> str:
+    data = _encode_char(char, encoding)
+    if data is None:
+        return f"%26%23{ord(char)}%3B"
     return "".join(_QUERY_BYTES[byte] for byte in data)
+
+
+def _encode_char(char: str, encoding: str) -> bytes | None:
+    """The Encoding Standard's encoder for one non-ASCII character; None: it has none.
+
+    Python's codecs are supersets of what browsers encode (best-fit mappings, user-defined
+    areas, HKSCS, JIS X 0212, GB18030's four-byte forms in GBK), so their output is checked
+    and narrowed here; the Japanese encodings go through the jis0208 index directly."""
+    charmap = _CHARMAPS.get(encoding)
+    if charmap is not None:
+        try:
+            return codecs.charmap_encode(char, "strict", charmap)[0]
+        except UnicodeEncodeError:
+            return None
+    code = ord(char)
+    if encoding in ("shift_jis", "euc-jp"):
+        if code in _JIS_ROMAN:  # ¥ and ‾ are 0x5C and 0x7E
+            return _JIS_ROMAN[code]
+        if 0xFF61 <= code <= 0xFF9F:  # half-width katakana
+            katakana = code - 0xFF61 + 0xA1
+            return bytes((katakana,) if encoding == "shift_jis" else (0x8E, katakana))
+        pointer = _jis0208_pointer(char, shift_jis=encoding == "shift_jis")
+        if pointer is None:
+            return b"\x80" if code == 0x80 and encoding == "shift_jis" else None
+        if encoding == "euc-jp":
+            return bytes((pointer // 94 + 0xA1, pointer % 94 + 0xA1))
+        lead, trail = divmod(pointer, 188)
+        return bytes(
+            (lead + (0x81 if lead < 0x1F else 0xC1), trail + (0x40 if trail < 0x3F else 0x41))
+        )
+    if encoding in ("gbk", "gb18030"):
+        if code in _GB18030_FIXES:
+            data = _GB18030_FIXES[code]
+        elif code == 0x20AC and encoding == "gbk":
+            return b"\x80"
+        else:
+            data = _round_trip(char, "gb18030")
+        if data is None or (len(data) == 4 and encoding == "gbk"):  # GBK has no 4-byte forms
+            return None
+        return data
+    if encoding == "big5" and code in _BIG5_FIXES:
+        return _BIG5_FIXES[code]
+    data = _round_trip(char, _CODECS[encoding])
+    if data is not None and encoding == "big5" and data[0] < 0xA1:
+        return None  # HKSCS lead bytes: browsers decode them but never encode to them
+    return data
+
+
+def _round_trip(char: str, codec: str) -> bytes | None:
+    """char in codec, unless the codec only has a look-alike for it (a best-fit mapping)."""
+    try:
+        data = char.encode(codec)
+        return data if data.decode(codec) == char else None
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return None
+
+
+_JIS_ROMAN = {0xA5: b"\x5c", 0x203E: b"\x7e"}
+# The WHATWG big5 index's encoder where Python's big5hkscs codec differs (compared character
+# by character over Unicode's BMP and plane 2); None: not encoded
+_BIG5_FIXES: dict[int, bytes | None] = {
+    0x00A2: None,
+    0x00A3: None,
+    0x00A5: None,
+    0x00AF: b"\xa1\xc2",
+    0x2022: None,
+    0x2027: b"\xa1\x45",
+    0x203E: None,
+    0x20AC: b"\xa3\xe1",
+    0x2215: b"\xa2\x41",
+    0x223C: None,
+    0x2295: b"\xa1\xf2",
+    0x2299: b"\xa1\xf3",
+    0x2400: b"\xa3\xc0",
+    0x2401: b"\xa3\xc1",
+    0x2402: b"\xa3\xc2",
+    0x2403: b"\xa3\xc3",
+    0x2404: b"\xa3\xc4",
+    0x2405: b"\xa3\xc5",
+    0x2406: b"\xa3\xc6",
+    0x2407: b"\xa3\xc7",
+    0x2408: b"\xa3\xc8",
+    0x2409: b"\xa3\xc9",
+    0x240A: b"\xa3\xca",
+    0x240B: b"\xa3\xcb",
+    0x240C: b"\xa3\xcc",
+    0x240D: b"\xa3\xcd",
+    0x240E: b"\xa3\xce",
+    0x240F: b"\xa3\xcf",
+    0x2410: b"\xa3\xd0",
+    0x2411: b"\xa3\xd1",
+    0x2412: b"\xa3\xd2",
+    0x2413: b"\xa3\xd3",
+    0x2414: b"\xa3\xd4",
+    0x2415: b"\xa3\xd5",
+    0x2416: b"\xa3\xd6",
+    0x2417: b"\xa3\xd7",
+    0x2418: b"\xa3\xd8",
+    0x2419: b"\xa3\xd9",
+    0x241A: b"\xa3\xda",
+    0x241B: b"\xa3\xdb",
+    0x241C: b"\xa3\xdc",
+    0x241D: b"\xa3\xdd",
+    0x241E: b"\xa3\xde",
+    0x241F: b"\xa3\xdf",
+    0x2421: b"\xa3\xe0",
+    0x256D: b"\xa2\x7e",
+    0x256E: b"\xa2\xa1",
+    0x256F: b"\xa2\xa3",
+    0x2570: b"\xa2\xa2",
+    0x2609: None,
+    0x2641: None,
+    0x4EDD: b"\xc6\xdf",
+    0x5605: b"\xfb\x48",
+    0x5ED0: b"\xfb\xf9",
+    0x5EF4: b"\xc6\xcf",
+    0x60A4: b"\xfc\x6c",
+    0x65E0: b"\xc6\xd3",
+    0x732A: b"\xfe\x52",
+    0x7676: b"\xc6\xd5",
+    0x96B6: b"\xc6\xd7",
+    0xFE51: b"\xa1\x4e",
+    0xFE68: b"\xa2\x42",
+    0xFF0F: b"\xa1\xfe",
+    0xFF3C: b"\xa2\x40",
+    0xFF5E: b"\xa1\xe3",
+    0xFF64: None,
+    0xFFE0: b"\xa2\x46",
+    0xFFE1: b"\xa2\x47",
+    0xFFE5: b"\xa2\x44",
+}
+# GB18030-2005 as browsers implement it, where Python's codec differs; None: not encoded
+_GB18030_FIXES: dict[int, bytes | None] = {
+    0x1E3F: b"\xa8\xbc",
+    0xE7C7: b"\x81\x35\xf4\x37",
+    0xE5E5: None,
+}
+
+
+def _jis0208_pointer(char: str, *, shift_jis: bool = False) -> int | None:
+    """char's pointer in the WHATWG jis0208 index: the first one, or for Shift_JIS the first
+    outside the NEC-selected IBM extensions (8272 to 8835). Python's cp932 is that index
+    (Microsoft's Shift_JIS), so it finds the pointer; the user-defined area is not in it."""
+    if char == "\u2212":
+        char = "\uff0d"  # MINUS SIGN is sent as FULLWIDTH HYPHEN-MINUS
+    data = _round_trip(char, "cp932")
+    if data is None or len(data) != 2 or 0xF0 <= data[0] <= 0xF9:
+        return None
+    lead, trail = data
+    pointer = (
+        (lead - (0x81 if lead < 0xA0 else 0xC1)) * 188 + trail - (0x40 if trail < 0x7F else 0x41)
+    )
+    if shift_jis and 8272 <= pointer <= 8835:
+        return _ibm_extensions().get(char)
+    return pointer
+
+
+@functools.cache
+def _ibm_extensions() -> dict[str, int]:
+    """IBM extension characters (Shift_JIS 0xFA40 to 0xFC4B) to their jis0208 pointers."""
+    found: dict[str, int] = {}
+    for pointer in range(10716, 11104):
+        lead, trail = divmod(pointer, 188)
+        data = bytes((lead + 0xC1, trail + (0x40 if trail < 0x3F else 0x41)))
+        with contextlib.suppress(UnicodeDecodeError):
+            found.setdefault(data.decode("cp932"), pointer)
+    return found
+
+
+def _iso_2022_jp(query: str) -> str:
+    """The Encoding Standard's ISO-2022-JP encoder over a whole query, percent-encoded."""
+    out: list[str] = []
+    state = "ascii"
+    chars = list(reversed(query))
+    while chars:
+        char = chars.pop()
+        code = ord(char)
+        if state != "jis0208" and code in (0x0E, 0x0F, 0x1B):
+            out.append("%26%2365533%3B")
+        elif state == "ascii" and code < 0x80:
+            out.append(_QUERY_BYTES[code])
+        elif state == "roman" and (
+            (code < 0x80 and code not in (0x5C, 0x7E)) or code in _JIS_ROMAN
+        ):
+            out.append(_QUERY_BYTES[_JIS_ROMAN[code][0] if code in _JIS_ROMAN else code])
+        elif code < 0x80 or code in _JIS_ROMAN:  # switch, then take it again
+            state = "ascii" if code < 0x80 else "roman"
+            out.append("%1B(B" if code < 0x80 else "%1B(J")
+            chars.append(char)
+        else:
+            if 0xFF61 <= code <= 0xFF9F:  # half-width katakana are sent full-width
+                char = _HALF_TO_FULL.get(char) or unicodedata.normalize("NFKC", char)
+            pointer = _jis0208_pointer(char)
+            if pointer is None:
+                if state == "jis0208":
+                    state = "ascii"
+                    out.append("%1B(B")
+                    chars.append(char)
+                else:
+                    out.append(f"%26%23{ord(char)}%3B")
+            elif state != "jis0208":
+                state = "jis0208"
+                out.append("%1B$B")
+                chars.append(char)
+            else:
+                row, cell = divmod(pointer, 94)
+                out.append(_QUERY_BYTES[row + 0x21] + _QUERY_BYTES[cell + 0x21])
+    if state != "ascii":
+        out.append("%1B(B")
+    return "".join(out)
+
+
+_HALF_TO_FULL = {"\uff9e": "\u309b", "\uff9f": "\u309c"}  # the voiced sound marks
 
 
 def _in_head(node: LexborNode) -> bool:
