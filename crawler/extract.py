@@ -29,7 +29,10 @@ from crawler.urls import resolve
 __all__ = [
     "Link",
     "PageData",
+    "PageDigest",
     "decode_html",
+    "digest_page",
+    "encode_query",
     "encoding_for_label",
     "extract_page",
     "parse_content_type",
