@@ -10,13 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler.directives import Directives
+from crawler.encodings import encode_query, encoding_for_label
 from crawler.extract import (
     Link,
     PageData,
     decode_html,
     digest_page,
-    encode_query,
-    encoding_for_label,
     extract_page,
     parse_content_type,
     sniff_encoding,

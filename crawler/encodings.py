@@ -1,0 +1,431 @@
+"""The WHATWG Encoding Standard as the crawler needs it: which encoding a charset label
+names, decoding a page the way browsers do, and encoding a link's query the way browsers send
+it from a legacy-encoded page (the URL Standard encodes a query in the page's encoding).
+
+Browsers do not use Python's codec registry, and their encoders are narrower than Python's
+codecs: this module maps between the two, so that a link on a Shift_JIS page is the URL a
+browser (and Googlebot) would request.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import functools
+import re
+import unicodedata
+from collections.abc import Callable
+
+from crawler.directives import ascii_lower
+
+__all__ = ["BOMS", "UTF8_QUERIES", "decode", "encode_query", "encoding_for_label"]
+
+# --- Encoding labels (WHATWG Encoding Standard, "Encodings" table) --------------------------
+#
+# Browsers do not use Python's codec registry: "iso-8859-1" and "us-ascii" mean windows-1252,
+# "gb2312" means GBK, "utf-7" or "base64" mean nothing at all. The table maps each WHATWG
+# encoding name to its labels; the Python codec used to decode it is in _CODECS.
+# Each line: WHATWG encoding name, then its labels (a name may take several lines).
+_LABEL_TABLE = """
+utf-8 unicode-1-1-utf-8 unicode11utf8 unicode20utf8 utf-8 utf8 x-unicode20utf8
+ibm866 866 cp866 csibm866 ibm866
+iso-8859-2 csisolatin2 iso-8859-2 iso-ir-101 iso8859-2 iso88592 iso_8859-2 iso_8859-2:1987 l2
+iso-8859-2 latin2
+iso-8859-3 csisolatin3 iso-8859-3 iso-ir-109 iso8859-3 iso88593 iso_8859-3 iso_8859-3:1988 l3
+iso-8859-3 latin3
+iso-8859-4 csisolatin4 iso-8859-4 iso-ir-110 iso8859-4 iso88594 iso_8859-4 iso_8859-4:1988 l4
+iso-8859-4 latin4
+iso-8859-5 csisolatincyrillic cyrillic iso-8859-5 iso-ir-144 iso8859-5 iso88595 iso_8859-5
+iso-8859-5 iso_8859-5:1988
+iso-8859-6 arabic asmo-708 csiso88596e csiso88596i csisolatinarabic ecma-114 iso-8859-6
+iso-8859-6 iso-8859-6-e iso-8859-6-i iso-ir-127 iso8859-6 iso88596 iso_8859-6 iso_8859-6:1987
+iso-8859-7 csisolatingreek ecma-118 elot_928 greek greek8 iso-8859-7 iso-ir-126 iso8859-7
+iso-8859-7 iso88597 iso_8859-7 iso_8859-7:1987 sun_eu_greek
+iso-8859-8 csiso88598e csisolatinhebrew hebrew iso-8859-8 iso-8859-8-e iso-ir-138 iso8859-8
+iso-8859-8 iso88598 iso_8859-8 iso_8859-8:1988 visual
+iso-8859-8-i csiso88598i iso-8859-8-i logical
+iso-8859-10 csisolatin6 iso-8859-10 iso-ir-157 iso8859-10 iso885910 l6 latin6
+iso-8859-13 iso-8859-13 iso8859-13 iso885913
+iso-8859-14 iso-8859-14 iso8859-14 iso885914
+iso-8859-15 csisolatin9 iso-8859-15 iso8859-15 iso885915 iso_8859-15 l9
+iso-8859-16 iso-8859-16
+koi8-r cskoi8r koi koi8 koi8-r koi8_r
+koi8-u koi8-ru koi8-u
+macintosh csmacintosh mac macintosh x-mac-roman
+windows-874 dos-874 iso-8859-11 iso8859-11 iso885911 tis-620 windows-874
+windows-1250 cp1250 windows-1250 x-cp1250
+windows-1251 cp1251 windows-1251 x-cp1251
+windows-1252 ansi_x3.4-1968 ascii cp1252 cp819 csisolatin1 ibm819 iso-8859-1 iso-ir-100
+windows-1252 iso8859-1 iso88591 iso_8859-1 iso_8859-1:1987 l1 latin1 us-ascii windows-1252
+windows-1252 x-cp1252
+windows-1253 cp1253 windows-1253 x-cp1253
+windows-1254 cp1254 csisolatin5 iso-8859-9 iso-ir-148 iso8859-9 iso88599 iso_8859-9
+windows-1254 iso_8859-9:1989 l5 latin5 windows-1254 x-cp1254
+windows-1255 cp1255 windows-1255 x-cp1255
+windows-1256 cp1256 windows-1256 x-cp1256
+windows-1257 cp1257 windows-1257 x-cp1257
+windows-1258 cp1258 windows-1258 x-cp1258
+x-mac-cyrillic x-mac-cyrillic x-mac-ukrainian
+gbk chinese csgb2312 csiso58gb231280 gb2312 gb_2312 gb_2312-80 gbk iso-ir-58 x-gbk
+gb18030 gb18030
+big5 big5 big5-hkscs cn-big5 csbig5 x-x-big5
+euc-jp cseucpkdfmtjapanese euc-jp x-euc-jp
+iso-2022-jp csiso2022jp iso-2022-jp
+shift_jis csshiftjis ms932 ms_kanji shift-jis shift_jis sjis windows-31j x-sjis
+euc-kr cseuckr csksc56011987 euc-kr iso-ir-149 korean ks_c_5601-1987 ks_c_5601-1989 ksc5601
+euc-kr ksc_5601 windows-949
+replacement csiso2022kr hz-gb-2312 iso-2022-cn iso-2022-cn-ext iso-2022-kr replacement
+utf-16be unicodefffe utf-16be
+utf-16le csunicode iso-10646-ucs-2 ucs-2 unicode unicodefeff utf-16 utf-16le
+x-user-defined x-user-defined
+"""
+_LABEL_TO_NAME: dict[str, str] = {
+    label: line.split()[0]
+    for line in _LABEL_TABLE.strip().splitlines()
+    for label in line.split()[1:]
+}
+
+# Python codecs closest to each WHATWG decoder (the CJK ones are the Microsoft supersets that
+# browsers actually implement). windows-1252 and x-user-defined use exact tables below;
+# "replacement" is handled in _decode.
+_CODECS: dict[str, str] = {
+    "utf-8": "utf-8",
+    "ibm866": "cp866",
+    "iso-8859-8-i": "iso8859-8",
+    "koi8-r": "koi8_r",
+    "koi8-u": "koi8_u",
+    "macintosh": "mac_roman",
+    "windows-874": "cp874",
+    "x-mac-cyrillic": "mac_cyrillic",
+    "gbk": "gb18030",  # the WHATWG gbk decoder *is* the gb18030 decoder
+    "gb18030": "gb18030",
+    "big5": "big5hkscs",
+    "euc-jp": "euc_jp",
+    "iso-2022-jp": "iso2022_jp",
+    "shift_jis": "cp932",
+    "euc-kr": "cp949",
+    "utf-16be": "utf-16-be",
+    "utf-16le": "utf-16-le",
+    **{f"iso-8859-{n}": f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)},
+    **{f"windows-125{n}": f"cp125{n}" for n in range(9)},
+}
+
+
+def _single_byte_table(decode_byte: Callable[[int], str]) -> str:
+    return "".join(decode_byte(b) for b in range(256))
+
+
+def _windows_table(codec: str, overrides: dict[int, str] | None = None) -> str:
+    """A WHATWG single-byte index from the Python codec: WHATWG maps the bytes 0x80 to 0x9F
+    that Windows leaves undefined to the C1 controls; other undefined bytes stay undefined."""
+
+    def byte(b: int) -> str:
+        if overrides and b in overrides:
+            return overrides[b]
+        try:
+            return bytes((b,)).decode(codec)
+        except UnicodeDecodeError:
+            return chr(b) if 0x80 <= b < 0xA0 else "\ufffe"  # U+FFFE: undefined to charmap
+
+    return _single_byte_table(byte)
+
+
+_TABLES: dict[str, str] = {
+    **{f"windows-125{n}": _windows_table(f"cp125{n}") for n in range(9)},
+    "windows-1255": _windows_table("cp1255", {0xCA: "\u05ba"}),  # HEBREW POINT HOLAM HASER
+    "windows-874": _windows_table("cp874"),
+    "koi8-u": _windows_table("koi8_u", {0xAE: "\u045e", 0xBE: "\u040e"}),  # KOI8-RU's ў Ў
+    "x-user-defined": _single_byte_table(lambda b: chr(b) if b < 0x80 else chr(0xF780 + b - 0x80)),
+}
+
+BOMS = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_BE, "utf-16be"),
+    (codecs.BOM_UTF16_LE, "utf-16le"),
+)
+
+
+def encoding_for_label(label: str | None) -> str | None:
+    """WHATWG encoding name for a charset label, or None for labels browsers do not know."""
+    if not label:
+        return None
+    # Labels are matched after stripping ASCII whitespace, ASCII case-insensitively.
+    return _LABEL_TO_NAME.get(ascii_lower(label.strip("\t\n\f\r ")))
+
+
+def decode(body: bytes, name: str) -> str:
+    """body read in the WHATWG encoding name; never raises (undecodable bytes: U+FFFD)."""
+    for bom, bom_name in BOMS:
+        if bom_name == name and body.startswith(bom):
+            body = body[len(bom) :]
+            break
+    table = _TABLES.get(name)
+    if table is not None:
+        return codecs.charmap_decode(body, "replace", table)[0]
+    if name == "replacement":
+        # Encodings that were XSS vectors decode to a single U+FFFD, by design.
+        return "\ufffd" if body else ""
+    return body.decode(_CODECS[name], "replace")
+
+
+# Encodings whose pages send link queries in UTF-8 (the URL Standard's "get an output encoding")
+UTF8_QUERIES = frozenset({"utf-8", "utf-16be", "utf-16le", "replacement"})
+_CHARMAPS = {name: codecs.charmap_build(table) for name, table in _TABLES.items()}
+_NON_ASCII = re.compile("[^\x00-\x7f]+")
+# a byte of an encoded query as the URL Standard writes it: percent-encoded when it is in the
+# special-query percent-encode set or not ASCII (stateful and multibyte encodings emit ASCII
+# bytes too: ISO-2022-JP's escapes, Shift_JIS trail bytes), otherwise as itself
+_QUERY_BYTES = [
+    chr(byte) if 0x20 < byte < 0x7F and byte not in b"\"#<>'" else f"%{byte:02X}"
+    for byte in range(256)
+]
+
+
+def encode_query(href: str, encoding: str) -> str:
+    """href as a page in ``encoding`` sends it: the URL Standard encodes an http(s) URL's
+    query in the document's encoding, not UTF-8, so ``?q=café`` on a windows-1252 page asks
+    the server for ``q=caf%E9``. Non-ASCII characters of the query become percent-encoded
+    bytes from the Encoding Standard's encoder (one it cannot encode becomes
+    ``%26%23<code point>%3B``, as browsers send it); the path and fragment are left for
+    resolve(), which uses UTF-8. Hrefs of other schemes are dropped later, whatever this
+    does to them."""
+    if href.isascii() or encoding in UTF8_QUERIES:
+        return href
+    end = href.find("#")
+    if end < 0:
+        end = len(href)
+    start = href.find("?", 0, end) + 1
+    query = href[start:end]
+    if not start or query.isascii():
+        return href
+    query = query.translate(_TAB_NEWLINE)  # the URL parser drops them before encoding
+    if encoding == "iso-2022-jp":  # stateful: its escapes span the whole query
+        query = _iso_2022_jp(query)
+    else:
+        query = _NON_ASCII.sub(
+            lambda run: "".join(_percent_char(char, encoding) for char in run[0]), query
+        )
+    return href[:start] + query + href[end:]
+
+
+_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
+
+
+def _percent_char(char: str, encoding: str) -> str:
+    data = _encode_char(char, encoding)
+    if data is None:
+        return f"%26%23{ord(char)}%3B"
+    return "".join(_QUERY_BYTES[byte] for byte in data)
+
+
+def _encode_char(char: str, encoding: str) -> bytes | None:
+    """The Encoding Standard's encoder for one non-ASCII character; None: it has none.
+
+    Python's codecs are supersets of what browsers encode (best-fit mappings, user-defined
+    areas, HKSCS, JIS X 0212, GB18030's four-byte forms in GBK), so their output is checked
+    and narrowed here; the Japanese encodings go through the jis0208 index directly."""
+    charmap = _CHARMAPS.get(encoding)
+    if charmap is not None:
+        try:
+            return codecs.charmap_encode(char, "strict", charmap)[0]
+        except UnicodeEncodeError:
+            return None
+    code = ord(char)
+    if encoding in ("shift_jis", "euc-jp"):
+        if code in _JIS_ROMAN:  # ¥ and ‾ are 0x5C and 0x7E
+            return _JIS_ROMAN[code]
+        if 0xFF61 <= code <= 0xFF9F:  # half-width katakana
+            katakana = code - 0xFF61 + 0xA1
+            return bytes((katakana,) if encoding == "shift_jis" else (0x8E, katakana))
+        pointer = _jis0208_pointer(char, shift_jis=encoding == "shift_jis")
+        if pointer is None:
+            return b"\x80" if code == 0x80 and encoding == "shift_jis" else None
+        if encoding == "euc-jp":
+            return bytes((pointer // 94 + 0xA1, pointer % 94 + 0xA1))
+        lead, trail = divmod(pointer, 188)
+        return bytes(
+            (lead + (0x81 if lead < 0x1F else 0xC1), trail + (0x40 if trail < 0x3F else 0x41))
+        )
+    if encoding in ("gbk", "gb18030"):
+        if code in _GB18030_FIXES:
+            data = _GB18030_FIXES[code]
+        elif code == 0x20AC and encoding == "gbk":
+            return b"\x80"
+        else:
+            data = _round_trip(char, "gb18030")
+        if data is None or (len(data) == 4 and encoding == "gbk"):  # GBK has no 4-byte forms
+            return None
+        return data
+    if encoding == "big5" and code in _BIG5_FIXES:
+        return _BIG5_FIXES[code]
+    data = _round_trip(char, _CODECS[encoding])
+    if data is not None and encoding == "big5" and data[0] < 0xA1:
+        return None  # HKSCS lead bytes: browsers decode them but never encode to them
+    return data
+
+
+def _round_trip(char: str, codec: str) -> bytes | None:
+    """char in codec, unless the codec only has a look-alike for it (a best-fit mapping)."""
+    try:
+        data = char.encode(codec)
+        return data if data.decode(codec) == char else None
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return None
+
+
+_JIS_ROMAN = {0xA5: b"\x5c", 0x203E: b"\x7e"}
+# The WHATWG big5 index's encoder where Python's big5hkscs codec differs (compared character
+# by character over Unicode's BMP and plane 2); None: not encoded
+_BIG5_FIXES: dict[int, bytes | None] = {
+    0x00A2: None,
+    0x00A3: None,
+    0x00A5: None,
+    0x00AF: b"\xa1\xc2",
+    0x2022: None,
+    0x2027: b"\xa1\x45",
+    0x203E: None,
+    0x20AC: b"\xa3\xe1",
+    0x2215: b"\xa2\x41",
+    0x223C: None,
+    0x2295: b"\xa1\xf2",
+    0x2299: b"\xa1\xf3",
+    0x2400: b"\xa3\xc0",
+    0x2401: b"\xa3\xc1",
+    0x2402: b"\xa3\xc2",
+    0x2403: b"\xa3\xc3",
+    0x2404: b"\xa3\xc4",
+    0x2405: b"\xa3\xc5",
+    0x2406: b"\xa3\xc6",
+    0x2407: b"\xa3\xc7",
+    0x2408: b"\xa3\xc8",
+    0x2409: b"\xa3\xc9",
+    0x240A: b"\xa3\xca",
+    0x240B: b"\xa3\xcb",
+    0x240C: b"\xa3\xcc",
+    0x240D: b"\xa3\xcd",
+    0x240E: b"\xa3\xce",
+    0x240F: b"\xa3\xcf",
+    0x2410: b"\xa3\xd0",
+    0x2411: b"\xa3\xd1",
+    0x2412: b"\xa3\xd2",
+    0x2413: b"\xa3\xd3",
+    0x2414: b"\xa3\xd4",
+    0x2415: b"\xa3\xd5",
+    0x2416: b"\xa3\xd6",
+    0x2417: b"\xa3\xd7",
+    0x2418: b"\xa3\xd8",
+    0x2419: b"\xa3\xd9",
+    0x241A: b"\xa3\xda",
+    0x241B: b"\xa3\xdb",
+    0x241C: b"\xa3\xdc",
+    0x241D: b"\xa3\xdd",
+    0x241E: b"\xa3\xde",
+    0x241F: b"\xa3\xdf",
+    0x2421: b"\xa3\xe0",
+    0x256D: b"\xa2\x7e",
+    0x256E: b"\xa2\xa1",
+    0x256F: b"\xa2\xa3",
+    0x2570: b"\xa2\xa2",
+    0x2609: None,
+    0x2641: None,
+    0x4EDD: b"\xc6\xdf",
+    0x5605: b"\xfb\x48",
+    0x5ED0: b"\xfb\xf9",
+    0x5EF4: b"\xc6\xcf",
+    0x60A4: b"\xfc\x6c",
+    0x65E0: b"\xc6\xd3",
+    0x732A: b"\xfe\x52",
+    0x7676: b"\xc6\xd5",
+    0x96B6: b"\xc6\xd7",
+    0xFE51: b"\xa1\x4e",
+    0xFE68: b"\xa2\x42",
+    0xFF0F: b"\xa1\xfe",
+    0xFF3C: b"\xa2\x40",
+    0xFF5E: b"\xa1\xe3",
+    0xFF64: None,
+    0xFFE0: b"\xa2\x46",
+    0xFFE1: b"\xa2\x47",
+    0xFFE5: b"\xa2\x44",
+}
+# GB18030-2005 as browsers implement it, where Python's codec differs; None: not encoded
+_GB18030_FIXES: dict[int, bytes | None] = {
+    0x1E3F: b"\xa8\xbc",
+    0xE7C7: b"\x81\x35\xf4\x37",
+    0xE5E5: None,
+}
+
+
+def _jis0208_pointer(char: str, *, shift_jis: bool = False) -> int | None:
+    """char's pointer in the WHATWG jis0208 index: the first one, or for Shift_JIS the first
+    outside the NEC-selected IBM extensions (8272 to 8835). Python's cp932 is that index
+    (Microsoft's Shift_JIS), so it finds the pointer; the user-defined area is not in it."""
+    if char == "\u2212":
+        char = "\uff0d"  # MINUS SIGN is sent as FULLWIDTH HYPHEN-MINUS
+    data = _round_trip(char, "cp932")
+    if data is None or len(data) != 2 or 0xF0 <= data[0] <= 0xF9:
+        return None
+    lead, trail = data
+    pointer = (
+        (lead - (0x81 if lead < 0xA0 else 0xC1)) * 188 + trail - (0x40 if trail < 0x7F else 0x41)
+    )
+    if shift_jis and 8272 <= pointer <= 8835:
+        return _ibm_extensions().get(char)
+    return pointer
+
+
+@functools.cache
+def _ibm_extensions() -> dict[str, int]:
+    """IBM extension characters (Shift_JIS 0xFA40 to 0xFC4B) to their jis0208 pointers."""
+    found: dict[str, int] = {}
+    for pointer in range(10716, 11104):
+        lead, trail = divmod(pointer, 188)
+        data = bytes((lead + 0xC1, trail + (0x40 if trail < 0x3F else 0x41)))
+        with contextlib.suppress(UnicodeDecodeError):
+            found.setdefault(data.decode("cp932"), pointer)
+    return found
+
+
+def _iso_2022_jp(query: str) -> str:
+    """The Encoding Standard's ISO-2022-JP encoder over a whole query, percent-encoded."""
+    out: list[str] = []
+    state = "ascii"
+    chars = list(reversed(query))
+    while chars:
+        char = chars.pop()
+        code = ord(char)
+        if state != "jis0208" and code in (0x0E, 0x0F, 0x1B):
+            out.append("%26%2365533%3B")
+        elif state == "ascii" and code < 0x80:
+            out.append(_QUERY_BYTES[code])
+        elif state == "roman" and (
+            (code < 0x80 and code not in (0x5C, 0x7E)) or code in _JIS_ROMAN
+        ):
+            out.append(_QUERY_BYTES[_JIS_ROMAN[code][0] if code in _JIS_ROMAN else code])
+        elif code < 0x80 or code in _JIS_ROMAN:  # switch, then take it again
+            state = "ascii" if code < 0x80 else "roman"
+            out.append("%1B(B" if code < 0x80 else "%1B(J")
+            chars.append(char)
+        else:
+            if 0xFF61 <= code <= 0xFF9F:  # half-width katakana are sent full-width
+                char = _HALF_TO_FULL.get(char) or unicodedata.normalize("NFKC", char)
+            pointer = _jis0208_pointer(char)
+            if pointer is None:
+                if state == "jis0208":
+                    state = "ascii"
+                    out.append("%1B(B")
+                    chars.append(char)
+                else:
+                    out.append(f"%26%23{ord(char)}%3B")
+            elif state != "jis0208":
+                state = "jis0208"
+                out.append("%1B$B")
+                chars.append(char)
+            else:
+                row, cell = divmod(pointer, 94)
+                out.append(_QUERY_BYTES[row + 0x21] + _QUERY_BYTES[cell + 0x21])
+    if state != "ascii":
+        out.append("%1B(B")
+    return "".join(out)
+
+
+_HALF_TO_FULL = {"\uff9e": "\u309b", "\uff9f": "\u309c"}  # the voiced sound marks
