@@ -165,7 +165,22 @@ def decode(body: bytes, name: str) -> str:
     if name == "replacement":
         # Encodings that were XSS vectors decode to a single U+FFFD, by design.
         return "\ufffd" if body else ""
+    if name in ("gbk", "gb18030"):
+        return body.decode("gb18030", _GB18030_ERRORS).translate(_GB18030_DECODED)
     return body.decode(_CODECS[name], "replace")
+
+
+def _gb18030_error(exc: UnicodeError) -> tuple[str, int]:
+    """A lone 0x80 is the euro sign in WHATWG's gb18030 decoder; anything else is U+FFFD."""
+    assert isinstance(exc, UnicodeDecodeError)
+    bad = exc.object[exc.start : exc.end]
+    return ("\u20ac" if bad == b"\x80" else "\ufffd"), exc.end
+
+
+_GB18030_ERRORS = "sitemap-crawler-gb18030"
+codecs.register_error(_GB18030_ERRORS, _gb18030_error)
+# where Python's GB18030 table differs from WHATWG's index (GB18030-2005 as browsers have it)
+_GB18030_DECODED = {0xE5E5: "\u3000", 0xE7C7: "\u1e3f", 0x1E3F: "\ue7c7"}
 
 
 # Encodings whose pages send link queries in UTF-8 (the URL Standard's "get an output encoding")

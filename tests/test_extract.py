@@ -750,3 +750,19 @@ def test_single_byte_pages_decode_and_send_queries_as_whatwg_says(charset, byte,
 )
 def test_a_legacy_query_is_encoded_as_browsers_encode_it(text: str, encoding: str, sent: str):
     assert encode_query(f"/s?q={text}", encoding) == f"/s?q={sent}"
+
+
+@pytest.mark.parametrize(
+    ("data", "text"),
+    [
+        (b"\x80", "\u20ac"),  # a lone 0x80 is the euro sign
+        (b"\xa3\xa0", "\u3000"),
+        (b"\xa8\xbc", "\u1e3f"),
+        (b"\x81\x35\xf4\x37", "\ue7c7"),
+        (b"\xc4\xe3\xba\xc3", "你好"),
+        (b"\xff", "\ufffd"),
+    ],
+)
+def test_gbk_pages_decode_as_whatwg_says(data: bytes, text: str):
+    for charset in ("gbk", "gb18030", "gb2312"):
+        assert decode_html(data, f"text/html; charset={charset}")[0] == text
