@@ -167,7 +167,32 @@ def decode(body: bytes, name: str) -> str:
         return "\ufffd" if body else ""
     if name in ("gbk", "gb18030"):
         return body.decode("gb18030", _GB18030_ERRORS).translate(_GB18030_DECODED)
+    if name == "euc-jp":
+        if b"\x8f\xa2\xb7" in body:  # JIS X 0212's tilde: WHATWG's ～, Python's "~"
+            body = body.replace(b"\x8f\xa2\xb7", b"\xa1\xc1")  # 0x8F is never a trail
+        return body.decode("euc_jp", _EUC_JP_ERRORS).translate(_EUC_JP_DECODED)
     return body.decode(_CODECS[name], "replace")
+
+
+def _euc_jp_error(exc: UnicodeError) -> tuple[str, int]:
+    """WHATWG's EUC-JP decoder reads every jis0208 pair, NEC row 13 and the NEC-selected IBM
+    extensions included, which Python's euc_jp refuses: read those through cp932."""
+    assert isinstance(exc, UnicodeDecodeError)
+    data, at = exc.object, exc.start
+    if at + 1 < len(data) and 0xA1 <= data[at + 1] <= 0xFE and 0xA1 <= data[at] <= 0xFE:
+        lead, trail = divmod((data[at] - 0xA1) * 94 + data[at + 1] - 0xA1, 188)
+        pair = bytes(
+            (lead + (0x81 if lead < 0x1F else 0xC1), trail + (0x40 if trail < 0x3F else 0x41))
+        )
+        with contextlib.suppress(UnicodeDecodeError):
+            return pair.decode("cp932"), at + 2
+    return "\ufffd", exc.end
+
+
+_EUC_JP_ERRORS = "sitemap-crawler-euc-jp"
+codecs.register_error(_EUC_JP_ERRORS, _euc_jp_error)
+# where Python's JIS X 0208 table differs from WHATWG's jis0208 index (Microsoft's choices)
+_EUC_JP_DECODED = str.maketrans("\u301c\u2016\u2212\u00a2\u00a3\u00ac", "～∥－￠￡￢")
 
 
 def _gb18030_error(exc: UnicodeError) -> tuple[str, int]:

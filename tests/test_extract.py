@@ -766,3 +766,20 @@ def test_a_legacy_query_is_encoded_as_browsers_encode_it(text: str, encoding: st
 def test_gbk_pages_decode_as_whatwg_says(data: bytes, text: str):
     for charset in ("gbk", "gb18030", "gb2312"):
         assert decode_html(data, f"text/html; charset={charset}")[0] == text
+
+
+@pytest.mark.parametrize(
+    ("data", "text"),
+    [
+        (b"\xad\xa1", "①"),  # NEC row 13, which Python's euc_jp refuses
+        (b"\xf9\xa1", "纊"),  # an NEC-selected IBM extension
+        (b"\xa1\xc1", "～"),  # Microsoft's FULLWIDTH TILDE, not WAVE DASH
+        (b"\xa1\xf1", "￠"),
+        (b"\x8f\xa2\xb7", "～"),  # JIS X 0212's tilde
+        (b"~\xa4\xa2", "~あ"),
+        (b"\x8f\xb0\xa1", "丂"),  # JIS X 0212
+        (b"\xad", "\ufffd"),
+    ],
+)
+def test_euc_jp_pages_decode_as_whatwg_says(data: bytes, text: str):
+    assert decode_html(data, "text/html; charset=euc-jp")[0] == text
