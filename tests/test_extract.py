@@ -783,3 +783,17 @@ def test_gbk_pages_decode_as_whatwg_says(data: bytes, text: str):
 )
 def test_euc_jp_pages_decode_as_whatwg_says(data: bytes, text: str):
     assert decode_html(data, "text/html; charset=euc-jp")[0] == text
+
+
+@pytest.mark.parametrize(
+    ("data", "text"),
+    [
+        (b"\x87\x7a", "\u3875"),  # HKSCS-2008, which Python's big5hkscs lacks
+        (b"\x87\x7b", "\U00021d53"),  # ... beyond the BMP
+        (b"\xa1\x45", "‧"),  # WHATWG's choice where Python reads •
+        (b"\xa4\x40", "一"),
+        (b"\xa4", "\ufffd"),
+    ],
+)
+def test_big5_pages_decode_as_whatwg_says(data: bytes, text: str):
+    assert decode_html(data, "text/html; charset=big5")[0] == text
