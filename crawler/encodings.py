@@ -182,10 +182,7 @@ def _euc_jp_error(exc: UnicodeError) -> tuple[str, int]:
     assert isinstance(exc, UnicodeDecodeError)
     data, at = exc.object, exc.start
     if at + 1 < len(data) and 0xA1 <= data[at + 1] <= 0xFE and 0xA1 <= data[at] <= 0xFE:
-        lead, trail = divmod((data[at] - 0xA1) * 94 + data[at + 1] - 0xA1, 188)
-        pair = bytes(
-            (lead + (0x81 if lead < 0x1F else 0xC1), trail + (0x40 if trail < 0x3F else 0x41))
-        )
+        pair = _shift_jis_pair((data[at] - 0xA1) * 94 + data[at + 1] - 0xA1)
         with contextlib.suppress(UnicodeDecodeError):
             return pair.decode("cp932"), at + 2
     return "\ufffd", exc.end
@@ -501,10 +498,7 @@ def _encode_char(char: str, encoding: str) -> bytes | None:
             return b"\x80" if code == 0x80 and encoding == "shift_jis" else None
         if encoding == "euc-jp":
             return bytes((pointer // 94 + 0xA1, pointer % 94 + 0xA1))
-        lead, trail = divmod(pointer, 188)
-        return bytes(
-            (lead + (0x81 if lead < 0x1F else 0xC1), trail + (0x40 if trail < 0x3F else 0x41))
-        )
+        return _shift_jis_pair(pointer)
     if encoding in ("gbk", "gb18030"):
         if code in _GB18030_FIXES:
             data = _GB18030_FIXES[code]
@@ -632,15 +626,20 @@ def _jis0208_pointer(char: str, *, shift_jis: bool = False) -> int | None:
     return pointer
 
 
+def _shift_jis_pair(pointer: int) -> bytes:
+    """The Shift_JIS bytes of a jis0208 pointer (EUC-JP's row and cell, read as a pointer,
+    reach the same table this way)."""
+    lead, trail = divmod(pointer, 188)
+    return bytes((lead + (0x81 if lead < 0x1F else 0xC1), trail + (0x40 if trail < 0x3F else 0x41)))
+
+
 @functools.cache
 def _ibm_extensions() -> dict[str, int]:
     """IBM extension characters (Shift_JIS 0xFA40 to 0xFC4B) to their jis0208 pointers."""
     found: dict[str, int] = {}
     for pointer in range(10716, 11104):
-        lead, trail = divmod(pointer, 188)
-        data = bytes((lead + 0xC1, trail + (0x40 if trail < 0x3F else 0x41)))
         with contextlib.suppress(UnicodeDecodeError):
-            found.setdefault(data.decode("cp932"), pointer)
+            found.setdefault(_shift_jis_pair(pointer).decode("cp932"), pointer)
     return found
 
 
