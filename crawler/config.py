@@ -93,7 +93,10 @@ class Config:
         10.0, "longest robots.txt Crawl-delay honoured; above it, this is used", metavar="SECONDS"
     )
     retries: int = _opt(
-        3, "attempts per URL on connection errors, timeouts, 429 and 5xx (1: no retry)", metavar="N"
+        2,
+        "retries per URL after the first try, on connection errors, timeouts, 429 and 5xx "
+        "(0: no retry)",
+        metavar="N",
     )
     max_retry_after: float = _opt(
         60.0, "longest Retry-After honoured before a retry", metavar="SECONDS"
@@ -141,7 +144,7 @@ class Config:
             ("max_bytes_per_file", 1024),
             ("max_page_bytes", 1024),
             ("max_redirects", 0),
-            ("retries", 1),
+            ("retries", 0),
             ("max_url_length", 16),
             ("max_segment_repeats", 1),
             ("max_pages_per_folder", 0),

@@ -150,7 +150,7 @@ class Crawl:
             max_crawl_delay=config.max_crawl_delay,
             margin=SPACING_MARGIN,
         )
-        self._retry = RetryPolicy(attempts=config.retries, max_retry_after=config.max_retry_after)
+        self._retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)
         self.state: CrawlState | None = None
 
     # -- the run ---------------------------------------------------------------------------

@@ -53,22 +53,31 @@ _DELAY_SECONDS = re.compile(r"\d+(?:\.\d+)?")  # RFC 9110 says 1*DIGIT; "1.5" is
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """How hard to try. attempts counts the first request: 1 means never retry."""
+    """How hard to try. retries counts the requests after the first one: 0 means never retry.
 
-    attempts: int = 3
+    Counted as curl's --retry and Scrapy's RETRY_TIMES are, so `--retries 2` reads as
+    people expect: the first request and two more.
+    """
+
+    retries: int = 2
     max_retry_after: float = 60.0  # seconds; a longer Retry-After is cut to this
     base: float = 0.5  # seconds; the backoff before retry n is uniform in [0, base * 2**(n-1)]
     max_backoff: float = 30.0  # seconds; ceiling of that range
 
     def __post_init__(self) -> None:
-        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int):
-            raise ConfigError(f"retry attempts must be a whole number, not {self.attempts!r}")
-        if self.attempts < 1:
-            raise ConfigError(f"retry attempts must be >= 1, not {self.attempts}")
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int):
+            raise ConfigError(f"retries must be a whole number, not {self.retries!r}")
+        if self.retries < 0:
+            raise ConfigError(f"retries must be at least 0, got {self.retries}")
         for name in ("max_retry_after", "base", "max_backoff"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise ConfigError(f"retry {name} must be a finite number >= 0, not {value!r}")
+
+    @property
+    def attempts(self) -> int:
+        """Requests in all, the first included: what tenacity's stop condition counts."""
+        return self.retries + 1
 
 
 def is_retryable(status: int | None) -> bool:
@@ -110,7 +119,7 @@ async def fetch_with_retries(
     retry_on: tuple[type[BaseException], ...] = CONNECTION_ERRORS,
     now: Callable[[], datetime] | None = None,
 ) -> tuple[R, list[str]]:
-    """Call fetch until it gives a non-retryable outcome or policy.attempts run out.
+    """Call fetch until it gives a non-retryable outcome or policy.retries are spent.
 
     Returns the last result and one note per retry, e.g.
     "attempt 1: HTTP 503, retried after 2.0 s (Retry-After)". status_of maps a result to
@@ -124,11 +133,11 @@ async def fetch_with_retries(
     try:
         outcome = await fetch()
     except retry_on as exc:
-        if policy.attempts <= 1:
+        if policy.retries == 0:
             raise
         first = _Raised(exc)
     else:
-        if policy.attempts <= 1 or not is_retryable(status_of(outcome)):
+        if policy.retries == 0 or not is_retryable(status_of(outcome)):
             return outcome, []
         first = outcome
 

@@ -62,8 +62,15 @@ def test_bad_types_rejected(key, value):
         ({"url": "https://e.com/", "listed_types": ()}, "listed_types"),
         ({"url": "https://e.com/", "changefreq": "sometimes"}, "changefreq must be one of"),
         ({"url": "https://e.com/", "max_bytes_per_file": 10**9}, "may not exceed"),
+        ({"url": "https://e.com/", "retries": -1}, "retries must be at least 0, got -1"),
     ],
 )
 def test_bad_values_rejected(values, message):
     with pytest.raises(ConfigError, match=message):
         build(values, {})
+
+
+def test_retries_counts_retries_not_attempts():
+    """Default 2 keeps the 3 requests per URL that the old `retries = 3` (attempts) meant."""
+    assert Config(url="https://e.com/").validate().retries == 2
+    assert build({"url": "https://e.com/", "retries": 0}, {}).retries == 0

@@ -75,7 +75,7 @@ def test_503_with_retry_after_then_200(serve, crawl):
 def test_always_500_is_bounded(serve, crawl):
     site = Site({"/": html("/broken"), "/broken": Page("no", status=500)})
     srv = serve(site.app)
-    code, locs, d, report, _ = crawl(srv.url, "--retries", "3")
+    code, locs, d, report, _ = crawl(srv.url, "--retries", "2")
     assert code == 0 and locs == [srv.url + "/"]
     assert site.paths.count("/broken") == 3
     assert d[srv.url + "/broken"]["reason"] == "http_error"
@@ -108,7 +108,7 @@ def test_429_bursts_slow_the_crawl_down_and_it_finishes(serve, crawl):
 
     site = Site({"/robots.txt": Page("", status=404)}, fallback=limited)
     srv = serve(site.app)
-    code, locs, _, report, _ = crawl(srv.url, "--concurrency", "16", "--retries", "5")
+    code, locs, _, report, _ = crawl(srv.url, "--concurrency", "16", "--retries", "4")
     assert code == 0
     assert refused, "the test server never pushed back"
     assert len(locs) == 120

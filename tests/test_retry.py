@@ -141,17 +141,18 @@ def test_retry_after_delay_seconds_round_trip(n: int) -> None:
 
 def test_policy_defaults() -> None:
     p = RetryPolicy()
-    assert (p.attempts, p.max_retry_after, p.base, p.max_backoff) == (3, 60.0, 0.5, 30.0)
+    assert (p.retries, p.max_retry_after, p.base, p.max_backoff) == (2, 60.0, 0.5, 30.0)
+    assert p.attempts == 3  # the first request and two retries
     assert frozenset({429, 500, 502, 503, 504}) == RETRY_STATUSES
 
 
 @pytest.mark.parametrize(
     "kw",
     [
-        {"attempts": 0},
-        {"attempts": -1},
-        {"attempts": 2.0},
-        {"attempts": True},
+        {"retries": -1},
+        {"retries": 2.0},
+        {"retries": True},
+        {"retries": None},
         {"max_retry_after": -1},
         {"base": float("nan")},
         {"max_backoff": float("inf")},
@@ -225,7 +226,7 @@ def test_garbage_retry_after_falls_back_to_backoff() -> None:
 def test_always_500_makes_exactly_the_allowed_attempts_and_returns_the_last() -> None:
     last = Resp(500, error="third")
     script = Script(Resp(500), Resp(500), last, Resp(200))
-    result, notes, waits = run(script, RetryPolicy(attempts=3, base=0.5))
+    result, notes, waits = run(script, RetryPolicy(retries=2, base=0.5))
     assert script.calls == 3
     assert result is last
     assert len(notes) == len(waits) == 2
@@ -234,13 +235,13 @@ def test_always_500_makes_exactly_the_allowed_attempts_and_returns_the_last() ->
     assert waits[0] <= 0.5 and waits[1] <= 1.0  # full jitter in [0, base * 2**(n-1)]
 
 
-@pytest.mark.parametrize("attempts", [1, 2, 5])
-def test_attempts_is_the_total_number_of_requests(attempts: int) -> None:
+@pytest.mark.parametrize("retries", [0, 1, 2, 5])
+def test_retries_counts_the_requests_after_the_first(retries: int) -> None:
     script = Script(Resp(502))
-    result, notes, waits = run(script, RetryPolicy(attempts=attempts))
-    assert script.calls == attempts
+    result, notes, waits = run(script, RetryPolicy(retries=retries))
+    assert script.calls == retries + 1
     assert result.status == 502
-    assert len(notes) == len(waits) == attempts - 1
+    assert len(notes) == len(waits) == retries
 
 
 @pytest.mark.parametrize("status", [200, 301, 304, 400, 403, 404, 410, 501])
@@ -290,14 +291,14 @@ def test_raised_connection_errors_are_retried(exc: BaseException) -> None:
 def test_a_raised_connection_error_on_the_last_attempt_propagates() -> None:
     script = Script(Resp(503), TimeoutError("slow"), TimeoutError("still slow"))
     with pytest.raises(TimeoutError, match="still slow"):
-        run(script, RetryPolicy(attempts=3))
+        run(script, RetryPolicy(retries=2))
     assert script.calls == 3
 
 
-def test_a_raised_connection_error_with_one_attempt_propagates() -> None:
+def test_a_raised_connection_error_with_no_retries_propagates() -> None:
     script = Script(ConnectionRefusedError("no"), Resp(200))
     with pytest.raises(ConnectionRefusedError):
-        run(script, RetryPolicy(attempts=1))
+        run(script, RetryPolicy(retries=0))
     assert script.calls == 1
 
 
@@ -319,9 +320,9 @@ def test_retry_on_can_be_narrowed() -> None:
     assert script.calls == 1
 
 
-def test_attempts_one_means_no_retry() -> None:
+def test_retries_zero_means_no_retry() -> None:
     script = Script(Resp(503, retry_after="1"), Resp(200))
-    result, notes, waits = run(script, RetryPolicy(attempts=1))
+    result, notes, waits = run(script, RetryPolicy(retries=0))
     assert (result.status, notes, waits, script.calls) == (503, [], [], 1)
 
 
@@ -338,7 +339,7 @@ def seeded_random() -> Any:
 def test_backoff_grows_exponentially_within_the_ceiling() -> None:
     uppers = []
     for _ in range(50):
-        _, _, waits = run(Script(Resp(500)), RetryPolicy(attempts=8, base=0.5, max_backoff=4.0))
+        _, _, waits = run(Script(Resp(500)), RetryPolicy(retries=7, base=0.5, max_backoff=4.0))
         assert len(waits) == 7
         for n, w in enumerate(waits, 1):
             assert 0 <= w <= min(4.0, 0.5 * 2 ** (n - 1))
@@ -358,7 +359,7 @@ def test_mixed_sequence_notes_one_line_per_retry() -> None:
         Resp(200),
     )
     result, notes, waits = run(
-        script, RetryPolicy(attempts=4, max_retry_after=30), error_of=lambda r: r.error
+        script, RetryPolicy(retries=3, max_retry_after=30), error_of=lambda r: r.error
     )
     assert result.status == 200
     assert waits[1:] == [3.0, 30.0]
@@ -371,11 +372,12 @@ def test_mixed_sequence_notes_one_line_per_retry() -> None:
 
 @given(
     outcomes=st.lists(st.sampled_from([200, 404, 429, 500, 503, None]), min_size=1, max_size=8),
-    attempts=st.integers(1, 6),
+    retries=st.integers(0, 5),
 )
-def test_calls_and_notes_for_any_sequence(outcomes: list[int | None], attempts: int) -> None:
+def test_calls_and_notes_for_any_sequence(outcomes: list[int | None], retries: int) -> None:
     script = Script(*(Resp(s, retry_after="1") for s in outcomes))
-    result, notes, waits = run(script, RetryPolicy(attempts=attempts))
+    result, notes, waits = run(script, RetryPolicy(retries=retries))
+    attempts = retries + 1
     padded = outcomes + [outcomes[-1]] * attempts
     expected_calls = next(
         (i + 1 for i, s in enumerate(padded[:attempts]) if not is_retryable(s)), attempts
@@ -424,3 +426,4 @@ def test_against_a_local_server_503_then_200(serve: Any) -> None:
     assert len(hits) == 2
     assert sleeps.waits == [1.0]
     assert notes == ["attempt 1: HTTP 503, retried after 1.0 s (Retry-After)"]
+

@@ -662,7 +662,7 @@ def test_a_429_burst_slows_the_crawl_and_it_still_finishes() -> None:
     async def main(vt: VirtualTime) -> tuple[FakeOrigin, list[Any]]:
         th = throttle(vt, concurrency=8)
         origin = FakeOrigin(vt, th, busy_until=2.0)
-        results = await crawl(vt, origin, 40, RetryPolicy(attempts=6))
+        results = await crawl(vt, origin, 40, RetryPolicy(retries=5))
         return origin, results
 
     origin, results = run(main)
@@ -682,7 +682,7 @@ def test_always_500_is_bounded_and_is_not_taken_for_overload() -> None:
     async def main(vt: VirtualTime) -> tuple[FakeOrigin, list[Any]]:
         th = throttle(vt, concurrency=4)
         origin = FakeOrigin(vt, th, busy_until=-1.0, status=500)
-        results = await crawl(vt, origin, 10, RetryPolicy(attempts=3))
+        results = await crawl(vt, origin, 10, RetryPolicy(retries=2))
         return origin, results
 
     origin, results = run(main)
