@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -19,6 +20,7 @@ from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
+from crawler.cli import main
 from crawler.errors import ConfigError
 from crawler.retry import (
     RETRY_STATUSES,
@@ -27,6 +29,7 @@ from crawler.retry import (
     is_retryable,
     retry_after_seconds,
 )
+from tests.sites import Page, Site, html, read_decisions
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -427,3 +430,119 @@ def test_against_a_local_server_503_then_200(serve: Any) -> None:
     assert sleeps.waits == [1.0]
     assert notes == ["attempt 1: HTTP 503, retried after 1.0 s (Retry-After)"]
 
+
+# --- --retries through the real command line (issue #11: retries, not attempts) -------------
+
+
+def _down_site() -> Site:
+    """The start page links to /down, which answers 503 to every request and never says
+    when to come back, so the retries are driven by our own backoff alone."""
+    return Site({"/": html("/down"), "/down": Page("down for maintenance", status=503)})
+
+
+def _crawl(tmp_path: Path, *args: str) -> tuple[int, dict[str, dict]]:
+    """`sitemap-crawler crawl ARGS` in this process, with a decisions file; returns the exit
+    code and the decisions by URL (none when the run stopped before crawling)."""
+    dec = tmp_path / "decisions.jsonl"
+    code = main(["crawl", *args, "-o", str(tmp_path / "out"), "--decisions", str(dec)])
+    return code, read_decisions(dec) if dec.exists() else {}
+
+
+@pytest.mark.parametrize(
+    ("args", "requests"),
+    [
+        (["--retries", "0"], 1),
+        (["--retries", "1"], 2),
+        (["--retries", "2"], 3),
+        ([], 3),  # the default: two retries after the first try, as before the rename
+    ],
+)
+def test_cli_retries_counts_retries_after_the_first_request(
+    serve: Any, tmp_path: Path, capsys: Any, args: list[str], requests: int
+) -> None:
+    site = _down_site()
+    srv = serve(site.app)
+    code, decisions = _crawl(tmp_path, srv.url + "/", "--quiet", *args)
+    capsys.readouterr()
+    assert code == 0
+    assert site.paths.count("/down") == requests
+    down = decisions[srv.url + "/down"]
+    assert down["reason"] == "http_error"
+    if requests == 1:
+        assert "retries" not in down["detail"] and "retried" not in down["detail"]
+    else:
+        # the decision counts retries, not requests
+        assert f"after {requests - 1} retries" in down["detail"]
+        assert down["detail"].count("retried after") == requests - 1
+
+
+@pytest.mark.parametrize("args", [["--retries", "-1"], ["--retries=-1"]])
+def test_cli_negative_retries_is_a_config_error_before_any_request(
+    serve: Any, tmp_path: Path, capsys: Any, args: list[str]
+) -> None:
+    site = _down_site()
+    srv = serve(site.app)
+    code, _ = _crawl(tmp_path, srv.url + "/", *args)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip().splitlines() == ["sitemap-crawler: retries must be at least 0, got -1"]
+    assert site.requests == []
+
+
+def _toml(tmp_path: Path, url: str, retries: int) -> Path:
+    cfg = tmp_path / "crawl.toml"
+    cfg.write_text(f'url = "{url}/"\nquiet = true\nretries = {retries}\n', encoding="utf-8")
+    return cfg
+
+
+def test_toml_retries_zero_makes_one_request(serve: Any, tmp_path: Path, capsys: Any) -> None:
+    site = _down_site()
+    srv = serve(site.app)
+    code, decisions = _crawl(tmp_path, "-c", str(_toml(tmp_path, srv.url, 0)))
+    capsys.readouterr()
+    assert code == 0
+    assert site.paths.count("/down") == 1
+    assert decisions[srv.url + "/down"]["reason"] == "http_error"
+
+
+def test_cli_retries_overrides_the_toml_key(serve: Any, tmp_path: Path, capsys: Any) -> None:
+    site = _down_site()
+    srv = serve(site.app)
+    cfg = _toml(tmp_path, srv.url, 0)
+    code, _ = _crawl(tmp_path, "-c", str(cfg), "--retries", "2")
+    capsys.readouterr()
+    assert code == 0
+    assert site.paths.count("/down") == 3
+
+
+def test_toml_negative_retries_is_a_config_error_before_any_request(
+    serve: Any, tmp_path: Path, capsys: Any
+) -> None:
+    site = _down_site()
+    srv = serve(site.app)
+    code, _ = _crawl(tmp_path, "-c", str(_toml(tmp_path, srv.url, -1)))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip().splitlines() == ["sitemap-crawler: retries must be at least 0, got -1"]
+    assert site.requests == []
+
+
+@pytest.mark.parametrize(("args", "requests"), [(["--retries", "0"], 1), ([], 3)])
+def test_explain_uses_the_same_retries(
+    serve: Any, capsys: Any, args: list[str], requests: int
+) -> None:
+    site = _down_site()
+    srv = serve(site.app)
+    assert main(["explain", srv.url + "/down", *args]) == 3
+    capsys.readouterr()
+    assert site.paths.count("/down") == requests
+
+
+def test_help_says_retries_not_attempts(capsys: Any) -> None:
+    with pytest.raises(SystemExit):
+        main(["crawl", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines anywhere
+    help_line = text[text.index("--retries N retries") :][:160]
+    assert "after the first try" in help_line
+    assert "(0: no retry) (default: 2)" in help_line
+    assert "attempt" not in help_line
