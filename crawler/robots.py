@@ -11,8 +11,10 @@ are read by Google and Bing, so "Googlebot may fetch it" is the useful question)
 * Groups are chosen by exact, case-insensitive product-token match; the token of a
   ``User-agent`` line is its value up to the first space or ``/``. Every group naming the
   token is merged (RFC 9309 2.2.1); ``*`` groups apply only when no group names it.
-* Consecutive ``User-agent`` lines share a group. ``Sitemap``/``Host`` lines and lines that
-  cannot be read at all do not interrupt that run; any other ``key: value`` line does.
+* Consecutive ``User-agent`` lines share a group. Only a line that belongs to a group
+  (``Allow``, ``Disallow``, ``Crawl-delay``) ends that run; ``Sitemap``, ``Host``, unknown
+  keys and unreadable lines do not, as in Google's parser (``User-agent: a`` /
+  ``Foo: x`` / ``User-agent: b`` is one group for ``a`` and ``b``).
 * A rule's specificity is the length of its pattern in canonical percent-encoded form; the
   longest matching rule wins and ``Allow`` wins a tie. Empty ``Allow``/``Disallow`` values
   are no rule at all, and ``/robots.txt`` itself is always allowed.
@@ -83,8 +85,9 @@ _KEYS: dict[str, str] = {
     "site-map": _SITEMAP,
     "host": _HOST,
 }
-# Lines that belong to no group and so must not split a run of User-agent lines.
-_GLOBAL_KEYS = frozenset({_SITEMAP, _HOST})
+# The lines that belong to a group. Only these end a run of User-agent lines: Sitemap and
+# Host belong to no group, and Google's parser lets unknown lines split nothing either.
+_GROUP_MEMBERS = frozenset({_ALLOW, _DISALLOW, _CRAWL_DELAY})
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _WHITESPACE = re.compile(r"\s+")
@@ -431,9 +434,7 @@ def parse_robots(text: str | bytes) -> RobotsTxt:
         elif key == _SITEMAP:
             if value and not any(c.isspace() for c in value) and value not in sitemaps:
                 sitemaps.append(value)
-        elif key in _GLOBAL_KEYS:
-            continue
-        else:
+        elif key in _GROUP_MEMBERS:
             in_agent_run = False
             if current is None:
                 continue  # RFC 9309: rules before the first User-agent line belong nowhere

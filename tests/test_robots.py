@@ -75,6 +75,43 @@ def test_consecutive_user_agents_share_a_group_across_blank_lines_and_sitemaps()
     assert robots.sitemaps == ("https://s.test/sm.xml",)
 
 
+@pytest.mark.parametrize(
+    "between",
+    [
+        "Invalid-Unknown-Line: x",
+        "Noindex: /private/",
+        "this line has no colon",
+        "Sitemap: https://s.test/sm.xml",
+        "Host: s.test",
+        "Clean-param: ref /",
+    ],
+)
+def test_lines_that_are_no_group_member_do_not_split_a_run_of_user_agents(between: str) -> None:
+    """Google's ID_LineSyntax_Groups_OtherRules: only a rule line closes the agent list."""
+    robots = parse_robots(f"User-agent: FooBot\n{between}\nUser-agent: *\nDisallow: /\n")
+    assert not robots.can_fetch("http://foo.bar/", "FooBot")
+    assert not robots.can_fetch("http://foo.bar/", "BarBot")
+    assert len(robots.groups) == 1
+    assert robots.groups[0].agents == ("foobot", "*")
+
+
+@pytest.mark.parametrize("rule", ["Disallow: /x", "Allow: /y", "Disallow:", "Allow:"])
+def test_a_rule_line_ends_a_run_of_user_agents_even_when_empty(rule: str) -> None:
+    robots = parse_robots(f"User-agent: a\n{rule}\nUser-agent: b\nDisallow: /\n")
+    assert robots.can_fetch("/z", "a")
+    assert not robots.can_fetch("/z", "b")
+
+
+def test_unknown_lines_inside_a_group_are_ignored_and_keep_it_open() -> None:
+    robots = parse_robots(
+        "User-agent: abc\nDisallow: /content/2/\nUser-agent: *\nInvalid_directive: /gb.html\n"
+        "User-agent: ia_archiver\nDisallow: /\n"
+    )
+    assert not robots.can_fetch("/foo", "agent")  # "*" and ia_archiver share one group
+    assert robots.can_fetch("/foo", "abc")
+    assert not robots.can_fetch("/content/2/x", "abc")
+
+
 def test_crawl_delay_line_ends_a_run_of_user_agents() -> None:
     robots = parse_robots("User-agent: a\nCrawl-delay: 3\nUser-agent: b\nDisallow: /x\n")
     assert robots.can_fetch("/x", "a")

@@ -26,6 +26,10 @@ _FULL_UA = (
     "the product token of 'Mozilla/5.0 (compatible; X/1.0)' is 'mozilla' (text before the "
     "first space or '/'); we do not search the UA string for group names"
 )
+_UNKNOWN_LINE_IN_RUN = (
+    "Google's parser (ID_LineSyntax_Groups_OtherRules): an unknown line does not end a run of "
+    "User-agent lines, so '*' shares ia_archiver's 'Disallow: /'"
+)
 
 DEPARTURES: dict[str, str] = {
     "protego/test_protego.py/TestProtego::test_unicode_url_and_useragent#15": _FULL_UA,
@@ -33,6 +37,12 @@ DEPARTURES: dict[str, str] = {
         "'*' in a User-agent value is not a wildcard (RFC 9309 2.2.1 product tokens are "
         "letters, '-' and '_'); only 'foo*bot' itself matches 'User-agent: foo*bot'"
     ),
+    **{
+        f"protego/test_protego.py/TestProtego::test_grouping_unknown_keys#{n}": (
+            _UNKNOWN_LINE_IN_RUN
+        )
+        for n in (1, 2, 3)
+    },
     "protego/test_protego.py/TestProtego::test_special_symbols_dual_behaviour#2": (
         "RFC 9309 2.2.3: a trailing '$' anchors the end of the match; it does not also match "
         "a literal '$', so 'Disallow: /x/abc$' leaves /x/abc$ alone"
