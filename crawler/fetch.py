@@ -114,25 +114,33 @@ class Fetcher:
         self, page_url: str, get: Callable[[str, int], Awaitable[Response]] | None = None
     ) -> tuple[RobotsTxt, str]:
         """Fetch the robots.txt of page_url's origin, following up to 5 redirects
-        (RFC 9309 2.3.1.2).
+        (RFC 9309 2.3.1.2) as long as they stay on that origin.
+
+        A redirect to another scheme, host or port is not followed: rules found there are
+        not known to speak for this site, and the crawl sends no request off its origin.
+        It counts as an unreachable robots.txt, everything disallowed (the safe reading of
+        RFC 9309 2.3.1.2 and 2.3.1.4), so the crawl stops rather than guessing.
 
         Returns the rules and a one-line note of how they were obtained, for the report.
         `get` replaces self.get, so the engine can send this request through its throttle
         and retries like any other.
         """
         get = get or self.get
-        url = str(URL(page_url, encoded=True).origin()) + "/robots.txt"
+        home = URL(page_url, encoded=True).origin()
+        url = str(home) + "/robots.txt"
         for _ in range(ROBOTS_MAX_REDIRECTS + 1):
             resp = await get(url, ROBOTS_MAX_BYTES)
-            if resp.status in REDIRECT_STATUSES and resp.location:
-                try:
-                    url = str(URL(url).join(URL(resp.location)))
-                except ValueError:
-                    break
-                if not url.startswith(("http://", "https://")):
-                    break
-                continue
-            break
+            if resp.status not in REDIRECT_STATUSES or not resp.location:
+                break
+            try:
+                target = URL(url).join(URL(resp.location))
+            except ValueError:
+                break
+            if not _same_origin(target, home):
+                reason = f"redirects to another origin ({target})"
+                robots = robots_from_response(None, None, error=reason)
+                return robots, f"{url}: {reason}, everything disallowed"
+            url = str(target)
         else:
             return robots_from_response(
                 None, None, error="more than 5 redirects"
@@ -152,6 +160,12 @@ class Fetcher:
             if resp.truncated:
                 note += f" (only the first {ROBOTS_MAX_BYTES} are read)"
         return robots, note
+
+
+def _same_origin(url: URL, origin: URL) -> bool:
+    """Scheme, host and port compared the way yarl normalises them: case-insensitive, with
+    the default port filled in, so http://A.test:80 is http://a.test."""
+    return (url.scheme, url.host, url.port) == (origin.scheme, origin.host, origin.port)
 
 
 async def _read_capped(resp: aiohttp.ClientResponse, cap: int) -> tuple[bytes, bool]:

@@ -9,10 +9,14 @@ Decisions worth knowing, all of them in favour of what Googlebot does (the sitem
 are read by Google and Bing, so "Googlebot may fetch it" is the useful question):
 
 * Groups are chosen by exact, case-insensitive product-token match; the token of a
-  ``User-agent`` line is its value up to the first space or ``/``. Every group naming the
-  token is merged (RFC 9309 2.2.1); ``*`` groups apply only when no group names it.
-* Consecutive ``User-agent`` lines share a group. ``Sitemap``/``Host`` lines and lines that
-  cannot be read at all do not interrupt that run; any other ``key: value`` line does.
+  ``User-agent`` line is the leading run of ``[a-zA-Z_-]`` in its value (RFC 9309 2.2.1's
+  product-token alphabet, cut where Google's parser cuts), so ``Foo Bar`` and ``foo/1.0``
+  both name ``foo``. Every group naming the token is merged (RFC 9309 2.2.1); ``*`` groups
+  apply only when no group names it.
+* Consecutive ``User-agent`` lines share a group. Only a line that belongs to a group
+  (``Allow``, ``Disallow``, ``Crawl-delay``) ends that run; ``Sitemap``, ``Host``, unknown
+  keys and unreadable lines do not, as in Google's parser (``User-agent: a`` /
+  ``Foo: x`` / ``User-agent: b`` is one group for ``a`` and ``b``).
 * A rule's specificity is the length of its pattern in canonical percent-encoded form; the
   longest matching rule wins and ``Allow`` wins a tie. Empty ``Allow``/``Disallow`` values
   are no rule at all, and ``/robots.txt`` itself is always allowed.
@@ -83,8 +87,9 @@ _KEYS: dict[str, str] = {
     "site-map": _SITEMAP,
     "host": _HOST,
 }
-# Lines that belong to no group and so must not split a run of User-agent lines.
-_GLOBAL_KEYS = frozenset({_SITEMAP, _HOST})
+# The lines that belong to a group. Only these end a run of User-agent lines: Sitemap and
+# Host belong to no group, and Google's parser lets unknown lines split nothing either.
+_GROUP_MEMBERS = frozenset({_ALLOW, _DISALLOW, _CRAWL_DELAY})
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _WHITESPACE = re.compile(r"\s+")
@@ -305,19 +310,30 @@ class RobotsTxt:
 # --- parsing ---------------------------------------------------------------------------
 
 
+_NOT_IN_TOKEN = re.compile(r"[^A-Za-z_-]")
+
+
 def _agent_token(value: str) -> str:
-    """Text before the first whitespace or ``/``, lower-cased."""
-    end = len(value)
-    for stop in (" ", "\t", "/"):
-        at = value.find(stop)
-        if 0 <= at < end:
-            end = at
-    return value[:end].lower()
+    """The product token a ``User-agent`` value names, lower-cased.
+
+    RFC 9309 2.2.1 allows only ``[a-zA-Z_-]`` in a product token; Google's parser reads a
+    value up to the first other character, so sites that write ``Googlebot/2.1`` or
+    ``Googlebot Images`` get the group they meant for ``googlebot``. A ``*`` alone or
+    followed by whitespace is the wildcard; ``*bot`` names no agent at all.
+    """
+    if value[:1] == "*" and (len(value) == 1 or value[1].isspace()):
+        return "*"
+    return _NOT_IN_TOKEN.split(value, 1)[0].lower()
 
 
 def product_token(user_agent: str) -> str:
     """The name a robots.txt group must use for this agent: ``sitemap-crawler/0.1 (...)``
-    is matched as ``sitemap-crawler``."""
+    is matched as ``sitemap-crawler``.
+
+    Cut exactly as a ``User-agent`` line is, so a configured name with characters outside
+    ``[a-zA-Z_-]`` (``my.bot``, ``bot2``) still meets the group written for it (both sides
+    read ``my``, ``bot``) instead of silently falling back to ``*``.
+    """
     return _agent_token(user_agent.strip())
 
 
@@ -431,9 +447,7 @@ def parse_robots(text: str | bytes) -> RobotsTxt:
         elif key == _SITEMAP:
             if value and not any(c.isspace() for c in value) and value not in sitemaps:
                 sitemaps.append(value)
-        elif key in _GLOBAL_KEYS:
-            continue
-        else:
+        elif key in _GROUP_MEMBERS:
             in_agent_run = False
             if current is None:
                 continue  # RFC 9309: rules before the first User-agent line belong nowhere

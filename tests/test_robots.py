@@ -33,7 +33,12 @@ UA = DEFAULT_USER_AGENT
         ("Bot with spaces", "bot"),
         ("*", "*"),
         ("", ""),
-        ("UnicödeBöt", "unicödeböt"),
+        # RFC 9309 2.2.1: a product token is [a-zA-Z_-]+; the name is cut at anything else
+        ("UnicödeBöt", "unic"),
+        ("my.bot/2.0", "my"),
+        ("Rule1TestBot", "rule"),
+        ("under_score-bot;v=1", "under_score-bot"),
+        ("2bot", ""),
     ],
 )
 def test_product_token(user_agent: str, token: str) -> None:
@@ -52,6 +57,46 @@ def test_specific_group_beats_star_and_groups_are_not_inherited() -> None:
 def test_user_agent_line_token_stops_at_slash_and_space() -> None:
     robots = parse_robots("User-agent: Sitemap-Crawler/2.0 (extra)\nDisallow: /x\n")
     assert robots.verdict("/x", UA) == Verdict(False, "Disallow: /x", 2)
+
+
+@pytest.mark.parametrize(
+    ("line", "user_agent", "named"),
+    [
+        ("User-agent: Foo Bar", "Foo", True),
+        ("User-agent: FOO BAR", "foo", True),
+        ("User-agent: foo bar", "Foo Bar", True),  # our token of "Foo Bar" is "foo" too
+        ("User-agent: Foo Bar", "FooBar", False),
+        ("User-agent: Foo Bar", "Bar", False),
+        ("User-agent: sitemap-crawler/1.0", UA, True),
+        ("User-agent: Sitemap-Crawler/1.0 (+https://x.test)", UA, True),
+        ("User-agent: sitemap-crawler;v1", UA, True),
+        ("User-agent: sitemap-crawlers", UA, False),
+        ("User-agent: foo.bar", "foo", True),
+        ("User-agent: foo*bot", "foobot", False),
+        ("User-agent: foo*bot", "foo", True),
+        ("User-agent: Googlebot-News", "googlebot", False),
+    ],
+)
+def test_user_agent_value_names_its_leading_product_token(
+    line: str, user_agent: str, named: bool
+) -> None:
+    """Google's GoogleOnly_AcceptUserAgentUpToFirstSpace, extended to every character
+    outside RFC 9309's product-token alphabet [a-zA-Z_-]."""
+    robots = parse_robots(f"User-agent: *\nDisallow: /\n{line}\nAllow: /x/\nDisallow: /\n")
+    assert robots.can_fetch("http://foo.bar/x/y", user_agent) is named
+    assert not robots.can_fetch("http://foo.bar/a", user_agent)
+
+
+@pytest.mark.parametrize(
+    ("value", "agents"),
+    [("*", ("*",)), ("* everyone", ("*",)), ("*\tbots", ("*",)), ("*bot", ()), ("/1.0", ())],
+)
+def test_star_is_global_only_alone_or_before_whitespace(
+    value: str, agents: tuple[str, ...]
+) -> None:
+    robots = parse_robots(f"User-agent: {value}\nDisallow: /\n")
+    assert robots.groups[0].agents == agents
+    assert robots.can_fetch("/x", "otherbot") is not agents
 
 
 def test_groups_naming_the_same_agent_are_combined() -> None:
@@ -73,6 +118,43 @@ def test_consecutive_user_agents_share_a_group_across_blank_lines_and_sitemaps()
     assert not robots.can_fetch("/x", "a")
     assert not robots.can_fetch("/x", "b")
     assert robots.sitemaps == ("https://s.test/sm.xml",)
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        "Invalid-Unknown-Line: x",
+        "Noindex: /private/",
+        "this line has no colon",
+        "Sitemap: https://s.test/sm.xml",
+        "Host: s.test",
+        "Clean-param: ref /",
+    ],
+)
+def test_lines_that_are_no_group_member_do_not_split_a_run_of_user_agents(between: str) -> None:
+    """Google's ID_LineSyntax_Groups_OtherRules: only a rule line closes the agent list."""
+    robots = parse_robots(f"User-agent: FooBot\n{between}\nUser-agent: *\nDisallow: /\n")
+    assert not robots.can_fetch("http://foo.bar/", "FooBot")
+    assert not robots.can_fetch("http://foo.bar/", "BarBot")
+    assert len(robots.groups) == 1
+    assert robots.groups[0].agents == ("foobot", "*")
+
+
+@pytest.mark.parametrize("rule", ["Disallow: /x", "Allow: /y", "Disallow:", "Allow:"])
+def test_a_rule_line_ends_a_run_of_user_agents_even_when_empty(rule: str) -> None:
+    robots = parse_robots(f"User-agent: a\n{rule}\nUser-agent: b\nDisallow: /\n")
+    assert robots.can_fetch("/z", "a")
+    assert not robots.can_fetch("/z", "b")
+
+
+def test_unknown_lines_inside_a_group_are_ignored_and_keep_it_open() -> None:
+    robots = parse_robots(
+        "User-agent: abc\nDisallow: /content/2/\nUser-agent: *\nInvalid_directive: /gb.html\n"
+        "User-agent: ia_archiver\nDisallow: /\n"
+    )
+    assert not robots.can_fetch("/foo", "agent")  # "*" and ia_archiver share one group
+    assert robots.can_fetch("/foo", "abc")
+    assert not robots.can_fetch("/content/2/x", "abc")
 
 
 def test_crawl_delay_line_ends_a_run_of_user_agents() -> None:
