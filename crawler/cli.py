@@ -1,7 +1,9 @@
 """The `sitemap-crawler` command. Errors are caught here, once, and become exit codes.
 
-Exit codes: 0 published; 1 unexpected failure; 2 bad usage or config; 3 nothing could be
-listed (previous sitemap untouched); 130 interrupted (previous sitemap untouched).
+Exit codes: 0 published; 1 unexpected failure; 2 bad usage or config (nothing fetched);
+3 nothing could be listed; 4 publishing refused (the site failed, or the sitemap would shrink
+too much); 5 a file could not be written while crawling (a full disk); 130 interrupted. Only
+0 touches the published sitemap (and 5 when its message says the sitemap was published).
 """
 
 from __future__ import annotations
@@ -20,12 +22,19 @@ from sitemap_out.errors import SitemapOutError
 
 from . import __version__
 from .config import Config, build, default_of, fields, load_toml
-from .errors import ConfigError, InterruptedCrawl, NothingListedError, SitemapCrawlerError
+from .errors import (
+    InterruptedCrawl,
+    NothingListedError,
+    OutputError,
+    PublishRefused,
+    SitemapCrawlerError,
+)
 from .progress import Renderer
 
 T = TypeVar("T")
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOTHING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_REFUSED, EXIT_IO = 4, 5
 
 EXAMPLES = """\
 examples:
@@ -34,8 +43,10 @@ examples:
   sitemap-crawler crawl http://127.0.0.1:8080/ --public-url https://www.example.com/
   sitemap-crawler crawl -c nightly.toml
 
-exit codes: 0 published, 1 unexpected failure, 2 bad usage or config,
-            3 nothing could be listed, 130 interrupted (3 and 130 leave the old sitemap)
+exit codes: 0 published, 1 unexpected failure, 2 bad usage or config (nothing fetched),
+            3 nothing could be listed, 4 publishing refused (site failing, or sitemap
+            shrinking past --max-shrink), 5 a file could not be written (disk full),
+            130 interrupted; all but 0 leave the published sitemap as it was
 """
 
 
@@ -155,6 +166,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SitemapCrawlerError, SitemapOutError) as exc:
         _err(str(exc))
         return getattr(exc, "exit_code", EXIT_FAILURE)
+    except OSError as exc:  # our own files: the network's errors are caught where they occur
+        where = f" {exc.filename}" if exc.filename else ""
+        _err(
+            f"cannot write{where}: {exc.strerror or exc}; "
+            f"the previously published sitemap is untouched"
+        )
+        return EXIT_IO
     except Exception as exc:  # the one place an unexpected error is turned into a line
         if os.environ.get("SITEMAP_CRAWLER_DEBUG"):
             raise
@@ -183,7 +201,7 @@ def _crawl(config: Config) -> int:
     try:
         with forked(workers) as spares:  # before the event loop and any thread or socket
             result = _run(crawl.run(spares))
-    except (NothingListedError, InterruptedCrawl) as exc:
+    except (NothingListedError, InterruptedCrawl, PublishRefused) as exc:
         if config.report is not None:  # why nothing was published is what a report is for
             failed: dict[str, Any] = {
                 "start_url": config.url,
@@ -200,7 +218,12 @@ def _crawl(config: Config) -> int:
             "sitemap_url": result.sitemap_url,
             "files": [str(p) for p in result.published.files],
         }
-        _write_json(config.report, tally.to_json(extra))
+        try:
+            _write_json(config.report, tally.to_json(extra))
+        except OutputError as exc:
+            raise OutputError(
+                f"published {result.published.url_count} URLs to {config.output}, but {exc}"
+            ) from None
     if not config.quiet:
         print(tally.summary())
         print(
@@ -249,7 +272,7 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
         tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         tmp.replace(path)
     except OSError as exc:
-        raise ConfigError(f"cannot write report {path}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write report {path}: {exc.strerror or exc}") from None
 
 
 def _err(message: str) -> None:

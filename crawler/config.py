@@ -128,6 +128,19 @@ class Config:
     )
     priority_by_depth: bool = _opt(False, "write priority = max(0.1, 0.8 ** depth)")
     changefreq: str | None = _opt(None, "write this changefreq for every URL", choices=CHANGEFREQS)
+    max_shrink: float = _opt(
+        0.5,
+        "refuse to publish a sitemap that drops more than this fraction of the URLs "
+        "in the one published in the output folder",
+        metavar="FRACTION",
+    )
+    max_error_rate: float = _opt(
+        0.1,
+        "refuse to publish when more than this fraction of the requests failed "
+        "with 5xx or network errors",
+        metavar="FRACTION",
+    )
+    force: bool = _opt(False, "publish even when max_shrink or max_error_rate would refuse")
 
     def validate(self) -> Config:
         """Check every value; raise ConfigError naming the key. Returns self for chaining."""
@@ -165,6 +178,9 @@ class Config:
         for key in ("delay", "max_rps", "max_crawl_delay", "max_retry_after"):
             if not 0 <= getattr(self, key) < 86_400:
                 raise ConfigError(f"{key} must be between 0 and 86400, got {getattr(self, key)}")
+        for key in ("max_shrink", "max_error_rate"):
+            if not 0 <= getattr(self, key) <= 1:
+                raise ConfigError(f"{key} must be between 0 and 1, got {getattr(self, key)}")
         if self.resume and self.state is None:
             raise ConfigError("--resume needs --state FILE: the saved crawl to continue")
         if not self.user_agent.strip() or any(c in self.user_agent for c in "\r\n"):
@@ -190,6 +206,9 @@ class Config:
 _NOT_FINGERPRINTED = frozenset(
     {
         "output",
+        "max_shrink",
+        "max_error_rate",
+        "force",
         "gzip",
         "format",
         "max_urls_per_file",

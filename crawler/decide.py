@@ -53,7 +53,8 @@ REASON_TEXT = {
     META_NOINDEX: "not listed: the page's robots meta tag says noindex",
     HEADER_NOINDEX: "not listed: the X-Robots-Tag response header says noindex",
     CANONICALISED: "not listed: the page names another URL as its canonical",
-    DUPLICATE_OF: "not listed: its body is byte-identical to another page's",
+    DUPLICATE_OF: "not listed: its body is byte-identical to a listed page's, whose URL "
+    "is preferred (shallower, shorter, or smaller)",
     REDIRECT: "not listed: it redirects (only the final URL of a redirect can be listed)",
     HTTP_ERROR: "not listed: the server did not answer 200",
     OUT_OF_SCOPE: "not listed: outside the sitemap's scheme, host, port and folder",
@@ -100,12 +101,15 @@ class PageFacts:
     header: Directives = Directives()
     canonical: str | None = None  # normalised, in the crawl's URL space
     canonical_in_scope: bool = True
-    duplicate_of: str | None = None
+    twin_of: str | None = None  # another URL answered the same body first (see duplicates)
     too_large: bool = False
 
 
 def decide_page(facts: PageFacts, policy: Policy) -> Decision:
-    """The decision for a final response. Order matters: the first rule that excludes wins."""
+    """The decision for a final response. Order matters: the first rule that excludes wins.
+
+    A page listed here may still lose to a byte-identical twin once the crawl is over
+    (DUPLICATE_OF, decided by crawler.duplicates): that needs every page, not this one."""
     if facts.status != 200:
         return Decision(HTTP_ERROR, f"HTTP {facts.status}")
     if facts.too_large:
@@ -120,8 +124,6 @@ def decide_page(facts: PageFacts, policy: Policy) -> Decision:
     if policy.respect_canonical and facts.canonical and facts.canonical != facts.url:
         where = "" if facts.canonical_in_scope else " (out of scope)"
         return Decision(CANONICALISED, f"canonical is {facts.canonical}{where}")
-    if policy.skip_duplicates and facts.duplicate_of:
-        return Decision(DUPLICATE_OF, facts.duplicate_of)
     return Decision(LISTED)
 
 
@@ -129,8 +131,8 @@ def follows_links(facts: PageFacts, policy: Policy) -> bool:
     """Whether the page's links are crawled. A noindex page's links still are."""
     if facts.status != 200 or facts.too_large or facts.mime not in HTML_TYPES:
         return False
-    if policy.skip_duplicates and facts.duplicate_of:
-        return False  # a duplicate's links are its original's: also the soft-404 trap defence
+    if policy.skip_duplicates and facts.twin_of:
+        return False  # a twin's links are its first page's: also the soft-404 trap defence
     if policy.follow_nofollow:
         return True
     return not (facts.meta.nofollow or facts.header.nofollow)

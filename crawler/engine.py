@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
 
-from sitemap_out import AsyncSitemapWriter, Entry, EntryError, PublishResult
+from sitemap_out import AsyncSitemapWriter, EntryError, PublishResult, count_published
 
 from .config import Config, fingerprint
 from .decide import (
@@ -42,17 +42,25 @@ from .decide import (
     repeats_segment,
 )
 from .directives import header_directives, link_header_canonical
-from .errors import ConfigError, InterruptedCrawl, NothingListedError
+from .errors import (
+    ConfigError,
+    InterruptedCrawl,
+    NothingListedError,
+    OutputError,
+    PublishRefused,
+)
 from .extract import PageDigest, digest_page, parse_content_type
 from .fetch import REDIRECT_STATUSES, Fetcher, Response
 from .frontier import DONE, Frontier, Task
 from .httpdate import parse_http_date
+from .journal import Journal
+from .listings import Listing, Spool, to_micros
 from .pool import PIPELINE_DEPTH, PoolFetcher, Spare
 from .progress import Renderer, Snapshot
-from .report import DecisionRecord, Tally, is_broken
+from .report import DecisionRecord, Tally
 from .retry import RetryPolicy, fetch_with_retries
 from .robots import RobotsTxt, product_token
-from .state import CrawlState
+from .state import CrawlState, StateError
 from .throttle import Throttle
 from .urls import OriginMap, Scope, join_exactly, join_parts, normalize, resolve, url_folder
 
@@ -130,19 +138,17 @@ class Crawl:
         self.frontier = Frontier()
         self._budgets = TrapBudgets(config.max_pages_per_folder, config.max_pages_per_param)
         self.tally = Tally()
+        self.journal = Journal(self._public, self.tally)
         self.robots = RobotsTxt.allow_all()
-        self._bodies: dict[int, str] = {}  # 64-bit body hash -> first URL with that body
-        self._refs: dict[str, tuple[str, ...]] = {}  # URL not yet judged -> more linking pages
         self._active: set[str] = set()  # URLs being fetched now
         self._changed = asyncio.Event()
-        self._decisions: IO[str] | None = None
-        self._writer: AsyncSitemapWriter | None = None
-        self._explained: list[DecisionRecord] | None = None  # a list while explaining a URL
         self._stop_signal: int | None = None
+        self._outage: str | None = None  # why the site looks down, when it does
         self._workers: list[asyncio.Task[None]] = []
         self._requested = 0  # page requests started, redirect hops included (max_pages)
-        self._settle: Callable[[str], None] | None = None  # tells workers a URL is judged
+        self._done_requests = 0  # requests whose outcome is recorded: the state's "fetched"
         self._pool: PoolFetcher | None = None  # when worker processes may take pages
+        self._writer: AsyncSitemapWriter | None = None  # None while explaining
         self.throttle = Throttle(
             concurrency=config.concurrency,
             delay=config.delay,
@@ -158,8 +164,10 @@ class Crawl:
     async def run(self, workers: list[Spare] | None = None) -> CrawlResult:
         """Crawl and publish. `workers`: forked by pool.forked() before the event loop, to
         fetch and parse pages once the crawl is big and its requests are not spaced."""
-        config, plan = self.config, self.plan
+        config, plan, journal = self.config, self.plan, self.journal
         started = time.monotonic()
+        guarded = not config.force and config.max_shrink < 1
+        previous = count_published(config.output) if guarded else None
         writer = AsyncSitemapWriter(
             config.output,
             plan.base_url,
@@ -170,9 +178,10 @@ class Crawl:
         )
         self._writer = writer
         try:
-            self._decisions = _open_text(config.decisions) if config.decisions else None
+            journal.spool = Spool(config.output)
+            journal.decisions = _open_text(config.decisions) if config.decisions else None
             if config.state is not None:
-                self.state = CrawlState.open(
+                self.state = journal.state = CrawlState.open(
                     config.state,
                     fingerprint=fingerprint(config),
                     start_url=plan.start,
@@ -187,32 +196,42 @@ class Crawl:
                         f.allow_workers()  # spaced requests are not CPU-bound: no workers
                         self._pool = f
                         if self.identity:  # workers' links are in the space settled URLs are
-                            self._settle = f.settle
+                            journal.settle = f.settle
                     if config.resume:
                         await self._replay()
                     else:
                         self._discover(plan.start, 0, None)
                     with self._showing_progress(started), _fewer_gc_pauses():
                         await self._run_workers(f)
-                if self._stop_signal is not None:
+                if self._stop_signal is not None or self._outage is not None:
                     if self.state is not None:
+                        self.state.counter("fetched", self._done_requests)
                         self.state.checkpoint()
+                    if self._outage is not None:
+                        raise PublishRefused(self._outage_message())
                     raise InterruptedCrawl(self._stopped_message())
                 for task in self.frontier.drain():
                     self._record(task.url, None, Decision(LIMIT, "max_pages reached"), task)
+                await journal.publish_listings(writer)
                 if self.state is not None:
-                    self.state.counter("fetched", self.tally.fetched)
-                    self.state.finish()
+                    self.state.counter("fetched", self._done_requests)
+                    self.state.checkpoint()  # a refused publish can be resumed with --force
                 self.tally.seconds = time.monotonic() - started
                 if writer.count == 0:
                     raise NothingListedError(self._why_nothing())
+                if not config.force:
+                    self._guard(previous, writer.count)
                 published = await writer.publish()
+                if self.state is not None:
+                    try:
+                        self.state.finish()
+                    except StateError as exc:
+                        raise OutputError(f"the sitemap is published, but {exc}") from None
         except BaseException:
             await writer.abort()
             raise
         finally:
-            if self._decisions is not None:
-                self._decisions.close()
+            journal.close()
             if self.state is not None:
                 self.state.close()
             pool = self._pool
@@ -222,6 +241,26 @@ class Crawl:
                 "by_workers": pool.worker_requests if pool is not None else 0,
             }
         return CrawlResult(self.tally, published, plan.sitemap_url)
+
+    def _guard(self, previous: int | None, count: int) -> None:
+        """Refuse to publish what a failing site or a broken crawl produced: the previous
+        sitemap is a better answer to search engines than a gutted one."""
+        config, tally = self.config, self.tally
+        failed = tally.failed
+        if tally.fetched and failed / tally.fetched > config.max_error_rate:
+            raise PublishRefused(
+                f"not published: {failed} of {tally.fetched} requests failed with 5xx or "
+                f"network errors ({failed / tally.fetched:.0%}, max_error_rate is "
+                f"{config.max_error_rate:.0%}); the previous sitemap is kept "
+                f"(--force publishes anyway)"
+            )
+        if previous and count < previous * (1 - config.max_shrink):
+            raise PublishRefused(
+                f"not published: the new sitemap lists {count} URLs, the published one "
+                f"{previous} ({(previous - count) / previous:.0%} fewer, max_shrink is "
+                f"{config.max_shrink:.0%}); the previous sitemap is kept "
+                f"(--force publishes anyway)"
+            )
 
     async def _run_workers(self, fetcher: Fetcher) -> None:
         """concurrency workers until the frontier is empty; one failing cancels the rest, and
@@ -244,24 +283,32 @@ class Crawl:
             self.log(f"warning: {warning}")
 
     async def _replay(self) -> None:
-        """Rebuild the crawl saved in the state file: frontier, decisions, entries."""
-        assert self.state is not None and self._writer is not None
+        """Rebuild the crawl saved in the state file: frontier, decisions, listings."""
+        assert self.state is not None
+        journal, budgets = self.journal, self._budgets
         snap = self.state.load()
         for row in snap.queued:
             self.frontier.add(row.url, row.depth, row.referrer)
-            self._budgets.spend(row.url)
+            budgets.spend(row.url)
         for url in snap.seen:
             self.frontier.mark_seen(url)
+        journal.refs = {url: tuple(refs) for url, refs in snap.referrers.items()}
         for d in snap.decisions:
             if d.reason not in _SCREEN_REASONS:
-                self._budgets.spend(d.url)
-            self._emit(d.url, d.status, Decision(d.reason, d.detail), d.depth, d.referrer)
-        for e in snap.entries:
-            await self._writer.add(Entry(e.loc, e.lastmod, e.changefreq, e.priority))
-        self._bodies = {int.from_bytes(k, "little"): url for k, url in snap.bodies.items()}
-        self.tally.fetched = self._requested = snap.counters.get("fetched", 0)
+                budgets.spend(d.url)
+            journal.emit(d.url, d.status, Decision(d.reason, d.detail), d.depth, d.referrer)
+        listed = 0
+        for listing in snap.listings:
+            budgets.spend(listing.url)
+            journal.listing(listing, replayed=True)
+            listed += 1
+        for key, url in snap.bodies.items():
+            journal.twins.met(int.from_bytes(key, "little", signed=True), url)
+        self.tally.fetched = self._requested = self._done_requests = snap.counters.get(
+            "fetched", 0
+        )
         self.log(
-            f"resuming: {len(snap.queued)} URLs queued, {self._writer.count} listed, "
+            f"resuming: {len(snap.queued)} URLs queued, {listed} listed, "
             f"{self.tally.fetched} pages fetched before"
         )
 
@@ -271,7 +318,7 @@ class Crawl:
         Returns its decision records: one per redirect hop, the final one last.
         """
         explained: list[DecisionRecord] = []
-        self._explained = explained
+        self.journal.explained = explained
         target = self._to_crawl(normalize(url))
         task = Task(target, 0, None)
         async with self._fetcher() as f:
@@ -350,6 +397,12 @@ class Crawl:
         if self._pool is not None:
             self._pool.abort()
 
+    def _outage_message(self) -> str:
+        return (
+            f"not published: the site looks down ({self._outage}); stopped after "
+            f"{self.tally.fetched} requests, the previous sitemap is kept"
+        )
+
     def _stopped_message(self) -> str:
         name = signal.Signals(self._stop_signal or signal.SIGTERM).name
         return (
@@ -365,6 +418,10 @@ class Crawl:
                 started = time.monotonic()
                 resp = await fetcher.get(url, max_bytes)
             self.throttle.observe(resp.status or None, time.monotonic() - started)
+            if self._outage is None and (outage := self.throttle.outage) is not None:
+                self._outage = outage
+                self.log(f"warning: the site looks down ({outage}): stopping")
+                self._changed.set()
             return resp
 
         resp, notes = await fetch_with_retries(
@@ -403,7 +460,13 @@ class Crawl:
     def _why_nothing(self) -> str:
         start = self.plan.origins.to_public(self.plan.start)
         if self.tally.reasons[ROBOTS_TXT] and not self.tally.fetched:
-            return f"nothing listed: robots.txt forbids {start} ({self.tally.robots_note})"
+            note = self.tally.robots_note.removesuffix(", everything disallowed")
+            if self.robots.denial is not None:
+                return (
+                    f"nothing crawled: the site could not be reached (robots.txt fetch "
+                    f"failed: {note}); RFC 9309 allows no crawl until robots.txt can be read"
+                )
+            return f"nothing listed: robots.txt forbids {start} ({note})"
         met = sum(self.tally.reasons.values())
         return (
             f"nothing listed: no indexable page among {met} URLs met from {start} "
@@ -412,7 +475,7 @@ class Crawl:
 
     async def _worker(self, fetcher: Fetcher) -> None:
         max_pages = self.config.max_pages
-        while self._stop_signal is None:
+        while self._stop_signal is None and self._outage is None:
             if max_pages and self._requested >= max_pages:
                 return
             task = self.frontier.pop()
@@ -430,7 +493,7 @@ class Crawl:
                 self._active.discard(task.url)
                 self._changed.set()
             if self.state is not None:
-                self.state.counter("fetched", self.tally.fetched)
+                self.state.counter("fetched", self._done_requests)
                 self.state.maybe_checkpoint()
 
     # -- one URL ---------------------------------------------------------------------------
@@ -439,6 +502,7 @@ class Crawl:
         resp, url = await self._follow(fetcher, task)
         if resp is None:
             return
+        self._done_requests += 1  # recorded below, before the next await
         if resp.error:
             self._record(url, None, Decision(FETCH_ERROR, _with_notes(resp.error, resp)), task)
             return
@@ -454,22 +518,23 @@ class Crawl:
                 facts.meta = page.directives
                 self._judge_canonical(facts, page.canonical, page.base, resp)
                 if self.policy.skip_duplicates:
-                    facts.duplicate_of = self._bodies.setdefault(page.body_key, url)
-                    if facts.duplicate_of == url:
-                        facts.duplicate_of = None
-                        if self.state is not None:
-                            self.state.body(page.body_key.to_bytes(8, "little"), url)
+                    first = self.journal.twins.met(page.body_key, url)
+                    if first is None and self.state is not None:
+                        self.state.body(page.body_key.to_bytes(8, "little", signed=True), url)
+                    facts.twin_of = first
         decision = decide_page(facts, self.policy)
-        entry = None
-        if decision.listed:
-            try:
-                entry = await self._list(url, task.depth, resp)
-            except EntryError as exc:  # a URL the protocol cannot hold (e.g. under 12 chars)
-                decision = Decision(FETCH_ERROR, f"cannot be listed: {exc}")
         if resp.notes:
             decision = Decision(decision.reason, _with_notes(decision.detail, resp))
-        self._record(url, resp.status, decision, task, entry)
-        if self._explained is not None:
+        if decision.listed:
+            body = page.body_key if page is not None and self.policy.skip_duplicates else None
+            listing = self._listing(url, task, resp, decision.detail, body)
+            if isinstance(listing, Listing):
+                self.journal.listing(listing)
+            else:
+                decision = listing
+        if not decision.listed:
+            self._record(url, resp.status, decision, task)
+        if self.journal.explained is not None:
             return
         if facts.canonical and not decision.listed and facts.canonical_in_scope:
             self._discover(facts.canonical, task.depth + 1, self._public(url))
@@ -489,6 +554,8 @@ class Crawl:
             self._requested += 1  # before the await: max_pages counts requests in flight
             resp = await self._get(fetcher, url)
             self.tally.fetched += 1
+            if resp.error or resp.status >= 500:
+                self.tally.failed += 1  # the publish guard's max_error_rate
             if resp.status not in REDIRECT_STATUSES:
                 return resp, url
             location = (resp.location or "").strip()
@@ -502,6 +569,7 @@ class Crawl:
             else:
                 decision = Decision(REDIRECT, self._public(target))
             self._record(url, resp.status, decision, task)
+            self._done_requests += 1
             if target is None or target in chain:
                 return None, url
             if target in self.frontier:
@@ -544,20 +612,32 @@ class Crawl:
         facts.canonical = target
         facts.canonical_in_scope = self.plan.scope.contains(self._public(target))
 
-    async def _list(self, url: str, depth: int, resp: Response) -> Entry | None:
-        if self._writer is None:  # explaining: judged, not written
-            return None
+    def _listing(
+        self, url: str, task: Task, resp: Response, detail: str, body: int | None
+    ) -> Listing | Decision:
+        """The listing of a page judged listable, or why the protocol cannot list it."""
         lastmod = parse_http_date(resp.headers.get("Last-Modified"))
         if lastmod is not None and lastmod > datetime.now(UTC) + timedelta(days=1):
             lastmod = None  # a date in the future is a server clock error, not a lastmod
-        entry = Entry(
+        listing = Listing(
+            url,
             self._public(url),
-            lastmod=lastmod,
-            changefreq=self.config.changefreq,
-            priority=depth_priority(depth) if self.config.priority_by_depth else None,
+            resp.status,
+            detail,
+            task.depth,
+            task.referrer,
+            to_micros(lastmod),
+            self.config.changefreq,
+            depth_priority(task.depth) if self.config.priority_by_depth else None,
+            body,
         )
-        await self._writer.add(entry)
-        return entry
+        try:
+            entry = listing.entry()  # checked now, so the decision says it
+            if self._writer is not None:
+                self._writer.check(entry)
+        except EntryError as exc:  # a URL the protocol cannot hold (e.g. under 12 chars)
+            return Decision(FETCH_ERROR, f"cannot be listed: {exc}")
+        return listing
 
     # -- links -------------------------------------------------------------------------------
 
@@ -662,53 +742,14 @@ class Crawl:
         if self.frontier.is_queued(url) or url in self._active:
             if self.frontier.lower(url, depth, referrer) and self.state is not None:
                 self.state.lowered(url, depth, referrer)
-            refs = self._refs.get(url, ())
-            if len(refs) < EARLY_REFERRERS and referrer not in refs:
-                self._refs[url] = (*refs, referrer)
+            self.journal.early_referrer(url, referrer)
         elif self.tally.broken:
-            self.tally.refer_broken(self._public(url), referrer)
+            self.journal.late_referrer(url, referrer)
 
     # -- bookkeeping -----------------------------------------------------------------------
 
-    def _record(
-        self,
-        url: str,
-        status: int | None,
-        decision: Decision,
-        task: Task,
-        entry: Entry | None = None,
-    ) -> None:
-        """The decision for url (crawl space) is final: save it and report it."""
-        if self.state is not None:
-            row = None
-            if entry is not None:
-                lastmod = entry.lastmod if isinstance(entry.lastmod, datetime) else None
-                row = (entry.loc, lastmod, entry.changefreq, entry.priority)
-            self.state.decided(
-                url, status, decision.reason, decision.detail, task.depth, task.referrer, row
-            )
-        self._emit(url, status, decision, task.depth, task.referrer)
-
-    def _emit(
-        self, url: str, status: int | None, decision: Decision, depth: int, referrer: str | None
-    ) -> None:
-        """Count a decision, note a broken link, and write its line in the decisions file."""
-        public = self._public(url) if decision.reason != OUT_OF_SCOPE else url
-        record = DecisionRecord(public, status, decision.reason, decision.detail, depth, referrer)
-        self.tally.count(record)
-        if is_broken(decision.reason, status):
-            refs = [referrer] if referrer else []
-            refs += self._refs.pop(url, ())
-            self.tally.add_broken(public, status or 0, list(dict.fromkeys(refs)))
-        else:
-            if self._refs:
-                self._refs.pop(url, None)
-            if self._settle is not None:
-                self._settle(url)  # a link to url changes nothing now
-        if self._decisions is not None:
-            self._decisions.write(record.to_json() + "\n")
-        if self._explained is not None:
-            self._explained.append(record)
+    def _record(self, url: str, status: int | None, decision: Decision, task: Task) -> None:
+        self.journal.record(url, status, decision, task.depth, task.referrer)
 
     def _public(self, url: str) -> str:
         """The URL as the sitemap would list it; URLs outside the crawl root stay as they are
@@ -735,11 +776,6 @@ def _fewer_gc_pauses() -> Iterator[None]:
         gc.set_threshold(*threshold)
         gc.unfreeze()
 
-
-#: Pages linking to a URL kept while it waits to be fetched, besides the first: a tuple per
-#: queued URL is the price of naming the pages that link to a broken one. Once a URL is
-#: judged broken, pages linking to it are collected up to report.MAX_REFERRERS.
-EARLY_REFERRERS = 4
 
 #: Reasons given before a fetch; replayed decisions with these spent no trap budget.
 _SCREEN_REASONS = frozenset({OUT_OF_SCOPE, TOO_LONG, TRAP, ROBOTS_TXT, LIMIT})

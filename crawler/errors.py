@@ -25,6 +25,22 @@ class NothingListedError(SitemapCrawlerError):
     exit_code = 3
 
 
+class PublishRefused(SitemapCrawlerError):
+    """The crawl went wrong in a way a sitemap must not repeat: the site failed (too many
+    5xx or network errors, an outage) or the new sitemap would drop too much of the one
+    published. The previous sitemap is kept; --force publishes anyway."""
+
+    exit_code = 4
+
+
+class OutputError(SitemapCrawlerError):
+    """A file the crawl writes (sitemap, state, decisions, report) could not be written
+    while it ran: a full disk, a lost mount. Not a usage error: the same command can work
+    once the disk is fixed, and a crawl with --state can be resumed."""
+
+    exit_code = 5
+
+
 class InterruptedCrawl(SitemapCrawlerError):
     """SIGINT or SIGTERM stopped the crawl; the previous sitemap is untouched."""
 

@@ -44,6 +44,7 @@ class DecisionRecord(NamedTuple):
 @dataclass(slots=True)
 class Tally:
     fetched: int = 0  # HTTP requests for pages, redirect hops included
+    failed: int = 0  # of those, failed with a 5xx or a network error (after retries)
     reasons: Counter[str] = field(default_factory=Counter)
     broken: dict[str, tuple[int, list[str]]] = field(default_factory=dict)  # url -> status, refs
     seconds: float = 0.0
@@ -92,6 +93,7 @@ class Tally:
         return {
             **extra,
             "pages_fetched": self.fetched,
+            "requests_failed": self.failed,
             "urls_listed": self.listed,
             "errors": self.errors,
             "seconds": round(self.seconds, 3),

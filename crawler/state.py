@@ -30,31 +30,33 @@ Design, and why:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, NamedTuple, TypeVar
 
 from .errors import SitemapCrawlerError
+from .listings import Listing
 from .report import DecisionRecord
 
 __all__ = [
     "SCHEMA_VERSION",
     "CrawlState",
-    "EntryRow",
     "QueuedRow",
     "Snapshot",
     "StateError",
+    "StateWriteError",
 ]
 
 #: Bumped whenever the tables change; a file from another version is refused, not migrated,
 #: because a half-understood state would resume into a wrong sitemap.
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 #: ``PRAGMA application_id`` marks the file as ours, so a random SQLite database passed by
 #: mistake to ``--state`` is recognised (and, with ``--resume`` off, never silently replaced
 #: by something that merely looks similar). ASCII "SMCS".
@@ -70,8 +72,17 @@ _CHUNK: Final = 10_000
 _QUEUED: Final = 0
 _DONE: Final = 1
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND: Final = timedelta(microseconds=1)
+#: A listing's column in the listings table, by Listing field: rows are read and written by
+#: field name, so a field added to Listing that the table lacks fails loudly, at once.
+_LISTING_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Listing))
+_LISTING_SELECT: Final = ", ".join(
+    {"url": "u.url", "loc": "coalesce(l.loc, u.url)", "referrer": "r.url"}.get(name, f"l.{name}")
+    for name in _LISTING_FIELDS
+)
+_LISTING_INSERT: Final = (
+    f"INSERT INTO listings ({', '.join(_LISTING_FIELDS)})"
+    f" VALUES ({', '.join('?' * len(_LISTING_FIELDS))})"
+)
 
 _SCHEMA: Final = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -92,20 +103,32 @@ CREATE TABLE decisions (
     depth INTEGER NOT NULL,
     referrer INTEGER REFERENCES urls(id)
 );
-CREATE TABLE entries (
-    seq INTEGER PRIMARY KEY,
+CREATE TABLE listings (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: a replay reads seq <= its last
     url INTEGER NOT NULL REFERENCES urls(id),
     loc TEXT,
+    status INTEGER NOT NULL,
+    detail TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    referrer INTEGER REFERENCES urls(id),
     lastmod INTEGER,
     changefreq TEXT,
-    priority REAL
+    priority REAL,
+    body INTEGER
+);
+CREATE TABLE referrers (
+    seq INTEGER PRIMARY KEY,
+    url INTEGER NOT NULL REFERENCES urls(id),
+    referrer INTEGER NOT NULL REFERENCES urls(id)
 );
 CREATE TABLE bodies (digest BLOB PRIMARY KEY, url INTEGER NOT NULL REFERENCES urls(id))
     WITHOUT ROWID;
 CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 """
 _T = TypeVar("_T")
-_TABLES: Final = frozenset({"meta", "urls", "decisions", "entries", "bodies", "counters"})
+_TABLES: Final = frozenset(
+    {"meta", "urls", "decisions", "listings", "referrers", "bodies", "counters"}
+)
 
 
 class StateError(SitemapCrawlerError):
@@ -113,6 +136,13 @@ class StateError(SitemapCrawlerError):
     missing when resuming, is in use by a live crawl, or cannot be written."""
 
     exit_code = 2
+
+
+class StateWriteError(StateError):
+    """The state file could not be written during the crawl (a full disk, a lost mount):
+    a runtime failure, not a usage error; the crawl can be resumed once it is fixed."""
+
+    exit_code = 5
 
 
 class QueuedRow(NamedTuple):
@@ -123,28 +153,21 @@ class QueuedRow(NamedTuple):
     referrer: str | None
 
 
-class EntryRow(NamedTuple):
-    """A listed URL's sitemap entry; ``lastmod`` is tz-aware UTC."""
-
-    loc: str
-    lastmod: datetime | None
-    changefreq: str | None
-    priority: float | None
-
-
 @dataclass(slots=True, frozen=True)
 class Snapshot:
     """Everything the engine needs to rebuild its memory, as of the last checkpoint.
 
-    ``decisions`` and ``entries`` are streamed from the file in chunks (a big crawl has
+    ``decisions`` and ``listings`` are streamed from the file in chunks (a big crawl has
     millions), so consume them before closing the state; each can be iterated once.
+    ``referrers``: more pages linking to a URL, besides the one its decision names.
     """
 
     queued: list[QueuedRow]
     seen: list[str]
     decisions: Iterator[DecisionRecord]
-    entries: Iterator[EntryRow]
+    listings: Iterator[Listing]
     bodies: dict[bytes, str]
+    referrers: dict[str, list[str]]
     counters: dict[str, int]
     finished: bool
 
@@ -188,7 +211,9 @@ class CrawlState:
         self._lower: list[tuple[int, int | None, int, int]] = []
         self._done: list[tuple[int]] = []
         self._decisions: list[tuple[object, ...]] = []
-        self._entries: list[tuple[object, ...]] = []
+        self._listings: list[tuple[object, ...]] = []
+        self._unlisted: list[tuple[int]] = []
+        self._referrers: list[tuple[int, int]] = []
         self._bodies: list[tuple[bytes, int]] = []
         self._counters: dict[str, int] = {}
         self._ops = 0
@@ -203,6 +228,7 @@ class CrawlState:
         fingerprint: str,
         start_url: str,
         resume: bool,
+        reopen_finished: bool = False,
         checkpoint_ops: int = DEFAULT_CHECKPOINT_OPS,
         checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
         clock: Callable[[], float] = time.monotonic,
@@ -210,7 +236,8 @@ class CrawlState:
         """Open the state of a crawl: a new one (``resume=False``, replacing any old file)
         or the one to continue (``resume=True``), which must be of the same start URL and
         configuration, because resuming another crawl's state would publish a sitemap that
-        matches neither."""
+        matches neither, and unfinished: a finished crawl was published, and resuming it
+        would only publish it again (``reopen_finished`` reads one all the same)."""
         path = Path(path)
         if resume and not path.is_file():
             raise StateError(f"nothing to resume: state file {path} does not exist")
@@ -243,6 +270,11 @@ class CrawlState:
             )
             if resume:
                 state._next_id, state._qseq, state._finished = _resume_counters(conn, path)
+                if state._finished and not reopen_finished:
+                    raise StateError(
+                        f"the crawl saved in {path} finished and was published; there is "
+                        "nothing to resume (run without --resume to crawl again)"
+                    )
             return state
         except BaseException:
             if conn is not None:
@@ -309,16 +341,20 @@ class CrawlState:
         detail: str,
         depth: int,
         referrer: str | None,
-        entry: tuple[str, datetime | None, str | None, float | None] | None = None,
     ) -> None:
-        """``url`` got its decision (and, when listed, its sitemap ``entry`` as ``(loc,
-        lastmod, changefreq, priority)``); it leaves the queue.
+        """``url`` got its decision; it leaves the queue.
 
         ``url`` must be spelled as it was passed to :meth:`queued`: that is how the state
-        knows which queued URL is done. The entry's ``loc`` may differ (a public URL).
+        knows which queued URL is done.
         """
         ids = self._ids if self._ids is not None else self._load_ids()
         ref = None if referrer is None else (ids.get(referrer) or self._intern(referrer))
+        uid = self._done_id(ids, url)
+        self._decisions.append((uid, status, reason, detail, depth, ref))
+        self._ops += 1
+
+    def _done_id(self, ids: dict[str, int], url: str) -> int:
+        """The id of url, which leaves the queue now."""
         uid = ids.get(url)
         if uid is None:  # decided without being queued: screened out when found
             uid = self._next_id
@@ -329,12 +365,29 @@ class CrawlState:
             row[2] = _DONE
         else:
             self._done.append((uid,))
-        self._decisions.append((uid, status, reason, detail, depth, ref))
-        if entry is not None:
-            loc, lastmod, changefreq, priority = entry
-            self._entries.append(
-                (uid, None if loc == url else loc, _to_micros(lastmod), changefreq, priority)
-            )
+        return uid
+
+    def listed(self, listing: Listing) -> None:
+        """``listing.url`` would be listed, unless a twin wins (journal.Journal): it leaves
+        the queue with its listing, which a resumed crawl puts back in the spool."""
+        ids = self._ids if self._ids is not None else self._load_ids()
+        stored = {
+            **{name: getattr(listing, name) for name in _LISTING_FIELDS},
+            "url": self._done_id(ids, listing.url),
+            "loc": None if listing.loc == listing.url else listing.loc,  # the same, mostly
+            "referrer": None if listing.referrer is None else self._intern(listing.referrer),
+        }
+        self._listings.append(tuple(stored[name] for name in _LISTING_FIELDS))
+        self._ops += 1
+
+    def unlisted(self, url: str) -> None:
+        """A listing lost to a better twin (its decision follows, with :meth:`decided`)."""
+        self._unlisted.append((self._intern(url),))
+        self._ops += 1
+
+    def referred(self, url: str, referrer: str) -> None:
+        """One more page links to ``url`` (kept for the broken-links report)."""
+        self._referrers.append((self._intern(url), self._intern(referrer)))
         self._ops += 1
 
     def body(self, digest: bytes, url: str) -> None:
@@ -376,8 +429,8 @@ class CrawlState:
         self._write(finished=False)
 
     def finish(self) -> None:
-        """Checkpoint and mark the crawl complete; resuming it then finds nothing queued
-        and just republishes the same sitemap."""
+        """Checkpoint and mark the crawl complete (its sitemap is published): it is no
+        longer resumed."""
         self._write(finished=True)
 
     def _write(self, *, finished: bool) -> None:
@@ -410,11 +463,13 @@ class CrawlState:
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     self._decisions,
                 )
-            if self._entries:
+            if self._listings:
+                conn.executemany(_LISTING_INSERT, self._listings)
+            if self._unlisted:
+                conn.executemany("DELETE FROM listings WHERE url = ?", self._unlisted)
+            if self._referrers:
                 conn.executemany(
-                    "INSERT INTO entries (url, loc, lastmod, changefreq, priority)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    self._entries,
+                    "INSERT INTO referrers (url, referrer) VALUES (?, ?)", self._referrers
                 )
             if self._bodies:
                 # The engine keeps the first URL per body; a repeat here is a replay of one.
@@ -439,7 +494,7 @@ class CrawlState:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
-                raise StateError(f"cannot write state file {self.path}: {exc}") from exc
+                raise StateWriteError(f"cannot write state file {self.path}: {exc}") from exc
             raise
         self._finished = finished
         self._reset_buffers()
@@ -483,12 +538,17 @@ class CrawlState:
             bodies = {
                 digest: names[uid] for digest, uid in conn.execute("SELECT digest, url FROM bodies")
             }
+            referrers: dict[str, list[str]] = {}
+            for uid, ref in conn.execute("SELECT url, referrer FROM referrers ORDER BY seq"):
+                referrers.setdefault(names[uid], []).append(names[ref])  # type: ignore[arg-type]
             del names
             counters = dict(conn.execute("SELECT name, value FROM counters"))
             (last_decision,) = conn.execute(
                 "SELECT coalesce(max(seq), 0) FROM decisions"
             ).fetchone()
-            (last_entry,) = conn.execute("SELECT coalesce(max(seq), 0) FROM entries").fetchone()
+            (last_listing,) = conn.execute(
+                "SELECT coalesce(max(seq), 0) FROM listings"
+            ).fetchone()
             (finished,) = conn.execute(
                 "SELECT coalesce((SELECT value FROM meta WHERE key = 'finished'), 0)"
             ).fetchone()
@@ -504,13 +564,15 @@ class CrawlState:
                 last_decision,
                 _decision_row,
             ),
-            entries=self._stream(
-                "SELECT e.seq, coalesce(e.loc, u.url), e.lastmod, e.changefreq, e.priority"
-                " FROM entries e JOIN urls u ON u.id = e.url",
-                last_entry,
-                _entry_row,
+            listings=self._stream(
+                f"SELECT l.seq, {_LISTING_SELECT}"
+                " FROM listings l JOIN urls u ON u.id = l.url"
+                " LEFT JOIN urls r ON r.id = l.referrer",
+                last_listing,
+                _listing_row,
             ),
             bodies=bodies,
+            referrers=referrers,
             counters=counters,
             finished=bool(finished),
         )
@@ -582,19 +644,8 @@ def _decision_row(row: tuple[object, ...]) -> DecisionRecord:
     return _tuple_new(DecisionRecord, row[1:])
 
 
-def _entry_row(row: tuple[object, ...]) -> EntryRow:
-    _, loc, lastmod, changefreq, priority = row
-    when = None if lastmod is None else _EPOCH + lastmod * _MICROSECOND  # type: ignore[operator]
-    return _tuple_new(EntryRow, (loc, when, changefreq, priority))
-
-
-def _to_micros(lastmod: datetime | None) -> int | None:
-    """Microseconds since the epoch: exact, compact, and sortable, unlike an ISO string."""
-    if lastmod is None:
-        return None
-    if lastmod.tzinfo is None or lastmod.utcoffset() is None:
-        raise ValueError(f"lastmod must be timezone-aware, got {lastmod!r}")
-    return (lastmod - _EPOCH) // _MICROSECOND
+def _listing_row(row: tuple[object, ...]) -> Listing:
+    return Listing(**dict(zip(_LISTING_FIELDS, row[1:], strict=True)))  # type: ignore[arg-type]
 
 
 def _now() -> str:

@@ -45,6 +45,9 @@ COOLDOWN = 1.0  # seconds: a burst of bad answers within this window is one slow
 FIRST_EXTRA_DELAY = 0.25  # seconds of adaptive delay on the first slow-down; doubled after
 RECOVER_AFTER = 20  # consecutive good responses before one step of recovery
 EXTRA_DELAY_FLOOR = 0.05  # halving below this drops the adaptive delay altogether
+# Failed answers (5xx, 429, no answer) in a row, all at the slowest rate, that make an
+# outage: backing off further would turn a crawl into hours of waiting on a site that is down
+OUTAGE_AFTER = 10
 
 
 @dataclass(slots=True)
@@ -118,6 +121,7 @@ class Throttle:
         self._ewma: float | None = None
         self._good_streak = 0
         self._last_slowdown = -math.inf
+        self._failing = 0  # failed answers in a row at the slowest rate
 
         # figures
         self._requests = 0
@@ -308,6 +312,11 @@ class Throttle:
         if status is not None and status not in _BAD_STATUSES and _is_seconds(seconds):
             slow = self._time_sample(seconds)
         pressure = status is None or status in PRESSURE_STATUSES or slow
+        failed = status is None or status in _BAD_STATUSES
+        if not failed:
+            self._failing = 0
+        elif self._limit == 1 and self._extra >= self._slowest_extra:
+            self._failing += 1
         if pressure:
             self._good_streak = 0
             now = self._clock()
@@ -346,14 +355,26 @@ class Throttle:
         this_one_slow = seconds > SLOW_FACTOR * baseline and seconds - baseline > SLOW_MIN_EXCESS
         return this_one_slow and now - seconds > self._slow_since
 
+    @property
+    def _slowest_extra(self) -> float:
+        return max(self._max_crawl_delay, FIRST_EXTRA_DELAY)
+
+    @property
+    def outage(self) -> str | None:
+        """Why the site looks down (OUTAGE_AFTER failed answers in a row at the slowest
+        rate), or None: the crawl should stop rather than back off any further."""
+        if self._failing < OUTAGE_AFTER:
+            return None
+        return (
+            f"{self._failing} failed answers in a row (5xx, 429 or no answer) at the slowest "
+            f"rate, one request every {_num(self._interval)} s"
+        )
+
     def _slow_down(self) -> None:
         self._slowdowns += 1
         self._limit = max(1, self._limit // 2)
         self._cap = self._limit
-        self._extra = min(
-            max(FIRST_EXTRA_DELAY, self._extra * 2),
-            max(self._max_crawl_delay, FIRST_EXTRA_DELAY),
-        )
+        self._extra = min(max(FIRST_EXTRA_DELAY, self._extra * 2), self._slowest_extra)
         self._max_extra = max(self._max_extra, self._extra)
         self._interval = max(self._base_interval, self._extra)
 

@@ -67,6 +67,10 @@ class AsyncSitemapWriter:
         """Entries added so far, including those still waiting in the batch."""
         return self._writer.count + len(self._batch)
 
+    def check(self, entry: Entry) -> None:
+        """Raise EntryError now if entry could never be written (SitemapWriter.check)."""
+        self._writer.check(entry)
+
     async def add(self, entry: Entry) -> None:
         if not isinstance(entry, Entry):
             raise TypeError(f"expected an Entry, got {type(entry).__name__}")

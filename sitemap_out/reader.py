@@ -24,15 +24,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import BinaryIO, Final, Literal
 
 from lxml import etree
 
 from sitemap_out.entry import CHANGEFREQS, MAX_LOC_CHARS, MIN_LOC_CHARS, check_uri
-from sitemap_out.writer import MAX_BYTES, MAX_URLS
+from sitemap_out.writer import MAX_BYTES, MAX_URLS, read_manifest
 from sitemap_out.xml import IMAGE_NS, SITEMAP_NS, XHTML_NS
 
-__all__ = ["Problem", "ReadEntry", "ReadResult", "read_sitemap"]
+__all__ = ["Problem", "ReadEntry", "ReadResult", "count_published", "read_sitemap"]
 
 Kind = Literal["urlset", "sitemapindex", "text", "unknown"]
 Severity = Literal["error", "warning"]
@@ -500,3 +501,22 @@ def read_sitemap(
 def _chain(head: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
     yield head
     yield from rest
+
+
+def count_published(out_dir: str | os.PathLike[str]) -> int | None:
+    """How many URLs the set published in ``out_dir`` by SitemapWriter lists, read from its
+    files (the manifest names them); None when nothing was published there. Index files
+    are passed over: the parts they list are counted themselves."""
+    folder = os.fspath(out_dir)
+    names = read_manifest(Path(folder))
+    if not names:
+        return None
+    total = 0
+    for name in names:
+        try:
+            result = read_sitemap(os.path.join(folder, name))
+        except OSError:
+            continue  # a part deleted by hand counts as empty
+        if result.kind != "sitemapindex":
+            total += len(result.entries)
+    return total

@@ -75,7 +75,7 @@ def test_503_with_retry_after_then_200(serve, crawl):
 def test_always_500_is_bounded(serve, crawl):
     site = Site({"/": html("/broken"), "/broken": Page("no", status=500)})
     srv = serve(site.app)
-    code, locs, d, report, _ = crawl(srv.url, "--retries", "2")
+    code, locs, d, report, _ = crawl(srv.url, "--retries", "2", "--max-error-rate", "1")
     assert code == 0 and locs == [srv.url + "/"]
     assert site.paths.count("/broken") == 3
     assert d[srv.url + "/broken"]["reason"] == "http_error"

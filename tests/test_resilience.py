@@ -138,7 +138,7 @@ def test_slow_and_broken_servers(serve, crawl):
     )
     srv = serve(site.app)
     started = time.monotonic()
-    code, locs, d, _ = crawl(srv.url, "--timeout", "1", "--retries", "0")
+    code, locs, d, _ = crawl(srv.url, "--timeout", "1", "--retries", "0", "--max-error-rate", "1")
     assert time.monotonic() - started < 15
     assert code == 0
     assert locs == [srv.url + "/", srv.url + "/fine"]
@@ -231,7 +231,8 @@ def test_malformed_headers_and_truncated_body(crawl):
         )
     )
     try:
-        code, locs, d, _ = crawl(server.url, "--timeout", "2", "--retries", "0")
+        args = ("--timeout", "2", "--retries", "0", "--max-error-rate", "1")
+        code, locs, d, _ = crawl(server.url, *args)
     finally:
         server.stop()
     u = server.url

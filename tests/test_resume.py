@@ -4,15 +4,28 @@ refetching what it had already fetched, and the previously published sitemap sur
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import contextlib
+import json
 import signal
+import sqlite3
 import time
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 from crawler.cli import main
-from tests.sites import Site, crawl_process, read_published, tree_site
+from tests.sites import (
+    Page,
+    Site,
+    crawl_process,
+    html,
+    read_decisions,
+    read_published,
+    tree_site,
+)
 
 PAGES = 3000
 
@@ -92,7 +105,7 @@ def test_interrupted_crawl_resumes_to_the_same_sitemap(serve, tmp_path, xsd, ref
 
 
 def test_resume_refuses_another_start_url_or_config(serve, tmp_path, capsys):
-    site = Site({"/": "<p>home</p>", "/docs/": "<p>docs</p>"})
+    site = Site({"/": html("/docs/", "/err"), "/docs/": "<p>docs</p>", "/err": Page("", 500)})
     srv = serve(site.app)
     state = tmp_path / "s.sqlite"
 
@@ -102,16 +115,92 @@ def test_resume_refuses_another_start_url_or_config(serve, tmp_path, capsys):
         )
         return code
 
-    assert crawl("/") == 0
-    capsys.readouterr()
+    # refused by the publish guard: the crawl is saved, unfinished, and may be resumed
+    assert crawl("/", "--retries", "0") == 4
+    assert "max_error_rate" in capsys.readouterr().err
     assert crawl("/docs/", "--resume") == 2
     assert "is for a crawl of" in capsys.readouterr().err
     assert crawl("/", "--resume", "--max-depth", "1") == 2
     assert "configuration" in capsys.readouterr().err
-    # settings that do not change the result may differ
-    assert crawl("/", "--resume", "--concurrency", "2", "--gzip") == 0
+    # settings that do not change the result may differ; nothing is fetched again
+    fetched = len(site.requests)
+    assert crawl("/", "--resume", "--concurrency", "2", "--gzip", "--force") == 0
+    assert len(site.requests) == fetched + 1  # robots.txt
+    capsys.readouterr()
+    # a finished crawl is not resumed: it was published
+    assert crawl("/", "--resume") == 2
+    err = capsys.readouterr().err
+    assert "finished" in err and "without --resume" in err and err.count("\n") == 1
+    assert len(site.requests) == fetched + 1
 
 
 def test_resume_needs_state(capsys):
     assert main(["crawl", "http://127.0.0.1:1/", "--resume"]) == 2
     assert "--state" in capsys.readouterr().err
+
+
+def test_a_resumed_max_pages_crawl_fetches_exactly_max_pages(serve, tmp_path):
+    """The state's "fetched" counter counts only requests whose outcome it holds, so a
+    resumed --max-pages crawl makes up what the killed one lost, no more, no less."""
+    site = _site()
+    srv = serve(site.app)
+    out, state, decisions = tmp_path / "out", tmp_path / "state.sqlite", tmp_path / "d.jsonl"
+    args = [*_crawl_args(srv.url, out, state)[1:], "--max-pages", "1200"]
+    proc = crawl_process(*args)
+    deadline = time.monotonic() + 30
+    while len(site.requests) < 500 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert main(["crawl", *args, "--resume", "--decisions", str(decisions)]) == 0
+    fetched = [d for d in read_decisions(decisions).values() if d["status"] is not None]
+    assert len(fetched) == 1200
+
+
+def _referrers(state: Path) -> int:
+    try:
+        with contextlib.closing(sqlite3.connect(state)) as conn:
+            return conn.execute("SELECT count(*) FROM referrers").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_pages_linking_to_a_broken_url_survive_a_resume(serve, tmp_path):
+    """Every page links to /broken (404); the crawl is killed after a few of them were
+    noted and resumed: the report names the same linking pages as an uninterrupted crawl."""
+
+    def make_site() -> Site:
+        async def page(request: web.Request) -> web.Response:
+            await asyncio.sleep(0.1)
+            n = int(request.path.strip("/") or 0)
+            links = "".join(f'<a href="/{m}">{m}</a>' for m in (2 * n + 1, 2 * n + 2) if m < 40)
+            return web.Response(text=f'{links}<a href="/broken">x</a>', content_type="text/html")
+
+        return Site({"/robots.txt": Page("", 404), "/broken": Page("", 404)}, fallback=page)
+
+    def broken_links(report: Path, origin: str) -> list[tuple[str, list[str]]]:
+        found = json.loads(report.read_text())["broken_links"]
+        strip = lambda url: url.removeprefix(origin)  # noqa: E731
+        return [(strip(b["url"]), [strip(u) for u in b["linked_from"]]) for b in found]
+
+    def args(srv, name: str) -> list[str]:
+        out, state = tmp_path / name, tmp_path / f"{name}.sqlite"
+        return [*_crawl_args(srv.url, out, state)[1:], "--concurrency", "1"]
+
+    srv = serve(make_site().app)
+    report = tmp_path / "whole.json"
+    assert main(["crawl", *args(srv, "whole"), "--report", str(report)]) == 0
+    expected = broken_links(report, srv.url)
+    assert expected[0][0] == "/broken" and len(expected[0][1]) == 10
+
+    site = make_site()
+    srv = serve(site.app)
+    proc = crawl_process(*args(srv, "cut"))
+    deadline = time.monotonic() + 30
+    while _referrers(tmp_path / "cut.sqlite") < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    report = tmp_path / "cut.json"
+    assert main(["crawl", *args(srv, "cut"), "--resume", "--report", str(report)]) == 0
+    assert broken_links(report, srv.url) == expected

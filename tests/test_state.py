@@ -9,6 +9,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from hypothesis import given, settings
@@ -16,13 +17,14 @@ from hypothesis import strategies as st
 
 from crawler import state as state_module
 from crawler.errors import SitemapCrawlerError
+from crawler.listings import Listing, from_micros, to_micros
 from crawler.report import DecisionRecord
 from crawler.state import (
     CrawlState,
-    EntryRow,
     QueuedRow,
     Snapshot,
     StateError,
+    StateWriteError,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,12 +40,50 @@ def resumed(path: Path, **kwargs: object) -> CrawlState:
     return CrawlState.open(path, fingerprint=FP, start_url=START, resume=True, **kwargs)
 
 
+class EntryRow(NamedTuple):
+    """What a listing puts in the sitemap."""
+
+    loc: str
+    lastmod: datetime | None
+    changefreq: str | None
+    priority: float | None
+
+
+def entry_row(listing: Listing) -> EntryRow:
+    return EntryRow(listing.loc, from_micros(listing.lastmod), listing.changefreq, listing.priority)
+
+
+def listed(
+    state: CrawlState,
+    url: str,
+    depth: int,
+    referrer: str | None,
+    entry: tuple[str, datetime | None, str | None, float | None],
+    body: int | None = None,
+) -> None:
+    loc, lastmod, changefreq, priority = entry
+    state.listed(
+        Listing(url, loc, 200, "", depth, referrer, to_micros(lastmod), changefreq, priority, body)
+    )
+
+
+def reload_listings(
+    path: Path, start_url: str = START, fingerprint: str = FP
+) -> tuple[Snapshot, list[DecisionRecord], list[Listing]]:
+    """Everything in the file, finished or not, with the listings as they were recorded."""
+    with CrawlState.open(
+        path, fingerprint=fingerprint, start_url=start_url, resume=True, reopen_finished=True
+    ) as state:
+        snap = state.load()
+        return snap, list(snap.decisions), list(snap.listings)
+
+
 def reload(
     path: Path, start_url: str = START, fingerprint: str = FP
 ) -> tuple[Snapshot, list[DecisionRecord], list[EntryRow]]:
-    with CrawlState.open(path, fingerprint=fingerprint, start_url=start_url, resume=True) as state:
-        snap = state.load()
-        return snap, list(snap.decisions), list(snap.entries)
+    """Like reload_listings, with each listing reduced to the sitemap entry it makes."""
+    snap, decisions, listings = reload_listings(path, start_url, fingerprint)
+    return snap, decisions, [entry_row(x) for x in listings]
 
 
 @pytest.fixture
@@ -60,11 +100,9 @@ def test_every_kind_of_record_round_trips(path: Path) -> None:
         state.queued(START, 0, None)
         state.queued("https://example.com/ünïcödé/日本?q=ä", 1, START)
         state.queued("https://example.com/b", 1, START)
-        state.decided(
+        listed(
+            state,
             START,
-            200,
-            "listed",
-            "",
             0,
             None,
             (START, datetime(2024, 5, 1, 12, 30, 15, 123456, tzinfo=UTC), "weekly", 1.0),
@@ -76,14 +114,11 @@ def test_every_kind_of_record_round_trips(path: Path) -> None:
             "https://example.com/ç",
             1,
             START,
-            None,
         )
         state.decided("https://other.example/x", None, "out_of_scope", "outside /", 1, START)
-        state.decided(
+        listed(
+            state,
             "https://example.com/ünïcödé/日本?q=ä",
-            200,
-            "listed",
-            "",
             1,
             START,
             (
@@ -93,6 +128,7 @@ def test_every_kind_of_record_round_trips(path: Path) -> None:
                 None,
             ),
         )
+        state.referred("https://example.com/b", "https://example.com/ünïcödé/日本?q=ä")
         state.body(b"\x00" * 16, START)
         state.body(bytes(range(16)), "https://example.com/ünïcödé/日本?q=ä")
         state.counter("pages", 1)
@@ -108,11 +144,10 @@ def test_every_kind_of_record_round_trips(path: Path) -> None:
         "https://example.com/b",
         "https://other.example/x",
     }
+    # a listed page has its listing, not a decision: that is made when the crawl publishes
     assert decisions == [
-        DecisionRecord(START, 200, "listed", "", 0, None),
         DecisionRecord("https://example.com/b", 301, "redirect", "https://example.com/ç", 1, START),
         DecisionRecord("https://other.example/x", None, "out_of_scope", "outside /", 1, START),
-        DecisionRecord("https://example.com/ünïcödé/日本?q=ä", 200, "listed", "", 1, START),
     ]
     assert entries == [
         EntryRow(START, datetime(2024, 5, 1, 12, 30, 15, 123456, tzinfo=UTC), "weekly", 1.0),
@@ -128,8 +163,153 @@ def test_every_kind_of_record_round_trips(path: Path) -> None:
         b"\x00" * 16: START,
         bytes(range(16)): "https://example.com/ünïcödé/日本?q=ä",
     }
+    assert snap.referrers == {"https://example.com/b": ["https://example.com/ünïcödé/日本?q=ä"]}
     assert snap.counters == {"pages": 3, "bytes": 12_345_678_901}
     assert snap.finished is False
+
+
+def test_listed_round_trips_every_listing_field(path: Path) -> None:
+    unicode_url = "https://example.com/ünïcödé/日本?q=ä"
+    listings = [
+        # the loc is the crawled URL: stored once, read back the same
+        Listing(START, START, 200, "", 0, None, 0, "always", 1.0, 0),
+        # a public loc for a crawl-space URL, a retry detail, the extreme body keys
+        Listing(
+            "http://127.0.0.1:8080/a",
+            "https://www.example.com/a",
+            203,
+            "after 2 retries (HTTP 503)",
+            3,
+            START,
+            to_micros(datetime(2024, 5, 1, 12, 30, 15, 123456, tzinfo=UTC)),
+            "weekly",
+            0.1,
+            -(2**63),
+        ),
+        Listing(
+            unicode_url,
+            "https://example.com/%C3%BCn%C3%AFc%C3%B6d%C3%A9/%E6%97%A5%E6%9C%AC?q=%C3%A4",
+            200,
+            "",
+            1,
+            "https://example.com/ü/référent",
+            -1,  # a microsecond before the epoch
+            None,
+            0.0,
+            2**63 - 1,
+        ),
+        # a page that never competes with twins (not HTML): no body key, nothing optional
+        Listing(
+            "https://example.com/doc.pdf",
+            "https://example.com/doc.pdf",
+            200,
+            "",
+            2,
+            unicode_url,
+            None,
+            None,
+            None,
+            None,
+        ),
+        Listing(
+            "https://example.com/neg",
+            "https://example.com/neg",
+            200,
+            "",
+            1,
+            None,
+            None,
+            None,
+            None,
+            -1,
+        ),
+    ]
+    with fresh(path) as state:
+        state.queued(START, 0, None)
+        state.queued(unicode_url, 1, START)
+        for listing in listings[:2]:
+            state.listed(listing)
+        state.checkpoint()
+        for listing in listings[2:]:
+            state.listed(listing)
+        state.checkpoint()
+    snap, decisions, got = reload_listings(path)
+    assert got == listings
+    assert all(type(x) is Listing for x in got)
+    assert all(type(x.body) is int for x in got if x.body is not None)
+    assert decisions == []
+    assert snap.queued == []
+    # listed URLs are seen; their referrers are stored but, never met themselves, are not
+    assert set(snap.seen) == {x.url for x in listings}
+    assert "https://example.com/ü/référent" not in snap.seen
+    assert [entry_row(x) for x in got][1] == EntryRow(
+        "https://www.example.com/a",
+        datetime(2024, 5, 1, 12, 30, 15, 123456, tzinfo=UTC),
+        "weekly",
+        0.1,
+    )
+
+
+def test_unlisted_removes_the_listing_and_the_url_stays_done(path: Path) -> None:
+    a, b, c, d = (f"https://example.com/{n}" for n in "abcd")
+    with fresh(path) as state:
+        for url in (a, b, c, d):
+            state.queued(url, 1, START)
+        for url in (a, b, c):
+            listed(state, url, 1, START, (url, None, None, None), body=7)
+        state.checkpoint()
+        # a listing on disk loses to a twin, and gets its decision
+        state.unlisted(b)
+        state.decided(b, 200, "duplicate_of", a, 1, START)
+        # one listed and unlisted within a single checkpoint
+        listed(state, d, 1, START, (d, None, None, None), body=7)
+        state.unlisted(d)
+        state.decided(d, 200, "duplicate_of", a, 1, START)
+        state.checkpoint()
+        # recorded but never checkpointed: lost, so c keeps its listing
+        state.unlisted(c)
+    snap, decisions, listings = reload_listings(path)
+    assert [x.url for x in listings] == [a, c]
+    assert decisions == [
+        DecisionRecord(b, 200, "duplicate_of", a, 1, START),
+        DecisionRecord(d, 200, "duplicate_of", a, 1, START),
+    ]
+    assert snap.queued == []  # unlisting does not put a URL back in the queue
+    assert set(snap.seen) == {a, b, c, d}
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT count(*) FROM listings").fetchone() == (2,)
+    finally:
+        conn.close()
+
+
+def test_referred_round_trips_in_order(path: Path) -> None:
+    broken = "https://example.com/gone/ü"
+    refs = [f"https://example.com/p{i}/é" for i in range(5)]
+    with fresh(path) as state:
+        state.queued(broken, 1, START)
+        state.referred(broken, refs[0])
+        state.referred(START, refs[1])
+        state.referred(broken, refs[2])
+        state.checkpoint()
+        state.referred(broken, refs[1])
+        state.referred(broken, refs[2])  # a repeat is kept: the journal decides what repeats
+        state.checkpoint()
+    with resumed(path) as state:
+        assert state.load().referrers == {
+            broken: [refs[0], refs[2], refs[1], refs[2]],
+            START: [refs[1]],
+        }
+        state.referred(broken, refs[3])
+        state.checkpoint()
+        state.referred(broken, refs[4])  # never checkpointed: lost
+    snap, _, _ = reload(path)
+    assert snap.referrers == {
+        broken: [refs[0], refs[2], refs[1], refs[2], refs[3]],
+        START: [refs[1]],
+    }
+    # a referrer, or a URL only referred to, is stored without being taken as met
+    assert snap.seen == [broken]
 
 
 def test_queued_rows_keep_depth_and_referrer(path: Path) -> None:
@@ -146,8 +326,8 @@ def test_priority_and_lastmod_edge_values(path: Path) -> None:
     old = datetime(1970, 1, 1, tzinfo=UTC) - timedelta(microseconds=1)
     far = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
     with fresh(path) as state:
-        state.decided("https://example.com/1", 200, "listed", "", 1, None, (START, old, None, 0.0))
-        state.decided("https://example.com/2", 200, "listed", "", 1, None, (START, far, None, 0.1))
+        listed(state, "https://example.com/1", 1, None, (START, old, None, 0.0))
+        listed(state, "https://example.com/2", 1, None, (START, far, None, 0.1))
         state.checkpoint()
     _, _, entries = reload(path)
     assert [(e.lastmod, e.priority) for e in entries] == [(old, 0.0), (far, 0.1)]
@@ -155,7 +335,7 @@ def test_priority_and_lastmod_edge_values(path: Path) -> None:
 
 def test_naive_lastmod_is_rejected_where_it_is_recorded(path: Path) -> None:
     with fresh(path) as state, pytest.raises(ValueError, match="timezone-aware"):
-        state.decided(START, 200, "listed", "", 0, None, (START, datetime(2024, 1, 1), None, None))
+        listed(state, START, 0, None, (START, datetime(2024, 1, 1), None, None))
 
 
 # -- order, lowering, decisions ---------------------------------------------------------------
@@ -168,10 +348,13 @@ def test_queue_and_entry_order_survive_many_checkpoints(path: Path) -> None:
             state.queued(url, 1 + i % 3, START)
             if i % 7 == 0:
                 state.checkpoint()
-        # decide every third URL, in an order unrelated to queue order, listing them all
+        # decide every third URL, in an order unrelated to queue order, listing every other
         decided = urls[::3][::-1]
-        for url in decided:
-            state.decided(url, 200, "listed", "", 1, START, (url, None, None, None))
+        for i, url in enumerate(decided):
+            if i % 2:
+                state.decided(url, 200, "noindex", "", 1, START)
+            else:
+                listed(state, url, 1, START, (url, None, None, None))
             if len(url) % 2:
                 state.checkpoint()
         state.checkpoint()
@@ -180,8 +363,8 @@ def test_queue_and_entry_order_survive_many_checkpoints(path: Path) -> None:
     assert [q.depth for q in snap.queued] == [
         1 + i % 3 for i, u in enumerate(urls) if u not in set(decided)
     ]
-    assert [e.loc for e in entries] == decided
-    assert [d.url for d in decisions] == decided
+    assert [e.loc for e in entries] == decided[::2]
+    assert [d.url for d in decisions] == decided[1::2]
 
 
 def test_lowered_moves_a_queued_url_up_with_a_new_place_in_queue_order(path: Path) -> None:
@@ -205,17 +388,21 @@ def test_lowered_moves_a_queued_url_up_with_a_new_place_in_queue_order(path: Pat
     ]
 
 
-def test_decided_url_leaves_the_queue_but_stays_seen(path: Path) -> None:
+def test_decided_and_listed_urls_leave_the_queue_but_stay_seen(path: Path) -> None:
+    a, b = "https://example.com/a", "https://example.com/b"
     with fresh(path) as state:
         state.queued(START, 0, None)
-        state.queued("https://example.com/a", 1, START)
+        state.queued(a, 1, START)
+        state.queued(b, 1, START)
         state.checkpoint()
-        state.decided(START, 200, "listed", "", 0, None, (START, None, None, None))
+        listed(state, START, 0, None, (START, None, None, None))
+        state.decided(b, 404, "http_error", "HTTP 404", 1, START)
         state.checkpoint()
-    snap, decisions, _ = reload(path)
-    assert snap.queued == [QueuedRow("https://example.com/a", 1, START)]
-    assert sorted(snap.seen) == [START, "https://example.com/a"]
-    assert decisions == [DecisionRecord(START, 200, "listed", "", 0, None)]
+    snap, decisions, entries = reload(path)
+    assert snap.queued == [QueuedRow(a, 1, START)]
+    assert sorted(snap.seen) == [START, a, b]
+    assert decisions == [DecisionRecord(b, 404, "http_error", "HTTP 404", 1, START)]
+    assert entries == [EntryRow(START, None, None, None)]
 
 
 def test_referrer_that_was_never_met_is_not_seen(path: Path) -> None:
@@ -243,11 +430,12 @@ def test_entry_loc_may_differ_from_the_crawled_url(path: Path) -> None:
     public = "https://www.example.com/page"
     with fresh(path) as state:
         state.queued(crawl_url, 1, None)
-        state.decided(crawl_url, 200, "listed", "", 1, None, (public, None, "daily", 0.8))
+        listed(state, crawl_url, 1, None, (public, None, "daily", 0.8))
         state.checkpoint()
-    _, decisions, entries = reload(path)
-    assert decisions[0].url == crawl_url
-    assert entries == [EntryRow(public, None, "daily", 0.8)]
+    _, decisions, listings = reload_listings(path)
+    assert decisions == []
+    assert [(x.url, x.loc) for x in listings] == [(crawl_url, public)]
+    assert [entry_row(x) for x in listings] == [EntryRow(public, None, "daily", 0.8)]
 
 
 def test_first_body_wins(path: Path) -> None:
@@ -266,25 +454,30 @@ def test_streams_page_through_large_tables_in_order(
 ) -> None:
     monkeypatch.setattr(state_module, "_CHUNK", 7)
     urls = [f"https://example.com/{i}" for i in range(100)]
+    gone = [f"https://example.com/gone/{i}" for i in range(100)]
     with fresh(path) as state:
-        for url in urls:
-            state.decided(url, 200, "listed", "", 1, None, (url, None, None, None))
+        for url, lost in zip(urls, gone, strict=True):
+            listed(state, url, 1, None, (url, None, None, None))
+            state.decided(lost, 404, "http_error", "HTTP 404", 1, url)
         state.checkpoint()
     _, decisions, entries = reload(path)
-    assert [d.url for d in decisions] == urls
+    assert [d.url for d in decisions] == gone
+    assert [d.referrer for d in decisions] == urls
     assert [e.loc for e in entries] == urls
 
 
 def test_streams_ignore_records_checkpointed_while_replaying(path: Path) -> None:
     with fresh(path) as state:
-        state.decided(START, 200, "listed", "", 0, None, (START, None, None, None))
+        listed(state, START, 0, None, (START, None, None, None))
+        state.decided("https://example.com/old", 404, "http_error", "HTTP 404", 1, START)
         state.checkpoint()
     with resumed(path) as state:
         snap = state.load()
-        state.decided("https://example.com/new", 200, "listed", "", 1, START, ("x", None, None, 1))
+        listed(state, "https://example.com/new", 1, START, ("x", None, None, 1))
+        state.decided("https://example.com/gone", 404, "http_error", "HTTP 404", 1, START)
         state.checkpoint()
-        assert [d.url for d in snap.decisions] == [START]
-        assert [e.loc for e in snap.entries] == [START]
+        assert [d.url for d in snap.decisions] == ["https://example.com/old"]
+        assert [x.loc for x in snap.listings] == [START]
 
 
 # -- checkpoints ------------------------------------------------------------------------------
@@ -333,10 +526,10 @@ def test_maybe_checkpoint_by_elapsed_time(path: Path) -> None:
         assert state.pending == 1  # the clock restarted at the last checkpoint
 
 
-def test_finish_marks_the_crawl_complete_and_it_can_be_resumed(path: Path) -> None:
+def test_finish_marks_the_crawl_complete_and_it_can_be_reopened(path: Path) -> None:
     with fresh(path) as state:
         state.queued(START, 0, None)
-        state.decided(START, 200, "listed", "", 0, None, (START, None, None, None))
+        listed(state, START, 0, None, (START, None, None, None))
         state.finish()
     snap, _, entries = reload(path)
     assert snap.finished is True
@@ -344,16 +537,44 @@ def test_finish_marks_the_crawl_complete_and_it_can_be_resumed(path: Path) -> No
     assert [e.loc for e in entries] == [START]
 
 
-def test_new_work_after_resuming_a_finished_crawl_clears_finished(path: Path) -> None:
+def test_new_work_after_reopening_a_finished_crawl_clears_finished(path: Path) -> None:
     with fresh(path) as state:
         state.finish()
-    with resumed(path) as state:
+    with resumed(path, reopen_finished=True) as state:
         assert state.load().finished is True
         state.checkpoint()  # nothing buffered: still finished
     assert reload(path)[0].finished is True
-    with resumed(path) as state:
+    with pytest.raises(StateError, match="nothing to resume"):
+        resumed(path)
+    with resumed(path, reopen_finished=True) as state:
         state.load()
         state.queued("https://example.com/more", 1, START)
+        state.checkpoint()
+    assert reload(path)[0].finished is False
+    resumed(path).close()  # running again, so an ordinary resume takes it
+
+
+def test_resume_refuses_a_finished_crawl_unless_reopened(path: Path) -> None:
+    with fresh(path) as state:
+        state.queued(START, 0, None)
+        listed(state, START, 0, None, (START, None, None, None))
+        state.finish()
+    before = path.read_bytes()
+    with pytest.raises(StateError) as err:
+        resumed(path)
+    message = str(err.value)
+    assert type(err.value) is StateError and err.value.exit_code == 2
+    assert "finished and was published" in message and "nothing to resume" in message
+    assert str(path) in message
+    assert "\n" not in message
+    assert path.read_bytes() == before  # refused without a write
+    # the refusal released the lock: the file can be reopened at once, on request
+    with resumed(path, reopen_finished=True) as state:
+        snap = state.load()
+        assert snap.finished is True
+        assert [x.url for x in snap.listings] == [START]
+    # and a fresh crawl may still replace it
+    with fresh(path) as state:
         state.checkpoint()
     assert reload(path)[0].finished is False
 
@@ -366,7 +587,7 @@ def test_resume_continues_ids_and_queue_order(path: Path) -> None:
     with resumed(path) as state:
         snap = state.load()
         assert [q.url for q in snap.queued] == [START, "https://example.com/a"]
-        state.decided(START, 200, "listed", "", 0, None, (START, None, None, None))
+        listed(state, START, 0, None, (START, None, None, None))
         state.queued("https://example.com/b", 1, START)
         state.checkpoint()
     # recording straight after opening, without load(), must not collide with stored ids
@@ -379,7 +600,7 @@ def test_resume_continues_ids_and_queue_order(path: Path) -> None:
         QueuedRow("https://example.com/b", 1, START),
         QueuedRow("https://example.com/c", 1, "https://example.com/a"),
     ]
-    assert [d.url for d in decisions] == [START, "https://example.com/a"]
+    assert [d.url for d in decisions] == ["https://example.com/a"]
     assert [e.loc for e in entries] == [START]
     assert len(snap.seen) == len(set(snap.seen)) == 4
 
@@ -396,9 +617,11 @@ def test_closed_state_refuses_work(path: Path) -> None:
 # -- opening and refusals ---------------------------------------------------------------------
 
 
-def test_state_error_is_a_usage_error() -> None:
+def test_state_error_is_a_usage_error_and_a_write_error_is_not() -> None:
     assert issubclass(StateError, SitemapCrawlerError)
     assert StateError.exit_code == 2
+    assert issubclass(StateWriteError, StateError)
+    assert StateWriteError.exit_code == 5
 
 
 def test_file_is_wal_and_tagged(path: Path) -> None:
@@ -420,7 +643,7 @@ def test_urls_are_stored_once(path: Path) -> None:
     url = "https://example.com/" + "x" * 200
     with fresh(path) as state:
         state.queued(url, 1, START)
-        state.decided(url, 200, "listed", "", 1, START, (url, None, None, None))
+        listed(state, url, 1, START, (url, None, None, None))
         state.body(b"b" * 16, url)
         state.queued("https://example.com/child", 2, url)
         state.checkpoint()
@@ -429,7 +652,10 @@ def test_urls_are_stored_once(path: Path) -> None:
             assert conn.execute("SELECT count(*) FROM urls WHERE url = ?", (url,)).fetchone() == (
                 1,
             )
-            assert conn.execute("SELECT count(*) FROM entries WHERE loc IS NULL").fetchone() == (1,)
+            # a listing whose loc is its URL does not store the string again
+            assert conn.execute("SELECT count(*) FROM listings WHERE loc IS NULL").fetchone() == (
+                1,
+            )
         finally:
             conn.close()
 
@@ -488,10 +714,11 @@ def test_resume_refuses_another_sqlite_database(path: Path) -> None:
         conn.close()
 
 
-def test_resume_refuses_a_state_file_with_missing_tables(path: Path) -> None:
+@pytest.mark.parametrize("table", ["listings", "referrers", "decisions"])
+def test_resume_refuses_a_state_file_with_missing_tables(path: Path, table: str) -> None:
     fresh(path).close()
     conn = sqlite3.connect(path)
-    conn.execute("DROP TABLE entries")
+    conn.execute(f"DROP TABLE {table}")
     conn.commit()
     conn.close()
     with pytest.raises(StateError, match="not a sitemap-crawler state file"):
@@ -590,14 +817,15 @@ _CRASHER = """
 import os, signal, sys
 from datetime import UTC, datetime
 from pathlib import Path
+from crawler.listings import Listing, to_micros
 from crawler.state import CrawlState
 
 state = CrawlState.open(Path(sys.argv[1]), fingerprint="fp", start_url="https://ex.com/",
                         resume=False)
 urls = [f"https://ex.com/p{i}/é" for i in range(3000)]
 state.queued("https://ex.com/", 0, None)
-state.decided("https://ex.com/", 200, "listed", "", 0, None,
-              ("https://ex.com/", datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), "daily", 0.9))
+state.listed(Listing("https://ex.com/", "https://ex.com/", 200, "", 0, None,
+                     to_micros(datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)), "daily", 0.9, -1))
 for url in urls:
     state.queued(url, 1, "https://ex.com/")
 state.body(b"\\x01" * 16, "https://ex.com/")
@@ -605,15 +833,19 @@ state.counter("pages", 1)
 state.checkpoint()
 # Pages 0..9 were fetched and decided, with their links, in checkpointed batches ...
 for i in range(10):
-    state.decided(urls[i], 200, "listed", "", 1, "https://ex.com/", (urls[i], None, None, None))
+    state.listed(Listing(urls[i], urls[i], 200, "", 1, "https://ex.com/", None, None, None, i))
     state.queued(f"https://ex.com/p{i}/child", 2, urls[i])
+    state.decided(f"https://other.ex/{i}", None, "out_of_scope", "", 2, urls[i])
+    state.referred(urls[20], urls[i])
     state.counter("pages", 2 + i)
     state.checkpoint()
 # ... then more work is recorded but never checkpointed: pages 10..2999 are in flight.
 for i in range(10, 3000):
-    state.decided(urls[i], 200, "noindex", "", 1, "https://ex.com/", None)
+    state.decided(urls[i], 200, "noindex", "", 1, "https://ex.com/")
     state.queued(f"https://ex.com/p{i}/child", 2, urls[i])
+    state.referred(urls[20], urls[i])
     state.body(i.to_bytes(16, "big"), urls[i])
+state.unlisted(urls[0])
 state.counter("pages", 3000)
 print("killing", flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
@@ -636,20 +868,39 @@ def test_sigkill_loses_only_what_was_not_checkpointed(path: Path) -> None:
     with CrawlState.open(path, fingerprint="fp", start_url="https://ex.com/", resume=True) as st:
         snap = st.load()
         decisions = list(snap.decisions)
-        entries = list(snap.entries)
+        listings = list(snap.listings)
         # the crawl goes on after the crash, and its next checkpoint is sound
-        st.decided(urls[10], 200, "listed", "", 1, "https://ex.com/", (urls[10], None, None, None))
+        listed(st, urls[10], 1, "https://ex.com/", (urls[10], None, None, None))
+        st.decided(urls[11], 200, "noindex", "", 1, "https://ex.com/")
         st.checkpoint()
 
     assert snap.queued == [QueuedRow(u, 1, "https://ex.com/") for u in urls[10:]] + [
         QueuedRow(f"https://ex.com/p{i}/child", 2, urls[i]) for i in range(10)
     ]
-    assert len(snap.seen) == 1 + 3000 + 10
-    assert [d.url for d in decisions] == ["https://ex.com/", *urls[:10]]
-    assert entries == [
-        EntryRow("https://ex.com/", datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), "daily", 0.9),
-        *(EntryRow(u, None, None, None) for u in urls[:10]),
+    assert len(snap.seen) == 1 + 3000 + 10 + 10
+    assert decisions == [
+        DecisionRecord(f"https://other.ex/{i}", None, "out_of_scope", "", 2, urls[i])
+        for i in range(10)
     ]
+    assert listings == [
+        Listing(
+            "https://ex.com/",
+            "https://ex.com/",
+            200,
+            "",
+            0,
+            None,
+            to_micros(datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)),
+            "daily",
+            0.9,
+            -1,
+        ),
+        *(
+            Listing(u, u, 200, "", 1, "https://ex.com/", None, None, None, i)
+            for i, u in enumerate(urls[:10])
+        ),
+    ]
+    assert snap.referrers == {urls[20]: urls[:10]}
     assert snap.bodies == {b"\x01" * 16: "https://ex.com/"}
     assert snap.counters == {"pages": 11}
 
@@ -659,8 +910,9 @@ def test_sigkill_loses_only_what_was_not_checkpointed(path: Path) -> None:
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
     finally:
         conn.close()
-    _, decisions, _ = reload(path, "https://ex.com/", "fp")
-    assert decisions[-1].url == urls[10]
+    _, decisions, listings = reload_listings(path, "https://ex.com/", "fp")
+    assert decisions[-1].url == urls[11]
+    assert listings[-1].url == urls[10]
 
 
 # -- model-based property ---------------------------------------------------------------------
@@ -669,7 +921,16 @@ _URLS = [f"https://example.com/{name}" for name in ("a", "b", "c", "d", "é", "f
 _op = st.one_of(
     st.tuples(st.just("queued"), st.sampled_from(_URLS), st.integers(0, 5), st.sampled_from(_URLS)),
     st.tuples(st.just("lowered"), st.sampled_from(_URLS), st.integers(0, 5)),
-    st.tuples(st.just("decided"), st.sampled_from(_URLS), st.booleans()),
+    st.tuples(st.just("decided"), st.sampled_from(_URLS), st.sampled_from([None, 200, 404])),
+    st.tuples(
+        st.just("listed"),
+        st.sampled_from(_URLS),
+        st.booleans(),  # listed under another loc
+        st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)),  # body key
+        st.one_of(st.none(), st.integers(-(2**62), 2**62)),  # lastmod
+    ),
+    st.tuples(st.just("unlisted"), st.sampled_from(_URLS)),
+    st.tuples(st.just("referred"), st.sampled_from(_URLS), st.sampled_from(_URLS)),
     st.tuples(st.just("body"), st.binary(min_size=16, max_size=16), st.sampled_from(_URLS)),
     st.tuples(st.just("counter"), st.sampled_from(["pages", "bytes"]), st.integers(0, 2**40)),
     st.just(("checkpoint",)),
@@ -677,13 +938,15 @@ _op = st.one_of(
 
 
 class _Model:
-    """What the state must give back: the frontier's rules, applied in call order."""
+    """What the state must give back: the frontier's and the journal's rules, applied in
+    call order."""
 
     def __init__(self) -> None:
         self.queue: dict[str, tuple[int, str | None, int]] = {}  # url -> depth, ref, order
         self.done: set[str] = set()
-        self.decisions: list[str] = []
-        self.entries: list[str] = []
+        self.decisions: list[DecisionRecord] = []
+        self.listings: list[Listing] = []
+        self.referrers: dict[str, list[str]] = {}
         self.bodies: dict[bytes, str] = {}
         self.counters: dict[str, int] = {}
         self.order = 0
@@ -705,15 +968,40 @@ class _Model:
             self.queue[url] = (depth, self.queue[url][1], self.order)
             state.lowered(url, depth)
         elif kind == "decided":
-            _, url, listed = op
+            _, url, status = op
             if url in self.done:
-                return
+                return  # a URL is judged once
             self.queue.pop(url, None)
             self.done.add(url)
-            self.decisions.append(url)
-            if listed:
-                self.entries.append(url)
-            state.decided(url, 200, "r", "", 1, None, (url, None, None, None) if listed else None)
+            self.decisions.append(DecisionRecord(url, status, "r", "", 1, None))
+            state.decided(url, status, "r", "", 1, None)
+        elif kind == "listed":
+            _, url, moved, body, lastmod = op
+            if url in self.done:
+                return
+            depth = self.queue.pop(url, (2, None, 0))[0]
+            self.done.add(url)
+            loc = f"{url}#public" if moved else url
+            listing = Listing(url, loc, 200, "", depth, _URLS[0], lastmod, "daily", 0.5, body)
+            self.listings.append(listing)
+            state.listed(listing)
+        elif kind == "unlisted":
+            # a listing lost to a twin: it is unlisted, then gets its decision (the journal)
+            _, url = op
+            lost = [x for x in self.listings if x.url == url]
+            if not lost:
+                return
+            (listing,) = lost
+            self.listings.remove(listing)
+            self.decisions.append(
+                DecisionRecord(url, 200, "duplicate_of", _URLS[0], listing.depth, None)
+            )
+            state.unlisted(url)
+            state.decided(url, 200, "duplicate_of", _URLS[0], listing.depth, None)
+        elif kind == "referred":
+            _, url, ref = op
+            self.referrers.setdefault(url, []).append(ref)
+            state.referred(url, ref)
         elif kind == "body":
             _, digest, url = op
             self.bodies.setdefault(digest, url)
@@ -729,7 +1017,8 @@ class _Model:
             [QueuedRow(url, depth, ref) for url, (depth, ref, _) in queued],
             set(self.queue) | self.done,
             list(self.decisions),
-            list(self.entries),
+            list(self.listings),
+            {url: list(refs) for url, refs in self.referrers.items()},
             dict(self.bodies),
             dict(self.counters),
         )
@@ -770,27 +1059,29 @@ def test_state_matches_a_model_at_the_last_checkpoint(
 
 
 def _observed(path: Path) -> tuple[object, ...]:
-    snap, decisions, entries = reload(path)
+    snap, decisions, listings = reload_listings(path)
     assert len(snap.seen) == len(set(snap.seen))
     return (
         snap.queued,
         set(snap.seen),
-        [d.url for d in decisions],
-        [e.loc for e in entries],
+        decisions,
+        listings,
+        snap.referrers,
         snap.bodies,
         snap.counters,
     )
 
 
 def _rebuild(snapshot: tuple[object, ...]) -> _Model:
-    queued, seen, decisions, entries, bodies, counters = snapshot
+    queued, seen, decisions, listings, referrers, bodies, counters = snapshot
     model = _Model()
     for row in queued:  # type: ignore[attr-defined]
         model.order += 1
         model.queue[row.url] = (row.depth, row.referrer, model.order)
     model.done = set(seen) - set(model.queue)  # type: ignore[call-overload]
     model.decisions = list(decisions)  # type: ignore[call-overload]
-    model.entries = list(entries)  # type: ignore[call-overload]
+    model.listings = list(listings)  # type: ignore[call-overload]
+    model.referrers = {url: list(refs) for url, refs in referrers.items()}  # type: ignore[attr-defined]
     model.bodies = dict(bodies)  # type: ignore[call-overload]
     model.counters = dict(counters)  # type: ignore[call-overload]
     return model
@@ -836,6 +1127,61 @@ def test_relative_path_and_replacing_a_crashed_state_file(
     assert snap.queued == [QueuedRow(START, 0, None)] and decisions == []
 
 
+_FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+from crawler.state import CrawlState, StateWriteError
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+path = Path(sys.argv[1])
+state = CrawlState.open(path, fingerprint="fp", start_url="https://ex.com/", resume=False)
+state.queued("https://ex.com/", 0, None)
+state.checkpoint()
+# The disk fills up: no file of this process may grow past what is already written.
+biggest = max(p.stat().st_size for p in path.parent.iterdir())
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (biggest, hard))
+for i in range(5000):
+    state.queued(f"https://ex.com/{i}/" + "x" * 200, 1, "https://ex.com/")
+try:
+    state.checkpoint()
+except StateWriteError as exc:
+    print(type(exc).__name__, exc.exit_code, state.pending, exc, sep="|", flush=True)
+else:
+    print("checkpoint succeeded", flush=True)
+    sys.exit(1)
+# Space is freed: the same buffers are written by the next checkpoint.
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+state.checkpoint()
+print("pending", state.pending, flush=True)
+state.close()
+"""
+
+
+def test_a_checkpoint_on_a_full_disk_raises_state_write_error(path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK, str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    failure, after = done.stdout.splitlines()
+    name, exit_code, pending, message = failure.split("|")
+    assert (name, exit_code, pending) == ("StateWriteError", "5", "5000")
+    assert message.startswith(f"cannot write state file {path}: ")
+    assert after == "pending 0"
+    snap, _, _ = reload(path, "https://ex.com/", "fp")
+    assert len(snap.queued) == 5001
+    assert snap.queued[-1].url == "https://ex.com/4999/" + "x" * 200
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()
+
+
 def test_a_failed_checkpoint_keeps_its_buffers(path: Path) -> None:
     with fresh(path) as state:
         state.queued(START, 0, None)
@@ -845,8 +1191,9 @@ def test_a_failed_checkpoint_keeps_its_buffers(path: Path) -> None:
         blocker = sqlite3.connect(path, isolation_level=None, timeout=0)
         blocker.execute("BEGIN IMMEDIATE")  # another writer holds the database
         state._conn.execute("PRAGMA busy_timeout = 0")  # type: ignore[union-attr]
-        with pytest.raises(StateError, match="cannot write state file"):
+        with pytest.raises(StateWriteError, match="cannot write state file") as err:
             state.checkpoint()
+        assert err.value.exit_code == 5
         blocker.execute("ROLLBACK")
         blocker.close()
         assert state.pending == 2

@@ -1,0 +1,169 @@
+"""Where every decision goes: the tally, the decisions file, the broken-link referrers, the
+state file, and the listings waiting for the end of the crawl.
+
+The engine decides; the journal records, in one place for every path a URL can take (a link
+screened out, a redirect hop, a fetched page, a page parsed by a worker, a resumed crawl).
+A decision is written once and never revised, except a listing: a page that would be listed
+waits in the spool until every page is judged, because a byte-identical twin fetched later
+may be the one to list (crawler.duplicates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import IO, Protocol
+
+from sitemap_out import Entry
+
+from .decide import DUPLICATE_OF, LISTED, OUT_OF_SCOPE, Decision
+from .duplicates import Twins
+from .listings import Listing, Spool
+from .report import DecisionRecord, Tally, is_broken
+from .state import CrawlState
+
+__all__ = ["EARLY_REFERRERS", "Journal"]
+
+#: Pages linking to a URL kept while it waits to be fetched, besides the first: a tuple per
+#: queued URL is the price of naming the pages that link to a broken one. Once a URL is
+#: judged broken, pages linking to it are collected up to report.MAX_REFERRERS.
+EARLY_REFERRERS = 4
+
+
+class EntrySink(Protocol):
+    async def add(self, entry: Entry) -> None: ...
+
+
+class Journal:
+    """The record of one crawl (or of one `explain`)."""
+
+    def __init__(self, public: Callable[[str], str], tally: Tally) -> None:
+        self.public = public  # a crawl-space URL as the sitemap would name it
+        self.tally = tally
+        self.twins = Twins()
+        self.state: CrawlState | None = None
+        self.decisions: IO[str] | None = None  # the --decisions file
+        self.spool: Spool | None = None  # None while explaining: a listing is final at once
+        self.settle: Callable[[str], None] | None = None  # tells workers a URL is judged
+        self.explained: list[DecisionRecord] | None = None  # a list while explaining a URL
+        self.refs: dict[str, tuple[str, ...]] = {}  # URL not yet judged -> more linking pages
+
+    # -- decisions -------------------------------------------------------------------------
+
+    def record(
+        self,
+        url: str,
+        status: int | None,
+        decision: Decision,
+        depth: int,
+        referrer: str | None,
+    ) -> None:
+        """The decision for url (crawl space) is final: save it and report it."""
+        if self.state is not None:
+            self.state.decided(url, status, decision.reason, decision.detail, depth, referrer)
+        self.emit(url, status, decision, depth, referrer)
+
+    def emit(
+        self,
+        url: str,
+        status: int | None,
+        decision: Decision,
+        depth: int,
+        referrer: str | None,
+        *,
+        counted: bool = False,
+    ) -> None:
+        """Count a decision, note a broken link, and write its line in the decisions file.
+        `counted`: the tally has it already (a listing, counted when it was made)."""
+        public = self.public(url) if decision.reason != OUT_OF_SCOPE else url
+        record = DecisionRecord(public, status, decision.reason, decision.detail, depth, referrer)
+        if not counted:
+            self.tally.count(record)
+        if is_broken(decision.reason, status):
+            refs = [referrer] if referrer else []
+            refs += self.refs.pop(url, ())
+            self.tally.add_broken(public, status or 0, list(dict.fromkeys(refs)))
+        else:
+            if self.refs:
+                self.refs.pop(url, None)
+            if self.settle is not None:
+                self.settle(url)  # a link to url changes nothing now
+        if self.decisions is not None:
+            self.decisions.write(record.to_json() + "\n")
+        if self.explained is not None:
+            self.explained.append(record)
+
+    # -- pages linking to a URL ------------------------------------------------------------
+
+    def early_referrer(self, url: str, referrer: str) -> None:
+        """Another page links to url, not yet judged: kept in case it turns out broken."""
+        refs = self.refs.get(url, ())
+        if len(refs) < EARLY_REFERRERS and referrer not in refs:
+            self.refs[url] = (*refs, referrer)
+            if self.state is not None:
+                self.state.referred(url, referrer)
+
+    def late_referrer(self, url: str, referrer: str) -> None:
+        """Another page links to url, judged already: noted if url is broken."""
+        if self.tally.refer_broken(self.public(url), referrer) and self.state is not None:
+            self.state.referred(url, referrer)
+
+    # -- listings --------------------------------------------------------------------------
+
+    def listing(self, listing: Listing, *, replayed: bool = False) -> None:
+        """A page that would be listed: it waits for its twins, if any (see module doc).
+        `replayed`: read back from the state file by a resumed crawl."""
+        if listing.body is not None:
+            self.twins.claim(listing.body, listing.depth, listing.url)
+        if self.spool is None:  # explaining one URL: no twins to wait for
+            self.emit(
+                listing.url, listing.status, _listed(listing), listing.depth, listing.referrer
+            )
+            return
+        self.spool.add(listing)
+        if self.state is not None and not replayed:
+            self.state.listed(listing)
+        self.tally.reasons[LISTED] += 1
+        if self.refs:
+            self.refs.pop(listing.url, None)
+        if self.settle is not None:
+            self.settle(listing.url)
+
+    async def publish_listings(self, sink: EntrySink) -> None:
+        """Every page is judged: list each listing that has no better twin, in the order
+        they were made, and record the others as duplicates of the one listed."""
+        assert self.spool is not None
+        self.settle = None  # the workers are gone
+        twins, state = self.twins, self.state
+        for listing in self.spool:
+            url = listing.url
+            winner = url if listing.body is None else twins.winner(listing.body)
+            if winner is None or winner == url:
+                await sink.add(listing.entry())
+                self._final(listing, _listed(listing), counted=True)
+                continue
+            decision = Decision(DUPLICATE_OF, self.public(winner))
+            self.tally.reasons[LISTED] -= 1
+            if state is not None:
+                state.unlisted(url)
+                state.decided(
+                    url, listing.status, decision.reason, decision.detail, listing.depth,
+                    listing.referrer,
+                )  # fmt: skip
+            self._final(listing, decision, counted=False)
+
+    def _final(self, listing: Listing, decision: Decision, *, counted: bool) -> None:
+        self.refs.pop(listing.url, None)
+        self.emit(
+            listing.url, listing.status, decision, listing.depth, listing.referrer,
+            counted=counted,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        if self.decisions is not None:
+            self.decisions.close()
+        if self.spool is not None:
+            self.spool.close()
+
+
+def _listed(listing: Listing) -> Decision:
+    return Decision(LISTED, listing.detail)

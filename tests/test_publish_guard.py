@@ -1,0 +1,241 @@
+"""A failed or failing crawl never replaces a good sitemap (issue #11): the publish guard
+(max_shrink, max_error_rate, --force), the outage cap on backing off, the exit codes of
+runtime failures, and what an unreachable site is told."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from crawler.cli import main
+from tests.sites import Page, Site, html, read_published
+
+REPO = Path(__file__).resolve().parents[1]
+ENTRYPOINT = REPO / "docker" / "entrypoint.sh"
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in out.iterdir() if not p.name.startswith(".")}
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+class Switchable:
+    """A 31-page site whose pages (all but the home page) can be made to answer `status`."""
+
+    def __init__(self) -> None:
+        self.status = 200
+        self.paths = [f"/p{i}" for i in range(30)]
+        self.requests: list[str] = []
+        self.app = web.Application()
+        self.app.router.add_get("/{tail:.*}", self._handle)
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        self.requests.append(request.path)
+        if request.path == "/robots.txt":
+            return web.Response(status=404)
+        if request.path == "/":
+            return web.Response(text=html(*self.paths), content_type="text/html")
+        if self.status != 200:
+            return web.Response(status=self.status, text="down")
+        return web.Response(text=f"<p>{request.path}</p>", content_type="text/html")
+
+
+def _crawl(url: str, out: Path, *args: str) -> int:
+    return main(["crawl", url, "-o", str(out), "--quiet", "--retries", "0", *args])
+
+
+def test_a_sitemap_that_would_shrink_too_much_is_not_published(serve, tmp_path, xsd, capsys):
+    site = Switchable()
+    srv = serve(site.app)
+    out, report = tmp_path / "out", tmp_path / "r.json"
+    assert _crawl(srv.url + "/", out) == 0
+    assert len(read_published(out, xsd).locs) == 31
+    before = _files(out)
+    capsys.readouterr()
+
+    site.status = 404  # 30 pages gone: a broken deploy, not a smaller site
+    assert _crawl(srv.url + "/", out, "--report", str(report)) == 4
+    line = _one_line(capsys.readouterr().err)
+    assert "not published" in line and "1 URLs" in line and "31" in line
+    assert "max_shrink" in line and "--force" in line
+    assert _files(out) == before
+    assert json.loads(report.read_text())["published"] is False
+
+    assert _crawl(srv.url + "/", out, "--max-shrink", "0.99") == 0  # 97% fewer is allowed
+    assert len(read_published(out, xsd).locs) == 1
+
+
+def test_force_publishes_what_the_guard_refuses(serve, tmp_path, xsd):
+    site = Switchable()
+    srv = serve(site.app)
+    out = tmp_path / "out"
+    assert _crawl(srv.url + "/", out) == 0
+    site.status = 404
+    assert _crawl(srv.url + "/", out, "--force") == 0
+    assert read_published(out, xsd).locs == [srv.url + "/"]
+
+
+def test_too_many_failed_requests_are_not_published(serve, tmp_path, xsd, capsys):
+    site = Switchable()
+    srv = serve(site.app)
+    out = tmp_path / "out"
+    assert _crawl(srv.url + "/", out) == 0
+    before = _files(out)
+    site.paths += ["/e1", "/e2", "/e3", "/e4"]
+    capsys.readouterr()
+    site.status = 500  # no slow-down for 500s: the guard, not the outage cap, stops this
+    assert _crawl(srv.url + "/", out, "--max-shrink", "1") == 4
+    line = _one_line(capsys.readouterr().err)
+    assert "34 of 35 requests failed" in line and "max_error_rate" in line
+    assert _files(out) == before
+    assert _crawl(srv.url + "/", out, "--max-error-rate", "1", "--max-shrink", "1") == 0
+
+
+def test_a_site_that_goes_down_stops_the_crawl_within_bounds(serve, tmp_path, capsys):
+    """Every page but the home page answers 503: the adaptive slow-down reaches its slowest
+    rate and, after OUTAGE_AFTER failures there, the crawl stops instead of backing off for
+    hours; nothing is published."""
+    site = Switchable()
+    site.paths = [f"/p{i}" for i in range(300)]
+    site.status = 503
+    srv = serve(site.app)
+    out = tmp_path / "out"
+    started = time.monotonic()
+    assert _crawl(srv.url + "/", out, "--max-crawl-delay", "0") == 4
+    assert time.monotonic() - started < 30
+    line = _one_line(capsys.readouterr().err)
+    assert "site looks down" in line and "previous sitemap is kept" in line
+    assert len(site.requests) < 60
+    assert not (out / "sitemap.xml").exists()
+
+
+def test_an_unreachable_site_is_said_to_be_unreachable(tmp_path, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: connections are refused
+    assert _crawl(f"http://127.0.0.1:{port}/", tmp_path / "out") == 3
+    line = _one_line(capsys.readouterr().err)
+    assert "could not be reached" in line and "robots.txt fetch failed" in line
+    assert "cannot connect" in line
+    assert "forbids" not in line
+
+
+def test_a_robots_txt_answering_503_is_said_so(serve, tmp_path, capsys):
+    srv = serve(Site({"/robots.txt": Page("busy", status=503), "/": html()}).app)
+    assert _crawl(srv.url + "/", tmp_path / "out") == 3
+    line = _one_line(capsys.readouterr().err)
+    assert "could not be reached" in line and "HTTP 503" in line
+
+
+# -- runtime failures: exit 5 -----------------------------------------------------------------
+
+
+def _limited(limit: int) -> None:
+    """In the child: files may not grow past `limit` bytes; a write past it fails with EFBIG
+    (SIGXFSZ ignored) as on a full disk."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def test_a_state_file_that_cannot_be_written_exits_5(serve, tmp_path, xsd):
+    """A real SQLite write failure: the crawl's files may not grow past 96 KiB (as on a full
+    disk), the state file is the first to need more, the crawl stops with exit 5 and one
+    line, and the published sitemap is untouched."""
+
+    async def page(request: web.Request) -> web.Response:
+        n = int(request.path.strip("/") or 0)
+        links = "".join(f'<a href="/{m}">x</a>' for m in range(10 * n + 1, 10 * n + 11))
+        headers = {"X-Robots-Tag": "noindex"} if n else {}  # few listings: the state grows
+        return web.Response(text=links, content_type="text/html", headers=headers)
+
+    srv = serve(Site({"/robots.txt": Page("", status=404)}, fallback=page).app)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sitemap.xml").write_bytes(b"<previously published/>")
+    child = subprocess.run(
+        [sys.executable, "-m", "crawler.cli", "crawl", srv.url + "/", "-o", str(out),
+         "--state", str(tmp_path / "s.sqlite"), "--quiet", "--max-pages", "3000"],
+        capture_output=True, text=True, timeout=120, preexec_fn=lambda: _limited(96 * 1024),
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert child.returncode == 5, child.stderr
+    line = _one_line(child.stderr)
+    assert "cannot write state file" in line
+    assert _files(out) == {"sitemap.xml": b"<previously published/>"}
+
+
+def test_a_report_that_cannot_be_written_after_publishing_exits_5(serve, tmp_path, xsd, capsys):
+    srv = serve(Site({"/": html()}).app)
+    out = tmp_path / "out"
+    (tmp_path / "file").write_text("not a folder")
+    assert _crawl(srv.url + "/", out, "--report", str(tmp_path / "file" / "r.json")) == 5
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("sitemap-crawler: published 1 URLs") and "cannot write report" in line
+    assert read_published(out, xsd).locs == [srv.url + "/"]
+
+
+# -- the container job reads the codes ------------------------------------------------------
+
+
+@pytest.fixture
+def job_env(tmp_path: Path) -> dict[str, str]:
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    script = shim / "sitemap-crawler"
+    script.write_text(f'#!/bin/sh\nexec {sys.executable} -m crawler.cli "$@"\n')
+    script.chmod(0o755)
+    (tmp_path / "state").mkdir()
+    return {
+        **os.environ,
+        "PATH": f"{shim}:{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(REPO),
+        "SITEMAP_CRAWLER_CONFIG": str(tmp_path / "job.toml"),
+        "SITEMAP_CRAWLER_OUT": str(tmp_path / "out"),
+        "SITEMAP_CRAWLER_STATE_DIR": str(tmp_path / "state"),
+    }
+
+
+def _job(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["sh", str(ENTRYPOINT)], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_job_ends_a_refused_crawl_and_starts_afresh_after_a_finished_one(
+    serve, tmp_path, job_env, xsd
+):
+    site = Switchable()
+    srv = serve(site.app)
+    (tmp_path / "job.toml").write_text(f'url = "{srv.url}/"\nquiet = true\nretries = 0\n')
+    marker = tmp_path / "state" / "crawl.sqlite.unfinished"
+    assert _job(job_env).returncode == 0
+    assert not marker.exists()
+
+    # a finished crawl left with its marker (say the job was killed right after publishing):
+    # the resume is refused, and a fresh crawl runs at once
+    marker.touch()
+    job = _job(job_env)
+    assert job.returncode == 0, job.stderr
+    assert "nothing to resume" in job.stderr
+    assert not marker.exists()
+
+    site.status = 404
+    job = _job(job_env)
+    assert job.returncode == 4, job.stderr
+    assert not marker.exists()  # refused: this crawl is over, the next one starts afresh
+    assert len(read_published(tmp_path / "out", xsd).locs) == 31
