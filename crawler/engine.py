@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,7 +25,6 @@ from sitemap_out import AsyncSitemapWriter, EntryError, PublishResult, count_pub
 from .config import Config, fingerprint
 from .decide import (
     FETCH_ERROR,
-    HTML_TYPES,
     HTTP_ERROR,
     LIMIT,
     OUT_OF_SCOPE,
@@ -41,7 +41,6 @@ from .decide import (
     follows_links,
     repeats_segment,
 )
-from .directives import header_directives, link_header_canonical
 from .errors import (
     ConfigError,
     InterruptedCrawl,
@@ -49,20 +48,21 @@ from .errors import (
     OutputError,
     PublishRefused,
 )
-from .extract import PageDigest, digest_page, parse_content_type
-from .fetch import REDIRECT_STATUSES, Fetcher, Response
+from .fetch import REDIRECT_STATUSES, HttpTransport, Response, Transport, fetch_robots
 from .frontier import DONE, Frontier, Task
 from .httpdate import parse_http_date
 from .journal import Journal
 from .listings import Listing, Spool, to_micros
-from .pool import PIPELINE_DEPTH, PoolFetcher, Spare
+from .page import PagePolicy
+from .pages import Fetched, LocalPages
+from .pool import PIPELINE_DEPTH, PoolPages, Spare
 from .progress import Renderer, Snapshot
 from .report import DecisionRecord, Tally
 from .retry import RetryPolicy, fetch_with_retries
 from .robots import RobotsTxt, product_token
 from .state import CrawlState, StateError
 from .throttle import Throttle
-from .urls import OriginMap, Scope, join_exactly, join_parts, normalize, resolve, url_folder
+from .urls import OriginMap, Scope, normalize, resolve, url_folder
 
 
 @dataclass(slots=True, frozen=True)
@@ -121,8 +121,11 @@ class Crawl:
         config: Config,
         log: Callable[[str], None] = lambda _: None,
         progress: Renderer | None = None,
+        transport: Transport | None = None,
     ) -> None:
+        """`transport`: where requests go; by default HTTP (an in-memory one for tests)."""
         self.config = config
+        self._transport = transport
         self.log = log
         self.progress = progress
         self.plan = Plan.from_config(config)
@@ -135,6 +138,7 @@ class Crawl:
             config.follow_nofollow,
         )
         self.agent = product_token(config.user_agent)
+        self.page_policy = PagePolicy(self.agent, config.follow_nofollow, config.strip_params)
         self.frontier = Frontier()
         self._budgets = TrapBudgets(config.max_pages_per_folder, config.max_pages_per_param)
         self.tally = Tally()
@@ -147,7 +151,8 @@ class Crawl:
         self._workers: list[asyncio.Task[None]] = []
         self._requested = 0  # page requests started, redirect hops included (max_pages)
         self._done_requests = 0  # requests whose outcome is recorded: the state's "fetched"
-        self._pool: PoolFetcher | None = None  # when worker processes may take pages
+        self._pool: PoolPages | None = None  # when worker processes may take pages
+        self._pages: LocalPages | None = None  # where pages come from, while crawling
         self._writer: AsyncSitemapWriter | None = None  # None while explaining
         self.throttle = Throttle(
             concurrency=config.concurrency,
@@ -190,19 +195,19 @@ class Crawl:
             # Signals are ours until the end: a signal during publish() is noted and the
             # publish completes (the new set is whole), rather than racing an abort.
             with self._signals_stop_the_crawl():
-                async with self._fetcher(workers) as f:
-                    await self._read_robots(f, plan.start)
-                    if isinstance(f, PoolFetcher) and self.throttle.requested_interval == 0:
-                        f.allow_workers()  # spaced requests are not CPU-bound: no workers
-                        self._pool = f
+                async with self._using_pages(workers) as pages:
+                    await self._read_robots(plan.start)
+                    if isinstance(pages, PoolPages) and self.throttle.requested_interval == 0:
+                        pages.allow_workers()  # spaced requests are not CPU-bound: no workers
+                        self._pool = pages
                         if self.identity:  # workers' links are in the space settled URLs are
-                            journal.settle = f.settle
+                            journal.settle = pages.settle
                     if config.resume:
                         await self._replay()
                     else:
                         self._discover(plan.start, 0, None)
                     with self._showing_progress(started), _fewer_gc_pauses():
-                        await self._run_workers(f)
+                        await self._run_workers()
                 if self._stop_signal is not None or self._outage is not None:
                     if self.state is not None:
                         self.state.counter("fetched", self._done_requests)
@@ -262,21 +267,19 @@ class Crawl:
                 f"(--force publishes anyway)"
             )
 
-    async def _run_workers(self, fetcher: Fetcher) -> None:
+    async def _run_workers(self) -> None:
         """concurrency workers until the frontier is empty; one failing cancels the rest, and
         its error (not an ExceptionGroup) reaches the CLI, which maps it to an exit code."""
         try:
             async with asyncio.TaskGroup() as workers:
                 depth = PIPELINE_DEPTH if self._pool is not None else 1
                 count = self.config.concurrency * depth
-                self._workers = [workers.create_task(self._worker(fetcher)) for _ in range(count)]
+                self._workers = [workers.create_task(self._worker()) for _ in range(count)]
         except BaseExceptionGroup as group:
             raise group.exceptions[0] from None
 
-    async def _read_robots(self, fetcher: Fetcher, url: str) -> None:
-        self.robots, self.tally.robots_note = await fetcher.robots(
-            url, lambda u, cap: self._get(fetcher, u, cap)
-        )
+    async def _read_robots(self, url: str) -> None:
+        self.robots, self.tally.robots_note = await fetch_robots(url, self._request)
         self.log(f"robots.txt: {self.tally.robots_note}")
         self.throttle.set_crawl_delay(self.robots.crawl_delay(self.config.user_agent))
         for warning in self.throttle.warnings:
@@ -321,14 +324,14 @@ class Crawl:
         self.journal.explained = explained
         target = self._to_crawl(normalize(url))
         task = Task(target, 0, None)
-        async with self._fetcher() as f:
-            await self._read_robots(f, target)
+        async with self._using_pages():
+            await self._read_robots(target)
             screened = self._screen(target, 0)
             if screened is not None:
                 self._record(target, None, screened, task)
             else:
                 self.frontier.mark_seen(target)
-                await self._process(f, task)
+                await self._process(task)
         return explained
 
     @contextlib.contextmanager
@@ -410,52 +413,75 @@ class Crawl:
             f"the previously published sitemap is untouched"
         )
 
-    async def _get(self, fetcher: Fetcher, url: str, max_bytes: int | None = None) -> Response:
-        """One GET through the politeness throttle, retried per the retry policy."""
+    async def _request(self, url: str, max_bytes: int | None = None) -> Response:
+        """One plain GET (robots.txt) through the politeness throttle and the retries."""
+        assert self._pages is not None
+        pages = self._pages
+        fetched = await self._retried(lambda: _as_fetched(pages.get(url, max_bytes)))
+        return fetched.response
 
-        async def attempt() -> Response:
+    async def _fetch(self, url: str) -> Fetched:
+        """One page through the politeness throttle and the retries, analysed."""
+        assert self._pages is not None
+        return await self._retried(functools.partial(self._pages.fetch, url))
+
+    async def _retried(self, fetch: Callable[[], Awaitable[Fetched]]) -> Fetched:
+        async def attempt() -> Fetched:
             async with self.throttle.slot():
                 started = time.monotonic()
-                resp = await fetcher.get(url, max_bytes)
-            self.throttle.observe(resp.status or None, time.monotonic() - started)
+                fetched = await fetch()
+            status = fetched.response.status or None
+            self.throttle.observe(status, time.monotonic() - started)
             if self._outage is None and (outage := self.throttle.outage) is not None:
                 self._outage = outage
                 self.log(f"warning: the site looks down ({outage}): stopping")
                 self._changed.set()
-            return resp
+            return fetched
 
-        resp, notes = await fetch_with_retries(
+        fetched, notes = await fetch_with_retries(
             attempt,
             self._retry,
-            status_of=lambda r: r.status or None,
-            retry_after_of=lambda r: r.headers.get("Retry-After"),
-            error_of=lambda r: r.error,
+            status_of=lambda f: f.response.status or None,
+            retry_after_of=lambda f: f.response.headers.get("Retry-After"),
+            error_of=lambda f: f.response.error,
         )
         if notes:
-            resp.notes = tuple(notes)
-        return resp
+            fetched.response.notes = tuple(notes)
+        return fetched
 
-    def _fetcher(self, workers: list[Spare] | None = None) -> Fetcher:
+    @contextlib.asynccontextmanager
+    async def _using_pages(self, workers: list[Spare] | None = None) -> AsyncIterator[LocalPages]:
+        """The transport and the pages fetched with it (by workers too, when given)."""
         c = self.config
-        if workers:
-            return PoolFetcher(
-                workers,
-                agent=self.agent,
-                follow_nofollow=self.policy.follow_nofollow,
-                strip_params=c.strip_params,
-                log=self.log,
-                set_depth=self.throttle.set_depth,
-                user_agent=c.user_agent,
-                concurrency=c.concurrency,
-                timeout=c.timeout,
-                max_bytes=c.max_page_bytes,
-            )
-        return Fetcher(
+        known = self.frontier.seen
+        if self._transport is not None:  # given: its owner opens and closes it
+            self._pages = LocalPages(self._transport, self.page_policy, known)
+            yield self._pages
+            return
+        http = HttpTransport(
             user_agent=c.user_agent,
             concurrency=c.concurrency,
             timeout=c.timeout,
             max_bytes=c.max_page_bytes,
         )
+        async with http:
+            pages = (
+                PoolPages(
+                    workers,
+                    http,
+                    self.page_policy,
+                    known,
+                    log=self.log,
+                    set_depth=self.throttle.set_depth,
+                )
+                if workers
+                else LocalPages(http, self.page_policy, known)
+            )
+            self._pages = pages
+            try:
+                yield pages
+            finally:
+                await pages.close()
 
     def _why_nothing(self) -> str:
         start = self.plan.origins.to_public(self.plan.start)
@@ -473,7 +499,7 @@ class Crawl:
             f"({self.tally.summary()})"
         )
 
-    async def _worker(self, fetcher: Fetcher) -> None:
+    async def _worker(self) -> None:
         max_pages = self.config.max_pages
         while self._stop_signal is None and self._outage is None:
             if max_pages and self._requested >= max_pages:
@@ -488,7 +514,7 @@ class Crawl:
                 continue
             self._active.add(task.url)
             try:
-                await self._process(fetcher, task)
+                await self._process(task)
             finally:
                 self._active.discard(task.url)
                 self._changed.set()
@@ -498,35 +524,31 @@ class Crawl:
 
     # -- one URL ---------------------------------------------------------------------------
 
-    async def _process(self, fetcher: Fetcher, task: Task) -> None:
-        resp, url = await self._follow(fetcher, task)
-        if resp is None:
+    async def _process(self, task: Task) -> None:
+        fetched, url = await self._follow(task)
+        if fetched is None:
             return
+        resp, page = fetched.response, fetched.page
         self._done_requests += 1  # recorded below, before the next await
-        if resp.error:
-            self._record(url, None, Decision(FETCH_ERROR, _with_notes(resp.error, resp)), task)
+        if page is None:  # no answer
+            error = resp.error or "no answer"
+            self._record(url, None, Decision(FETCH_ERROR, _with_notes(error, resp)), task)
             return
-        mime, _ = parse_content_type(resp.content_type)
-        facts = PageFacts(url, resp.status, mime, too_large=resp.truncated)
-        page = None
-        if resp.status == 200 and not resp.truncated:
-            facts.header = header_directives(resp.headers.getall("X-Robots-Tag", []), self.agent)
-            if mime in HTML_TYPES:
-                page = resp.page or digest_page(
-                    resp.body, resp.content_type, url, self.agent, self.policy.follow_nofollow
-                )
-                facts.meta = page.directives
-                self._judge_canonical(facts, page.canonical, page.base, resp)
-                if self.policy.skip_duplicates:
-                    first = self.journal.twins.met(page.body_key, url)
-                    if first is None and self.state is not None:
-                        self.state.body(page.body_key.to_bytes(8, "little", signed=True), url)
-                    facts.twin_of = first
+        facts = PageFacts(url, resp.status, page.mime, page.meta, page.header)
+        facts.too_large = resp.truncated
+        if page.canonical is not None:
+            canonical = self._to_crawl(page.canonical)
+            facts.canonical = canonical
+            facts.canonical_in_scope = self.plan.scope.contains(self._public(canonical))
+        if page.body_key is not None and self.policy.skip_duplicates:
+            facts.twin_of = first = self.journal.twins.met(page.body_key, url)
+            if first is None and self.state is not None:
+                self.state.body(page.body_key.to_bytes(8, "little", signed=True), url)
         decision = decide_page(facts, self.policy)
         if resp.notes:
             decision = Decision(decision.reason, _with_notes(decision.detail, resp))
         if decision.listed:
-            body = page.body_key if page is not None and self.policy.skip_duplicates else None
+            body = page.body_key if self.policy.skip_duplicates else None
             listing = self._listing(url, task, resp, decision.detail, body)
             if isinstance(listing, Listing):
                 self.journal.listing(listing)
@@ -538,26 +560,27 @@ class Crawl:
             return
         if facts.canonical and not decision.listed and facts.canonical_in_scope:
             self._discover(facts.canonical, task.depth + 1, self._public(url))
-        if page is not None and follows_links(facts, self.policy):
-            self._follow_links(page, task.depth + 1, url)
+        if page.targets and follows_links(facts, self.policy):
+            self._follow_targets(page.targets, task.depth + 1, self._public(url))
 
-    async def _follow(self, fetcher: Fetcher, task: Task) -> tuple[Response | None, str]:
+    async def _follow(self, task: Task) -> tuple[Fetched | None, str]:
         """Fetch task.url, following redirects one hop at a time.
 
         Each hop is screened like a link (scope, robots.txt, traps); the redirecting URL is
-        recorded as `redirect`. Returns (final response, its URL), or (None, url) when the
+        recorded as `redirect`. Returns (the final answer, its URL), or (None, url) when the
         chain ended without a page to judge.
         """
         url = task.url
         chain = [url]
         for _ in range(self.config.max_redirects + 1):
             self._requested += 1  # before the await: max_pages counts requests in flight
-            resp = await self._get(fetcher, url)
+            fetched = await self._fetch(url)
+            resp = fetched.response
             self.tally.fetched += 1
             if resp.error or resp.status >= 500:
                 self.tally.failed += 1  # the publish guard's max_error_rate
             if resp.status not in REDIRECT_STATUSES:
-                return resp, url
+                return fetched, url
             location = (resp.location or "").strip()
             target = resolve(url, location, self.config.strip_params) if location else None
             if target is not None:
@@ -595,23 +618,6 @@ class Crawl:
         )
         return None, url
 
-    def _judge_canonical(
-        self, facts: PageFacts, raw: str | None, base: str, resp: Response
-    ) -> None:
-        """Resolve the page's canonical (HTML first, then Link header) into facts."""
-        target = None
-        if raw:
-            target = resolve(base, raw, self.config.strip_params)
-        if target is None:
-            header = link_header_canonical(resp.headers.getall("Link", []))
-            if header:
-                target = resolve(facts.url, header, self.config.strip_params)
-        if target is None:
-            return
-        target = self._to_crawl(target)
-        facts.canonical = target
-        facts.canonical_in_scope = self.plan.scope.contains(self._public(target))
-
     def _listing(
         self, url: str, task: Task, resp: Response, detail: str, body: int | None
     ) -> Listing | Decision:
@@ -641,45 +647,10 @@ class Crawl:
 
     # -- links -------------------------------------------------------------------------------
 
-    def _follow_links(self, page: PageDigest, depth: int, url: str) -> None:
-        """Discover every followable link of a page: the crawl's hottest loop.
-
-        Most links on a page lead to URLs met before (navigation repeats on every page), so
-        each href is first joined to the base by plain concatenation when that join is exact
-        for it, and looked up in the seen-set: a hit costs no parsing or normalisation. A
-        URL in the seen-set is normalised, so a candidate that still needs normalising can
-        never match one by mistake; anything else takes the full resolve().
-        """
-        referrer = self._public(url)
-        if page.targets is not None:
-            self._follow_targets(page.targets, depth, referrer)
-            return
-        strip = self.config.strip_params
-        base = page.base
-        scheme, origin, folder = join_parts(base)
-        discover, refer, seen = self._discover, self._refer, self.frontier.seen
-        to_crawl = None if self.identity else self.plan.origins.to_crawl
-        met = seen.get
-        active, broken = self._active, self.tally.broken
-        for href in page.hrefs:
-            if href[:1] == "/" and href[1:2] != "/" and "#" not in href:
-                candidate: str | None = origin + href  # the common case, inlined
-            else:
-                candidate = join_exactly(href, base, scheme, origin, folder)
-            if candidate is not None:
-                if to_crawl is not None:
-                    candidate = to_crawl(candidate)
-                queued = met(candidate)
-                if queued is not None:  # met before: only queued, in-flight or broken
-                    if queued != DONE or broken or candidate in active:  # URLs need a note
-                        refer(candidate, referrer, depth)
-                    continue
-            target = resolve(base, href, strip)
-            if target is not None:
-                discover(target, depth, referrer)
-
     def _follow_targets(self, targets: list[str], depth: int, referrer: str) -> None:
-        """_follow_links for a page whose links a worker has resolved already."""
+        """Discover the links of a page: the crawl's hottest loop. Most lead to URLs met
+        before (navigation repeats on every page): those cost a lookup, and a note only
+        while the URL waits to be judged, or when broken URLs are known."""
         discover, refer, met = self._discover, self._refer, self.frontier.seen.get
         active, broken = self._active, self.tally.broken
         to_crawl = None if self.identity else self.plan.origins.to_crawl
@@ -779,6 +750,10 @@ def _fewer_gc_pauses() -> Iterator[None]:
 
 #: Reasons given before a fetch; replayed decisions with these spent no trap budget.
 _SCREEN_REASONS = frozenset({OUT_OF_SCOPE, TOO_LONG, TRAP, ROBOTS_TXT, LIMIT})
+
+
+async def _as_fetched(response: Awaitable[Response]) -> Fetched:
+    return Fetched(await response, None)
 
 
 def _with_notes(detail: str, resp: Response) -> str:

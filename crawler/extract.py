@@ -352,17 +352,14 @@ def extract_page(
 
 @dataclass(slots=True)
 class PageDigest:
-    """What the crawl keeps of a parsed HTML page: plain, small values, so that a page parsed
-    in a worker process crosses back to the crawl in a few hundred bytes, not the page."""
+    """What the crawl keeps of a parsed HTML page, before its links are resolved
+    (crawler.page.analyse does that)."""
 
     base: str  # normalised
     hrefs: list[str]  # the hrefs to follow, raw, in document order; hreflang alternates last
     canonical: str | None  # raw, resolved against base by the caller
     directives: Directives
     body_key: int  # the first 64 bits of the body's sha256, signed (an SQLite integer)
-    # hrefs resolved against base and normalised (urls.LinkResolver), each URL once, in
-    # first-seen order, in place of hrefs: made where there is CPU to spare (a worker)
-    targets: list[str] | None = None
 
 
 def digest_page(

@@ -1,24 +1,22 @@
-"""HTTP fetching: one aiohttp session, one hop per call, bodies read under a hard cap.
+"""HTTP transport: one aiohttp session, one hop per call, bodies read under a hard cap.
 
 Redirects are never followed here: the engine follows them one hop at a time so every hop
 is checked against scope and robots.txt. Every failure comes back as a Response with
-`error` set instead of an exception, so one bad page never stops a crawl.
+`error` set instead of an exception, so one bad page never stops a crawl. A `Transport` is
+anything with that `get`: the engine runs as well over an in-memory one (tests).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from .robots import RobotsTxt, robots_from_response
-
-if TYPE_CHECKING:
-    from .extract import PageDigest
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_BYTES = 500 * 1024  # RFC 9309 2.5: parse at least 500 KiB; we read no more
@@ -29,6 +27,8 @@ _EMPTY_HEADERS: CIMultiDictProxy[str] = CIMultiDictProxy(CIMultiDict())
 
 @dataclass(slots=True)
 class Response:
+    """One HTTP answer as received: plain data, never parsed here."""
+
     url: str
     status: int = 0  # 0: no HTTP response at all (see error)
     headers: CIMultiDictProxy[str] = field(default_factory=lambda: _EMPTY_HEADERS)
@@ -36,7 +36,6 @@ class Response:
     error: str | None = None
     truncated: bool = False  # the body passed the byte cap; what we have is incomplete
     notes: tuple[str, ...] = ()  # one line per retry that led to this response
-    page: PageDigest | None = None  # parsed already, by a worker process (the body is not kept)
 
     @property
     def location(self) -> str | None:
@@ -65,7 +64,13 @@ def describe_error(exc: BaseException, timeout: float) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-class Fetcher:
+class Transport(Protocol):
+    async def get(self, url: str, max_bytes: int | None = None) -> Response:
+        """GET url as it is, without following redirects; failures as Response.error."""
+        ...
+
+
+class HttpTransport:
     """Owns the aiohttp session. Use as an async context manager."""
 
     def __init__(
@@ -77,7 +82,7 @@ class Fetcher:
         self.max_bytes = max_bytes
         self._session: aiohttp.ClientSession | None = None
 
-    async def __aenter__(self) -> Fetcher:
+    async def __aenter__(self) -> HttpTransport:
         connector = aiohttp.TCPConnector(limit=self.concurrency, ttl_dns_cache=300)
         self._session = aiohttp.ClientSession(
             connector=connector,
@@ -99,7 +104,7 @@ class Fetcher:
 
     async def get(self, url: str, max_bytes: int | None = None) -> Response:
         """GET url (already normalised: sent as is), without following redirects."""
-        assert self._session is not None, "use Fetcher as an async context manager"
+        assert self._session is not None, "use HttpTransport as an async context manager"
         cap = self.max_bytes if max_bytes is None else max_bytes
         try:
             async with self._session.get(URL(url, encoded=True), allow_redirects=False) as resp:
@@ -110,56 +115,56 @@ class Fetcher:
         except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
             return Response(url, error=describe_error(exc, self.timeout))
 
-    async def robots(
-        self, page_url: str, get: Callable[[str, int], Awaitable[Response]] | None = None
-    ) -> tuple[RobotsTxt, str]:
-        """Fetch the robots.txt of page_url's origin, following up to 5 redirects
-        (RFC 9309 2.3.1.2) as long as they stay on that origin.
+async def fetch_robots(
+    page_url: str, get: Callable[[str, int], Awaitable[Response]]
+) -> tuple[RobotsTxt, str]:
+    """Fetch the robots.txt of page_url's origin, following up to 5 redirects
+    (RFC 9309 2.3.1.2) as long as they stay on that origin.
 
-        A redirect to another scheme, host or port is not followed: rules found there are
-        not known to speak for this site, and the crawl sends no request off its origin.
-        It counts as an unreachable robots.txt, everything disallowed (the safe reading of
-        RFC 9309 2.3.1.2 and 2.3.1.4), so the crawl stops rather than guessing.
+    A redirect to another scheme, host or port is not followed: rules found there are
+    not known to speak for this site, and the crawl sends no request off its origin.
+    It counts as an unreachable robots.txt, everything disallowed (the safe reading of
+    RFC 9309 2.3.1.2 and 2.3.1.4), so the crawl stops rather than guessing.
 
-        Returns the rules and a one-line note of how they were obtained, for the report.
-        `get` replaces self.get, so the engine can send this request through its throttle
-        and retries like any other.
-        """
-        get = get or self.get
-        home = URL(page_url, encoded=True).origin()
-        url = str(home) + "/robots.txt"
-        for _ in range(ROBOTS_MAX_REDIRECTS + 1):
-            resp = await get(url, ROBOTS_MAX_BYTES)
-            if resp.status not in REDIRECT_STATUSES or not resp.location:
-                break
-            try:
-                target = URL(url).join(URL(resp.location))
-            except ValueError:
-                break
-            if not _same_origin(target, home):
-                reason = f"redirects to another origin ({target})"
-                robots = robots_from_response(None, None, error=reason)
-                return robots, f"{url}: {reason}, everything disallowed"
-            url = str(target)
-        else:
-            return robots_from_response(
-                None, None, error="more than 5 redirects"
-            ), f"{url}: more than {ROBOTS_MAX_REDIRECTS} redirects, everything disallowed"
-        if resp.status in REDIRECT_STATUSES:  # a redirect without a usable Location
-            return robots_from_response(
-                404, None
-            ), f"{url}: redirect without a usable Location, everything allowed"
-        robots = robots_from_response(resp.status or None, resp.body, error=resp.error)
-        note = f"{url}: {resp.error or f'HTTP {resp.status}'}"
-        if robots.denial:
-            note += ", everything disallowed"
-        elif resp.status >= 300:
-            note += ", everything allowed"
-        else:
-            note += f", {len(resp.body)} bytes"
-            if resp.truncated:
-                note += f" (only the first {ROBOTS_MAX_BYTES} are read)"
-        return robots, note
+    Returns the rules and a one-line note of how they were obtained, for the report.
+    `get(url, max_bytes)` makes one request: the engine sends it through its throttle
+    and retries like any other.
+    """
+    home = URL(page_url, encoded=True).origin()
+    url = str(home) + "/robots.txt"
+    for _ in range(ROBOTS_MAX_REDIRECTS + 1):
+        resp = await get(url, ROBOTS_MAX_BYTES)
+        if resp.status not in REDIRECT_STATUSES or not resp.location:
+            break
+        try:
+            target = URL(url).join(URL(resp.location))
+        except ValueError:
+            break
+        if not _same_origin(target, home):
+            reason = f"redirects to another origin ({target})"
+            robots = robots_from_response(None, None, error=reason)
+            return robots, f"{url}: {reason}, everything disallowed"
+        url = str(target)
+    else:
+        return robots_from_response(
+            None, None, error="more than 5 redirects"
+        ), f"{url}: more than {ROBOTS_MAX_REDIRECTS} redirects, everything disallowed"
+    if resp.status in REDIRECT_STATUSES:  # a redirect without a usable Location
+        return robots_from_response(
+            404, None
+        ), f"{url}: redirect without a usable Location, everything allowed"
+    robots = robots_from_response(resp.status or None, resp.body, error=resp.error)
+    note = f"{url}: {resp.error or f'HTTP {resp.status}'}"
+    if robots.denial:
+        note += ", everything disallowed"
+    elif resp.status >= 300:
+        note += ", everything allowed"
+    else:
+        note += f", {len(resp.body)} bytes"
+        if resp.truncated:
+            note += f" (only the first {ROBOTS_MAX_BYTES} are read)"
+    return robots, note
+
 
 
 def _same_origin(url: URL, origin: URL) -> bool:

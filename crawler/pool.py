@@ -1,10 +1,11 @@
 """Fetch-and-parse worker processes, so a big crawl uses every core.
 
 A crawl of a fast site is CPU-bound: the HTTP client, the HTML parser and link handling
-each take about a quarter of the time per page, on one core under the GIL. `PoolFetcher`
-is a `Fetcher` whose page GETs run in worker processes. Each worker fetches one URL per job,
-parses an HTML page into an `extract.PageDigest`, resolves its links (`urls.LinkResolver`)
-and sends back the status, the few headers the crawl reads and the digest. Everything that
+each take about a quarter of the time per page, on one core under the GIL. `PoolPages` is a
+`pages.LocalPages` whose page fetches run in worker processes. Each worker runs LocalPages
+itself (fetch, then `page.analyse`: the same step as in the main process), leaves out the
+links to URLs the crawl has settled (`urls.LinkResolver`), and sends back the status, the
+few headers the crawl reads and the `PageResult`. Everything that
 needs the crawl's state (throttle, frontier, decisions, writer) stays in the main process,
 which also decides how many jobs are in flight. Beside one or two workers it has time to
 spare and makes a share of the pages itself (`main_share`). Its share and the workers' add
@@ -18,9 +19,10 @@ lost (its share becomes the main process's), the main process fetches the URL it
 start once a crawl has shown it is big (`START_AFTER` pages), and never when requests are
 spaced (--delay, --max-rps, Crawl-delay): a spaced crawl waits, it does not compute.
 
-Wire format: frames of a 4-byte little-endian length and a `marshal` payload over two pipes
-per worker: jobs ``(id, url)`` and lists of settled URLs one way, results the other. Only our
-own child writes to the pipe we read, so marshal's speed comes at no trust cost.
+Wire format: frames of a 4-byte little-endian length and a record packed by `wire` (the
+dataclasses below, encoded from their fields) over two pipes per worker: `Settings`, `Job`s
+and `Settled` lists one way, `Result`s the other. Only our own child writes to the pipe we
+read, so marshal's speed comes at no trust cost.
 """
 
 from __future__ import annotations
@@ -28,24 +30,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import marshal
 import math
 import os
 import signal
 import struct
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from .decide import HTML_TYPES
-from .directives import Directives
-from .extract import PageDigest, digest_page, parse_content_type
-from .fetch import Fetcher, Response
+from .fetch import HttpTransport, Response
+from .page import PagePolicy, PageResult
+from .pages import Fetched, LocalPages
 from .urls import LinkResolver
+from .wire import pack, unpack, unpack_any
 
 #: Pages a crawl fetches in the main process before it starts its workers.
 START_AFTER = 100
@@ -108,6 +109,42 @@ def _cgroup_cpus(path: str = "/sys/fs/cgroup/cpu.max") -> int | None:
         return max(1, math.ceil(int(quota) / int(period)))
     except (OSError, ValueError, ZeroDivisionError):  # no cgroup v2, or "max": no quota
         return None
+
+
+@dataclass(slots=True)
+class Settings:
+    """How a worker fetches and analyses: sent once, when it starts."""
+
+    user_agent: str
+    concurrency: int  # its share of --concurrency
+    timeout: float
+    max_bytes: int
+    policy: PagePolicy
+
+
+@dataclass(slots=True)
+class Job:
+    job: int
+    url: str
+
+
+@dataclass(slots=True)
+class Settled:
+    """URLs the crawl has judged for good: links to them need not be sent back."""
+
+    urls: list[str]
+
+
+@dataclass(slots=True)
+class Result:
+    """A worker's answer to a job: what the crawl reads of the response, and its page."""
+
+    job: int
+    status: int
+    headers: list[tuple[str, str]]  # KEPT_HEADERS only
+    error: str | None
+    truncated: bool
+    page: PageResult | None
 
 
 class WorkerLost(Exception):
@@ -197,37 +234,27 @@ def _reap(spares: list[Spare]) -> None:
             spare.exit_code = -1  # reaped elsewhere
 
 
-class PoolFetcher(Fetcher):
-    """A Fetcher that hands page GETs to forked workers once the crawl allows it."""
+class PoolPages(LocalPages):
+    """LocalPages that hands page fetches to forked workers once the crawl allows it."""
 
     def __init__(
         self,
         spares: list[Spare],
+        transport: HttpTransport,
+        policy: PagePolicy,
+        known: Mapping[str, object] | None = None,
         *,
-        agent: str,
-        follow_nofollow: bool,
-        strip_params: tuple[str, ...],
         log: Callable[[str], None] = lambda _: None,
         set_depth: Callable[[int], None] = lambda _: None,
-        user_agent: str,
-        concurrency: int,
-        timeout: float,
-        max_bytes: int,
     ) -> None:
-        super().__init__(
-            user_agent=user_agent, concurrency=concurrency, timeout=timeout, max_bytes=max_bytes
-        )
+        super().__init__(transport, policy, known)
         self.log = log
+        self.concurrency = concurrency = transport.concurrency
         self._set_depth = set_depth
         self._spares = spares[:concurrency]  # each worker holds one request at least
-        self._settings = {
-            "user_agent": user_agent,
-            "timeout": timeout,
-            "max_bytes": max_bytes,
-            "agent": agent,
-            "follow_nofollow": follow_nofollow,
-            "strip_params": list(strip_params),
-        }
+        self._settings = Settings(
+            transport.user_agent, 0, transport.timeout, transport.max_bytes, policy
+        )
         self._workers: list[_Worker] = []
         self.worker_requests = 0  # GETs the workers made: the crawl report's figure
         self._allowed = False
@@ -247,29 +274,33 @@ class PoolFetcher(Fetcher):
         """Workers started (alive or not): the crawl report's figure."""
         return len(self._workers)
 
-    async def get(self, url: str, max_bytes: int | None = None) -> Response:
-        if max_bytes is None:
-            here = self._here
-            if here is not None and not here.locked():
-                async with here:  # a slot of our share is free: this page is ours
-                    return await super().get(url)
-            while (worker := self._pick()) is not None:
-                with contextlib.suppress(WorkerLost):  # then the next worker, or this process
-                    resp = await worker.get(url)
-                    self.worker_requests += 1
-                    return resp
-            if here is not None and all(w.lost for w in self._workers):
-                # the crawl may hold 2x concurrency slots for a while: our share, grown by
-                # the lost workers' shares to all of --concurrency, bounds the requests
-                async with here:
-                    return await super().get(url)
-            if self._allowed and not self._workers:
-                self._fetched += 1
-                if self._fetched >= START_AFTER:
-                    self._start()
-        return await self._get_here(url, max_bytes)
+    async def fetch(self, url: str) -> Fetched:
+        here = self._here
+        if here is not None and not here.locked():
+            async with here:  # a slot of our share is free: this page is ours
+                return await super().fetch(url)
+        while (worker := self._pick()) is not None:
+            with contextlib.suppress(WorkerLost):  # then the next worker, or this process
+                fetched = await worker.fetch(url)
+                self.worker_requests += 1
+                return fetched
+        if here is not None and all(w.lost for w in self._workers):
+            # the crawl may hold 2x concurrency slots for a while: our share, grown by
+            # the lost workers' shares to all of --concurrency, bounds the requests
+            async with here:
+                return await super().fetch(url)
+        if self._allowed and not self._workers:
+            self._fetched += 1
+            if self._fetched >= START_AFTER:
+                self._start()
+        self._local += 1
+        try:
+            return await super().fetch(url)
+        finally:
+            self._local -= 1
+            self._deepen()
 
-    async def _get_here(self, url: str, max_bytes: int | None) -> Response:
+    async def get(self, url: str, max_bytes: int | None = None) -> Response:
         self._local += 1
         try:
             return await super().get(url, max_bytes)
@@ -304,7 +335,8 @@ class PoolFetcher(Fetcher):
             share = concurrency // count + (1 if i < concurrency % count else 0)
             worker = _Worker(spare, share, self._lost, self._deepen, list(self._backlog))
             self._workers.append(worker)
-            worker.start({**self._settings, "concurrency": share})
+            self._settings.concurrency = share
+            worker.start(pack(self._settings))
         self._backlog = []
 
     def _deepen(self) -> None:
@@ -331,11 +363,9 @@ class PoolFetcher(Fetcher):
         for worker in self._workers:
             worker.kill()
 
-    async def __aexit__(self, *exc: object) -> None:
-        try:
-            await asyncio.gather(*(w.stop() for w in self._workers))
-        finally:
-            await super().__aexit__(*exc)
+    async def close(self) -> None:
+        """Stop the workers: each finishes its requests and exits."""
+        await asyncio.gather(*(w.stop() for w in self._workers))
 
 
 class _Worker:
@@ -351,7 +381,7 @@ class _Worker:
     ) -> None:
         self.spare = spare
         self.share = share  # of --concurrency: the requests it may have in flight
-        self.pending: dict[int, asyncio.Future[Response]] = {}
+        self.pending: dict[int, asyncio.Future[Fetched]] = {}
         self.alive = False  # until the worker says it is ready
         self._urls: dict[int, str] = {}
         self._next = 0
@@ -364,18 +394,18 @@ class _Worker:
         self._jobs: asyncio.WriteTransport | None = None
         self._reader: asyncio.Task[None] | None = None
 
-    def start(self, settings: dict[str, Any]) -> None:
+    def start(self, settings: bytes) -> None:
         self._reader = asyncio.get_running_loop().create_task(self._read(settings))
 
-    async def get(self, url: str) -> Response:
+    async def fetch(self, url: str) -> Fetched:
         self._next += 1
         job = self._next
-        future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Fetched] = asyncio.get_running_loop().create_future()
         self.pending[job] = future
         self._urls[job] = url
         if not self._out:
             asyncio.get_running_loop().call_soon(self._flush)
-        self._out.append(_frame(marshal.dumps((job, url))))
+        self._out.append(_frame(pack(Job(job, url))))
         try:
             return await future
         finally:
@@ -388,13 +418,13 @@ class _Worker:
 
     def _flush(self) -> None:
         if self._settled:
-            self._out.insert(0, _frame(marshal.dumps(self._settled)))
+            self._out.insert(0, _frame(pack(Settled(self._settled))))
             self._settled = []
         data, self._out = b"".join(self._out), []
         if self.alive and self._jobs is not None and not self._jobs.is_closing():
             self._jobs.write(data)
 
-    async def _read(self, settings: dict[str, Any]) -> None:
+    async def _read(self, settings: bytes) -> None:
         loop = asyncio.get_running_loop()
         spare = self.spare
         reader = asyncio.StreamReader(limit=_READ_SIZE)
@@ -413,16 +443,16 @@ class _Worker:
             )
             if self._stopping:  # stopped while connecting
                 return
-            self._jobs.write(_frame(marshal.dumps(settings)))
+            self._jobs.write(_frame(settings))
             await reader.readexactly(_LENGTH.size)  # the ready signal: an empty frame
             self.alive = True
             self._on_ready()
             while data := await reader.read(_READ_SIZE):
                 for payload in frames.feed(data):
-                    result = marshal.loads(payload)
-                    future = self.pending.get(result[0])
+                    result = unpack(Result, payload)
+                    future = self.pending.get(result.job)
                     if future is not None and not future.done():
-                        future.set_result(_response(self._urls[result[0]], result))
+                        future.set_result(_fetched(self._urls[result.job], result))
         except Exception:  # the worker has gone, or sent what it never would: lost either way
             self._signal_kill()  # its requests are made again elsewhere: not twice at the server
         finally:
@@ -485,40 +515,23 @@ def _frame(payload: bytes) -> bytes:
     return _LENGTH.pack(len(payload)) + payload
 
 
-def _result(job: int, resp: Response, page: PageDigest | None) -> bytes:
+def _result(job: int, fetched: Fetched) -> bytes:
+    resp = fetched.response
     headers = resp.headers
     kept = [(name, value) for name in KEPT_HEADERS for value in headers.getall(name, ())]
-    wire_page = None
-    if page is not None:
-        d = page.directives
-        wire_page = (
-            page.base,
-            page.hrefs,
-            page.targets,
-            page.canonical,
-            d.noindex,
-            d.nofollow,
-            d.source,
-            page.body_key,
-        )
-    return _frame(marshal.dumps((job, resp.status, kept, resp.error, resp.truncated, wire_page)))
+    return _frame(pack(Result(job, resp.status, kept, resp.error, resp.truncated, fetched.page)))
 
 
-def _response(url: str, result: tuple[Any, ...]) -> Response:
-    _, status, kept, error, truncated, wire_page = result
-    page = None
-    if wire_page is not None:
-        base, hrefs, targets, canonical, noindex, nofollow, source, key = wire_page
-        directives = Directives(noindex, nofollow, source)
-        page = PageDigest(base, hrefs, canonical, directives, key, targets)
-    headers = CIMultiDictProxy(CIMultiDict(kept))
-    return Response(url, status, headers, error=error, truncated=truncated, page=page)
+def _fetched(url: str, result: Result) -> Fetched:
+    headers = CIMultiDictProxy(CIMultiDict(result.headers))
+    resp = Response(url, result.status, headers, error=result.error, truncated=result.truncated)
+    return Fetched(resp, result.page)
 
 
 # -- the worker process ----------------------------------------------------------------------
 
 
-async def _serve(settings: dict[str, Any], jobs_fd: int, results_fd: int) -> None:
+async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_READ_SIZE)
     await loop.connect_read_pipe(
@@ -528,17 +541,17 @@ async def _serve(settings: dict[str, Any], jobs_fd: int, results_fd: int) -> Non
         asyncio.streams.FlowControlMixin, os.fdopen(results_fd, "wb", buffering=0)
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    agent, follow_nofollow = settings["agent"], settings["follow_nofollow"]
-    links = LinkResolver(tuple(settings["strip_params"]))
-    fetcher = Fetcher(
-        user_agent=settings["user_agent"],
-        concurrency=settings["concurrency"],
-        timeout=settings["timeout"],
-        max_bytes=settings["max_bytes"],
+    links = LinkResolver()
+    http = HttpTransport(
+        user_agent=settings.user_agent,
+        concurrency=settings.concurrency,
+        timeout=settings.timeout,
+        max_bytes=settings.max_bytes,
     )
+    pages = LocalPages(http, settings.policy, links.known)
     # Our share of --concurrency: the crawl sends more jobs than that, so one is ready
     # whenever a request ends; the rest wait here, before their timeout starts.
-    requests = asyncio.Semaphore(settings["concurrency"])
+    requests = asyncio.Semaphore(settings.concurrency)
     out: list[bytes] = []  # results written together at the end of a loop turn
 
     def flush() -> None:
@@ -546,34 +559,29 @@ async def _serve(settings: dict[str, Any], jobs_fd: int, results_fd: int) -> Non
         out.clear()
 
     async def job(number: int, url: str) -> None:
-        page = None
         try:
             async with requests:
-                resp = await fetcher.get(url)
-            if resp.status == 200 and not resp.truncated:
-                mime, _ = parse_content_type(resp.content_type)
-                if mime in HTML_TYPES:
-                    page = digest_page(resp.body, resp.content_type, url, agent, follow_nofollow)
-                    page.targets, page.hrefs = links(page.base, page.hrefs), []
+                fetched = await pages.fetch(url)
+            if fetched.page is not None and fetched.page.targets:
+                fetched.page.targets = links.unsettled(fetched.page.targets)
         except Exception as exc:  # a bug of ours: this URL fails, the crawl goes on
-            resp, page = Response(url, error=f"worker: {type(exc).__name__}: {exc}"), None
+            fetched = Fetched(Response(url, error=f"worker: {type(exc).__name__}: {exc}"), None)
         if not out:
             loop.call_soon(flush)
-        out.append(_result(number, resp, page))
+        out.append(_result(number, fetched))
         await writer.drain()
 
     jobs: set[asyncio.Task[None]] = set()
     frames = _Frames()
-    async with fetcher:
+    async with http:
         writer.write(_LENGTH.pack(0))  # ready
         while data := await reader.read(_READ_SIZE):  # b"": the crawl closed the pipe
             for payload in frames.feed(data):
-                message = marshal.loads(payload)
-                if isinstance(message, list):  # URLs the crawl has settled
-                    links.settle(message)
+                message = unpack_any((Job, Settled), payload)
+                if isinstance(message, Settled):
+                    links.settle(message.urls)
                     continue
-                number, url = message
-                task = loop.create_task(job(number, url))
+                task = loop.create_task(job(message.job, message.url))
                 jobs.add(task)
                 task.add_done_callback(jobs.discard)
         if jobs:  # finish what was asked, then stop
@@ -581,7 +589,7 @@ async def _serve(settings: dict[str, Any], jobs_fd: int, results_fd: int) -> Non
     writer.close()
 
 
-def _read_settings(fd: int) -> dict[str, Any] | None:
+def _read_settings(fd: int) -> Settings | None:
     """Block until the crawl starts this worker (its settings) or ends (None)."""
     frames, payloads = _Frames(), list[bytes]()
     while not payloads:
@@ -589,8 +597,7 @@ def _read_settings(fd: int) -> dict[str, Any] | None:
         if not data:
             return None
         payloads = frames.feed(data)
-    settings: dict[str, Any] = marshal.loads(payloads[0])
-    return settings
+    return unpack(Settings, payloads[0])
 
 
 def _worker_main(jobs_fd: int, results_fd: int) -> NoReturn:

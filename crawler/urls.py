@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
@@ -618,13 +619,36 @@ def join_exactly(href: str, base: str, scheme: str, origin: str, folder: str) ->
     return None
 
 
-class LinkResolver:
-    """resolve() for all the hrefs of a page, fast when most lead to URLs met before.
+def resolve_links(
+    base: str, hrefs: list[str], strip: tuple[str, ...], known: Mapping[str, object]
+) -> list[str]:
+    """resolve() for all the hrefs of a page: the URLs they lead to, each once, in
+    first-seen order. The crawl's hottest loop, and fast when most lead to URLs met before.
 
     Navigation repeats on every page, so each href is first joined to the base by string
-    operations when that is the exact join (join_exactly), and the result looked up among
-    the URLs this resolver has produced: those are normalised, so a join equal to one needs
-    no normalising (tests/test_link_fastpath.py proves it). Only the rest take resolve().
+    operations when that is the exact join (join_exactly), and looked up in `known`, URLs
+    known to be normalised: a join equal to one needs no normalising
+    (tests/test_link_fastpath.py proves it). Only the rest take resolve().
+    """
+    scheme, origin, folder = join_parts(base)
+    found: dict[str, None] = {}
+    for href in hrefs:
+        if href[:1] == "/" and href[1:2] != "/" and "#" not in href:
+            candidate: str | None = origin + href  # the common case, inlined
+        else:
+            candidate = join_exactly(href, base, scheme, origin, folder)
+        if candidate is not None and candidate in known:
+            found[candidate] = None
+            continue
+        target = resolve(base, href, strip)
+        if target is not None:
+            found[target] = None
+    return list(found)
+
+
+class LinkResolver:
+    """resolve_links() with a memory of its own, for a worker process, which has no seen set:
+    the URLs it has produced are the URLs it knows to be normalised.
 
     URLs the crawl has `settle`d (judged for good, and not broken: a link to one changes
     nothing) are left out of the answer, so they never cross back to the crawl again. All
@@ -632,43 +656,29 @@ class LinkResolver:
     speed (settled URLs are sent again, and the crawl ignores them as before).
     """
 
-    __slots__ = ("_capacity", "_known", "_strip")
+    __slots__ = ("_capacity", "known")
 
-    def __init__(self, strip: tuple[str, ...] = (), capacity: int = 200_000) -> None:
-        self._strip = strip
+    def __init__(self, capacity: int = 200_000) -> None:
         self._capacity = capacity
-        self._known: dict[str, bool] = {}  # URL produced -> settled
+        self.known: dict[str, bool] = {}  # URL produced -> settled
 
     def settle(self, urls: list[str]) -> None:
-        known = self._known
+        known = self.known
         if len(known) + len(urls) > self._capacity:
             known.clear()
         known.update(dict.fromkeys(urls, True))
 
-    def __call__(self, base: str, hrefs: list[str]) -> list[str]:
-        """The unsettled URLs the hrefs lead to, each once, in first-seen order."""
-        scheme, origin, folder = join_parts(base)
-        known, strip = self._known, self._strip
+    def unsettled(self, targets: list[str]) -> list[str]:
+        """The targets not settled, remembering them all as produced."""
+        known = self.known
         met = known.get
-        found: dict[str, None] = {}
-        for href in hrefs:
-            if href[:1] == "/" and href[1:2] != "/" and "#" not in href:
-                candidate: str | None = origin + href  # the common case, inlined
-            else:
-                candidate = join_exactly(href, base, scheme, origin, folder)
-            if candidate is not None:
-                settled = met(candidate)
-                if settled is not None:
-                    if not settled:
-                        found[candidate] = None
-                    continue
-            target = resolve(base, href, strip)
-            if target is not None:
-                settled = met(target)
-                if settled is None:
-                    if len(known) >= self._capacity:
-                        known.clear()
-                    known[target] = False
-                if not settled:
-                    found[target] = None
-        return list(found)
+        kept = []
+        for target in targets:
+            settled = met(target)
+            if settled is None:
+                if len(known) >= self._capacity:
+                    known.clear()
+                known[target] = False
+            if not settled:
+                kept.append(target)
+        return kept

@@ -1,10 +1,12 @@
 """Dataclasses across a pipe or a file, encoded from their fields.
 
-A record that crosses a process or a file is a dataclass, packed here as a version and its
-field values in declaration order, with the field names' digest, and unpacked by the same
-class: a field added to the class is carried by both sides at once, and a reader of another
-shape refuses the data instead of reading one field as another (as positional tuples did).
-Values must be marshal-able (None, bool, int, float, str, bytes and lists/tuples of them).
+A record that crosses a process or a file is a dataclass, packed here as a tag and its field
+values in declaration order, and unpacked by the same class: a field added to the class is
+carried by both sides at once, and a reader of another shape refuses the data instead of
+reading one field as another (as positional tuples did). The tag is a digest of the class's
+name and field names, nested records' included, so it also tells which record a message is.
+Values are marshal-able (None, bool, int, float, str, bytes, lists and tuples of them) or
+dataclasses (or None) of such values.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import marshal
+import types
+import typing
 from typing import Any, TypeVar
 
-__all__ = ["WireError", "pack", "unpack"]
+__all__ = ["WireError", "pack", "tag", "unpack", "unpack_any"]
 
 T = TypeVar("T")
 
@@ -23,32 +27,85 @@ class WireError(ValueError):
     """Data packed by another shape of the record (another version of the program)."""
 
 
-_shapes: dict[type, tuple[tuple[str, ...], int]] = {}
+# class -> (field names, tag, nested dataclass per field or None)
+_shapes: dict[type, tuple[tuple[str, ...], int, tuple[type | None, ...]]] = {}
 
 
-def _shape(cls: type) -> tuple[tuple[str, ...], int]:
-    """The field names of a dataclass, and a 32-bit tag of them (its wire version)."""
+def _nested(hint: Any) -> type | None:
+    """The dataclass a field holds, when it holds one (or None: `X | None`)."""
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return hint
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        found = [a for a in typing.get_args(hint) if isinstance(a, type)]
+        found = [a for a in found if dataclasses.is_dataclass(a)]
+        return found[0] if len(found) == 1 else None
+    return None
+
+
+def _shape(cls: type) -> tuple[tuple[str, ...], int, tuple[type | None, ...]]:
     shape = _shapes.get(cls)
     if shape is None:
+        hints = typing.get_type_hints(cls)
         names = tuple(f.name for f in dataclasses.fields(cls))
-        tag = int.from_bytes(hashlib.sha256(" ".join(names).encode()).digest()[:4], "little")
-        shape = _shapes[cls] = names, tag
+        nested = tuple(_nested(hints[name]) for name in names)
+        words = [cls.__name__, *names, *(str(_shape(n)[1]) for n in nested if n is not None)]
+        digest = hashlib.sha256(" ".join(words).encode()).digest()
+        shape = _shapes[cls] = names, int.from_bytes(digest[:4], "little"), nested
     return shape
+
+
+def tag(cls: type) -> int:
+    """The 32-bit tag packed records of cls start with."""
+    return _shape(cls)[1]
+
+
+def _values(record: Any) -> tuple[Any, ...]:
+    names, _, nested = _shape(type(record))
+    return tuple(
+        _values(value) if kind is not None and value is not None else value
+        for value, kind in zip((getattr(record, n) for n in names), nested, strict=True)
+    )
+
+
+def _build(cls: type[T], values: Any) -> T:
+    names, _, nested = _shape(cls)
+    if not isinstance(values, tuple) or len(values) != len(names):
+        raise WireError(f"not a packed {cls.__name__} of this version")
+    return cls(
+        *(
+            _build(kind, value) if kind is not None and value is not None else value
+            for value, kind in zip(values, nested, strict=True)
+        )
+    )
 
 
 def pack(record: Any) -> bytes:
     """The record as bytes: its shape's tag, then its field values."""
-    names, tag = _shape(type(record))
-    return marshal.dumps((tag, *[getattr(record, name) for name in names]))
+    return marshal.dumps((tag(type(record)), _values(record)))
+
+
+def _load(data: bytes) -> tuple[int, Any]:
+    try:
+        message = marshal.loads(data)
+    except (EOFError, ValueError, TypeError) as exc:
+        raise WireError(f"not a packed record: {exc}") from None
+    if not isinstance(message, tuple) or len(message) != 2:
+        raise WireError("not a packed record")
+    return message[0], message[1]
 
 
 def unpack(cls: type[T], data: bytes) -> T:
     """The record `pack` made of an instance of cls; WireError if it was another shape."""
-    names, tag = _shape(cls)
-    try:
-        values = marshal.loads(data)
-    except (EOFError, ValueError, TypeError) as exc:
-        raise WireError(f"not a packed {cls.__name__}: {exc}") from None
-    if not isinstance(values, tuple) or len(values) != len(names) + 1 or values[0] != tag:
+    got, values = _load(data)
+    if got != tag(cls):
         raise WireError(f"not a packed {cls.__name__} of this version")
-    return cls(*values[1:])
+    return _build(cls, values)
+
+
+def unpack_any(classes: tuple[type, ...], data: bytes) -> Any:
+    """The record `pack` made of an instance of one of classes, whichever its tag names."""
+    got, values = _load(data)
+    for cls in classes:
+        if tag(cls) == got:
+            return _build(cls, values)
+    raise WireError(f"not a packed {' or '.join(c.__name__ for c in classes)}")

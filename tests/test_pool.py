@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import marshal
 import os
 import signal
 import time
@@ -23,20 +22,26 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from crawler import pool
 from crawler.cli import main
 from crawler.directives import Directives
-from crawler.extract import PageDigest
-from crawler.fetch import Response
+from crawler.fetch import HttpTransport, Response
+from crawler.page import PagePolicy, PageResult
+from crawler.pages import Fetched
 from crawler.pool import (
     START_AFTER,
-    PoolFetcher,
+    Job,
+    PoolPages,
+    Result,
+    Settings,
+    Settled,
     _cgroup_cpus,
+    _fetched,
     _frame,
     _Frames,
-    _response,
     _result,
     default_workers,
     main_share,
 )
-from crawler.urls import LinkResolver, resolve
+from crawler.urls import LinkResolver, resolve, resolve_links
+from crawler.wire import WireError, pack, unpack, unpack_any
 from tests.sites import Page, Site, crawl_process, read_decisions, read_published, tree_site
 
 GENERIC = 300  # pages /p/0 .. /p/299: well past START_AFTER, so most pages go to the workers
@@ -292,15 +297,30 @@ def test_a_result_crosses_the_pipe_with_what_the_crawl_reads():
              ("X-Robots-Tag", "nofollow"), ("Set-Cookie", "dropped"), ("Link", "<a>; rel=x")]
         )
     )  # fmt: skip
-    page = PageDigest("http://h/", [], "/c", Directives(True, False, "meta"), 2**63 + 5, ["u"])
+    page = PageResult(
+        "text/html", Directives(True, True, "X-Robots-Tag"), Directives(True, False, "meta"),
+        "http://h/c", ["http://h/u"], -(2**63) + 5,
+    )  # fmt: skip
     sent = Response("http://h/", 200, headers, b"body", truncated=False)
-    wire = _result(7, sent, page)
+    wire = _result(7, Fetched(sent, page))
     (payload,) = _Frames().feed(wire)
-    got = _response("http://h/", marshal.loads(payload))
-    assert (got.status, got.error, got.truncated, got.body) == (200, None, False, b"")
-    assert got.headers.getall("x-robots-tag") == ["noindex", "nofollow"]
-    assert "Set-Cookie" not in got.headers
+    result = unpack(Result, payload)
+    assert result.job == 7
+    got = _fetched("http://h/", result)
+    resp = got.response
+    assert (resp.status, resp.error, resp.truncated, resp.body) == (200, None, False, b"")
+    assert resp.headers.getall("x-robots-tag") == ["noindex", "nofollow"]
+    assert "Set-Cookie" not in resp.headers
     assert got.page == page
+
+
+def test_every_message_crosses_the_pipe_field_by_field():
+    policy = PagePolicy("bot", True, ("utm_*", "sid"))
+    for message in (Settings("bot/1", 3, 2.5, 1024, policy), Job(3, "http://h/"), Settled(["a"])):
+        assert unpack_any((Settings, Job, Settled), pack(message)) == message
+    assert unpack(Result, pack(Result(1, 0, [], "refused", False, None))).page is None
+    with pytest.raises(WireError):
+        unpack(Job, pack(Settled(["a"])))  # another record is never read as this one
 
 
 # --- the workers' link resolution -----------------------------------------------------------
@@ -324,12 +344,12 @@ settled_urls = st.lists(
 def test_link_resolver_agrees_with_resolve_less_what_is_settled(pages, capacity):
     bases = ["http://h:1/x/y.html", "http://h:1/", "http://h:1/x/"]
     strip = ("utm_*",)
-    links = LinkResolver(strip, capacity)  # small: the forgetting is exercised too
+    links = LinkResolver(capacity)  # small: the forgetting is exercised too
     settled: set[str] = set()
     for i, (page, newly_settled) in enumerate(pages):
         base = bases[i % len(bases)]
         expected = [t for t in (resolve(base, h, strip) for h in page) if t is not None]
-        got = links(base, page)
+        got = links.unsettled(resolve_links(base, page, strip, links.known))
         unsettled = list(dict.fromkeys(t for t in expected if t not in settled))
         assert [t for t in got if t not in settled] == unsettled  # nothing lost, in order
         assert set(got) <= set(expected)  # settled ones may come back once forgotten
@@ -339,9 +359,11 @@ def test_link_resolver_agrees_with_resolve_less_what_is_settled(pages, capacity)
 
 @given(st.lists(st.tuples(hrefs, settled_urls), min_size=1, max_size=6))
 def test_settled_urls_never_come_back_below_capacity(pages):
-    links, settled = LinkResolver(("utm_*",)), set()
+    links, settled = LinkResolver(), set()
     for page, newly_settled in pages:
-        assert not set(links("http://h:1/x/y.html", page)) & settled
+        base = "http://h:1/x/y.html"
+        got = links.unsettled(resolve_links(base, page, ("utm_*",), links.known))
+        assert not set(got) & settled
         links.settle(newly_settled)
         settled.update(newly_settled)
 
@@ -388,10 +410,8 @@ def test_the_main_process_takes_a_share_only_beside_few_workers():
 
 
 def test_jobs_go_to_the_worker_with_the_most_room_for_its_share():
-    fetcher = PoolFetcher(
-        [], agent="a", follow_nofollow=False, strip_params=(), user_agent="a",
-        concurrency=7, timeout=1, max_bytes=1,
-    )  # fmt: skip
+    transport = HttpTransport(user_agent="a", concurrency=7, timeout=1, max_bytes=1)
+    fetcher = PoolPages([], transport, PagePolicy("a"))
     big, small, dead = (SimpleNamespace(alive=True, share=4, pending={}),
                         SimpleNamespace(alive=True, share=3, pending={}),
                         SimpleNamespace(alive=False, share=9, pending={}))  # fmt: skip
@@ -504,14 +524,14 @@ def test_workers_that_send_nonsense_are_stopped_and_their_pages_made_here(
     srv = serve(tree.site.app)
     read = 0
 
-    def garbled(url: str, result: tuple) -> Response:
+    def garbled(url: str, result: Result) -> Fetched:
         nonlocal read
         read += 1
         if read > 50:
             raise IndexError("a result the crawl cannot read")
-        return _response(url, result)
+        return _fetched(url, result)
 
-    monkeypatch.setattr(pool, "_response", garbled)
+    monkeypatch.setattr(pool, "_fetched", garbled)
     out = tmp_path / "out"
     args = ["--workers", "3", "--concurrency", "8", "--log-format", "json"]  # 0 of 8 for us
     assert main(["crawl", srv.url + "/", "-o", str(out), *args]) == 0

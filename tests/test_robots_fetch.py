@@ -1,6 +1,6 @@
-"""Fetcher.robots: redirects of robots.txt stay on the site's origin (issue #11).
+"""fetch_robots: redirects of robots.txt stay on the site's origin (issue #11).
 
-Unit tests drive Fetcher.robots with a stand-in `get`; the end-to-end tests run the real
+Unit tests drive fetch_robots with a stand-in `get`; the end-to-end tests run the real
 CLI against two servers on 127.0.0.1, one redirecting its robots.txt to the other.
 """
 
@@ -16,7 +16,7 @@ from yarl import URL
 
 from crawler import DEFAULT_USER_AGENT
 from crawler.cli import main
-from crawler.fetch import Fetcher, Response
+from crawler.fetch import Response, fetch_robots
 from crawler.robots import RobotsTxt
 from tests.sites import Page, Site, html, read_decisions, redirect
 
@@ -49,12 +49,11 @@ def _robots(
     page_url: str, answers: dict[str, Response | str | bytes]
 ) -> tuple[RobotsTxt, str, list[str]]:
     requested: list[str] = []
-    fetcher = Fetcher(user_agent=UA, concurrency=1, timeout=5, max_bytes=1024)
-    robots, note = asyncio.run(fetcher.robots(page_url, _fake_get(answers, requested)))
+    robots, note = asyncio.run(fetch_robots(page_url, _fake_get(answers, requested)))
     return robots, note, requested
 
 
-# --- unit: Fetcher.robots -------------------------------------------------------------
+# --- unit: fetch_robots -----------------------------------------------------------------
 
 
 def test_redirect_to_another_port_is_unreachable_and_not_requested() -> None:

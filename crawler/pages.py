@@ -1,0 +1,55 @@
+"""Where pages come from: a transport's answer and its analysis, as one step.
+
+`LocalPages` fetches with a transport and analyses in this process; `pool.PoolPages` hands the
+same step to worker processes, which run `LocalPages` themselves. Either way a page goes
+transport -> page.analyse by the one path here, and the engine gets a `Fetched`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .fetch import REDIRECT_STATUSES, Response, Transport
+from .page import PagePolicy, PageResult, analyse
+
+__all__ = ["Fetched", "LocalPages", "analysed"]
+
+
+@dataclass(slots=True)
+class Fetched:
+    """One answer and what it says about its page (None: a redirect, or no answer at all)."""
+
+    response: Response
+    page: PageResult | None
+
+
+def analysed(
+    url: str, resp: Response, policy: PagePolicy, known: Mapping[str, object] | None = None
+) -> Fetched:
+    if resp.error or resp.status in REDIRECT_STATUSES:
+        return Fetched(resp, None)
+    page = analyse(url, resp.status, resp.headers, resp.body, resp.truncated, policy, known)
+    return Fetched(resp, page)
+
+
+class LocalPages:
+    """Pages fetched with a transport and analysed in this process. `known`: URLs known to be
+    normalised (the crawl's seen set), which makes resolving links cheap."""
+
+    def __init__(
+        self, transport: Transport, policy: PagePolicy, known: Mapping[str, object] | None = None
+    ) -> None:
+        self.transport = transport
+        self.policy = policy
+        self.known = known
+
+    async def fetch(self, url: str) -> Fetched:
+        return analysed(url, await self.transport.get(url), self.policy, self.known)
+
+    async def get(self, url: str, max_bytes: int | None = None) -> Response:
+        """A plain GET (robots.txt): nothing to analyse."""
+        return await self.transport.get(url, max_bytes)
+
+    async def close(self) -> None:
+        """Nothing to release here; the pool stops its workers."""
