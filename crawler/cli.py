@@ -242,7 +242,7 @@ def _explain(args: argparse.Namespace) -> int:
         file_url = load_toml(args.config).get("url") if "config" in vars(args) else None
         args.url = file_url or args.target
     config = load_config(args)
-    records = _run(Crawl(config).explain(args.target))
+    records = _run(Crawl(config).judge(args.target))
     for record in records:
         status = f"HTTP {record.status}" if record.status is not None else "not fetched"
         print(f"{record.url}  ({status})")

@@ -1,9 +1,9 @@
-"""The crawl itself: the I/O shell around the pure modules.
+"""The crawl itself: the loop of the I/O shell around the pure modules.
 
-Data flows one way: frontier -> fetch -> extract -> decide -> writer. URLs live in two
-spaces: the *crawl* space (the server we fetch from) and the *public* space (what the
-sitemap lists, --public-url); they are the same unless --public-url is given. Scope and
-locs are judged in public space, fetching and robots.txt in crawl space.
+Data flows one way: frontier -> screen -> pages (fetch, analyse) -> decide -> journal ->
+writer. The loop takes URLs from the frontier, screens them (crawler.screen), has their
+pages fetched and analysed (crawler.pages), decides (crawler.decide) and records each
+decision once (crawler.journal); the listings reach the writer when every page is judged.
 """
 
 from __future__ import annotations
@@ -35,14 +35,11 @@ from .decide import (
     Decision,
     PageFacts,
     Policy,
-    TrapBudgets,
     decide_page,
     depth_priority,
     follows_links,
-    repeats_segment,
 )
 from .errors import (
-    ConfigError,
     InterruptedCrawl,
     NothingListedError,
     OutputError,
@@ -53,51 +50,17 @@ from .frontier import DONE, Frontier, Task
 from .httpdate import parse_http_date
 from .journal import Journal
 from .listings import Listing, Spool, to_micros
-from .page import PagePolicy
+from .page import PagePolicy, PageResult
 from .pages import Fetched, LocalPages
 from .pool import PIPELINE_DEPTH, PoolPages, Spare
 from .progress import Renderer, Snapshot
 from .report import DecisionRecord, Tally
 from .retry import RetryPolicy, fetch_with_retries
-from .robots import RobotsTxt, product_token
+from .robots import product_token
+from .screen import Plan, Screen
 from .state import CrawlState, StateError
 from .throttle import Throttle
-from .urls import OriginMap, Scope, normalize, resolve, url_folder
-
-
-@dataclass(slots=True, frozen=True)
-class Plan:
-    """Where the crawl starts, what it may list and where the sitemap goes."""
-
-    start: str  # crawl space
-    scope: Scope  # public space: the sitemap's folder
-    origins: OriginMap
-    sitemap_url: str
-    base_url: str  # public folder the sitemap files are published under
-
-    @classmethod
-    def from_config(cls, config: Config) -> Plan:
-        assert config.url is not None
-        start = normalize(config.url)
-        crawl_root = Scope.from_url(start)
-        public_root = (
-            Scope.from_url(normalize(config.public_url)) if config.public_url else crawl_root
-        )
-        origins = OriginMap(crawl_root, public_root)
-        sitemap_url = (
-            normalize(config.sitemap_url)
-            if config.sitemap_url
-            else public_root.root + "sitemap.xml"
-        )
-        scope = Scope.from_url(sitemap_url)
-        public_start = origins.to_public(start)
-        if not scope.contains(public_start):
-            raise ConfigError(
-                f"start URL {public_start} is outside the sitemap's scope "
-                f"{scope.root} (see --sitemap-url)"
-            )
-        return cls(start, scope, origins, sitemap_url, url_folder(sitemap_url))
-
+from .urls import normalize, resolve
 
 #: Fraction added to any requested spacing between requests: starts are timed here, and a
 #: send delayed by a busy machine must not bring two requests closer than --delay at the
@@ -129,7 +92,7 @@ class Crawl:
         self.log = log
         self.progress = progress
         self.plan = Plan.from_config(config)
-        self.identity = self.plan.origins.crawl == self.plan.origins.public
+        self.identity = self.plan.identity
         self.policy = Policy(
             frozenset(config.listed_types),
             config.respect_noindex,
@@ -140,10 +103,9 @@ class Crawl:
         self.agent = product_token(config.user_agent)
         self.page_policy = PagePolicy(self.agent, config.follow_nofollow, config.strip_params)
         self.frontier = Frontier()
-        self._budgets = TrapBudgets(config.max_pages_per_folder, config.max_pages_per_param)
+        self.screen = Screen(self.plan, config)
         self.tally = Tally()
         self.journal = Journal(self._public, self.tally)
-        self.robots = RobotsTxt.allow_all()
         self._active: set[str] = set()  # URLs being fetched now
         self._changed = asyncio.Event()
         self._stop_signal: int | None = None
@@ -153,7 +115,7 @@ class Crawl:
         self._done_requests = 0  # requests whose outcome is recorded: the state's "fetched"
         self._pool: PoolPages | None = None  # when worker processes may take pages
         self._pages: LocalPages | None = None  # where pages come from, while crawling
-        self._writer: AsyncSitemapWriter | None = None  # None while explaining
+        self._writer: AsyncSitemapWriter | None = None  # None while judging one URL
         self.throttle = Throttle(
             concurrency=config.concurrency,
             delay=config.delay,
@@ -280,6 +242,7 @@ class Crawl:
 
     async def _read_robots(self, url: str) -> None:
         self.robots, self.tally.robots_note = await fetch_robots(url, self._request)
+        self.screen.robots = self.robots
         self.log(f"robots.txt: {self.tally.robots_note}")
         self.throttle.set_crawl_delay(self.robots.crawl_delay(self.config.user_agent))
         for warning in self.throttle.warnings:
@@ -288,7 +251,7 @@ class Crawl:
     async def _replay(self) -> None:
         """Rebuild the crawl saved in the state file: frontier, decisions, listings."""
         assert self.state is not None
-        journal, budgets = self.journal, self._budgets
+        journal, budgets = self.journal, self.screen.budgets
         snap = self.state.load()
         for row in snap.queued:
             self.frontier.add(row.url, row.depth, row.referrer)
@@ -315,24 +278,26 @@ class Crawl:
             f"{self.tally.fetched} pages fetched before"
         )
 
-    async def explain(self, url: str) -> list[DecisionRecord]:
-        """Judge one URL exactly as a crawl would, without following its links.
+    async def judge(self, url: str) -> list[DecisionRecord]:
+        """Judge one URL exactly as a crawl would, without following its links: the service
+        behind `explain` (and the audit to come).
 
-        Returns its decision records: one per redirect hop, the final one last.
+        Returns its decision records: one per redirect hop, the final one last. A page
+        listed here may still lose to a byte-identical twin in a whole crawl.
         """
-        explained: list[DecisionRecord] = []
-        self.journal.explained = explained
+        records: list[DecisionRecord] = []
+        self.journal.echo = records.append
         target = self._to_crawl(normalize(url))
         task = Task(target, 0, None)
         async with self._using_pages():
             await self._read_robots(target)
-            screened = self._screen(target, 0)
+            screened = self.screen(target, 0)
             if screened is not None:
                 self._record(target, None, screened, task)
             else:
                 self.frontier.mark_seen(target)
-                await self._process(task)
-        return explained
+                await self._judge(task)
+        return records
 
     @contextlib.contextmanager
     def _showing_progress(self, started: float) -> Iterator[None]:
@@ -525,15 +490,28 @@ class Crawl:
     # -- one URL ---------------------------------------------------------------------------
 
     async def _process(self, task: Task) -> None:
+        """Judge task.url, then follow where its page leads."""
+        judged = await self._judge(task)
+        if judged is None:
+            return
+        url, facts, page, decision = judged
+        if facts.canonical and not decision.listed and facts.canonical_in_scope:
+            self._discover(facts.canonical, task.depth + 1, self._public(url))
+        if page.targets and follows_links(facts, self.policy):
+            self._follow_targets(page.targets, task.depth + 1, self._public(url))
+
+    async def _judge(self, task: Task) -> tuple[str, PageFacts, PageResult, Decision] | None:
+        """Fetch task.url (its redirects hop by hop), decide and record each decision. The
+        final page's URL, facts, analysis and decision; None when there was no page."""
         fetched, url = await self._follow(task)
         if fetched is None:
-            return
+            return None
         resp, page = fetched.response, fetched.page
         self._done_requests += 1  # recorded below, before the next await
         if page is None:  # no answer
             error = resp.error or "no answer"
             self._record(url, None, Decision(FETCH_ERROR, _with_notes(error, resp)), task)
-            return
+            return None
         facts = PageFacts(url, resp.status, page.mime, page.meta, page.header)
         facts.too_large = resp.truncated
         if page.canonical is not None:
@@ -556,12 +534,7 @@ class Crawl:
                 decision = listing
         if not decision.listed:
             self._record(url, resp.status, decision, task)
-        if self.journal.explained is not None:
-            return
-        if facts.canonical and not decision.listed and facts.canonical_in_scope:
-            self._discover(facts.canonical, task.depth + 1, self._public(url))
-        if page.targets and follows_links(facts, self.policy):
-            self._follow_targets(page.targets, task.depth + 1, self._public(url))
+        return url, facts, page, decision
 
     async def _follow(self, task: Task) -> tuple[Fetched | None, str]:
         """Fetch task.url, following redirects one hop at a time.
@@ -601,7 +574,7 @@ class Crawl:
             self.frontier.mark_seen(target)
             if self.state is not None:
                 self.state.queued(target, task.depth, task.referrer)
-            screened = self._screen(target, task.depth)
+            screened = self.screen(target, task.depth)
             max_pages = self.config.max_pages
             if screened is None and max_pages and self._requested >= max_pages:
                 screened = Decision(LIMIT, "max_pages reached")
@@ -670,7 +643,7 @@ class Crawl:
                 self._refer(url, referrer, depth)
             return
         task = Task(url, depth, referrer)
-        screened = self._screen(url, depth)
+        screened = self.screen(url, depth)
         if screened is not None:
             self.frontier.mark_seen(url)
             self._record(url, None, screened, task)
@@ -679,33 +652,6 @@ class Crawl:
         if self.state is not None:
             self.state.queued(url, depth, referrer)
         self._changed.set()
-
-    def _screen(self, url: str, depth: int) -> Decision | None:
-        """The checks made before a URL is fetched; None when it may be fetched."""
-        public = self._public(url)
-        if not self.plan.scope.contains(public):
-            return Decision(OUT_OF_SCOPE, f"outside {self.plan.scope.root}")
-        if not self.identity and not url.startswith(self.plan.origins.crawl.root):
-            # in the sitemap's scope but not under --public-url: it has no page on the server
-            # being crawled, and the public host is never fetched
-            return Decision(OUT_OF_SCOPE, f"outside {self.plan.origins.public.root}")
-        if len(public) > self.config.max_url_length or len(url) > self.config.max_url_length:
-            return Decision(TOO_LONG, f"{len(public)} characters")
-        path = url.split("?", 1)[0]
-        if repeats_segment(path, self.config.max_segment_repeats):
-            return Decision(
-                TRAP, f"a path segment repeats more than {self.config.max_segment_repeats} times"
-            )
-        verdict = self.robots.verdict(url, self.config.user_agent)
-        if not verdict.allowed:
-            where = f" (line {verdict.line})" if verdict.line else ""
-            return Decision(ROBOTS_TXT, f"{verdict.rule}{where}")
-        if 0 <= self.config.max_depth < depth:
-            return Decision(LIMIT, f"deeper than max_depth {self.config.max_depth}")
-        spent = self._budgets.spend(url)
-        if spent is not None:
-            return Decision(TRAP, spent)
-        return None
 
     def _refer(self, url: str, referrer: str, depth: int) -> None:
         """Another page links to url: a queued url may move closer to the start, and pages
@@ -723,14 +669,10 @@ class Crawl:
         self.journal.record(url, status, decision, task.depth, task.referrer)
 
     def _public(self, url: str) -> str:
-        """The URL as the sitemap would list it; URLs outside the crawl root stay as they are
-        (and so fail the scope check: nothing outside the mapped folder is published)."""
-        if self.identity or not url.startswith(self.plan.origins.crawl.root):
-            return url
-        return self.plan.origins.to_public(url)
+        return self.plan.public(url)
 
     def _to_crawl(self, url: str) -> str:
-        return url if self.identity else self.plan.origins.to_crawl(url)
+        return self.plan.to_crawl(url)
 
 
 @contextlib.contextmanager

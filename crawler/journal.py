@@ -42,9 +42,9 @@ class Journal:
         self.twins = Twins()
         self.state: CrawlState | None = None
         self.decisions: IO[str] | None = None  # the --decisions file
-        self.spool: Spool | None = None  # None while explaining: a listing is final at once
+        self.spool: Spool | None = None  # None when judging one URL: a listing is final at once
         self.settle: Callable[[str], None] | None = None  # tells workers a URL is judged
-        self.explained: list[DecisionRecord] | None = None  # a list while explaining a URL
+        self.echo: Callable[[DecisionRecord], None] | None = None  # also gets every record
         self.refs: dict[str, tuple[str, ...]] = {}  # URL not yet judged -> more linking pages
 
     # -- decisions -------------------------------------------------------------------------
@@ -89,8 +89,8 @@ class Journal:
                 self.settle(url)  # a link to url changes nothing now
         if self.decisions is not None:
             self.decisions.write(record.to_json() + "\n")
-        if self.explained is not None:
-            self.explained.append(record)
+        if self.echo is not None:
+            self.echo(record)
 
     # -- pages linking to a URL ------------------------------------------------------------
 
@@ -114,7 +114,7 @@ class Journal:
         `replayed`: read back from the state file by a resumed crawl."""
         if listing.body is not None:
             self.twins.claim(listing.body, listing.depth, listing.url)
-        if self.spool is None:  # explaining one URL: no twins to wait for
+        if self.spool is None:  # judging one URL: no twins to wait for
             self.emit(
                 listing.url, listing.status, _listed(listing), listing.depth, listing.referrer
             )

@@ -1,0 +1,119 @@
+"""Where a crawl may go, and the checks a URL passes before it is fetched. Pure: no I/O.
+
+URLs live in two spaces: the *crawl* space (the server we fetch from) and the *public* space
+(what the sitemap lists, --public-url); they are the same unless --public-url is given. Scope
+and locs are judged in public space, fetching and robots.txt in crawl space.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import Config
+from .decide import (
+    LIMIT,
+    OUT_OF_SCOPE,
+    ROBOTS_TXT,
+    TOO_LONG,
+    TRAP,
+    Decision,
+    TrapBudgets,
+    repeats_segment,
+)
+from .errors import ConfigError
+from .robots import RobotsTxt
+from .urls import OriginMap, Scope, normalize, url_folder
+
+__all__ = ["Plan", "Screen"]
+
+
+@dataclass(slots=True, frozen=True)
+class Plan:
+    """Where the crawl starts, what it may list and where the sitemap goes."""
+
+    start: str  # crawl space
+    scope: Scope  # public space: the sitemap's folder
+    origins: OriginMap
+    sitemap_url: str
+    base_url: str  # public folder the sitemap files are published under
+
+    @classmethod
+    def from_config(cls, config: Config) -> Plan:
+        assert config.url is not None
+        start = normalize(config.url)
+        crawl_root = Scope.from_url(start)
+        public_root = (
+            Scope.from_url(normalize(config.public_url)) if config.public_url else crawl_root
+        )
+        origins = OriginMap(crawl_root, public_root)
+        sitemap_url = (
+            normalize(config.sitemap_url)
+            if config.sitemap_url
+            else public_root.root + "sitemap.xml"
+        )
+        scope = Scope.from_url(sitemap_url)
+        public_start = origins.to_public(start)
+        if not scope.contains(public_start):
+            raise ConfigError(
+                f"start URL {public_start} is outside the sitemap's scope "
+                f"{scope.root} (see --sitemap-url)"
+            )
+        return cls(start, scope, origins, sitemap_url, url_folder(sitemap_url))
+
+    @property
+    def identity(self) -> bool:
+        """The crawl and public spaces are one (no --public-url)."""
+        return self.origins.crawl == self.origins.public
+
+    def public(self, url: str) -> str:
+        """The URL as the sitemap would list it; URLs outside the crawl root stay as they are
+        (and so fail the scope check: nothing outside the mapped folder is published)."""
+        if self.identity or not url.startswith(self.origins.crawl.root):
+            return url
+        return self.origins.to_public(url)
+
+    def to_crawl(self, url: str) -> str:
+        return url if self.identity else self.origins.to_crawl(url)
+
+
+class Screen:
+    """The checks made before a URL is fetched, in order: scope, length, traps, robots.txt,
+    depth, then the trap budgets (which count every URL that passes them)."""
+
+    __slots__ = ("_agent", "_depth", "_length", "_repeats", "budgets", "plan", "robots")
+
+    def __init__(self, plan: Plan, config: Config) -> None:
+        self.plan = plan
+        self.robots = RobotsTxt.allow_all()  # until the crawl has read the site's
+        self.budgets = TrapBudgets(config.max_pages_per_folder, config.max_pages_per_param)
+        self._agent = config.user_agent
+        self._length = config.max_url_length
+        self._repeats = config.max_segment_repeats
+        self._depth = config.max_depth
+
+    def __call__(self, url: str, depth: int) -> Decision | None:
+        """Why url (crawl space), found `depth` links from the start, is not fetched; None
+        when it may be."""
+        plan = self.plan
+        public = plan.public(url)
+        if not plan.scope.contains(public):
+            return Decision(OUT_OF_SCOPE, f"outside {plan.scope.root}")
+        if not plan.identity and not url.startswith(plan.origins.crawl.root):
+            # in the sitemap's scope but not under --public-url: it has no page on the server
+            # being crawled, and the public host is never fetched
+            return Decision(OUT_OF_SCOPE, f"outside {plan.origins.public.root}")
+        if len(public) > self._length or len(url) > self._length:
+            return Decision(TOO_LONG, f"{len(public)} characters")
+        path = url.split("?", 1)[0]
+        if repeats_segment(path, self._repeats):
+            return Decision(TRAP, f"a path segment repeats more than {self._repeats} times")
+        verdict = self.robots.verdict(url, self._agent)
+        if not verdict.allowed:
+            where = f" (line {verdict.line})" if verdict.line else ""
+            return Decision(ROBOTS_TXT, f"{verdict.rule}{where}")
+        if 0 <= self._depth < depth:
+            return Decision(LIMIT, f"deeper than max_depth {self._depth}")
+        spent = self.budgets.spend(url)
+        if spent is not None:
+            return Decision(TRAP, spent)
+        return None
