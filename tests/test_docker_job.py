@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.procs import child_env, cli_shim
 from tests.sites import read_published, tree_site
 
 ENTRYPOINT = Path(__file__).resolve().parents[1] / "docker" / "entrypoint.sh"
@@ -23,12 +24,15 @@ def test_stopped_job_resumes_next_time(serve, tmp_path, xsd):
     out, state = tmp_path / "out", tmp_path / "state"
     out.mkdir()
     state.mkdir()
-    env = {
-        **os.environ,
-        "SITEMAP_CRAWLER_CONFIG": str(config),
-        "SITEMAP_CRAWLER_OUT": str(out),
-        "SITEMAP_CRAWLER_STATE_DIR": str(state),
-    }
+    # The entrypoint calls `sitemap-crawler` by name: a shim first on PATH makes that this
+    # checkout's CLI under the interpreter running the tests, installed script or not.
+    shim = cli_shim(tmp_path / "bin")
+    env = child_env(
+        PATH=os.pathsep.join([str(shim), os.environ.get("PATH", "")]),
+        SITEMAP_CRAWLER_CONFIG=str(config),
+        SITEMAP_CRAWLER_OUT=str(out),
+        SITEMAP_CRAWLER_STATE_DIR=str(state),
+    )
 
     job = subprocess.Popen(["sh", str(ENTRYPOINT)], env=env, stderr=subprocess.PIPE, text=True)
     while len(site.requests) < PAGES // 3:
