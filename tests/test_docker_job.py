@@ -6,10 +6,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
-from tests.procs import child_env, cli_shim
+from tests.procs import child_env, cli_shim, wait_for
 from tests.sites import read_published, tree_site
 
 ENTRYPOINT = Path(__file__).resolve().parents[1] / "docker" / "entrypoint.sh"
@@ -35,8 +34,11 @@ def test_stopped_job_resumes_next_time(serve, tmp_path, xsd):
     )
 
     job = subprocess.Popen(["sh", str(ENTRYPOINT)], env=env, stderr=subprocess.PIPE, text=True)
-    while len(site.requests) < PAGES // 3:
-        time.sleep(0.05)
+    wait_for(
+        lambda: len(site.requests) >= PAGES // 3,
+        f"the job's crawl to make {PAGES // 3} requests",
+        proc=job,
+    )
     job.send_signal(signal.SIGTERM)
     _, err = job.communicate(timeout=30)
     assert job.returncode == 130, err

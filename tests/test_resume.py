@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import collections
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
 from crawler.cli import main
+from tests.procs import wait_for
 from tests.sites import Site, crawl_process, read_published, tree_site
 
 PAGES = 3000
@@ -65,9 +65,11 @@ def test_interrupted_crawl_resumes_to_the_same_sitemap(serve, tmp_path, xsd, ref
     before = _files(out)
 
     proc = crawl_process(*_crawl_args(srv.url, out, state)[1:])
-    deadline = time.monotonic() + 30
-    while len(site.requests) < PAGES // 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(
+        lambda: len(site.requests) >= PAGES // 2,
+        f"the crawl to make {PAGES // 2} requests",
+        proc=proc,
+    )
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == (130 if sig == signal.SIGTERM else -signal.SIGKILL), err
