@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -17,6 +16,8 @@ from pathlib import Path
 
 from aiohttp import web
 from lxml import etree
+
+from tests.procs import CLI, child_env
 
 NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 
@@ -63,12 +64,14 @@ def tree_site(pages: int, delay: float = 0.0, *, lastmod: bool = False) -> Site:
 
 def crawl_process(*args: str) -> subprocess.Popen[str]:
     """`sitemap-crawler crawl ARGS` in its own process (for signals, and for timestamps at a
-    server in this process that must not wait for the crawler to release the GIL)."""
+    server in this process that must not wait for the crawler to release the GIL): this
+    checkout's CLI, run by the interpreter running the tests, whatever is on PATH."""
     return subprocess.Popen(
-        [sys.executable, "-m", "crawler.cli", "crawl", *args],
+        [*CLI, "crawl", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=child_env(),
     )
 
 

@@ -688,17 +688,26 @@ def test_an_error_in_a_worker_keeps_its_exit_code(serve, crawl, tmp_path, monkey
 def test_a_signal_during_publish_lets_the_publish_finish(serve, crawl, tmp_path, monkeypatch):
     import os
     import signal
-    import time
+    import threading
 
+    from crawler.engine import Crawl
     from sitemap_out.writer import SitemapWriter
 
-    publish = SitemapWriter.publish
+    publish, on_signal = SitemapWriter.publish, Crawl._on_signal
+    taken = threading.Event()
+
+    def noting_signal(self, sig):
+        on_signal(self, sig)
+        taken.set()
 
     def interrupted_publish(self):
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the files are being installed
-        time.sleep(0.2)
+        # publish() runs in a thread: go on once the crawl's loop has taken the signal
+        if not taken.wait(30):
+            pytest.fail("the crawl did not take the SIGINT within 30 s", pytrace=False)
         return publish(self)
 
+    monkeypatch.setattr(Crawl, "_on_signal", noting_signal)
     monkeypatch.setattr(SitemapWriter, "publish", interrupted_publish)
     srv = serve(Site({"/": html("/a"), "/a": html()}).app)
     code, pub, _, _ = crawl(srv.url + "/")

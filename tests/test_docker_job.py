@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
+from tests.procs import child_env, cli_shim, wait_for
 from tests.sites import read_published, tree_site
 
 ENTRYPOINT = Path(__file__).resolve().parents[1] / "docker" / "entrypoint.sh"
@@ -23,16 +23,22 @@ def test_stopped_job_resumes_next_time(serve, tmp_path, xsd):
     out, state = tmp_path / "out", tmp_path / "state"
     out.mkdir()
     state.mkdir()
-    env = {
-        **os.environ,
-        "SITEMAP_CRAWLER_CONFIG": str(config),
-        "SITEMAP_CRAWLER_OUT": str(out),
-        "SITEMAP_CRAWLER_STATE_DIR": str(state),
-    }
+    # The entrypoint calls `sitemap-crawler` by name: a shim first on PATH makes that this
+    # checkout's CLI under the interpreter running the tests, installed script or not.
+    shim = cli_shim(tmp_path / "bin")
+    env = child_env(
+        PATH=os.pathsep.join([str(shim), os.environ.get("PATH", "")]),
+        SITEMAP_CRAWLER_CONFIG=str(config),
+        SITEMAP_CRAWLER_OUT=str(out),
+        SITEMAP_CRAWLER_STATE_DIR=str(state),
+    )
 
     job = subprocess.Popen(["sh", str(ENTRYPOINT)], env=env, stderr=subprocess.PIPE, text=True)
-    while len(site.requests) < PAGES // 3:
-        time.sleep(0.05)
+    wait_for(
+        lambda: len(site.requests) >= PAGES // 3,
+        f"the job's crawl to make {PAGES // 3} requests",
+        proc=job,
+    )
     job.send_signal(signal.SIGTERM)
     _, err = job.communicate(timeout=30)
     assert job.returncode == 130, err

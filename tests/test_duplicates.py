@@ -8,7 +8,6 @@ import contextlib
 import itertools
 import signal
 import sqlite3
-import time
 
 import pytest
 from aiohttp import web
@@ -17,6 +16,7 @@ from hypothesis import strategies as st
 
 from crawler.cli import main
 from crawler.duplicates import Twins, rank
+from tests.procs import wait_for
 from tests.sites import Page, Site, crawl_process, html, read_decisions, read_published
 
 # -- the pure policy --------------------------------------------------------------------------
@@ -198,12 +198,7 @@ def test_the_same_twin_is_listed_after_a_resume(serve, tmp_path, xsd):
     out, state, decisions = tmp_path / "o", tmp_path / "s.sqlite", tmp_path / "d.jsonl"
     args = [srv.url + "/", "-o", str(out), "--state", str(state), "--quiet"]
     proc = crawl_process(*args)
-    deadline = time.monotonic() + 20
-    while not {"/b", "/zz/long-name", "/a"} <= set(site.paths) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    while _listings(state) < 4 and time.monotonic() < deadline:  # all but /a
-        time.sleep(0.05)
-    assert _listings(state) == 4, "the listings were never checkpointed"
+    wait_for(lambda: _listings(state) == 4, "every listing but /a checkpointed", proc=proc)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=10)
     gate["open"] = True

@@ -42,6 +42,7 @@ from crawler.pool import (
 )
 from crawler.urls import LinkResolver, resolve, resolve_links
 from crawler.wire import WireError, pack, unpack, unpack_any
+from tests.procs import Watched, wait_for
 from tests.sites import Page, Site, crawl_process, read_decisions, read_published, tree_site
 
 GENERIC = 300  # pages /p/0 .. /p/299: well past START_AFTER, so most pages go to the workers
@@ -164,19 +165,36 @@ def test_pooled_crawl_judges_every_url_as_an_in_process_one(
 
 class CountingTree:
     """A binary-tree site (page n links to 2n+1 and 2n+2) that answers after `delay` and
-    records the most requests it had in flight at once since `mark()`."""
+    records the most requests it had in flight at once since `mark()`, and which connections
+    (by the client's port) they came on."""
 
     def __init__(self, pages: int, delay: float) -> None:
         self.pages, self.delay = pages, delay
         self.in_flight = self.peak = 0
         self.site = Site({"/robots.txt": Page("", 404)}, fallback=self._page)
+        self._from: dict[int, int] = {}  # client port -> its requests in flight
+        self._connections: dict[int, asyncio.BaseTransport] = {}  # client port -> connection
 
     def mark(self) -> None:
         self.peak = self.in_flight
 
+    def over(self, ports: set[int]) -> bool:
+        """Whether the connections from these client ports are closed here, with no request
+        of theirs in flight (or were never seen)."""
+        return not any(
+            self._from.get(port) or not self._connections[port].is_closing()
+            for port in ports
+            if port in self._connections
+        )
+
     async def _page(self, request: web.Request) -> web.Response:
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
+        transport = request.transport
+        port = transport.get_extra_info("peername")[1] if transport is not None else 0
+        if transport is not None:
+            self._connections[port] = transport
+        self._from[port] = self._from.get(port, 0) + 1
         try:
             await asyncio.sleep(self.delay)
             n = int(request.path.strip("/") or 0)
@@ -185,6 +203,7 @@ class CountingTree:
             return web.Response(text=f"<p>{n}</p>{links}", content_type="text/html")
         finally:
             self.in_flight -= 1
+            self._from[port] -= 1
 
 
 @pytest.mark.parametrize(
@@ -222,11 +241,25 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def _wait_for(predicate, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
+def _connections_to(pid: int, port: int) -> set[int]:
+    """The local ports of process pid's TCP connections to `port` on 127.0.0.1 (from /proc)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    ports = set()
+    with open(f"/proc/{pid}/net/tcp") as table:
+        next(table)  # the heading
+        for row in table:
+            fields = row.split()
+            local, remote, inode = fields[1], fields[2], fields[9]
+            if inode in inodes and remote == f"0100007F:{port:04X}":
+                ports.add(int(local.split(":")[1], 16))
+    return ports
 
 
 def test_a_dead_worker_costs_nothing_but_a_warning(serve, tmp_path, xsd):
@@ -234,7 +267,11 @@ def test_a_dead_worker_costs_nothing_but_a_warning(serve, tmp_path, xsd):
     srv = serve(site.app)
     out = tmp_path / "out"
     proc = crawl_process(srv.url + "/", "-o", str(out), "--workers", "2", "--log-format", "json")
-    _wait_for(lambda: len(site.requests) > START_AFTER + 50)
+    wait_for(
+        lambda: len(site.requests) > START_AFTER + 50,
+        f"the crawl to make {START_AFTER + 50} requests",
+        proc=proc,
+    )
     workers = _children(proc.pid)
     assert len(workers) == 2
     os.kill(workers[0], signal.SIGKILL)
@@ -250,7 +287,11 @@ def test_sigterm_stops_workers_too(serve, tmp_path, xsd):
     srv = serve(site.app)
     out = tmp_path / "out"
     proc = crawl_process(srv.url + "/", "-o", str(out), "--workers", "2", "-q")
-    _wait_for(lambda: len(site.requests) > START_AFTER + 100)
+    wait_for(
+        lambda: len(site.requests) > START_AFTER + 100,
+        f"the crawl to make {START_AFTER + 100} requests",
+        proc=proc,
+    )
     workers = _children(proc.pid)
     assert len(workers) == 2
     proc.send_signal(signal.SIGTERM)
@@ -380,16 +421,17 @@ def test_a_second_signal_stops_workers_at_once(serve, tmp_path):
 
     site = Site({"/robots.txt": Page("", 404)}, fallback=page)
     srv = serve(site.app)
-    proc = crawl_process(srv.url + "/", "-o", str(tmp_path / "out"), "--workers", "2", "-q")
+    # not --quiet: the crawl's line on the first signal is the sign that it was taken
+    proc = Watched(crawl_process(srv.url + "/", "-o", str(tmp_path / "out"), "--workers", "2"))
 
     def slow_in_flight() -> bool:
         return any(int(p.strip("/") or 0) >= slow for p in site.paths if p != "/robots.txt")
 
-    _wait_for(slow_in_flight)
+    wait_for(slow_in_flight, f"a request for page {slow} or later", proc=proc)
     workers = _children(proc.pid)
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
-    time.sleep(0.3)
+    proc.stderr_line("SIGTERM: finishing requests in flight")
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, err
@@ -501,12 +543,24 @@ def test_requests_stay_within_concurrency_when_a_worker_dies(
     tree = CountingTree(500, 0.05)
     srv = serve(tree.site.app)
     out = tmp_path / "out"
-    proc = crawl_process(
-        srv.url + "/", "-o", str(out), "--workers", str(workers), "--concurrency", str(concurrency)
+    args = ("--workers", str(workers), "--concurrency", str(concurrency))
+    proc = Watched(crawl_process(srv.url + "/", "-o", str(out), *args))
+    wait_for(
+        lambda: len(tree.site.requests) > START_AFTER + 100,
+        f"the crawl to make {START_AFTER + 100} requests",
+        proc=proc,
     )
-    _wait_for(lambda: len(tree.site.requests) > START_AFTER + 100)
-    os.kill(_children(proc.pid)[0], signal.SIGKILL)
-    time.sleep(0.5)  # the loss is noticed, and the requests it had in flight are over
+    lost = _children(proc.pid)[0]
+    os.kill(lost, signal.SIGSTOP)  # so it opens no connection while its own are listed
+    lost_connections = _connections_to(lost, srv.port)
+    os.kill(lost, signal.SIGKILL)
+    # the loss is noticed, and the requests it had in flight are over
+    proc.stderr_line(f"worker process {lost} ended")
+    wait_for(
+        lambda: tree.over(lost_connections),
+        f"the server to see the end of the lost worker's connections {sorted(lost_connections)}",
+        proc=proc,
+    )
     tree.mark()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err

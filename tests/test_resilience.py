@@ -15,6 +15,7 @@ import pytest
 from aiohttp import web
 
 from crawler.cli import main
+from tests.procs import Watched, wait_for
 from tests.sites import (
     Page,
     Site,
@@ -275,13 +276,15 @@ def _published(out: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_stops_crawl_and_keeps_previous_sitemap(serve, tmp_path, sig):
-    srv = serve(tree_site(2000, 0.02).app)
+    site = tree_site(2000, 0.02)
+    srv = serve(site.app)
     out = tmp_path / "out"
     out.mkdir()
     (out / "sitemap.xml").write_bytes(b"<previous/>")
     before = _published(out)
     proc = crawl_process(srv.url + "/", "-o", str(out), "--concurrency", "4")
-    time.sleep(1.5)
+    # mid-crawl: pages are being fetched (and the crawl's signal handlers are in place)
+    wait_for(lambda: len(site.requests) > 100, "the crawl to make 100 requests", proc=proc)
     started = time.monotonic()
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
@@ -294,11 +297,13 @@ def test_signal_stops_crawl_and_keeps_previous_sitemap(serve, tmp_path, sig):
 
 
 def test_second_signal_stops_at_once(serve, tmp_path):
-    srv = serve(tree_site(2000, 5.0).app)  # every request takes 5 s
-    proc = crawl_process(srv.url + "/", "-o", str(tmp_path / "out"), "--concurrency", "4")
-    time.sleep(1.5)
+    site = tree_site(2000, 5.0)  # every request takes 5 s
+    srv = serve(site.app)
+    proc = Watched(crawl_process(srv.url + "/", "-o", str(tmp_path / "out"), "--concurrency", "4"))
+    # a page request is in flight (robots.txt, a 404, answers at once)
+    wait_for(lambda: "/" in site.paths, "the crawl to request /", proc=proc)
     proc.send_signal(signal.SIGTERM)
-    time.sleep(0.3)
+    proc.stderr_line("SIGTERM: finishing requests in flight")  # the first signal is taken
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)

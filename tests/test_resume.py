@@ -10,13 +10,13 @@ import contextlib
 import json
 import signal
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
 from crawler.cli import main
+from tests.procs import wait_for
 from tests.sites import (
     Page,
     Site,
@@ -78,9 +78,11 @@ def test_interrupted_crawl_resumes_to_the_same_sitemap(serve, tmp_path, xsd, ref
     before = _files(out)
 
     proc = crawl_process(*_crawl_args(srv.url, out, state)[1:])
-    deadline = time.monotonic() + 30
-    while len(site.requests) < PAGES // 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(
+        lambda: len(site.requests) >= PAGES // 2,
+        f"the crawl to make {PAGES // 2} requests",
+        proc=proc,
+    )
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == (130 if sig == signal.SIGTERM else -signal.SIGKILL), err
@@ -147,9 +149,7 @@ def test_a_resumed_max_pages_crawl_fetches_exactly_max_pages(serve, tmp_path):
     out, state, decisions = tmp_path / "out", tmp_path / "state.sqlite", tmp_path / "d.jsonl"
     args = [*_crawl_args(srv.url, out, state)[1:], "--max-pages", "1200"]
     proc = crawl_process(*args)
-    deadline = time.monotonic() + 30
-    while len(site.requests) < 500 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: len(site.requests) >= 500, "500 requests", proc=proc)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     assert main(["crawl", *args, "--resume", "--decisions", str(decisions)]) == 0
@@ -196,9 +196,8 @@ def test_pages_linking_to_a_broken_url_survive_a_resume(serve, tmp_path):
     site = make_site()
     srv = serve(site.app)
     proc = crawl_process(*args(srv, "cut"))
-    deadline = time.monotonic() + 30
-    while _referrers(tmp_path / "cut.sqlite") < 3 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    state = tmp_path / "cut.sqlite"
+    wait_for(lambda: _referrers(state) >= 3, "3 referrers checkpointed", proc=proc)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     report = tmp_path / "cut.json"

@@ -21,6 +21,7 @@ from sitemap_out import (
     read_sitemap,
 )
 from sitemap_out.writer import MANIFEST_NAME
+from tests.procs import child_env
 
 BASE = "https://example.com/"
 
@@ -115,6 +116,7 @@ def _child(code: str) -> subprocess.Popen[str]:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        env=child_env(),  # this checkout's sitemap_out, not an installed copy
     )
 
 

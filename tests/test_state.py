@@ -26,6 +26,7 @@ from crawler.state import (
     StateError,
     StateWriteError,
 )
+from tests.procs import child_env
 
 REPO = Path(__file__).resolve().parents[1]
 START = "https://example.com/"
@@ -794,6 +795,7 @@ def test_a_live_process_holding_the_file_is_refused_until_it_dies(path: Path) ->
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO,
+        env=child_env(),
     )
     try:
         assert holder.stdout is not None
@@ -858,6 +860,7 @@ def test_sigkill_loses_only_what_was_not_checkpointed(path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=REPO,
+        env=child_env(),
         timeout=60,
     )
     assert done.returncode == -signal.SIGKILL, done.stderr
@@ -1116,7 +1119,7 @@ def test_relative_path_and_replacing_a_crashed_state_file(
         [sys.executable, "-c", _CRASHER, "crawl.state"],
         capture_output=True,
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=child_env(),
         timeout=60,
     )
     assert done.returncode == -signal.SIGKILL

@@ -1,8 +1,12 @@
-"""The code is ruff-clean and type-checks: run as tests so CI enforces both."""
+"""The code is ruff-clean and type-checks: run as tests so CI enforces both.
+
+Both tools are run by the interpreter running the tests (`python -m ruff`, `python -m mypy`),
+so PATH does not matter; a missing tool is a failure, not a skip, or CI would pass unchecked.
+"""
 
 from __future__ import annotations
 
-import shutil
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -16,14 +20,23 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff not installed")
+def _require(module: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        pytest.fail(
+            f"{module} is not installed for {sys.executable}: install the dev extras "
+            f"(python3 -m pip install -e '.[dev]', as .ci/run does)",
+            pytrace=False,
+        )
+
+
 def test_ruff_check():
-    result = _run("ruff", "check", "crawler", "sitemap_out", "tests", "bench")
+    _require("ruff")
+    result = _run(sys.executable, "-m", "ruff", "check", "crawler", "sitemap_out", "tests", "bench")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_mypy():
-    pytest.importorskip("mypy")
+    _require("mypy")
     result = _run(
         sys.executable, "-m", "mypy", "--ignore-missing-imports", "crawler", "sitemap_out"
     )

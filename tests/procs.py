@@ -1,0 +1,151 @@
+"""Child processes in tests: they run this checkout's code, and tests wait on signs, not time.
+
+A child Python process imports the packages of the checkout under test (PYTHONPATH is the repo
+root), never an installed copy, and the CLI is run by the interpreter running the tests
+(`sys.executable -m crawler.cli`), so no test depends on the `sitemap-crawler` script being on
+PATH. A test that must act while a child runs waits for a sign that the moment has come (the
+server saw N requests, a line on the child's stderr) with a deadline, and says what it waited
+for when the deadline passes.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+REPO = Path(__file__).resolve().parents[1]
+CLI = (sys.executable, "-m", "crawler.cli")
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """os.environ for a child process that imports this checkout's code, plus `extra`."""
+    path = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path), **extra}
+
+
+def cli_shim(directory: Path) -> Path:
+    """A `sitemap-crawler` script in `directory` that runs this checkout's CLI with the
+    interpreter running the tests: put `directory` first on a child's PATH for scripts (such as
+    docker/entrypoint.sh) that call the console script by name. Returns `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    shim = directory / "sitemap-crawler"
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m crawler.cli "$@"\n')
+    shim.chmod(0o755)
+    return directory
+
+
+def _ended(proc: subprocess.Popen[str] | Watched) -> str:
+    """Why a child stopped early, with what it wrote: for a failure message."""
+    try:
+        out, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:  # a process it started holds its pipes open
+        out = err = "(not read: its pipes are still open, held by a process it started?)"
+    return f"exit code {proc.poll()}\n--- stdout ---\n{out or ''}\n--- stderr ---\n{err or ''}"
+
+
+def wait_for(
+    condition: Callable[[], object],
+    what: str,
+    *,
+    timeout: float = 30.0,
+    proc: subprocess.Popen[str] | Watched | None = None,
+) -> None:
+    """Poll `condition` until it holds. Fails, saying `what` was awaited, when `timeout`
+    seconds pass or when `proc` (the child whose progress is awaited) ends first; on a
+    timeout, `proc` is killed so that it does not outlive the test."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the child process ended before {what}: {_ended(proc)}")
+        if time.monotonic() > deadline:
+            detail = ""
+            if proc is not None:
+                proc.kill()
+                detail = f"; the child was killed: {_ended(proc)}"
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{detail}")
+        time.sleep(0.01)
+
+
+class Watched:
+    """A child whose stdout and stderr are read by threads as it runs, so a test can wait for
+    a line on its stderr, and neither pipe fills while the test waits.
+
+    Stands in for the Popen where the test goes on: send_signal, kill, poll, pid, returncode,
+    and communicate() (which returns everything the child wrote)."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None and proc.stderr is not None, "start it with PIPEs"
+        self.proc = proc
+        self._changed = threading.Condition()
+        self._out: list[str] = []
+        self._err: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read, args=(proc.stdout, self._out), daemon=True),
+            threading.Thread(target=self._read, args=(proc.stderr, self._err), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read(self, stream: IO[str], lines: list[str]) -> None:
+        for line in stream:
+            with self._changed:
+                lines.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def send_signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def kill(self) -> None:
+        self.proc.kill()
+
+    def stderr_line(self, text: str, timeout: float = 30.0) -> str:
+        """Wait for a line containing `text` on the child's stderr; fail if the child ends
+        or `timeout` seconds pass first. Returns the line."""
+
+        def found() -> str | None:
+            return next((line for line in self._err if text in line), None)
+
+        def done() -> bool:
+            return found() is not None or not self._readers[1].is_alive()
+
+        with self._changed:
+            self._changed.wait_for(done, timeout)
+            line = found()
+        if line is None:
+            what = f"a line with {text!r} on the child's stderr"
+            if self.poll() is not None or not self._readers[1].is_alive():
+                raise AssertionError(f"the child process ended before {what}: {_ended(self)}")
+            self.kill()
+            raise AssertionError(
+                f"timed out after {timeout:g} s waiting for {what}; "
+                f"the child was killed: {_ended(self)}"
+            )
+        return line
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """Wait for the child to end (TimeoutExpired as Popen's) and for its pipes to close."""
+        self.proc.wait(timeout)
+        for reader in self._readers:
+            reader.join(timeout)
+        with self._changed:
+            return "".join(self._out), "".join(self._err)
