@@ -55,3 +55,31 @@ def crawl(
     engine.journal.echo = records.append
     result = asyncio.run(engine.run())
     return result, transport, {r.url: (r.reason, r.detail) for r in records}
+
+
+class Crash(Exception):
+    """Raised by a transport's hook: the crawl dies there, as a killed process would."""
+
+
+def crawl_until_crash(
+    pages: dict[str, Answer | str], out: Path, crash_at: str, **options: Any
+) -> MemoryTransport:
+    """Crawl with --state until crash_at is requested: the state is checkpointed there (its
+    last checkpoint), then the crawl dies without saving anything more."""
+    transport = MemoryTransport(pages)
+    config = build({}, {"url": next(iter(pages)), "output": out, "quiet": True, **options})
+    engine = Crawl(config, transport=transport)
+
+    async def get(url: str, max_bytes: int | None = None) -> Response:
+        if url == crash_at:
+            assert engine.state is not None
+            engine.state.checkpoint()
+            raise Crash(url)
+        return await MemoryTransport.get(transport, url, max_bytes)
+
+    transport.get = get  # type: ignore[method-assign]
+    try:
+        asyncio.run(engine.run())
+    except Crash:
+        return transport
+    raise AssertionError(f"{crash_at} was never requested")

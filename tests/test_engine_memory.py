@@ -4,13 +4,19 @@ other crawl tests."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+from pathlib import Path
 
 import pytest
+from lxml import etree
 
+from crawler.config import build
+from crawler.engine import Crawl
 from crawler.errors import PublishRefused
-from tests.memory import Answer, crawl
-from tests.sites import html
+from crawler.fetch import Response
+from tests.memory import Answer, Crash, MemoryTransport, crawl, crawl_until_crash
+from tests.sites import html, read_published
 
 SITE = "http://site.test/"
 TWIN = "<!doctype html><p>the same bytes</p>"
@@ -94,3 +100,112 @@ def test_the_guard_refuses_a_gutted_sitemap(tmp_path):
         crawl(gutted, out)
     result, _, _ = crawl(gutted, out, force=True)
     assert result.published.url_count == 1
+
+
+# -- what no test exercised before (issue #11) -------------------------------------------------
+
+
+def test_a_last_modified_in_the_future_gives_no_lastmod(tmp_path, xsd):
+    def page(date: str) -> Answer:
+        return Answer("<p>x</p>", headers={"Content-Type": "text/html", "Last-Modified": date})
+
+    pages: dict = {
+        SITE: html("/past", "/future"),
+        SITE + "past": page("Tue, 01 Jan 2019 00:00:00 GMT"),
+        SITE + "future": page("Fri, 01 Jan 2100 00:00:00 GMT"),
+    }
+    crawl(pages, tmp_path / "o")
+    lastmods = read_published(tmp_path / "o", xsd).lastmods
+    assert lastmods[SITE + "past"] == "2019-01-01T00:00:00+00:00"
+    assert lastmods.get(SITE + "future") is None
+
+
+def test_pages_linking_to_an_already_broken_url_are_named(tmp_path):
+    pages: dict = {SITE: html("/gone", "/a", "/b")}
+    pages[SITE + "a"] = html("/gone", body="a")  # fetched after /gone was judged broken
+    pages[SITE + "b"] = html("/gone", body="b")
+    result, _, _ = crawl(pages, tmp_path / "o", concurrency=1)
+    assert result.tally.broken[SITE + "gone"] == (404, [SITE, SITE + "a", SITE + "b"])
+
+
+def _depth_site() -> dict:
+    """/u is first found at depth 3 (/ -> /a -> /c -> /u) while /b, at depth 1, is still in
+    flight; /b then links to it at depth 2, so the queued /u moves up. /w is the URL the
+    crawl dies at, after /b and before /u."""
+    release = asyncio.Event()
+
+    class Pages(dict):
+        pass
+
+    pages = Pages({SITE: html("/a", "/b"), SITE + "a": html("/c", "/d1", "/d2", "/d3")})
+    pages[SITE + "c"] = html("/u")
+    pages.update({f"{SITE}d{i}": f"<p>{i}</p>" for i in (1, 2, 3)})  # keep the other worker busy
+    pages[SITE + "b"] = html("/w", "/u")
+    pages[SITE + "w"] = "<p>w</p>"
+    pages[SITE + "u"] = "<p>u</p>"
+    pages.release = release  # type: ignore[attr-defined]
+    return pages
+
+
+class _SlowB(MemoryTransport):
+    """/b answers only once /c has been answered: /u is queued deep first."""
+
+    def __init__(self, pages: dict) -> None:
+        super().__init__(pages)
+        self.c_done = asyncio.Event()
+
+    async def get(self, url: str, max_bytes: int | None = None) -> Response:
+        if url == SITE + "b":
+            await self.c_done.wait()
+        resp = await super().get(url, max_bytes)
+        if url == SITE + "c":
+            for _ in range(5):
+                await asyncio.sleep(0)  # /c is processed: /u is queued at depth 3
+            self.c_done.set()
+        return resp
+
+
+def test_a_queued_url_moved_up_keeps_its_depth_across_a_crash(tmp_path, xsd):
+    state = tmp_path / "s.sqlite"
+    options = {"state": state, "priority_by_depth": True, "concurrency": 2}
+    pages = _depth_site()
+    transport = _SlowB(pages)
+    config = build({}, {"url": SITE, "output": tmp_path / "o", "quiet": True, **options})
+    engine = Crawl(config, transport=transport)
+    original = _SlowB.get
+
+    async def get(url: str, max_bytes: int | None = None) -> Response:
+        if url == SITE + "w":  # after /b, before /u: the state holds /u queued
+            assert engine.state is not None
+            engine.state.checkpoint()
+            raise Crash(url)
+        return await original(transport, url, max_bytes)
+
+    transport.get = get  # type: ignore[method-assign]
+    with pytest.raises(Crash):
+        asyncio.run(engine.run())
+    # /u may be in flight when the crawl dies, but it has no decision: the state holds it
+    # queued, at the depth it moved up to
+    _, resumed, _ = crawl(pages, tmp_path / "o", resume=True, **options)
+    assert resumed.requested[-1] == SITE + "u"
+    published = read_published(tmp_path / "o", xsd)
+    priorities = dict(zip(published.locs, _priorities(tmp_path / "o"), strict=True))
+    assert priorities[SITE + "u"] == "0.64"  # depth 2 (0.8 ** 2), not depth 3
+
+
+def _priorities(out: Path) -> list[str]:
+    tree = etree.parse(str(out / "sitemap.xml"))
+    return [p.text for p in tree.iter("{http://www.sitemaps.org/schemas/sitemap/0.9}priority")]
+
+
+def test_a_redirect_target_is_saved_queued_and_fetched_after_a_crash(tmp_path, xsd):
+    pages: dict = {SITE: html("/old"), SITE + "old": Answer(b"", 301, {"Location": "/new"})}
+    pages[SITE + "new"] = "<p>new</p>"
+    options = {"state": tmp_path / "s.sqlite", "concurrency": 1}
+    crashed = crawl_until_crash(pages, tmp_path / "o", SITE + "new", **options)
+    assert crashed.requested[-1] == SITE + "old"
+    _, resumed, decided = crawl(pages, tmp_path / "o", resume=True, **options)
+    assert resumed.requested == [SITE + "robots.txt", SITE + "new"]
+    assert decided[SITE + "old"] == ("redirect", SITE + "new")
+    assert decided[SITE + "new"] == ("listed", "")
+    assert sorted(read_published(tmp_path / "o", xsd).locs) == [SITE, SITE + "new"]
