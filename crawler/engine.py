@@ -395,8 +395,9 @@ class Crawl:
             async with self.throttle.slot():
                 started = time.monotonic()
                 fetched = await fetch()
-            status = fetched.response.status or None
-            self.throttle.observe(status, time.monotonic() - started)
+            resp = fetched.response
+            seconds = resp.seconds if resp.seconds is not None else time.monotonic() - started
+            self.throttle.observe(resp.status or None, seconds)
             if self._outage is None and (outage := self.throttle.outage) is not None:
                 self._outage = outage
                 self.log(f"warning: the site looks down ({outage}): stopping")

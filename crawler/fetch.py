@@ -8,6 +8,7 @@ anything with that `get`: the engine runs as well over an in-memory one (tests).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -36,6 +37,7 @@ class Response:
     error: str | None = None
     truncated: bool = False  # the body passed the byte cap; what we have is incomplete
     notes: tuple[str, ...] = ()  # one line per retry that led to this response
+    seconds: float | None = None  # how long the exchange took, where the request was made
 
     @property
     def location(self) -> str | None:
@@ -106,14 +108,19 @@ class HttpTransport:
         """GET url (already normalised: sent as is), without following redirects."""
         assert self._session is not None, "use HttpTransport as an async context manager"
         cap = self.max_bytes if max_bytes is None else max_bytes
+        started = time.monotonic()
         try:
             async with self._session.get(URL(url, encoded=True), allow_redirects=False) as resp:
                 if resp.status in REDIRECT_STATUSES or resp.status == 204:
-                    return Response(url, resp.status, resp.headers)
-                body, truncated = await _read_capped(resp, cap)
-                return Response(url, resp.status, resp.headers, body, truncated=truncated)
+                    answer = Response(url, resp.status, resp.headers)
+                else:
+                    body, truncated = await _read_capped(resp, cap)
+                    answer = Response(url, resp.status, resp.headers, body, truncated=truncated)
         except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
-            return Response(url, error=describe_error(exc, self.timeout))
+            answer = Response(url, error=describe_error(exc, self.timeout))
+        answer.seconds = time.monotonic() - started
+        return answer
+
 
 async def fetch_robots(
     page_url: str, get: Callable[[str, int], Awaitable[Response]]

@@ -144,6 +144,7 @@ class Result:
     headers: list[tuple[str, str]]  # KEPT_HEADERS only
     error: str | None
     truncated: bool
+    seconds: float | None  # the exchange, timed in the worker: no pipe or queue in it
     page: PageResult | None
 
 
@@ -519,12 +520,16 @@ def _result(job: int, fetched: Fetched) -> bytes:
     resp = fetched.response
     headers = resp.headers
     kept = [(name, value) for name in KEPT_HEADERS for value in headers.getall(name, ())]
-    return _frame(pack(Result(job, resp.status, kept, resp.error, resp.truncated, fetched.page)))
+    result = Result(job, resp.status, kept, resp.error, resp.truncated, resp.seconds, fetched.page)
+    return _frame(pack(result))
 
 
 def _fetched(url: str, result: Result) -> Fetched:
     headers = CIMultiDictProxy(CIMultiDict(result.headers))
-    resp = Response(url, result.status, headers, error=result.error, truncated=result.truncated)
+    resp = Response(
+        url, result.status, headers, error=result.error, truncated=result.truncated,
+        seconds=result.seconds,
+    )  # fmt: skip
     return Fetched(resp, result.page)
 
 

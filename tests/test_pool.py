@@ -359,7 +359,7 @@ def test_every_message_crosses_the_pipe_field_by_field():
     policy = PagePolicy("bot", True, ("utm_*", "sid"))
     for message in (Settings("bot/1", 3, 2.5, 1024, policy), Job(3, "http://h/"), Settled(["a"])):
         assert unpack_any((Settings, Job, Settled), pack(message)) == message
-    assert unpack(Result, pack(Result(1, 0, [], "refused", False, None))).page is None
+    assert unpack(Result, pack(Result(1, 0, [], "refused", False, 0.5, None))).page is None
     with pytest.raises(WireError):
         unpack(Job, pack(Settled(["a"])))  # another record is never read as this one
 
