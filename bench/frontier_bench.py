@@ -3,8 +3,8 @@
 Run: python3 bench/frontier_bench.py --urls 1000000   (and --urls 10000000)
 
 Feeds synthetic links through what the crawler does with every link on a page: resolve and
-normalise (``crawler.urls.resolve``), check the seen-set (``url in frontier``) and queue the new
-ones (``Frontier.add``), popping pages breadth-first (``Frontier.pop``) as workers would. No
+normalise (``crawler.core.urls.resolve``), check the seen-set (``url in frontier``) and queue
+the new ones (``Frontier.add``), popping pages breadth-first (``Frontier.pop``) as workers would. No
 network, no parsing: this isolates the per-URL state, the part that decides whether a
 million-page crawl fits a small machine.
 
@@ -31,8 +31,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from crawler.frontier import Frontier
-from crawler.urls import resolve
+from crawler.core.frontier import Frontier
+from crawler.core.urls import resolve
 
 ORIGIN = "https://www.shop.example"
 _PROSE = (

@@ -1,4 +1,4 @@
-"""Throughput of crawler.robots on a realistic robots.txt and URL mix; prints figures only.
+"""Throughput of crawler.core.robots on a realistic robots.txt and URL mix; prints figures only.
 
 Run: python3 bench/robots_bench.py
 """
@@ -9,7 +9,7 @@ import random
 import time
 
 from crawler import DEFAULT_USER_AGENT
-from crawler.robots import parse_robots
+from crawler.core.robots import parse_robots
 
 # Shaped after the robots.txt of a large shop/news site: several groups, ~50 rules for the
 # star group, a handful of wildcard and anchored rules, comments and sitemaps.

@@ -1,4 +1,4 @@
-"""Throughput of crawler.state: recording, checkpointing and loading a large crawl.
+"""Throughput of crawler.shell.state: recording, checkpointing and loading a large crawl.
 
 Simulates a breadth-first crawl of N URLs the way the engine records it: each page's
 decision (half of them listed, with a sitemap entry) together with the queued calls for the
@@ -19,7 +19,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from crawler.state import CrawlState
+from crawler.shell.state import CrawlState
 
 LINKS_PER_PAGE = 20  # new links per page until N URLs are known
 

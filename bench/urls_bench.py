@@ -1,4 +1,4 @@
-"""Throughput of crawler.urls.resolve and normalize on one core; prints figures only.
+"""Throughput of crawler.core.urls.resolve and normalize on one core; prints figures only.
 
 Issue #6: >= 3,000 pages/s with ~50 links a page is 150,000+ resolve() calls/s, in a CPU budget
 that also pays for fetching and parsing. The link mix imitates a real site: every page repeats
@@ -17,7 +17,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from crawler.urls import DEFAULT_STRIP_PARAMS, clear_resolve_cache, normalize, resolve
+from crawler.core.urls import DEFAULT_STRIP_PARAMS, clear_resolve_cache, normalize, resolve
 
 SITE = "https://www.example.com"
 SECTIONS = ["blog", "docs", "products", "support", "about", "news", "careers", "shop"]

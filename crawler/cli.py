@@ -18,18 +18,18 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from sitemap_out.errors import SitemapOutError
-
-from . import __version__
-from .config import Config, build, default_of, fields, load_toml
-from .errors import (
+from crawler.config import Config, build, default_of, fields, load_toml
+from crawler.errors import (
     InterruptedCrawl,
     NothingListedError,
     OutputError,
     PublishRefused,
     SitemapCrawlerError,
 )
-from .progress import Renderer
+from crawler.shell.progress import Renderer
+from sitemap_out.errors import SitemapOutError
+
+from . import __version__
 
 T = TypeVar("T")
 
@@ -184,8 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _crawl(config: Config) -> int:
-    from .engine import Crawl  # late: keeps --help and config errors fast
-    from .pool import default_workers, forked
+    from crawler.shell.engine import Crawl  # late: keeps --help and config errors fast
+    from crawler.shell.pool import default_workers, forked
 
     log = (lambda _: None) if config.quiet else (lambda msg: print(msg, file=sys.stderr))
     progress = None
@@ -235,8 +235,8 @@ def _crawl(config: Config) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from .decide import REASON_TEXT
-    from .engine import Crawl
+    from crawler.core.decide import REASON_TEXT
+    from crawler.shell.engine import Crawl
 
     if "url" not in vars(args):
         file_url = load_toml(args.config).get("url") if "config" in vars(args) else None

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crawler.errors import ConfigError
+
 from . import DEFAULT_USER_AGENT
-from .errors import ConfigError
 
 CHANGEFREQS = ("always", "hourly", "daily", "weekly", "monthly", "yearly", "never")
 DEFAULT_LISTED_TYPES = ("text/html", "application/xhtml+xml", "application/pdf")

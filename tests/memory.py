@@ -10,9 +10,9 @@ from typing import Any
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawler.config import build
-from crawler.engine import Crawl, CrawlResult
-from crawler.fetch import Response
-from crawler.report import DecisionRecord
+from crawler.core.report import DecisionRecord
+from crawler.shell.engine import Crawl, CrawlResult
+from crawler.shell.fetch import Response
 
 
 @dataclass

@@ -673,7 +673,7 @@ def test_public_url_never_fetches_the_public_host(serve, crawl, tmp_path):
 
 
 def test_an_error_in_a_worker_keeps_its_exit_code(serve, crawl, tmp_path, monkeypatch):
-    from crawler.state import CrawlState, StateError
+    from crawler.shell.state import CrawlState, StateError
 
     def disk_full(self):
         raise StateError("cannot write the state file: No space left on device")
@@ -690,7 +690,7 @@ def test_a_signal_during_publish_lets_the_publish_finish(serve, crawl, tmp_path,
     import signal
     import threading
 
-    from crawler.engine import Crawl
+    from crawler.shell.engine import Crawl
     from sitemap_out.writer import SitemapWriter
 
     publish, on_signal = SitemapWriter.publish, Crawl._on_signal

@@ -1,4 +1,4 @@
-"""Robots meta, X-Robots-Tag and Link header parsing (crawler.directives)."""
+"""Robots meta, X-Robots-Tag and Link header parsing (crawler.core.directives)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawler.directives import (
+from crawler.core.directives import (
     Directives,
     header_directives,
     link_header_canonical,

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler.cli import main
-from crawler.duplicates import Twins, rank
+from crawler.core.duplicates import Twins, rank
 from tests.procs import wait_for
 from tests.sites import Page, Site, crawl_process, html, read_decisions, read_published
 

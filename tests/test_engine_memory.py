@@ -12,9 +12,9 @@ import pytest
 from lxml import etree
 
 from crawler.config import build
-from crawler.engine import Crawl
 from crawler.errors import PublishRefused
-from crawler.fetch import Response
+from crawler.shell.engine import Crawl
+from crawler.shell.fetch import Response
 from tests.memory import Answer, Crash, MemoryTransport, crawl, crawl_until_crash
 from tests.sites import html, read_published
 

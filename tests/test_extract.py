@@ -1,4 +1,4 @@
-"""HTML decoding and link/directive extraction (crawler.extract)."""
+"""HTML decoding and link/directive extraction (crawler.core.extract)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler.directives import Directives
-from crawler.encodings import encode_query, encoding_for_label
-from crawler.extract import (
+from crawler.core.directives import Directives
+from crawler.core.encodings import encode_query, encoding_for_label
+from crawler.core.extract import (
     Link,
     PageData,
     decode_html,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawler.frontier import Frontier, Task
+from crawler.core.frontier import Frontier, Task
 
 
 def test_breadth_first_and_first_found_first():

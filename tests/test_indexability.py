@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 
 from crawler.cli import main
-from crawler.decide import REASONS
+from crawler.core.decide import REASONS
 from tests.sites import Page, Site, html, read_decisions, read_published, redirect
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from crawler.core.urls import join_exactly, join_parts, normalize, resolve
 from crawler.errors import InvalidURLError
-from crawler.urls import join_exactly, join_parts, normalize, resolve
 
 segment = st.sampled_from(["a", "b", "..", ".", "", "%7E", "~x", "p.html", "q=1", "é", "A"])
 href = st.builds(

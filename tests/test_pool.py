@@ -19,13 +19,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from crawler import pool
 from crawler.cli import main
-from crawler.directives import Directives
-from crawler.fetch import HttpTransport, Response
-from crawler.page import PagePolicy, PageResult
-from crawler.pages import Fetched
-from crawler.pool import (
+from crawler.core.directives import Directives
+from crawler.core.page import PagePolicy, PageResult
+from crawler.core.urls import LinkResolver, resolve, resolve_links
+from crawler.core.wire import WireError, pack, unpack, unpack_any
+from crawler.shell import pool
+from crawler.shell.fetch import HttpTransport, Response
+from crawler.shell.pages import Fetched
+from crawler.shell.pool import (
     START_AFTER,
     Job,
     PoolPages,
@@ -40,8 +42,6 @@ from crawler.pool import (
     default_workers,
     main_share,
 )
-from crawler.urls import LinkResolver, resolve, resolve_links
-from crawler.wire import WireError, pack, unpack, unpack_any
 from tests.procs import Watched, wait_for
 from tests.sites import Page, Site, crawl_process, read_decisions, read_published, tree_site
 

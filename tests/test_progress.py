@@ -8,8 +8,8 @@ import json
 
 from crawler.cli import main
 from crawler.config import Config
-from crawler.engine import Crawl
-from crawler.progress import Renderer, Snapshot, format_text
+from crawler.shell.engine import Crawl
+from crawler.shell.progress import Renderer, Snapshot, format_text
 from tests.sites import tree_site
 
 SNAP = Snapshot(fetched=1200, listed=1100, queued=300, errors=2, elapsed=65.0)

@@ -1,4 +1,4 @@
-"""Tests for crawler.retry: what is retried, how long it waits, and what the notes say.
+"""Tests for crawler.shell.retry: what is retried, how long it waits, and what the notes say.
 
 Every test uses a fake sleep that records the waits instead of waiting.
 """
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from crawler.cli import main
 from crawler.errors import ConfigError
-from crawler.retry import (
+from crawler.shell.retry import (
     RETRY_STATUSES,
     RetryPolicy,
     fetch_with_retries,

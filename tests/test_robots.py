@@ -1,4 +1,4 @@
-"""Unit tests for crawler.robots: parsing, matching, verdict reporting and fetch policy."""
+"""Unit tests for crawler.core.robots: parsing, matching, verdict reporting and fetch policy."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from crawler import DEFAULT_USER_AGENT, PRODUCT_TOKEN
-from crawler.robots import (
+from crawler.core.robots import (
     MAX_ROBOTS_BYTES,
     RobotsTxt,
     Verdict,

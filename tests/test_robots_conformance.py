@@ -1,4 +1,4 @@
-"""crawler.robots against protego 0.7.0's test suite, turned into data in /work/shared.
+"""crawler.core.robots against protego 0.7.0's test suite, turned into data in /work/shared.
 
 protego is not the standard: where it contradicts RFC 9309 or Google's robots.txt rules we
 follow those, and the case is listed in DEPARTURES with the rule we apply instead. Those
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from crawler.robots import parse_robots
+from crawler.core.robots import parse_robots
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
 

@@ -16,8 +16,8 @@ from yarl import URL
 
 from crawler import DEFAULT_USER_AGENT
 from crawler.cli import main
-from crawler.fetch import Response, fetch_robots
-from crawler.robots import RobotsTxt
+from crawler.core.robots import RobotsTxt
+from crawler.shell.fetch import Response, fetch_robots
 from tests.sites import Page, Site, html, read_decisions, redirect
 
 UA = DEFAULT_USER_AGENT

@@ -1,11 +1,11 @@
-"""Property-based tests for crawler.robots (hypothesis)."""
+"""Property-based tests for crawler.core.robots (hypothesis)."""
 
 from __future__ import annotations
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from crawler.robots import parse_robots
+from crawler.core.robots import parse_robots
 
 UA = "sitemap-crawler/0.1"
 UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"

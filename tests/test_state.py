@@ -1,4 +1,4 @@
-"""crawler.state: round trips, ordering, resume refusals, locking and crash safety."""
+"""crawler.shell.state: round trips, ordering, resume refusals, locking and crash safety."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler import state as state_module
+import crawler.shell.state as state_module
+from crawler.core.report import DecisionRecord
 from crawler.errors import SitemapCrawlerError
-from crawler.listings import Listing, from_micros, to_micros
-from crawler.report import DecisionRecord
-from crawler.state import (
+from crawler.shell.listings import Listing, from_micros, to_micros
+from crawler.shell.state import (
     CrawlState,
     QueuedRow,
     Snapshot,
@@ -777,7 +777,7 @@ def test_second_open_in_the_same_process_is_refused(path: Path) -> None:
 _HOLDER = """
 import sys
 from pathlib import Path
-from crawler.state import CrawlState
+from crawler.shell.state import CrawlState
 state = CrawlState.open(Path(sys.argv[1]), fingerprint=sys.argv[2], start_url=sys.argv[3],
                         resume=True)
 print("locked", flush=True)
@@ -819,8 +819,8 @@ _CRASHER = """
 import os, signal, sys
 from datetime import UTC, datetime
 from pathlib import Path
-from crawler.listings import Listing, to_micros
-from crawler.state import CrawlState
+from crawler.shell.listings import Listing, to_micros
+from crawler.shell.state import CrawlState
 
 state = CrawlState.open(Path(sys.argv[1]), fingerprint="fp", start_url="https://ex.com/",
                         resume=False)
@@ -1133,7 +1133,7 @@ def test_relative_path_and_replacing_a_crashed_state_file(
 _FULL_DISK = """
 import resource, signal, sys
 from pathlib import Path
-from crawler.state import CrawlState, StateWriteError
+from crawler.shell.state import CrawlState, StateWriteError
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
 path = Path(sys.argv[1])

@@ -1,4 +1,4 @@
-"""Tests for crawler.throttle: concurrency, start spacing and the adaptive slow-down.
+"""Tests for crawler.shell.throttle: concurrency, start spacing and the adaptive slow-down.
 
 Almost everything runs in virtual time: `VirtualTime` is a clock plus a sleep that never
 waits, advancing to the earliest sleeper only once every task is blocked, so the schedules
@@ -20,8 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler.errors import ConfigError
-from crawler.retry import RetryPolicy, fetch_with_retries
-from crawler.throttle import (
+from crawler.shell.retry import RetryPolicy, fetch_with_retries
+from crawler.shell.throttle import (
     BASELINE_SAMPLES,
     COOLDOWN,
     FIRST_EXTRA_DELAY,

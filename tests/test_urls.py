@@ -1,4 +1,4 @@
-"""Table-driven tests for crawler.urls: one table per rule of issues #3 and #4."""
+"""Table-driven tests for crawler.core.urls: one table per rule of issues #3 and #4."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import dataclasses
 
 import pytest
 
-from crawler.errors import InvalidURLError, SitemapCrawlerError
-from crawler.urls import (
+from crawler.core.urls import (
     DEFAULT_STRIP_PARAMS,
     OriginMap,
     OutOfScopeError,
@@ -18,6 +17,7 @@ from crawler.urls import (
     strip_params,
     url_folder,
 )
+from crawler.errors import InvalidURLError, SitemapCrawlerError
 
 
 @pytest.fixture(autouse=True)
@@ -356,7 +356,7 @@ def test_resolve_memo_respects_what_the_result_depends_on() -> None:
 
 
 def test_resolve_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import crawler.urls as urls
+    import crawler.core.urls as urls
 
     monkeypatch.setattr(urls, "RESOLVE_CACHE_SIZE", 10)
     base = "https://e.com/"

@@ -1,4 +1,4 @@
-"""Property-based tests for crawler.urls: the invariants every normal form must keep."""
+"""Property-based tests for crawler.core.urls: the invariants every normal form must keep."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import re
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-import crawler.urls as urls_module
+import crawler.core.urls as urls_module
+from crawler.core.urls import DEFAULT_STRIP_PARAMS, normalize, resolve, strip_params
 from crawler.errors import InvalidURLError
-from crawler.urls import DEFAULT_STRIP_PARAMS, normalize, resolve, strip_params
 
 UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
 URL_CHARS = UNRESERVED + "!$&'()*+,;=:@/?%#[]<>\"{}|\\^` "

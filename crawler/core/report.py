@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .decide import FETCH_ERROR, HTTP_ERROR, LISTED, REASONS
+from crawler.core.decide import FETCH_ERROR, HTTP_ERROR, LISTED, REASONS
 
 MAX_REFERRERS = 10
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .fetch import REDIRECT_STATUSES, Response, Transport
-from .page import PagePolicy, PageResult, analyse
+from crawler.core.page import PagePolicy, PageResult, analyse
+from crawler.shell.fetch import REDIRECT_STATUSES, Response, Transport
 
 __all__ = ["Fetched", "LocalPages", "analysed"]
 

@@ -5,7 +5,7 @@ The engine decides; the journal records, in one place for every path a URL can t
 screened out, a redirect hop, a fetched page, a page parsed by a worker, a resumed crawl).
 A decision is written once and never revised, except a listing: a page that would be listed
 waits in the spool until every page is judged, because a byte-identical twin fetched later
-may be the one to list (crawler.duplicates).
+may be the one to list (crawler.core.duplicates).
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import IO, Protocol
 
+from crawler.core.decide import DUPLICATE_OF, LISTED, OUT_OF_SCOPE, Decision
+from crawler.core.duplicates import Twins
+from crawler.core.report import DecisionRecord, Tally, is_broken
+from crawler.shell.listings import Listing, Spool
+from crawler.shell.state import CrawlState
 from sitemap_out import Entry
-
-from .decide import DUPLICATE_OF, LISTED, OUT_OF_SCOPE, Decision
-from .duplicates import Twins
-from .listings import Listing, Spool
-from .report import DecisionRecord, Tally, is_broken
-from .state import CrawlState
 
 __all__ = ["EARLY_REFERRERS", "Journal"]
 

@@ -42,11 +42,11 @@ from typing import NoReturn
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from .fetch import HttpTransport, Response
-from .page import PagePolicy, PageResult
-from .pages import Fetched, LocalPages
-from .urls import LinkResolver
-from .wire import pack, unpack, unpack_any
+from crawler.core.page import PagePolicy, PageResult
+from crawler.core.urls import LinkResolver
+from crawler.core.wire import pack, unpack, unpack_any
+from crawler.shell.fetch import HttpTransport, Response
+from crawler.shell.pages import Fetched, LocalPages
 
 #: Pages a crawl fetches in the main process before it starts its workers.
 START_AFTER = 100

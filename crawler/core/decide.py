@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .directives import Directives
+from crawler.core.directives import Directives
 
 LISTED = "listed"
 ROBOTS_TXT = "robots_txt"
@@ -109,7 +109,7 @@ def decide_page(facts: PageFacts, policy: Policy) -> Decision:
     """The decision for a final response. Order matters: the first rule that excludes wins.
 
     A page listed here may still lose to a byte-identical twin once the crawl is over
-    (DUPLICATE_OF, decided by crawler.duplicates): that needs every page, not this one."""
+    (DUPLICATE_OF, decided by crawler.core.duplicates): that needs every page, not this one."""
     if facts.status != 200:
         return Decision(HTTP_ERROR, f"HTTP {facts.status}")
     if facts.too_large:

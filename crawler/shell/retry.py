@@ -35,8 +35,8 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from .errors import ConfigError
-from .httpdate import parse_http_date
+from crawler.core.httpdate import parse_http_date
+from crawler.errors import ConfigError
 
 R = TypeVar("R")
 

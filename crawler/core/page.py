@@ -1,7 +1,7 @@
 """One fetched response, analysed: the facts the crawl decides a page on. Pure.
 
 `analyse` is the one way from a response to those facts, called by the crawl's own process and
-by its worker processes alike (crawler.pages), so a new per-page fact is added here once:
+by its worker processes alike (crawler.shell.pages), so a new per-page fact is added here once:
 the directives of the header and of the page, the canonical, the links to follow (resolved
 and normalised), and the key that finds byte-identical twins.
 """
@@ -13,10 +13,15 @@ from dataclasses import dataclass, field
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from .decide import HTML_TYPES
-from .directives import NO_DIRECTIVES, Directives, header_directives, link_header_canonical
-from .extract import digest_page, parse_content_type
-from .urls import resolve, resolve_links
+from crawler.core.decide import HTML_TYPES
+from crawler.core.directives import (
+    NO_DIRECTIVES,
+    Directives,
+    header_directives,
+    link_header_canonical,
+)
+from crawler.core.extract import digest_page, parse_content_type
+from crawler.core.urls import resolve, resolve_links
 
 __all__ = ["PagePolicy", "PageResult", "analyse"]
 

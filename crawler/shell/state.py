@@ -41,9 +41,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, NamedTuple, TypeVar
 
-from .errors import SitemapCrawlerError
-from .listings import Listing
-from .report import DecisionRecord
+from crawler.core.report import DecisionRecord
+from crawler.errors import SitemapCrawlerError
+from crawler.shell.listings import Listing
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -546,9 +546,7 @@ class CrawlState:
             (last_decision,) = conn.execute(
                 "SELECT coalesce(max(seq), 0) FROM decisions"
             ).fetchone()
-            (last_listing,) = conn.execute(
-                "SELECT coalesce(max(seq), 0) FROM listings"
-            ).fetchone()
+            (last_listing,) = conn.execute("SELECT coalesce(max(seq), 0) FROM listings").fetchone()
             (finished,) = conn.execute(
                 "SELECT coalesce((SELECT value FROM meta WHERE key = 'finished'), 0)"
             ).fetchone()

@@ -1,9 +1,9 @@
 """The crawl itself: the loop of the I/O shell around the pure modules.
 
 Data flows one way: frontier -> screen -> pages (fetch, analyse) -> decide -> journal ->
-writer. The loop takes URLs from the frontier, screens them (crawler.screen), has their
-pages fetched and analysed (crawler.pages), decides (crawler.decide) and records each
-decision once (crawler.journal); the listings reach the writer when every page is judged.
+writer. The loop takes URLs from the frontier, screens them (crawler.core.screen), has their
+pages fetched and analysed (crawler.shell.pages), decides (crawler.core.decide) and records each
+decision once (crawler.shell.journal); the listings reach the writer when every page is judged.
 """
 
 from __future__ import annotations
@@ -20,10 +20,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
 
-from sitemap_out import AsyncSitemapWriter, EntryError, PublishResult, count_published
-
-from .config import Config, fingerprint
-from .decide import (
+from crawler.config import Config, fingerprint
+from crawler.core.decide import (
     FETCH_ERROR,
     HTTP_ERROR,
     LIMIT,
@@ -39,28 +37,29 @@ from .decide import (
     depth_priority,
     follows_links,
 )
-from .errors import (
+from crawler.core.frontier import DONE, Frontier, Task
+from crawler.core.httpdate import parse_http_date
+from crawler.core.page import PagePolicy, PageResult
+from crawler.core.report import DecisionRecord, Tally
+from crawler.core.robots import product_token
+from crawler.core.screen import Plan, Screen
+from crawler.core.urls import normalize, resolve
+from crawler.errors import (
     InterruptedCrawl,
     NothingListedError,
     OutputError,
     PublishRefused,
 )
-from .fetch import REDIRECT_STATUSES, HttpTransport, Response, Transport, fetch_robots
-from .frontier import DONE, Frontier, Task
-from .httpdate import parse_http_date
-from .journal import Journal
-from .listings import Listing, Spool, to_micros
-from .page import PagePolicy, PageResult
-from .pages import Fetched, LocalPages
-from .pool import PIPELINE_DEPTH, PoolPages, Spare
-from .progress import Renderer, Snapshot
-from .report import DecisionRecord, Tally
-from .retry import RetryPolicy, fetch_with_retries
-from .robots import product_token
-from .screen import Plan, Screen
-from .state import CrawlState, StateError
-from .throttle import Throttle
-from .urls import normalize, resolve
+from crawler.shell.fetch import REDIRECT_STATUSES, HttpTransport, Response, Transport, fetch_robots
+from crawler.shell.journal import Journal
+from crawler.shell.listings import Listing, Spool, to_micros
+from crawler.shell.pages import Fetched, LocalPages
+from crawler.shell.pool import PIPELINE_DEPTH, PoolPages, Spare
+from crawler.shell.progress import Renderer, Snapshot
+from crawler.shell.retry import RetryPolicy, fetch_with_retries
+from crawler.shell.state import CrawlState, StateError
+from crawler.shell.throttle import Throttle
+from sitemap_out import AsyncSitemapWriter, EntryError, PublishResult, count_published
 
 #: Fraction added to any requested spacing between requests: starts are timed here, and a
 #: send delayed by a busy machine must not bring two requests closer than --delay at the
@@ -270,9 +269,7 @@ class Crawl:
             listed += 1
         for key, url in snap.bodies.items():
             journal.twins.met(int.from_bytes(key, "little", signed=True), url)
-        self.tally.fetched = self._requested = self._done_requests = snap.counters.get(
-            "fetched", 0
-        )
+        self.tally.fetched = self._requested = self._done_requests = snap.counters.get("fetched", 0)
         self.log(
             f"resuming: {len(snap.queued)} URLs queued, {listed} listed, "
             f"{self.tally.fetched} pages fetched before"

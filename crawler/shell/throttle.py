@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from .errors import ConfigError
+from crawler.errors import ConfigError
 
 # The server tells us in so many words that it is overloaded.
 PRESSURE_STATUSES = frozenset({429, 503})

@@ -1,7 +1,7 @@
 """Pages judged listable wait here until the crawl ends, then go to the writer.
 
 Whether a page is listed can depend on pages fetched after it: of byte-identical pages only
-the best URL is listed (crawler.duplicates), and the best may come last. So a page that
+the best URL is listed (crawler.core.duplicates), and the best may come last. So a page that
 would be listed becomes a `Listing`, spooled to an unnamed temporary file beside the output
 (memory stays flat on sites of millions of pages), and only once every page has been judged
 are the winners written and their decisions made final.
@@ -17,9 +17,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
 
+from crawler.core.wire import pack, unpack
 from sitemap_out import Entry
-
-from .wire import pack, unpack
 
 __all__ = ["Listing", "Spool", "from_micros", "to_micros"]
 

@@ -17,7 +17,7 @@ import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from .robots import RobotsTxt, robots_from_response
+from crawler.core.robots import RobotsTxt, robots_from_response
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_BYTES = 500 * 1024  # RFC 9309 2.5: parse at least 500 KiB; we read no more
@@ -171,7 +171,6 @@ async def fetch_robots(
         if resp.truncated:
             note += f" (only the first {ROBOTS_MAX_BYTES} are read)"
     return robots, note
-
 
 
 def _same_origin(url: URL, origin: URL) -> bool:

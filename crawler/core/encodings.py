@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-from crawler.directives import ascii_lower
+from crawler.core.directives import ascii_lower
 
 __all__ = ["BOMS", "UTF8_QUERIES", "decode", "encode_query", "encoding_for_label"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import Config
-from .decide import (
+from crawler.config import Config
+from crawler.core.decide import (
     LIMIT,
     OUT_OF_SCOPE,
     ROBOTS_TXT,
@@ -20,9 +20,9 @@ from .decide import (
     TrapBudgets,
     repeats_segment,
 )
-from .errors import ConfigError
-from .robots import RobotsTxt
-from .urls import OriginMap, Scope, normalize, url_folder
+from crawler.core.robots import RobotsTxt
+from crawler.core.urls import OriginMap, Scope, normalize, url_folder
+from crawler.errors import ConfigError
 
 __all__ = ["Plan", "Screen"]
 

@@ -19,9 +19,9 @@ from urllib.parse import urljoin, urlsplit
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawler import PRODUCT_TOKEN
-from crawler.directives import NO_DIRECTIVES, Directives, ascii_lower, meta_directives
-from crawler.encodings import BOMS, UTF8_QUERIES, decode, encode_query, encoding_for_label
-from crawler.urls import resolve
+from crawler.core.directives import NO_DIRECTIVES, Directives, ascii_lower, meta_directives
+from crawler.core.encodings import BOMS, UTF8_QUERIES, decode, encode_query, encoding_for_label
+from crawler.core.urls import resolve
 
 __all__ = [
     "Link",
@@ -353,7 +353,7 @@ def extract_page(
 @dataclass(slots=True)
 class PageDigest:
     """What the crawl keeps of a parsed HTML page, before its links are resolved
-    (crawler.page.analyse does that)."""
+    (crawler.core.page.analyse does that)."""
 
     base: str  # normalised
     hrefs: list[str]  # the hrefs to follow, raw, in document order; hreflang alternates last
