@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import os
 import signal
 import sqlite3
@@ -15,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import crawler.core.report as report_module
 import crawler.shell.state as state_module
 from crawler.core.report import DecisionRecord
 from crawler.errors import SitemapCrawlerError
@@ -251,6 +254,138 @@ def test_listed_round_trips_every_listing_field(path: Path) -> None:
     )
 
 
+def _by_name(record: object) -> dict[str, object]:
+    """A record's fields by name, for the state's calls whose parameters are named alike."""
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}  # type: ignore[arg-type]
+
+
+def test_decision_records_and_queued_rows_round_trip_field_by_field(path: Path) -> None:
+    unicode_url = "https://example.com/ünïcödé/日本?q=ä"
+    decisions = [
+        DecisionRecord("https://example.com/b", 301, "redirect", unicode_url, 1, START),
+        DecisionRecord("https://other.example/x", None, "out_of_scope", "", 0, None),
+        DecisionRecord(unicode_url, 599, "http_error", "HTTP 599 after 3 retries", 2**31, START),
+        DecisionRecord("https://example.com/c", 200, "duplicate_of", START, 7, unicode_url),
+    ]
+    queued = [
+        QueuedRow(START, 0, None),
+        QueuedRow("https://example.com/q", 2**31, unicode_url),
+        QueuedRow(unicode_url + "/q", 1, "https://example.com/never-met"),
+    ]
+    with fresh(path) as state:
+        for row in queued:
+            state.queued(**_by_name(row))  # type: ignore[arg-type]
+        for record in decisions[:2]:
+            state.decided(**_by_name(record))  # type: ignore[arg-type]
+        state.checkpoint()
+        for record in decisions[2:]:
+            state.decided(**_by_name(record))  # type: ignore[arg-type]
+        state.checkpoint()
+    snap, got, _ = reload(path)
+    assert [type(x) for x in got] == [DecisionRecord] * len(decisions)
+    assert [type(x) for x in snap.queued] == [QueuedRow] * len(queued)
+    assert [_by_name(x) for x in got] == [_by_name(x) for x in decisions]
+    assert [_by_name(x) for x in snap.queued] == [_by_name(x) for x in queued]
+    assert all(type(x.status) is int for x in got if x.status is not None)
+
+
+def _state_module_copy(
+    monkeypatch: pytest.MonkeyPatch, replace: tuple[str, str] | None = None
+) -> object:
+    """A fresh crawler.shell.state, as a separate module, reading crawler.core.report as it is now
+    (patched or not), its source edited by `replace`: the state as a developer would have
+    it after changing a record."""
+    source = Path(state_module.__file__).read_text(encoding="utf-8")
+    if replace is not None:
+        assert source.count(replace[0]) == 1, f"{replace[0]!r} is no longer in crawler/state.py"
+        source = source.replace(*replace)
+    name = "crawler._state_under_test"
+    spec = importlib.util.spec_from_loader(name, loader=None)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    module.__file__ = state_module.__file__
+    monkeypatch.setitem(sys.modules, name, module)  # dataclasses look their module up
+    exec(compile(source, state_module.__file__, "exec"), module.__dict__)
+    return module
+
+
+def test_a_decision_field_without_a_column_fails_loudly(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows are written and read by field name: a field added to DecisionRecord that the
+    decisions table (and decided()) lack is an error, not a value in the next column."""
+
+    @dataclasses.dataclass(slots=True, frozen=True)
+    class Extended(DecisionRecord):
+        extra: int = 0
+
+    with fresh(path) as state:
+        state.decided("https://example.com/gone", 404, "http_error", "HTTP 404", 1, START)
+        state.checkpoint()
+    monkeypatch.setattr(report_module, "DecisionRecord", Extended)
+    copy = _state_module_copy(monkeypatch)
+    assert "d.extra" in copy._DECISION_SELECT  # type: ignore[attr-defined]
+    assert "extra" in copy._DECISION_INSERT  # type: ignore[attr-defined]
+    crawl_state: CrawlState = copy.CrawlState  # type: ignore[attr-defined]
+    with crawl_state.open(path, fingerprint=FP, start_url=START, resume=True) as state:
+        with pytest.raises(SitemapCrawlerError, match=r"no such column: d\.extra"):
+            list(state.load().decisions)
+        with pytest.raises(KeyError, match="extra"):
+            state.decided("https://example.com/x", 200, "noindex", "", 1, START)
+
+
+def test_a_queued_row_field_without_a_column_fails_loudly(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QueuedRow is read from the urls columns named by its fields: one the table lacks
+    fails the load instead of coming back as a default or another column's value."""
+    with fresh(path) as state:
+        state.queued(START, 0, None)
+        state.checkpoint()
+    copy = _state_module_copy(
+        monkeypatch,
+        ("    depth: int\n    referrer: str | None\n\n\n#: load() reads",
+         "    depth: int\n    referrer: str | None\n    extra: int = 0\n\n\n#: load() reads"),
+    )  # fmt: skip
+    assert [f.name for f in dataclasses.fields(copy.QueuedRow)] == [  # type: ignore[attr-defined]
+        "url",
+        "depth",
+        "referrer",
+        "extra",
+    ]
+    crawl_state: CrawlState = copy.CrawlState  # type: ignore[attr-defined]
+    with (
+        crawl_state.open(path, fingerprint=FP, start_url=START, resume=True) as state,
+        pytest.raises(SitemapCrawlerError, match="no such column: extra"),
+    ):
+        state.load()
+
+
+def test_the_state_names_every_field_of_its_records(path: Path) -> None:
+    """The SQL is generated from the records' fields, and decided() buffers its values in
+    the order of the INSERT's columns."""
+    fields = [f.name for f in dataclasses.fields(DecisionRecord)]
+    insert = state_module._DECISION_INSERT
+    assert insert.startswith(f"INSERT INTO decisions ({', '.join(fields)}) VALUES")
+    assert state_module._DECISION_SELECT.count(",") == len(fields) - 1
+    queued = [f.name for f in dataclasses.fields(QueuedRow)]
+    assert state_module._URLS_SELECT.endswith(f"{', '.join(queued)} FROM urls")
+    with fresh(path) as state:
+        state.queued("https://example.com/r", 1, None)
+        state.decided(
+            "https://example.com/a", 404, "http_error", "HTTP 404", 3, "https://example.com/r"
+        )
+        (buffered,) = state._decisions
+    assert dict(zip(fields, buffered, strict=True)) == {
+        "url": 2,
+        "status": 404,
+        "reason": "http_error",
+        "detail": "HTTP 404",
+        "depth": 3,
+        "referrer": 1,
+    }
+
+
 def test_unlisted_removes_the_listing_and_the_url_stays_done(path: Path) -> None:
     a, b, c, d = (f"https://example.com/{n}" for n in "abcd")
     with fresh(path) as state:
@@ -320,7 +455,7 @@ def test_queued_rows_keep_depth_and_referrer(path: Path) -> None:
         state.checkpoint()
     snap, _, _ = reload(path)
     assert snap.queued == [QueuedRow(START, 0, None), QueuedRow("https://example.com/a", 1, START)]
-    assert isinstance(snap.queued[0], tuple)
+    assert all(type(row) is QueuedRow for row in snap.queued)
 
 
 def test_priority_and_lastmod_edge_values(path: Path) -> None:

@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field, fields
+from typing import Any, Final
 
 from crawler.core.decide import FETCH_ERROR, HTTP_ERROR, LISTED, REASONS
 
 MAX_REFERRERS = 10
 
 
-class DecisionRecord(NamedTuple):
+@dataclass(slots=True, frozen=True)
+class DecisionRecord:
     """What became of one URL the crawl met: a line of the --decisions file, and a row of
-    the crawl's state file (a tuple, so a million of them load fast)."""
+    the crawl's state file, where each field is a column of the same name (crawler.shell.state
+    reads and writes it by field name, so a field added here needs its column there)."""
 
     url: str
     status: int | None
@@ -27,18 +29,17 @@ class DecisionRecord(NamedTuple):
     referrer: str | None
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "url": self.url,
-                "status": self.status,
-                "listed": self.reason == LISTED,
-                "reason": self.reason,
-                "detail": self.detail,
-                "depth": self.depth,
-                "referrer": self.referrer,
-            },
-            ensure_ascii=False,
-        )
+        """Every field by name, and ``listed`` after ``status``, where readers of the
+        decisions file have always found it."""
+        line: dict[str, object] = {}
+        for name in _DECISION_FIELDS:
+            line[name] = getattr(self, name)
+            if name == "status":
+                line["listed"] = self.reason == LISTED
+        return json.dumps(line, ensure_ascii=False)
+
+
+_DECISION_FIELDS: Final = tuple(f.name for f in fields(DecisionRecord))
 
 
 @dataclass(slots=True)

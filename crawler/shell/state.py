@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import operator
 import os
 import sqlite3
 import time
@@ -39,7 +40,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final, NamedTuple, TypeVar
+from typing import Any, Final, TypeVar
 
 from crawler.core.report import DecisionRecord
 from crawler.errors import SitemapCrawlerError
@@ -83,6 +84,20 @@ _LISTING_INSERT: Final = (
     f"INSERT INTO listings ({', '.join(_LISTING_FIELDS)})"
     f" VALUES ({', '.join('?' * len(_LISTING_FIELDS))})"
 )
+#: Likewise a decision's column in the decisions table, by DecisionRecord field (url and
+#: referrer hold ids into urls, joined back to their strings on load).
+_DECISION_FIELDS: Final = tuple(f.name for f in dataclasses.fields(DecisionRecord))
+_DECISION_SELECT: Final = ", ".join(
+    {"url": "u.url", "referrer": "r.url"}.get(name, f"d.{name}") for name in _DECISION_FIELDS
+)
+_DECISION_INSERT: Final = (
+    f"INSERT INTO decisions ({', '.join(_DECISION_FIELDS)})"
+    f" VALUES ({', '.join('?' * len(_DECISION_FIELDS))})"
+)
+#: decided()'s buffered row, in _DECISION_FIELDS order, from its values keyed by field name:
+#: a field that decided() does not fill is a KeyError at the first decision, never a value
+#: written into the next field's column. (About 0.1 µs; decided() is on the hot path.)
+_decision_values: Final = operator.itemgetter(*_DECISION_FIELDS)
 
 _SCHEMA: Final = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -145,12 +160,24 @@ class StateWriteError(StateError):
     exit_code = 5
 
 
-class QueuedRow(NamedTuple):
-    """A URL still in the frontier, as the engine's ``Task`` needs it."""
+@dataclass(slots=True, frozen=True)
+class QueuedRow:
+    """A URL still in the frontier, as the engine's ``Task`` needs it. Each field is the
+    ``urls`` column of the same name (the referrer stored as an id), read by field name."""
 
     url: str
     depth: int
     referrer: str | None
+
+
+#: load() reads the urls table once: id, state and qseq, then the columns a QueuedRow is
+#: made of, by field name, so a field the table lacks fails the load ("no such column")
+#: instead of being left out. The referrer column holds an id, named once all are read.
+_QUEUED_FIELDS: Final = tuple(f.name for f in dataclasses.fields(QueuedRow))
+_URLS_SELECT: Final = f"SELECT id, state, qseq, {', '.join(_QUEUED_FIELDS)} FROM urls"
+_URLS_URL: Final = 3 + _QUEUED_FIELDS.index("url")
+_URLS_QSEQ: Final = operator.itemgetter(2)
+_QUEUED_REFERRER: Final = _QUEUED_FIELDS.index("referrer")
 
 
 @dataclass(slots=True, frozen=True)
@@ -350,7 +377,18 @@ class CrawlState:
         ids = self._ids if self._ids is not None else self._load_ids()
         ref = None if referrer is None else (ids.get(referrer) or self._intern(referrer))
         uid = self._done_id(ids, url)
-        self._decisions.append((uid, status, reason, detail, depth, ref))
+        self._decisions.append(
+            _decision_values(
+                {
+                    "url": uid,
+                    "status": status,
+                    "reason": reason,
+                    "detail": detail,
+                    "depth": depth,
+                    "referrer": ref,
+                }
+            )
+        )
         self._ops += 1
 
     def _done_id(self, ids: dict[str, int], url: str) -> int:
@@ -458,11 +496,7 @@ class CrawlState:
             if self._done:
                 conn.executemany(f"UPDATE urls SET state = {_DONE} WHERE id = ?", self._done)
             if self._decisions:
-                conn.executemany(
-                    "INSERT INTO decisions (url, status, reason, detail, depth, referrer)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    self._decisions,
-                )
+                conn.executemany(_DECISION_INSERT, self._decisions)
             if self._listings:
                 conn.executemany(_LISTING_INSERT, self._listings)
             if self._unlisted:
@@ -517,21 +551,19 @@ class CrawlState:
             names: list[str | None] = [None] * (max_id + 1)
             ids: dict[str, int] = {}
             seen: list[str] = []
-            waiting: list[tuple[int, str, int, int | None]] = []
-            for uid, url, state, depth, ref, qseq in conn.execute(
-                "SELECT id, url, state, depth, referrer, qseq FROM urls"
-            ):
+            # Rows are indexed, not unpacked: a list per row for *rest costs a second a
+            # million, mostly in the garbage collector.
+            waiting: list[tuple[Any, ...]] = []
+            for row in conn.execute(_URLS_SELECT):
+                uid, state, url = row[0], row[1], row[_URLS_URL]
                 ids[url] = uid
                 names[uid] = url
                 if state is not None:
                     seen.append(url)
                     if state == _QUEUED:
-                        waiting.append((qseq, url, depth, ref))
-            waiting.sort()
-            queued = [
-                _tuple_new(QueuedRow, (url, depth, None if ref is None else names[ref]))
-                for _, url, depth, ref in waiting
-            ]
+                        waiting.append(row)
+            waiting.sort(key=_URLS_QSEQ)
+            queued = [_queued_row(row, names) for row in waiting]
             del waiting
             if self._ids is None:
                 self._ids = ids
@@ -556,7 +588,7 @@ class CrawlState:
             queued=queued,
             seen=seen,
             decisions=self._stream(
-                "SELECT d.seq, u.url, d.status, d.reason, d.detail, d.depth, r.url"
+                f"SELECT d.seq, {_DECISION_SELECT}"
                 " FROM decisions d JOIN urls u ON u.id = d.url"
                 " LEFT JOIN urls r ON r.id = d.referrer",
                 last_decision,
@@ -633,13 +665,20 @@ class CrawlState:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-# NamedTuple's generated __new__ costs about a microsecond a row, which is a second per
-# million on resume; building the tuple directly gives the same object for a fraction of it.
-_tuple_new: Final = tuple.__new__
+def _queued_row(row: tuple[Any, ...], names: list[str | None]) -> QueuedRow:
+    """A row of _URLS_SELECT as a QueuedRow: positional, because the columns after id, state
+    and qseq are the fields in order by construction; the referrer is an id until named."""
+    values = list(row[3:])
+    ref = values[_QUEUED_REFERRER]
+    if ref is not None:
+        values[_QUEUED_REFERRER] = names[ref]
+    return QueuedRow(*values)
 
 
 def _decision_row(row: tuple[object, ...]) -> DecisionRecord:
-    return _tuple_new(DecisionRecord, row[1:])
+    # Positional, in field order by construction (_DECISION_SELECT): a keyword dict per row
+    # would add about a microsecond, a second per million decisions on resume.
+    return DecisionRecord(*row[1:])  # type: ignore[arg-type]
 
 
 def _listing_row(row: tuple[object, ...]) -> Listing:
