@@ -166,21 +166,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SitemapCrawlerError, SitemapOutError) as exc:
         _err(str(exc))
         return getattr(exc, "exit_code", EXIT_FAILURE)
-    except OSError as exc:  # our own files: the network's errors are caught where they occur
-        where = f" {exc.filename}" if exc.filename else ""
-        _err(
-            f"cannot write{where}: {exc.strerror or exc}; "
-            f"the previously published sitemap is untouched"
-        )
+    except OSError as exc:
+        if isinstance(exc, ConnectionError):  # the network's are caught where they occur
+            return _unexpected(exc)
+        # our own files: the sitemap's, in the output folder (the others name themselves)
+        where = exc.filename or getattr(args, "output", None) or "the output folder"
+        _err(f"cannot write {where}: {exc.strerror or exc}; the published sitemap is untouched")
         return EXIT_IO
     except Exception as exc:  # the one place an unexpected error is turned into a line
-        if os.environ.get("SITEMAP_CRAWLER_DEBUG"):
-            raise
-        _err(
-            f"unexpected failure: {type(exc).__name__}: {exc} "
-            f"(set SITEMAP_CRAWLER_DEBUG=1 for a traceback)"
-        )
-        return EXIT_FAILURE
+        return _unexpected(exc)
+
+
+def _unexpected(exc: Exception) -> int:
+    if os.environ.get("SITEMAP_CRAWLER_DEBUG"):
+        raise exc
+    _err(
+        f"unexpected failure: {type(exc).__name__}: {exc} "
+        f"(set SITEMAP_CRAWLER_DEBUG=1 for a traceback)"
+    )
+    return EXIT_FAILURE
 
 
 def _crawl(config: Config) -> int:

@@ -15,6 +15,7 @@ from crawler.config import build
 from crawler.errors import PublishRefused
 from crawler.shell.engine import Crawl
 from crawler.shell.fetch import Response
+from crawler.shell.state import StateError
 from tests.memory import Answer, Crash, MemoryTransport, crawl, crawl_until_crash
 from tests.sites import html, read_published
 
@@ -209,3 +210,56 @@ def test_a_redirect_target_is_saved_queued_and_fetched_after_a_crash(tmp_path, x
     assert decided[SITE + "old"] == ("redirect", SITE + "new")
     assert decided[SITE + "new"] == ("listed", "")
     assert sorted(read_published(tmp_path / "o", xsd).locs) == [SITE, SITE + "new"]
+
+
+class _Delayed(MemoryTransport):
+    def __init__(self, pages: dict, delays: dict[str, float]) -> None:
+        super().__init__(pages)
+        self.delays = delays
+
+    async def get(self, url: str, max_bytes: int | None = None) -> Response:
+        await asyncio.sleep(self.delays.get(url, 0))
+        return await super().get(url, max_bytes)
+
+
+@pytest.mark.parametrize("slow", [0.0, 0.05])
+def test_twins_are_ranked_by_their_fewest_links_from_the_start(tmp_path, slow):
+    """/t is 2 links from the start through /x and 3 through /y -> /y1; /longer-twin is 2.
+    When /x is slow, /t is fetched at depth 3 before /x links to it; it still wins (it is
+    as close as its twin, and shorter)."""
+    pages: dict = {SITE: html("/x", "/y"), SITE + "x": html("/t", body="x")}
+    pages[SITE + "y"] = html("/y1", "/longer-twin", body="y")
+    pages[SITE + "y1"] = html("/t", body="y1")
+    pages[SITE + "t"] = pages[SITE + "longer-twin"] = TWIN
+    transport = _Delayed(pages, {SITE + "x": slow})
+    config = build({}, {"url": SITE, "output": tmp_path / "o", "quiet": True})
+    engine = Crawl(config, transport=transport)
+    records: list = []
+    engine.journal.echo = records.append
+    asyncio.run(engine.run())
+    decided = {r.url: (r.reason, r.detail) for r in records}
+    assert decided[SITE + "t"] == ("listed", "")
+    assert decided[SITE + "longer-twin"] == ("duplicate_of", SITE + "t")
+
+
+def test_a_refused_crawl_resumed_without_force_is_refused_again(tmp_path):
+    pages: dict = {SITE: html(*[f"/p{i}" for i in range(5)])}
+    pages.update({f"{SITE}p{i}": Answer("down", status=500) for i in range(3)})
+    pages.update({f"{SITE}p{i}": f"<p>{i}</p>" for i in range(3, 5)})
+    options = {"state": tmp_path / "s.sqlite", "retries": 0}
+    with pytest.raises(PublishRefused, match="3 of 6 requests failed"):
+        crawl(pages, tmp_path / "o", **options)
+    with pytest.raises(PublishRefused, match="3 of 6 requests failed"):
+        crawl(pages, tmp_path / "o", resume=True, **options)
+    result, _, _ = crawl(pages, tmp_path / "o", resume=True, force=True, **options)
+    assert result.published.url_count == 3
+
+
+def test_a_crawl_an_outage_cut_short_is_neither_published_nor_resumed(tmp_path):
+    pages: dict = {SITE: html(*[f"/p{i}" for i in range(40)])}
+    pages.update({f"{SITE}p{i}": Answer("down", status=503) for i in range(40)})
+    options = {"state": tmp_path / "s.sqlite", "retries": 0, "max_crawl_delay": 0.0}
+    with pytest.raises(PublishRefused, match="site looks down"):
+        crawl(pages, tmp_path / "o", force=True, **options)
+    with pytest.raises(StateError, match="looked down"):
+        crawl(pages, tmp_path / "o", resume=True, **options)

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import time
+from dataclasses import dataclass
 from email.utils import formatdate
 from pathlib import Path
 from types import SimpleNamespace
@@ -359,7 +360,7 @@ def test_every_message_crosses_the_pipe_field_by_field():
     policy = PagePolicy("bot", True, ("utm_*", "sid"))
     for message in (Settings("bot/1", 3, 2.5, 1024, policy), Job(3, "http://h/"), Settled(["a"])):
         assert unpack_any((Settings, Job, Settled), pack(message)) == message
-    assert unpack(Result, pack(Result(1, 0, [], "refused", False, 0.5, None))).page is None
+    assert unpack(Result, pack(Result(1, 0, [], "refused", False, 0.5, None, None))).page is None
     with pytest.raises(WireError):
         unpack(Job, pack(Settled(["a"])))  # another record is never read as this one
 
@@ -609,3 +610,70 @@ def test_max_pages_counts_redirect_hops(serve, tmp_path):
     assert len([p for p in site.paths if p != "/robots.txt"]) <= 5
     assert report["pages_fetched"] <= 5
     assert any(d["reason"] == "limit" for d in decisions.values())
+
+
+def _failing_analysis(monkeypatch, suffix: str) -> None:
+    """analyse() raises for the URL ending in suffix, as a bug of ours would."""
+    from crawler.shell import pages as pages_module
+
+    real = pages_module.analyse
+
+    def analyse(url, *args, **kwargs):
+        if url.endswith(suffix):
+            raise RuntimeError("a bug in the analysis")
+        return real(url, *args, **kwargs)
+
+    monkeypatch.setattr(pages_module, "analyse", analyse)
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_page_the_analysis_fails_on_costs_that_page_alone_either_way(
+    serve, tmp_path, xsd, monkeypatch, workers
+):
+    """In this process or in a worker (forked after the patch), the same decision: the page
+    is a fetch_error that says why, it is asked for once (not retried), the crawl goes on."""
+    _failing_analysis(monkeypatch, "/250")
+    tree = CountingTree(400, 0.0)
+    srv = serve(tree.site.app)
+    decisions = tmp_path / "d.jsonl"
+    args = ["--workers", workers, "--decisions", str(decisions), "--quiet"]
+    assert main(["crawl", srv.url + "/", "-o", str(tmp_path / "o"), *args]) == 0
+    d = read_decisions(decisions)[srv.url + "/250"]
+    assert d["reason"] == "fetch_error" and "cannot analyse the page" in d["detail"]
+    assert tree.site.paths.count("/250") == 1
+    assert len(read_published(tmp_path / "o", xsd).locs) == 399
+
+
+def test_a_result_that_cannot_cross_the_pipe_fails_its_url_and_never_hangs(
+    serve, tmp_path, xsd, monkeypatch
+):
+    real = pool._result
+
+    def result(job: int, fetched: Fetched) -> bytes:
+        if fetched.response.url.endswith("/300") and fetched.page is not None:
+            raise ValueError("unmarshallable object")
+        return real(job, fetched)
+
+    monkeypatch.setattr(pool, "_result", result)
+    tree = CountingTree(400, 0.0)
+    srv = serve(tree.site.app)
+    decisions = tmp_path / "d.jsonl"
+    args = ["--workers", "2", "--concurrency", "4", "--decisions", str(decisions), "--quiet"]
+    assert main(["crawl", srv.url + "/", "-o", str(tmp_path / "o"), *args]) == 0
+    d = read_decisions(decisions)[srv.url + "/300"]
+    assert d["reason"] == "fetch_error" and "cannot send the result" in d["detail"]
+
+
+@dataclass
+class _Image:
+    loc: str
+
+
+@dataclass
+class _WithImages:
+    images: list[_Image]
+
+
+def test_a_collection_of_dataclasses_is_refused_when_its_shape_is_made():
+    with pytest.raises(TypeError, match="collection of dataclasses"):
+        pack(_WithImages([_Image("a")]))

@@ -131,7 +131,7 @@ def test_an_unreachable_site_is_said_to_be_unreachable(tmp_path, capsys):
     assert _crawl(f"http://127.0.0.1:{port}/", tmp_path / "out") == 3
     line = _one_line(capsys.readouterr().err)
     assert "could not be reached" in line and "robots.txt fetch failed" in line
-    assert "cannot connect" in line
+    assert "cannot connect: connection refused" in line
     assert "forbids" not in line
 
 
@@ -139,7 +139,7 @@ def test_a_robots_txt_answering_503_is_said_so(serve, tmp_path, capsys):
     srv = serve(Site({"/robots.txt": Page("busy", status=503), "/": html()}).app)
     assert _crawl(srv.url + "/", tmp_path / "out") == 3
     line = _one_line(capsys.readouterr().err)
-    assert "could not be reached" in line and "HTTP 503" in line
+    assert "robots.txt could not be read" in line and "HTTP 503" in line
 
 
 # -- runtime failures: exit 5 -----------------------------------------------------------------
@@ -177,6 +177,27 @@ def test_a_state_file_that_cannot_be_written_exits_5(serve, tmp_path, xsd):
     line = _one_line(child.stderr)
     assert "cannot write state file" in line
     assert _files(out) == {"sitemap.xml": b"<previously published/>"}
+
+
+def test_a_decisions_file_that_cannot_be_written_exits_5_naming_it(serve, tmp_path):
+    async def page(request: web.Request) -> web.Response:
+        n = int(request.path.strip("/") or 0)
+        links = "".join(f'<a href="/{m}">x</a>' for m in range(10 * n + 1, 10 * n + 11))
+        headers = {"X-Robots-Tag": "noindex"} if n else {}  # few listings, many decisions
+        return web.Response(text=links, content_type="text/html", headers=headers)
+
+    srv = serve(Site({"/robots.txt": Page("", status=404)}, fallback=page).app)
+    out, decisions = tmp_path / "out", tmp_path / "d.jsonl"
+    child = subprocess.run(
+        [sys.executable, "-m", "crawler.cli", "crawl", srv.url + "/", "-o", str(out),
+         "--decisions", str(decisions), "--quiet", "--max-pages", "3000"],
+        capture_output=True, text=True, timeout=120, preexec_fn=lambda: _limited(64 * 1024),
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert child.returncode == 5, child.stderr
+    line = _one_line(child.stderr)
+    assert f"cannot write the decisions file {decisions}" in line
+    assert not (out / "sitemap.xml").exists()
 
 
 def test_a_report_that_cannot_be_written_after_publishing_exits_5(serve, tmp_path, xsd, capsys):

@@ -71,14 +71,16 @@ class Tally:
         self.broken[url] = (status, referrers[:MAX_REFERRERS])
 
     def refer_broken(self, url: str, referrer: str) -> bool:
-        """Note one more page linking to a known broken URL; False when url is not broken."""
+        """Note one more page linking to a known broken URL; True when it was noted (url is
+        broken, and the page neither named already nor one past MAX_REFERRERS)."""
         entry = self.broken.get(url)
         if entry is None:
             return False
         refs = entry[1]
         if len(refs) < MAX_REFERRERS and referrer not in refs:
             refs.append(referrer)
-        return True
+            return True
+        return False
 
     def summary(self) -> str:
         excluded = ", ".join(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crawler.config import Config
 from crawler.core.decide import (
     LIMIT,
     OUT_OF_SCOPE,
@@ -38,19 +37,13 @@ class Plan:
     base_url: str  # public folder the sitemap files are published under
 
     @classmethod
-    def from_config(cls, config: Config) -> Plan:
-        assert config.url is not None
-        start = normalize(config.url)
+    def make(cls, url: str, public_url: str | None, sitemap_url: str | None) -> Plan:
+        """The plan of a crawl from its start URL, --public-url and --sitemap-url."""
+        start = normalize(url)
         crawl_root = Scope.from_url(start)
-        public_root = (
-            Scope.from_url(normalize(config.public_url)) if config.public_url else crawl_root
-        )
+        public_root = Scope.from_url(normalize(public_url)) if public_url else crawl_root
         origins = OriginMap(crawl_root, public_root)
-        sitemap_url = (
-            normalize(config.sitemap_url)
-            if config.sitemap_url
-            else public_root.root + "sitemap.xml"
-        )
+        sitemap_url = normalize(sitemap_url) if sitemap_url else public_root.root + "sitemap.xml"
         scope = Scope.from_url(sitemap_url)
         public_start = origins.to_public(start)
         if not scope.contains(public_start):
@@ -63,7 +56,7 @@ class Plan:
     @property
     def identity(self) -> bool:
         """The crawl and public spaces are one (no --public-url)."""
-        return self.origins.crawl == self.origins.public
+        return self.origins.is_identity
 
     def public(self, url: str) -> str:
         """The URL as the sitemap would list it; URLs outside the crawl root stay as they are
@@ -82,14 +75,23 @@ class Screen:
 
     __slots__ = ("_agent", "_depth", "_length", "_repeats", "budgets", "plan", "robots")
 
-    def __init__(self, plan: Plan, config: Config) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        user_agent: str,
+        max_url_length: int,
+        max_segment_repeats: int,
+        max_depth: int,
+        budgets: TrapBudgets,
+    ) -> None:
         self.plan = plan
         self.robots = RobotsTxt.allow_all()  # until the crawl has read the site's
-        self.budgets = TrapBudgets(config.max_pages_per_folder, config.max_pages_per_param)
-        self._agent = config.user_agent
-        self._length = config.max_url_length
-        self._repeats = config.max_segment_repeats
-        self._depth = config.max_depth
+        self.budgets = budgets
+        self._agent = user_agent
+        self._length = max_url_length
+        self._repeats = max_segment_repeats
+        self._depth = max_depth
 
     def __call__(self, url: str, depth: int) -> Decision | None:
         """Why url (crawl space), found `depth` links from the start, is not fetched; None

@@ -32,9 +32,17 @@ _shapes: dict[type, tuple[tuple[str, ...], int, tuple[type | None, ...]]] = {}
 
 
 def _nested(hint: Any) -> type | None:
-    """The dataclass a field holds, when it holds one (or None: `X | None`)."""
+    """The dataclass a field holds, when it holds one (or None: `X | None`). A collection
+    of dataclasses is refused when the shape is made, so it fails at once in any test, not
+    when a worker first meets one."""
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return hint
+    if typing.get_origin(hint) in (list, tuple, dict, set, frozenset):
+        for arg in typing.get_args(hint):
+            if _nested(arg) is not None or (
+                isinstance(arg, type) and dataclasses.is_dataclass(arg)
+            ):
+                raise TypeError(f"a collection of dataclasses cannot be packed: {hint}")
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         found = [a for a in typing.get_args(hint) if isinstance(a, type)]
         found = [a for a in found if dataclasses.is_dataclass(a)]

@@ -33,6 +33,7 @@ from crawler.core.decide import (
     Decision,
     PageFacts,
     Policy,
+    TrapBudgets,
     decide_page,
     depth_priority,
     follows_links,
@@ -90,7 +91,8 @@ class Crawl:
         self._transport = transport
         self.log = log
         self.progress = progress
-        self.plan = Plan.from_config(config)
+        assert config.url is not None
+        self.plan = Plan.make(config.url, config.public_url, config.sitemap_url)
         self.identity = self.plan.identity
         self.policy = Policy(
             frozenset(config.listed_types),
@@ -102,13 +104,21 @@ class Crawl:
         self.agent = product_token(config.user_agent)
         self.page_policy = PagePolicy(self.agent, config.follow_nofollow, config.strip_params)
         self.frontier = Frontier()
-        self.screen = Screen(self.plan, config)
+        self.screen = Screen(
+            self.plan,
+            user_agent=config.user_agent,
+            max_url_length=config.max_url_length,
+            max_segment_repeats=config.max_segment_repeats,
+            max_depth=config.max_depth,
+            budgets=TrapBudgets(config.max_pages_per_folder, config.max_pages_per_param),
+        )
         self.tally = Tally()
         self.journal = Journal(self._public, self.tally)
         self._active: set[str] = set()  # URLs being fetched now
         self._changed = asyncio.Event()
         self._stop_signal: int | None = None
         self._outage: str | None = None  # why the site looks down, when it does
+        self._site_answered = False  # any HTTP answer to the robots.txt requests
         self._workers: list[asyncio.Task[None]] = []
         self._requested = 0  # page requests started, redirect hops included (max_pages)
         self._done_requests = 0  # requests whose outcome is recorded: the state's "fetched"
@@ -171,7 +181,9 @@ class Crawl:
                         await self._run_workers()
                 if self._stop_signal is not None or self._outage is not None:
                     if self.state is not None:
-                        self.state.counter("fetched", self._done_requests)
+                        self._save_counters()
+                        if self._outage is not None:  # its failures are no result to resume
+                            self.state.counter("outage", 1)
                         self.state.checkpoint()
                     if self._outage is not None:
                         raise PublishRefused(self._outage_message())
@@ -180,7 +192,7 @@ class Crawl:
                     self._record(task.url, None, Decision(LIMIT, "max_pages reached"), task)
                 await journal.publish_listings(writer)
                 if self.state is not None:
-                    self.state.counter("fetched", self._done_requests)
+                    self._save_counters()
                     self.state.checkpoint()  # a refused publish can be resumed with --force
                 self.tally.seconds = time.monotonic() - started
                 if writer.count == 0:
@@ -208,17 +220,23 @@ class Crawl:
             }
         return CrawlResult(self.tally, published, plan.sitemap_url)
 
+    def _save_counters(self) -> None:
+        """The figures a resumed crawl goes on from: max_pages' and the publish guard's."""
+        assert self.state is not None
+        self.state.counter("fetched", self._done_requests)
+        self.state.counter("failed", self.tally.failed)
+
     def _guard(self, previous: int | None, count: int) -> None:
         """Refuse to publish what a failing site or a broken crawl produced: the previous
         sitemap is a better answer to search engines than a gutted one."""
         config, tally = self.config, self.tally
         failed = tally.failed
         if tally.fetched and failed / tally.fetched > config.max_error_rate:
+            kept = "the previous sitemap is kept" if previous is not None else "nothing written"
             raise PublishRefused(
                 f"not published: {failed} of {tally.fetched} requests failed with 5xx or "
                 f"network errors ({failed / tally.fetched:.0%}, max_error_rate is "
-                f"{config.max_error_rate:.0%}); the previous sitemap is kept "
-                f"(--force publishes anyway)"
+                f"{config.max_error_rate:.0%}); {kept} (--force publishes anyway)"
             )
         if previous and count < previous * (1 - config.max_shrink):
             raise PublishRefused(
@@ -240,7 +258,14 @@ class Crawl:
             raise group.exceptions[0] from None
 
     async def _read_robots(self, url: str) -> None:
-        self.robots, self.tally.robots_note = await fetch_robots(url, self._request)
+        answers: list[Response] = []
+
+        async def get(robots_url: str, max_bytes: int) -> Response:
+            answers.append(await self._request(robots_url, max_bytes))
+            return answers[-1]
+
+        self.robots, self.tally.robots_note = await fetch_robots(url, get)
+        self._site_answered = any(answer.status for answer in answers)
         self.screen.robots = self.robots
         self.log(f"robots.txt: {self.tally.robots_note}")
         self.throttle.set_crawl_delay(self.robots.crawl_delay(self.config.user_agent))
@@ -252,6 +277,12 @@ class Crawl:
         assert self.state is not None
         journal, budgets = self.journal, self.screen.budgets
         snap = self.state.load()
+        if snap.counters.get("outage"):
+            raise StateError(
+                f"the crawl saved in {self.state.path} stopped because the site looked down; "
+                "its failed pages would be kept as they failed: start a fresh crawl without "
+                "--resume"
+            )
         for row in snap.queued:
             self.frontier.add(row.url, row.depth, row.referrer)
             budgets.spend(row.url)
@@ -270,6 +301,7 @@ class Crawl:
         for key, url in snap.bodies.items():
             journal.twins.met(int.from_bytes(key, "little", signed=True), url)
         self.tally.fetched = self._requested = self._done_requests = snap.counters.get("fetched", 0)
+        self.tally.failed = snap.counters.get("failed", 0)
         self.log(
             f"resuming: {len(snap.queued)} URLs queued, {listed} listed, "
             f"{self.tally.fetched} pages fetched before"
@@ -365,7 +397,8 @@ class Crawl:
     def _outage_message(self) -> str:
         return (
             f"not published: the site looks down ({self._outage}); stopped after "
-            f"{self.tally.fetched} requests, the previous sitemap is kept"
+            f"{self.tally.fetched} requests, the previous sitemap is kept (try again later: "
+            f"--force does not publish a crawl cut short)"
         )
 
     def _stopped_message(self) -> str:
@@ -450,10 +483,15 @@ class Crawl:
         start = self.plan.origins.to_public(self.plan.start)
         if self.tally.reasons[ROBOTS_TXT] and not self.tally.fetched:
             note = self.tally.robots_note.removesuffix(", everything disallowed")
-            if self.robots.denial is not None:
+            if self.robots.denial is not None and not self._site_answered:
                 return (
                     f"nothing crawled: the site could not be reached (robots.txt fetch "
                     f"failed: {note}); RFC 9309 allows no crawl until robots.txt can be read"
+                )
+            if self.robots.denial is not None:
+                return (
+                    f"nothing crawled: robots.txt could not be read ({note}); RFC 9309 allows "
+                    f"no crawl until it can be"
                 )
             return f"nothing listed: robots.txt forbids {start} ({note})"
         met = sum(self.tally.reasons.values())
@@ -482,7 +520,7 @@ class Crawl:
                 self._active.discard(task.url)
                 self._changed.set()
             if self.state is not None:
-                self.state.counter("fetched", self._done_requests)
+                self._save_counters()
                 self.state.maybe_checkpoint()
 
     # -- one URL ---------------------------------------------------------------------------
@@ -493,6 +531,7 @@ class Crawl:
         if judged is None:
             return
         url, facts, page, decision = judged
+        self._active.discard(task.url)  # judged: a link to it from its own page is no news
         if facts.canonical and not decision.listed and facts.canonical_in_scope:
             self._discover(facts.canonical, task.depth + 1, self._public(url))
         if page.targets and follows_links(facts, self.policy):
@@ -506,8 +545,8 @@ class Crawl:
             return None
         resp, page = fetched.response, fetched.page
         self._done_requests += 1  # recorded below, before the next await
-        if page is None:  # no answer
-            error = resp.error or "no answer"
+        if page is None:  # no answer, or none we could read
+            error = resp.error or fetched.unreadable or "no answer"
             self._record(url, None, Decision(FETCH_ERROR, _with_notes(error, resp)), task)
             return None
         facts = PageFacts(url, resp.status, page.mime, page.meta, page.header)
@@ -624,14 +663,18 @@ class Crawl:
         while the URL waits to be judged, or when broken URLs are known."""
         discover, refer, met = self._discover, self._refer, self.frontier.seen.get
         active, broken = self._active, self.tally.broken
+        depths = self.journal.depths  # listings that may have twins: a closer link counts
         to_crawl = None if self.identity else self.plan.origins.to_crawl
         for target in targets:
             url = target if to_crawl is None else to_crawl(target)
             queued = met(url)
             if queued is None:
                 discover(target, depth, referrer)  # maps to crawl space itself
-            elif queued != DONE or broken or url in active:
+                continue
+            if queued != DONE or broken or url in active:
                 refer(url, referrer, depth)
+            if depth < depths.get(url, depth):
+                self.journal.closer(url, depth)
 
     def _discover(self, url: str, depth: int, referrer: str | None) -> None:
         """A link to url was found: queue it, or record at once why it won't be fetched."""

@@ -8,6 +8,7 @@ anything with that `get`: the engine runs as well over an in-memory one (tests).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -43,9 +44,6 @@ class Response:
     def location(self) -> str | None:
         return self.headers.get("Location")
 
-    @property
-    def content_type(self) -> str | None:
-        return self.headers.get("Content-Type")
 
 
 def describe_error(exc: BaseException, timeout: float) -> str:
@@ -53,7 +51,9 @@ def describe_error(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, TimeoutError):
         return f"no complete response within {timeout:g} s"
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return f"cannot connect: {exc.os_error.strerror or exc.os_error}"
+        error = exc.os_error
+        reason = os.strerror(error.errno) if error.errno else error.strerror or str(error)
+        return f"cannot connect: {reason.lower() if reason else error}"
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         return "server closed the connection without a response"
     if isinstance(exc, aiohttp.ClientPayloadError):

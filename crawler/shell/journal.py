@@ -16,6 +16,7 @@ from typing import IO, Protocol
 from crawler.core.decide import DUPLICATE_OF, LISTED, OUT_OF_SCOPE, Decision
 from crawler.core.duplicates import Twins
 from crawler.core.report import DecisionRecord, Tally, is_broken
+from crawler.errors import OutputError
 from crawler.shell.listings import Listing, Spool
 from crawler.shell.state import CrawlState
 from sitemap_out import Entry
@@ -45,6 +46,10 @@ class Journal:
         self.settle: Callable[[str], None] | None = None  # tells workers a URL is judged
         self.echo: Callable[[DecisionRecord], None] | None = None  # also gets every record
         self.refs: dict[str, tuple[str, ...]] = {}  # URL not yet judged -> more linking pages
+        # listing that may have twins -> its depth: the fewest links from the start found to
+        # it, which a link found after it was fetched can lower (pages in flight at a smaller
+        # depth finish late), so that twins are ranked the same whatever the timing
+        self.depths: dict[str, int] = {}
 
     # -- decisions -------------------------------------------------------------------------
 
@@ -87,7 +92,13 @@ class Journal:
             if self.settle is not None:
                 self.settle(url)  # a link to url changes nothing now
         if self.decisions is not None:
-            self.decisions.write(record.to_json() + "\n")
+            try:
+                self.decisions.write(record.to_json() + "\n")
+            except OSError as exc:
+                raise OutputError(
+                    f"cannot write the decisions file {self.decisions.name}: "
+                    f"{exc.strerror or exc}; the previously published sitemap is untouched"
+                ) from None
         if self.echo is not None:
             self.echo(record)
 
@@ -108,17 +119,24 @@ class Journal:
 
     # -- listings --------------------------------------------------------------------------
 
+    def closer(self, url: str, depth: int) -> None:
+        """A listing that may have twins was found fewer links from the start."""
+        if depth < self.depths[url]:
+            self.depths[url] = depth
+            if self.state is not None:
+                self.state.lowered(url, depth)
+
     def listing(self, listing: Listing, *, replayed: bool = False) -> None:
         """A page that would be listed: it waits for its twins, if any (see module doc).
         `replayed`: read back from the state file by a resumed crawl."""
-        if listing.body is not None:
-            self.twins.claim(listing.body, listing.depth, listing.url)
         if self.spool is None:  # judging one URL: no twins to wait for
             self.emit(
                 listing.url, listing.status, _listed(listing), listing.depth, listing.referrer
             )
             return
         self.spool.add(listing)
+        if listing.body is not None:
+            self.depths[listing.url] = listing.depth
         if self.state is not None and not replayed:
             self.state.listed(listing)
         self.tally.reasons[LISTED] += 1
@@ -132,7 +150,10 @@ class Journal:
         they were made, and record the others as duplicates of the one listed."""
         assert self.spool is not None
         self.settle = None  # the workers are gone
-        twins, state = self.twins, self.state
+        twins, state, depths = self.twins, self.state, self.depths
+        for listing in self.spool:
+            if listing.body is not None:
+                twins.claim(listing.body, depths.get(listing.url, listing.depth), listing.url)
         for listing in self.spool:
             url = listing.url
             winner = url if listing.body is None else twins.winner(listing.body)
@@ -159,7 +180,13 @@ class Journal:
 
     def close(self) -> None:
         if self.decisions is not None:
-            self.decisions.close()
+            try:
+                self.decisions.close()
+            except OSError as exc:
+                raise OutputError(
+                    f"cannot write the decisions file {self.decisions.name}: "
+                    f"{exc.strerror or exc}"
+                ) from None
         if self.spool is not None:
             self.spool.close()
 

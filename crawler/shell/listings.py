@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO
 
 from crawler.core.wire import pack, unpack
+from crawler.errors import OutputError
 from sitemap_out import Entry
 
 __all__ = ["Listing", "Spool", "from_micros", "to_micros"]
@@ -69,13 +70,21 @@ class Spool:
 
     def __init__(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
+        self._folder = folder
         # closed by close(), and by the OS with the process: no name is ever left behind
         self._file: IO[bytes] = tempfile.TemporaryFile(dir=folder, prefix=".listings-")  # noqa: SIM115
         self.count = 0
 
     def add(self, listing: Listing) -> None:
         data = pack(listing)
-        self._file.write(_LENGTH.pack(len(data)) + data)
+        try:
+            self._file.write(_LENGTH.pack(len(data)) + data)
+        except OSError as exc:
+            raise OutputError(
+                f"cannot write the listings waiting for the end of the crawl (a temporary "
+                f"file in {self._folder}): {exc.strerror or exc}; the previously published "
+                f"sitemap is untouched"
+            ) from None
         self.count += 1
 
     def __iter__(self) -> Iterator[Listing]:

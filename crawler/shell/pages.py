@@ -18,18 +18,26 @@ __all__ = ["Fetched", "LocalPages", "analysed"]
 
 @dataclass(slots=True)
 class Fetched:
-    """One answer and what it says about its page (None: a redirect, or no answer at all)."""
+    """One answer and what it says about its page (None: a redirect, no answer at all, or a
+    page that could not be analysed, as `unreadable` says)."""
 
     response: Response
     page: PageResult | None
+    unreadable: str | None = None
 
 
 def analysed(
     url: str, resp: Response, policy: PagePolicy, known: Mapping[str, object] | None = None
 ) -> Fetched:
+    """The answer and its analysis. A page our analysis fails on (a bug of ours, never the
+    page's fault: analyse takes any bytes) costs that page alone, the same way in this
+    process and in a worker, and is not retried: asking again would fail again."""
     if resp.error or resp.status in REDIRECT_STATUSES:
         return Fetched(resp, None)
-    page = analyse(url, resp.status, resp.headers, resp.body, resp.truncated, policy, known)
+    try:
+        page = analyse(url, resp.status, resp.headers, resp.body, resp.truncated, policy, known)
+    except Exception as exc:
+        return Fetched(resp, None, f"cannot analyse the page: {type(exc).__name__}: {exc}")
     return Fetched(resp, page)
 
 

@@ -146,6 +146,7 @@ class Result:
     truncated: bool
     seconds: float | None  # the exchange, timed in the worker: no pipe or queue in it
     page: PageResult | None
+    unreadable: str | None  # why the page could not be analysed
 
 
 class WorkerLost(Exception):
@@ -520,7 +521,10 @@ def _result(job: int, fetched: Fetched) -> bytes:
     resp = fetched.response
     headers = resp.headers
     kept = [(name, value) for name in KEPT_HEADERS for value in headers.getall(name, ())]
-    result = Result(job, resp.status, kept, resp.error, resp.truncated, resp.seconds, fetched.page)
+    result = Result(
+        job, resp.status, kept, resp.error, resp.truncated, resp.seconds, fetched.page,
+        fetched.unreadable,
+    )  # fmt: skip
     return _frame(pack(result))
 
 
@@ -530,7 +534,7 @@ def _fetched(url: str, result: Result) -> Fetched:
         url, result.status, headers, error=result.error, truncated=result.truncated,
         seconds=result.seconds,
     )  # fmt: skip
-    return Fetched(resp, result.page)
+    return Fetched(resp, result.page, result.unreadable)
 
 
 # -- the worker process ----------------------------------------------------------------------
@@ -571,9 +575,14 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
                 fetched.page.targets = links.unsettled(fetched.page.targets)
         except Exception as exc:  # a bug of ours: this URL fails, the crawl goes on
             fetched = Fetched(Response(url, error=f"worker: {type(exc).__name__}: {exc}"), None)
+        try:
+            frame = _result(number, fetched)
+        except Exception as exc:  # a result that cannot cross: the URL fails, never hangs
+            error = f"worker: cannot send the result: {type(exc).__name__}: {exc}"
+            frame = _result(number, Fetched(Response(url), None, error))
         if not out:
             loop.call_soon(flush)
-        out.append(_result(number, fetched))
+        out.append(frame)
         await writer.drain()
 
     jobs: set[asyncio.Task[None]] = set()

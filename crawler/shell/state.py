@@ -77,7 +77,12 @@ _DONE: Final = 1
 #: field name, so a field added to Listing that the table lacks fails loudly, at once.
 _LISTING_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Listing))
 _LISTING_SELECT: Final = ", ".join(
-    {"url": "u.url", "loc": "coalesce(l.loc, u.url)", "referrer": "r.url"}.get(name, f"l.{name}")
+    {
+        "url": "u.url",
+        "loc": "coalesce(l.loc, u.url)",
+        "referrer": "r.url",
+        "depth": "min(l.depth, coalesce(u.depth, l.depth))",  # lowered() after it was listed
+    }.get(name, f"l.{name}")
     for name in _LISTING_FIELDS
 )
 _LISTING_INSERT: Final = (
@@ -131,6 +136,7 @@ CREATE TABLE listings (
     priority REAL,
     body INTEGER
 );
+CREATE INDEX listings_url ON listings (url);  -- unlisted() deletes by URL
 CREATE TABLE referrers (
     seq INTEGER PRIMARY KEY,
     url INTEGER NOT NULL REFERENCES urls(id),
@@ -344,7 +350,7 @@ class CrawlState:
     def lowered(self, url: str, depth: int, referrer: str | None = None) -> None:
         """A queued ``url`` was found again at a smaller depth, so it moves up the frontier.
 
-        It takes a fresh place in the queue order, as the frontier's heap gives it one;
+        It takes a fresh place in the queue order, as the frontier gives it one;
         ``referrer``, when given, replaces the old one, as the frontier's task does.
         """
         ref = None if referrer is None else self._intern(referrer)
