@@ -2,7 +2,7 @@
 
 A crawl of a large site runs for hours; losing it to a crash, a deploy or a SIGKILL and
 starting over costs every request again. So the engine reports each change here (a URL
-queued, a URL's decision and sitemap entry, a body hash, a counter) and this module keeps
+queued, a URL's decision or listing, a body hash, a referrer, a counter) and this module keeps
 enough to rebuild the engine's memory exactly: ``--resume`` then continues where the last
 checkpoint left off and publishes the same sitemap an uninterrupted crawl would have.
 
@@ -14,7 +14,7 @@ Design, and why:
   the engine records a page's decision together with the links it found, the state on disk
   always ends on page boundaries: the pages lost since the last checkpoint are simply still
   "queued" and are fetched again.
-* Each URL string is stored once, in ``urls`` with an integer id; decisions, entries, body
+* Each URL string is stored once, in ``urls`` with an integer id; decisions, listings, body
   hashes and referrers point at ids. Crawl state is dominated by URLs, and a crawl of a
   million pages would otherwise store each one three or four times.
 * Ids are assigned in memory (the engine's URL universe is in memory anyway), so recording
@@ -65,7 +65,7 @@ APPLICATION_ID: Final = 0x534D4353
 
 DEFAULT_CHECKPOINT_OPS: Final = 2_000
 DEFAULT_CHECKPOINT_SECONDS: Final = 2.0
-#: Rows read per query when streaming decisions and entries back; bounds memory on resume.
+#: Rows read per query when streaming decisions and listings back; bounds memory on resume.
 _CHUNK: Final = 10_000
 
 # urls.state: NULL means the string is only referenced (say, a referrer that was never met
