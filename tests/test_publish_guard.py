@@ -10,7 +10,6 @@ import resource
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 from aiohttp import web
 
 from crawler.cli import main
+from tests.procs import CLI, child_env, cli_shim
 from tests.sites import Page, Site, html, read_published
 
 REPO = Path(__file__).resolve().parents[1]
@@ -168,10 +168,10 @@ def test_a_state_file_that_cannot_be_written_exits_5(serve, tmp_path, xsd):
     out.mkdir()
     (out / "sitemap.xml").write_bytes(b"<previously published/>")
     child = subprocess.run(
-        [sys.executable, "-m", "crawler.cli", "crawl", srv.url + "/", "-o", str(out),
+        [*CLI, "crawl", srv.url + "/", "-o", str(out),
          "--state", str(tmp_path / "s.sqlite"), "--quiet", "--max-pages", "3000"],
         capture_output=True, text=True, timeout=120, preexec_fn=lambda: _limited(96 * 1024),
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=child_env(),
     )  # fmt: skip
     assert child.returncode == 5, child.stderr
     line = _one_line(child.stderr)
@@ -189,10 +189,10 @@ def test_a_decisions_file_that_cannot_be_written_exits_5_naming_it(serve, tmp_pa
     srv = serve(Site({"/robots.txt": Page("", status=404)}, fallback=page).app)
     out, decisions = tmp_path / "out", tmp_path / "d.jsonl"
     child = subprocess.run(
-        [sys.executable, "-m", "crawler.cli", "crawl", srv.url + "/", "-o", str(out),
+        [*CLI, "crawl", srv.url + "/", "-o", str(out),
          "--decisions", str(decisions), "--quiet", "--max-pages", "3000"],
         capture_output=True, text=True, timeout=120, preexec_fn=lambda: _limited(64 * 1024),
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=child_env(),
     )  # fmt: skip
     assert child.returncode == 5, child.stderr
     line = _one_line(child.stderr)
@@ -215,20 +215,14 @@ def test_a_report_that_cannot_be_written_after_publishing_exits_5(serve, tmp_pat
 
 @pytest.fixture
 def job_env(tmp_path: Path) -> dict[str, str]:
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    script = shim / "sitemap-crawler"
-    script.write_text(f'#!/bin/sh\nexec {sys.executable} -m crawler.cli "$@"\n')
-    script.chmod(0o755)
+    shim = cli_shim(tmp_path / "bin")
     (tmp_path / "state").mkdir()
-    return {
-        **os.environ,
-        "PATH": f"{shim}:{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(REPO),
-        "SITEMAP_CRAWLER_CONFIG": str(tmp_path / "job.toml"),
-        "SITEMAP_CRAWLER_OUT": str(tmp_path / "out"),
-        "SITEMAP_CRAWLER_STATE_DIR": str(tmp_path / "state"),
-    }
+    return child_env(
+        PATH=f"{shim}:{os.environ.get('PATH', '')}",
+        SITEMAP_CRAWLER_CONFIG=str(tmp_path / "job.toml"),
+        SITEMAP_CRAWLER_OUT=str(tmp_path / "out"),
+        SITEMAP_CRAWLER_STATE_DIR=str(tmp_path / "state"),
+    )
 
 
 def _job(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
