@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import marshal
+import operator
 import types
 import typing
 from typing import Any, TypeVar
@@ -67,24 +68,45 @@ def tag(cls: type) -> int:
     return _shape(cls)[1]
 
 
+# class -> a getter of its field values as a tuple (operator.attrgetter: in C), and the
+# positions of its nested records; a flat record (most) is packed and built in one call each
+_access: dict[type, tuple[Any, tuple[tuple[int, type], ...]]] = {}
+
+
+def _accessors(cls: type) -> tuple[Any, tuple[tuple[int, type], ...]]:
+    access = _access.get(cls)
+    if access is None:
+        names, _, nested = _shape(cls)
+        get = operator.attrgetter(*names) if len(names) > 1 else (lambda r: (getattr(r, names[0]),))
+        inner = tuple((i, kind) for i, kind in enumerate(nested) if kind is not None)
+        access = _access[cls] = get, inner
+    return access
+
+
 def _values(record: Any) -> tuple[Any, ...]:
-    names, _, nested = _shape(type(record))
-    return tuple(
-        _values(value) if kind is not None and value is not None else value
-        for value, kind in zip((getattr(record, n) for n in names), nested, strict=True)
-    )
+    get, inner = _accessors(type(record))
+    values: tuple[Any, ...] = get(record)
+    if inner:
+        listed = list(values)
+        for i, _ in inner:
+            if listed[i] is not None:
+                listed[i] = _values(listed[i])
+        values = tuple(listed)
+    return values
 
 
 def _build(cls: type[T], values: Any) -> T:
-    names, _, nested = _shape(cls)
+    names = _shape(cls)[0]
     if not isinstance(values, tuple) or len(values) != len(names):
         raise WireError(f"not a packed {cls.__name__} of this version")
-    return cls(
-        *(
-            _build(kind, value) if kind is not None and value is not None else value
-            for value, kind in zip(values, nested, strict=True)
-        )
-    )
+    inner = _accessors(cls)[1]
+    if inner:
+        listed = list(values)
+        for i, kind in inner:
+            if listed[i] is not None:
+                listed[i] = _build(kind, listed[i])
+        return cls(*listed)
+    return cls(*values)
 
 
 def pack(record: Any) -> bytes:

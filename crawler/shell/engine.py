@@ -566,6 +566,8 @@ class Crawl:
             body = page.body_key if self.policy.skip_duplicates else None
             listing = self._listing(url, task, resp, decision.detail, body)
             if isinstance(listing, Listing):
+                if facts.twin_of is not None:
+                    self.journal.contested = True
                 self.journal.listing(listing)
             else:
                 decision = listing

@@ -50,6 +50,9 @@ class Journal:
         # it, which a link found after it was fetched can lower (pages in flight at a smaller
         # depth finish late), so that twins are ranked the same whatever the timing
         self.depths: dict[str, int] = {}
+        # whether a listing answered a body met before: without one there are no twins to
+        # rank, and the end of the crawl takes one pass over the listings instead of two
+        self.contested = False
 
     # -- decisions -------------------------------------------------------------------------
 
@@ -137,7 +140,9 @@ class Journal:
         self.spool.add(listing)
         if listing.body is not None:
             self.depths[listing.url] = listing.depth
-        if self.state is not None and not replayed:
+        if replayed:
+            self.contested = True  # whether its body was met before is not saved
+        elif self.state is not None:
             self.state.listed(listing)
         self.tally.reasons[LISTED] += 1
         if self.refs:
@@ -151,12 +156,13 @@ class Journal:
         assert self.spool is not None
         self.settle = None  # the workers are gone
         twins, state, depths = self.twins, self.state, self.depths
-        for listing in self.spool:
+        for listing in self.spool if self.contested else ():
             if listing.body is not None:
                 twins.claim(listing.body, depths.get(listing.url, listing.depth), listing.url)
         for listing in self.spool:
             url = listing.url
             winner = url if listing.body is None else twins.winner(listing.body)
+            # (None when nothing was contested: every listing is its own body's winner)
             if winner is None or winner == url:
                 await sink.add(listing.entry())
                 self._final(listing, _listed(listing), counted=True)
