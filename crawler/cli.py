@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import socket
 import sys
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
@@ -159,6 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "explain":
             return _explain(args)
         config = load_config(args)
+        args.output_folder = config.output  # named by a failure to write there
         return _crawl(config)
     except KeyboardInterrupt:  # before the crawl's own signal handling is in place
         _err("interrupted; the previously published sitemap is untouched")
@@ -167,11 +169,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _err(str(exc))
         return getattr(exc, "exit_code", EXIT_FAILURE)
     except OSError as exc:
-        if isinstance(exc, ConnectionError):  # the network's are caught where they occur
-            return _unexpected(exc)
+        if isinstance(exc, ConnectionError | TimeoutError | socket.gaierror):
+            return _unexpected(exc)  # the network's: caught where they occur, but for a bug
         # our own files: the sitemap's, in the output folder (the others name themselves)
-        where = exc.filename or getattr(args, "output", None) or "the output folder"
-        _err(f"cannot write {where}: {exc.strerror or exc}; the published sitemap is untouched")
+        where = exc.filename or getattr(args, "output_folder", None) or "the output folder"
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        _err(f"cannot write {where}: {reason}; the published sitemap is untouched")
         return EXIT_IO
     except Exception as exc:  # the one place an unexpected error is turned into a line
         return _unexpected(exc)

@@ -205,3 +205,27 @@ def test_the_same_twin_is_listed_after_a_resume(serve, tmp_path, xsd):
     assert main(["crawl", *args, "--resume", "--decisions", str(decisions)]) == 0
     assert _winner(decisions) == {srv.url + "/a"}
     assert srv.url + "/a" in read_published(out, xsd).locs
+
+
+def test_a_closer_link_to_a_twin_counts_when_workers_parse_the_pages(serve, tmp_path):
+    """Workers leave out links to settled URLs, but not a closer link to a listing that
+    may have twins: /t is listed (2 links away, through the slow /x), not /longer-twin."""
+
+    async def slow_x(request: web.Request) -> web.Response:
+        await asyncio.sleep(2.0)
+        return web.Response(text=html("/t", body="x"), content_type="text/html")
+
+    fill = [f"/f{i}" for i in range(150)]  # past the workers' start
+    pages: dict = {"/": html(*fill, "/x", "/y"), "/x": slow_x}
+    pages.update({f: html(body=f) for f in fill})
+    pages["/y"] = html("/y1", "/longer-twin", body="y")
+    pages["/y1"] = html("/t", *[f"/g{i}" for i in range(200)], body="y1")
+    pages.update({f"/g{i}": html(body=f"g{i}") for i in range(200)})
+    pages["/t"] = pages["/longer-twin"] = Page(BODY)
+    srv = serve(Site(pages).app)
+    decisions = tmp_path / "d.jsonl"
+    args = ["--workers", "2", "--concurrency", "4", "--decisions", str(decisions)]
+    assert _crawl(srv.url + "/", tmp_path / "o", *args) == 0
+    d = read_decisions(decisions)
+    assert d[srv.url + "/t"]["reason"] == "listed"
+    assert d[srv.url + "/longer-twin"]["detail"] == srv.url + "/t"

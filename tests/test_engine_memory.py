@@ -263,3 +263,36 @@ def test_a_crawl_an_outage_cut_short_is_neither_published_nor_resumed(tmp_path):
         crawl(pages, tmp_path / "o", force=True, **options)
     with pytest.raises(StateError, match="looked down"):
         crawl(pages, tmp_path / "o", resume=True, **options)
+
+
+def _twin_decisions(pages: dict, delays: dict[str, float], out: Path) -> dict:
+    transport = _Delayed(pages, delays)
+    config = build({}, {"url": SITE, "output": out, "quiet": True})
+    engine = Crawl(config, transport=transport)
+    records: list = []
+    engine.journal.echo = records.append
+    asyncio.run(engine.run())
+    return {r.url: (r.reason, r.detail) for r in records}
+
+
+@pytest.mark.parametrize("slow_t", [0.0, 0.3])
+def test_a_closer_link_found_while_a_twin_is_fetched_counts(tmp_path, slow_t):
+    pages: dict = {SITE: html("/x", "/y"), SITE + "x": html("/t", body="x")}
+    pages[SITE + "y"] = html("/y1", "/longer-twin", body="y")
+    pages[SITE + "y1"] = html("/t", body="y1")
+    pages[SITE + "t"] = pages[SITE + "longer-twin"] = TWIN
+    delays = {SITE + "x": 0.1, SITE + "t": slow_t}
+    decided = _twin_decisions(pages, delays, tmp_path / "o")
+    assert decided[SITE + "t"] == ("listed", "")
+
+
+@pytest.mark.parametrize("slow_r", [0.0, 0.1])
+def test_a_redirect_to_a_listed_twin_brings_it_closer(tmp_path, slow_r):
+    """/r (depth 1) redirects to /t: /t is 1 link away, /longer-twin 2; /t is also found
+    3 links away (through /y1), and fetched from there first when /r is slow."""
+    pages: dict = {SITE: html("/r", "/y"), SITE + "r": Answer("", 301, {"Location": "/t"})}
+    pages[SITE + "y"] = html("/y1", "/longer-twin", body="y")
+    pages[SITE + "y1"] = html("/t", body="y1")
+    pages[SITE + "t"] = pages[SITE + "longer-twin"] = TWIN
+    decided = _twin_decisions(pages, {SITE + "r": slow_r}, tmp_path / "o")
+    assert decided[SITE + "t"] == ("listed", "")

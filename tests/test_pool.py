@@ -358,11 +358,24 @@ def test_a_result_crosses_the_pipe_with_what_the_crawl_reads():
 
 def test_every_message_crosses_the_pipe_field_by_field():
     policy = PagePolicy("bot", True, ("utm_*", "sid"))
-    for message in (Settings("bot/1", 3, 2.5, 1024, policy), Job(3, "http://h/"), Settled(["a"])):
+    messages = (
+        Settings("bot/1", 3, 2.5, 1024, policy),
+        Job(3, "http://h/", 2),
+        Settled(["a"], [0]),
+    )
+    for message in messages:
         assert unpack_any((Settings, Job, Settled), pack(message)) == message
     assert unpack(Result, pack(Result(1, 0, [], "refused", False, 0.5, None, None))).page is None
     with pytest.raises(WireError):
-        unpack(Job, pack(Settled(["a"])))  # another record is never read as this one
+        unpack(Job, pack(Settled(["a"], [0])))  # another record is never read as this one
+
+
+def test_a_settled_listing_still_gets_links_that_bring_it_closer():
+    links = LinkResolver()
+    links.settle(["http://h/twin", "http://h/done"], [3, 0])
+    targets = ["http://h/twin", "http://h/done", "http://h/new"]
+    assert links.unsettled(targets, 3) == ["http://h/new"]
+    assert links.unsettled(targets, 2) == ["http://h/twin", "http://h/new"]
 
 
 # --- the workers' link resolution -----------------------------------------------------------
@@ -391,11 +404,11 @@ def test_link_resolver_agrees_with_resolve_less_what_is_settled(pages, capacity)
     for i, (page, newly_settled) in enumerate(pages):
         base = bases[i % len(bases)]
         expected = [t for t in (resolve(base, h, strip) for h in page) if t is not None]
-        got = links.unsettled(resolve_links(base, page, strip, links.known))
+        got = links.unsettled(resolve_links(base, page, strip, links.known), 1)
         unsettled = list(dict.fromkeys(t for t in expected if t not in settled))
         assert [t for t in got if t not in settled] == unsettled  # nothing lost, in order
         assert set(got) <= set(expected)  # settled ones may come back once forgotten
-        links.settle(newly_settled)
+        links.settle(newly_settled, [0] * len(newly_settled))
         settled.update(newly_settled)
 
 
@@ -404,9 +417,9 @@ def test_settled_urls_never_come_back_below_capacity(pages):
     links, settled = LinkResolver(), set()
     for page, newly_settled in pages:
         base = "http://h:1/x/y.html"
-        got = links.unsettled(resolve_links(base, page, ("utm_*",), links.known))
+        got = links.unsettled(resolve_links(base, page, ("utm_*",), links.known), 1)
         assert not set(got) & settled
-        links.settle(newly_settled)
+        links.settle(newly_settled, [0] * len(newly_settled))
         settled.update(newly_settled)
 
 

@@ -660,16 +660,18 @@ class LinkResolver:
 
     def __init__(self, capacity: int = 200_000) -> None:
         self._capacity = capacity
-        self.known: dict[str, bool] = {}  # URL produced -> settled
+        # URL produced -> UNSETTLED, or the depth below which a link to it still matters
+        # (0: none does; a listing that may have twins: its depth, which a closer link lowers)
+        self.known: dict[str, int] = {}
 
-    def settle(self, urls: list[str]) -> None:
+    def settle(self, urls: list[str], depths: list[int]) -> None:
         known = self.known
         if len(known) + len(urls) > self._capacity:
             known.clear()
-        known.update(dict.fromkeys(urls, True))
+        known.update(zip(urls, depths, strict=True))
 
-    def unsettled(self, targets: list[str]) -> list[str]:
-        """The targets not settled, remembering them all as produced."""
+    def unsettled(self, targets: list[str], depth: int) -> list[str]:
+        """The targets a link at `depth` still matters to, remembering them all as produced."""
         known = self.known
         met = known.get
         kept = []
@@ -678,7 +680,12 @@ class LinkResolver:
             if settled is None:
                 if len(known) >= self._capacity:
                     known.clear()
-                known[target] = False
-            if not settled:
+                known[target] = UNSETTLED
+                kept.append(target)
+            elif settled == UNSETTLED or depth < settled:
                 kept.append(target)
         return kept
+
+
+#: LinkResolver.known's value for a URL produced but not settled
+UNSETTLED = -1

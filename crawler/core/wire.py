@@ -38,17 +38,24 @@ def _nested(hint: Any) -> type | None:
     when a worker first meets one."""
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return hint
-    if typing.get_origin(hint) in (list, tuple, dict, set, frozenset):
-        for arg in typing.get_args(hint):
-            if _nested(arg) is not None or (
-                isinstance(arg, type) and dataclasses.is_dataclass(arg)
-            ):
-                raise TypeError(f"a collection of dataclasses cannot be packed: {hint}")
+    args = typing.get_args(hint)
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        found = [a for a in typing.get_args(hint) if isinstance(a, type)]
-        found = [a for a in found if dataclasses.is_dataclass(a)]
-        return found[0] if len(found) == 1 else None
+        found = [a for a in args if isinstance(a, type) and dataclasses.is_dataclass(a)]
+        others = [a for a in args if a not in found and a is not type(None)]
+        if found and (len(found) > 1 or others):
+            raise TypeError(f"only `Record | None` can hold a record: {hint}")
+        for arg in others:
+            _nested(arg)  # a collection of records inside, refused
+        return found[0] if found else None
+    if any(_holds_record(arg) for arg in args):
+        raise TypeError(f"a collection of dataclasses cannot be packed: {hint}")
     return None
+
+
+def _holds_record(hint: Any) -> bool:
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return True
+    return any(_holds_record(arg) for arg in typing.get_args(hint))
 
 
 def _shape(cls: type) -> tuple[tuple[str, ...], int, tuple[type | None, ...]]:

@@ -114,7 +114,8 @@ class Crawl:
         )
         self.tally = Tally()
         self.journal = Journal(self._public, self.tally)
-        self._active: set[str] = set()  # URLs being fetched now
+        # URLs being fetched now -> the fewest links from the start found to them so far
+        self._active: dict[str, int] = {}
         self._changed = asyncio.Event()
         self._stop_signal: int | None = None
         self._outage: str | None = None  # why the site looks down, when it does
@@ -209,9 +210,11 @@ class Crawl:
             await writer.abort()
             raise
         finally:
-            journal.close()
-            if self.state is not None:
-                self.state.close()
+            try:
+                journal.close()
+            finally:
+                if self.state is not None:
+                    self.state.close()
             pool = self._pool
             self.tally.requests = {
                 **self.throttle.stats,
@@ -415,10 +418,11 @@ class Crawl:
         fetched = await self._retried(lambda: _as_fetched(pages.get(url, max_bytes)))
         return fetched.response
 
-    async def _fetch(self, url: str) -> Fetched:
-        """One page through the politeness throttle and the retries, analysed."""
+    async def _fetch(self, url: str, depth: int) -> Fetched:
+        """One page through the politeness throttle and the retries, analysed. `depth`: of
+        the links on the page."""
         assert self._pages is not None
-        return await self._retried(functools.partial(self._pages.fetch, url))
+        return await self._retried(functools.partial(self._pages.fetch, url, depth))
 
     async def _retried(self, fetch: Callable[[], Awaitable[Fetched]]) -> Fetched:
         async def attempt() -> Fetched:
@@ -513,11 +517,11 @@ class Crawl:
                 self._changed.clear()
                 await self._changed.wait()
                 continue
-            self._active.add(task.url)
+            self._active[task.url] = task.depth
             try:
                 await self._process(task)
             finally:
-                self._active.discard(task.url)
+                self._active.pop(task.url, None)
                 self._changed.set()
             if self.state is not None:
                 self._save_counters()
@@ -531,7 +535,7 @@ class Crawl:
         if judged is None:
             return
         url, facts, page, decision = judged
-        self._active.discard(task.url)  # judged: a link to it from its own page is no news
+        self._active.pop(task.url, None)  # judged: a link to it from its own page is no news
         if facts.canonical and not decision.listed and facts.canonical_in_scope:
             self._discover(facts.canonical, task.depth + 1, self._public(url))
         if page.targets and follows_links(facts, self.policy):
@@ -586,7 +590,7 @@ class Crawl:
         chain = [url]
         for _ in range(self.config.max_redirects + 1):
             self._requested += 1  # before the await: max_pages counts requests in flight
-            fetched = await self._fetch(url)
+            fetched = await self._fetch(url, task.depth + 1)
             resp = fetched.response
             self.tally.fetched += 1
             if resp.error or resp.status >= 500:
@@ -637,16 +641,18 @@ class Crawl:
         lastmod = parse_http_date(resp.headers.get("Last-Modified"))
         if lastmod is not None and lastmod > datetime.now(UTC) + timedelta(days=1):
             lastmod = None  # a date in the future is a server clock error, not a lastmod
+        # links found to it while it was fetched may have brought it closer to the start
+        depth = min(task.depth, self._active.get(url, task.depth))
         listing = Listing(
             url,
             self._public(url),
             resp.status,
             detail,
-            task.depth,
+            depth,
             task.referrer,
             to_micros(lastmod),
             self.config.changefreq,
-            depth_priority(task.depth) if self.config.priority_by_depth else None,
+            depth_priority(depth) if self.config.priority_by_depth else None,
             body,
         )
         try:
@@ -697,14 +703,21 @@ class Crawl:
         self._changed.set()
 
     def _refer(self, url: str, referrer: str, depth: int) -> None:
-        """Another page links to url: a queued url may move closer to the start, and pages
-        linking to URLs not yet judged or judged broken are kept for the broken-links report."""
-        if self.frontier.is_queued(url) or url in self._active:
+        """Another page links to url: a queued url may move closer to the start (so may one
+        being fetched, and a listing: twins are ranked by it), and pages linking to URLs not
+        yet judged or judged broken are kept for the broken-links report."""
+        active = self._active.get(url)
+        if active is not None or self.frontier.is_queued(url):
+            if active is not None and depth < active:
+                self._active[url] = depth
             if self.frontier.lower(url, depth, referrer) and self.state is not None:
                 self.state.lowered(url, depth, referrer)
             self.journal.early_referrer(url, referrer)
-        elif self.tally.broken:
+            return
+        if self.tally.broken:
             self.journal.late_referrer(url, referrer)
+        if depth < self.journal.depths.get(url, depth):
+            self.journal.closer(url, depth)
 
     # -- bookkeeping -----------------------------------------------------------------------
 

@@ -45,14 +45,16 @@ class Response:
         return self.headers.get("Location")
 
 
-
 def describe_error(exc: BaseException, timeout: float) -> str:
     """A one-line, user-facing description of why a request failed."""
     if isinstance(exc, TimeoutError):
         return f"no complete response within {timeout:g} s"
     if isinstance(exc, aiohttp.ClientConnectorError):
         error = exc.os_error
-        reason = os.strerror(error.errno) if error.errno else error.strerror or str(error)
+        # a positive errno has the C library's words ("Connection refused"); a resolver's
+        # error (socket.gaierror, errno < 0) carries its own strerror
+        errno = error.errno if isinstance(error.errno, int) else 0
+        reason = os.strerror(errno) if errno > 0 else error.strerror or str(error)
         return f"cannot connect: {reason.lower() if reason else error}"
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         return "server closed the connection without a response"

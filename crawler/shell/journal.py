@@ -43,7 +43,8 @@ class Journal:
         self.state: CrawlState | None = None
         self.decisions: IO[str] | None = None  # the --decisions file
         self.spool: Spool | None = None  # None when judging one URL: a listing is final at once
-        self.settle: Callable[[str], None] | None = None  # tells workers a URL is judged
+        # tells workers a URL is judged, and the depth below which a link to it still counts
+        self.settle: Callable[[str, int], None] | None = None
         self.echo: Callable[[DecisionRecord], None] | None = None  # also gets every record
         self.refs: dict[str, tuple[str, ...]] = {}  # URL not yet judged -> more linking pages
         # listing that may have twins -> its depth: the fewest links from the start found to
@@ -93,7 +94,7 @@ class Journal:
             if self.refs:
                 self.refs.pop(url, None)
             if self.settle is not None:
-                self.settle(url)  # a link to url changes nothing now
+                self.settle(url, 0)  # a link to url changes nothing now
         if self.decisions is not None:
             try:
                 self.decisions.write(record.to_json() + "\n")
@@ -147,8 +148,8 @@ class Journal:
         self.tally.reasons[LISTED] += 1
         if self.refs:
             self.refs.pop(listing.url, None)
-        if self.settle is not None:
-            self.settle(listing.url)
+        if self.settle is not None:  # a closer link to a listing with twins still counts
+            self.settle(listing.url, listing.depth if listing.body is not None else 0)
 
     async def publish_listings(self, sink: EntrySink) -> None:
         """Every page is judged: list each listing that has no better twin, in the order
@@ -190,8 +191,7 @@ class Journal:
                 self.decisions.close()
             except OSError as exc:
                 raise OutputError(
-                    f"cannot write the decisions file {self.decisions.name}: "
-                    f"{exc.strerror or exc}"
+                    f"cannot write the decisions file {self.decisions.name}: {exc.strerror or exc}"
                 ) from None
         if self.spool is not None:
             self.spool.close()

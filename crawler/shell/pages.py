@@ -52,7 +52,8 @@ class LocalPages:
         self.policy = policy
         self.known = known
 
-    async def fetch(self, url: str) -> Fetched:
+    async def fetch(self, url: str, depth: int = 0) -> Fetched:
+        """url's answer, analysed; `depth`: of the links on its page (for PoolPages)."""
         return analysed(url, await self.transport.get(url), self.policy, self.known)
 
     async def get(self, url: str, max_bytes: int | None = None) -> Response:

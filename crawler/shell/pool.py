@@ -126,13 +126,16 @@ class Settings:
 class Job:
     job: int
     url: str
+    depth: int  # of the links on its page: a link to a settled URL may still matter
 
 
 @dataclass(slots=True)
 class Settled:
-    """URLs the crawl has judged for good: links to them need not be sent back."""
+    """URLs the crawl has judged for good: links to them need not be sent back, unless
+    found at less than the depth beside each (0: never)."""
 
     urls: list[str]
+    depths: list[int]
 
 
 @dataclass(slots=True)
@@ -262,7 +265,7 @@ class PoolPages(LocalPages):
         self._allowed = False
         self._fetched = 0
         self._local = 0  # requests this process has in flight outside its share
-        self._backlog: list[str] = []  # URLs settled before the workers started
+        self._backlog: list[tuple[str, int]] = []  # settled before the workers started
         # this process's share of --concurrency once workers run; all of it when all are lost
         self._here: asyncio.Semaphore | None = None
         self._deep: bool | None = False  # pipelined; None: never again (a worker was lost)
@@ -276,14 +279,14 @@ class PoolPages(LocalPages):
         """Workers started (alive or not): the crawl report's figure."""
         return len(self._workers)
 
-    async def fetch(self, url: str) -> Fetched:
+    async def fetch(self, url: str, depth: int = 0) -> Fetched:
         here = self._here
         if here is not None and not here.locked():
             async with here:  # a slot of our share is free: this page is ours
                 return await super().fetch(url)
         while (worker := self._pick()) is not None:
             with contextlib.suppress(WorkerLost):  # then the next worker, or this process
-                fetched = await worker.fetch(url)
+                fetched = await worker.fetch(url, depth)
                 self.worker_requests += 1
                 return fetched
         if here is not None and all(w.lost for w in self._workers):
@@ -310,12 +313,13 @@ class PoolPages(LocalPages):
             self._local -= 1
             self._deepen()
 
-    def settle(self, url: str) -> None:
-        """The crawl has judged url for good, and it is not broken: workers stop sending it."""
+    def settle(self, url: str, depth: int = 0) -> None:
+        """The crawl has judged url for good, and it is not broken: workers stop sending
+        links to it, except those found at less than `depth` (twins are ranked by it)."""
         if not self._workers:
-            self._backlog.append(url)  # handed to the workers when they start
+            self._backlog.append((url, depth))  # handed to the workers when they start
         for worker in self._workers:
-            worker.settle(url)
+            worker.settle(url, depth)
 
     def _pick(self) -> _Worker | None:
         """The live worker with the fewest jobs for its share of requests: it makes them in
@@ -379,7 +383,7 @@ class _Worker:
         share: int,
         on_lost: Callable[[_Worker], None],
         on_ready: Callable[[], None],
-        settled: list[str],
+        settled: list[tuple[str, int]],
     ) -> None:
         self.spare = spare
         self.share = share  # of --concurrency: the requests it may have in flight
@@ -399,7 +403,7 @@ class _Worker:
     def start(self, settings: bytes) -> None:
         self._reader = asyncio.get_running_loop().create_task(self._read(settings))
 
-    async def fetch(self, url: str) -> Fetched:
+    async def fetch(self, url: str, depth: int) -> Fetched:
         self._next += 1
         job = self._next
         future: asyncio.Future[Fetched] = asyncio.get_running_loop().create_future()
@@ -407,20 +411,21 @@ class _Worker:
         self._urls[job] = url
         if not self._out:
             asyncio.get_running_loop().call_soon(self._flush)
-        self._out.append(_frame(pack(Job(job, url))))
+        self._out.append(_frame(pack(Job(job, url, depth))))
         try:
             return await future
         finally:
             self.pending.pop(job, None)
             self._urls.pop(job, None)
 
-    def settle(self, url: str) -> None:
+    def settle(self, url: str, depth: int) -> None:
         if not self._stopping and not self.lost:
-            self._settled.append(url)  # sent with the next jobs
+            self._settled.append((url, depth))  # sent with the next jobs
 
     def _flush(self) -> None:
         if self._settled:
-            self._out.insert(0, _frame(pack(Settled(self._settled))))
+            urls, depths = zip(*self._settled, strict=True)
+            self._out.insert(0, _frame(pack(Settled(list(urls), list(depths)))))
             self._settled = []
         data, self._out = b"".join(self._out), []
         if self.alive and self._jobs is not None and not self._jobs.is_closing():
@@ -567,19 +572,22 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
         writer.write(b"".join(out))
         out.clear()
 
-    async def job(number: int, url: str) -> None:
+    async def job(number: int, url: str, depth: int) -> None:
         try:
             async with requests:
                 fetched = await pages.fetch(url)
             if fetched.page is not None and fetched.page.targets:
-                fetched.page.targets = links.unsettled(fetched.page.targets)
+                fetched.page.targets = links.unsettled(fetched.page.targets, depth)
         except Exception as exc:  # a bug of ours: this URL fails, the crawl goes on
             fetched = Fetched(Response(url, error=f"worker: {type(exc).__name__}: {exc}"), None)
         try:
             frame = _result(number, fetched)
         except Exception as exc:  # a result that cannot cross: the URL fails, never hangs
             error = f"worker: cannot send the result: {type(exc).__name__}: {exc}"
-            frame = _result(number, Fetched(Response(url), None, error))
+            try:  # the answer itself (status, headers) still tells the throttle how it went
+                frame = _result(number, Fetched(fetched.response, None, error))
+            except Exception:
+                frame = _result(number, Fetched(Response(url), None, error))
         if not out:
             loop.call_soon(flush)
         out.append(frame)
@@ -593,9 +601,9 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
             for payload in frames.feed(data):
                 message = unpack_any((Job, Settled), payload)
                 if isinstance(message, Settled):
-                    links.settle(message.urls)
+                    links.settle(message.urls, message.depths)
                     continue
-                task = loop.create_task(job(message.job, message.url))
+                task = loop.create_task(job(message.job, message.url, message.depth))
                 jobs.add(task)
                 task.add_done_callback(jobs.discard)
         if jobs:  # finish what was asked, then stop
