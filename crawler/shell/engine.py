@@ -60,7 +60,7 @@ from crawler.shell.progress import Renderer, Snapshot
 from crawler.shell.retry import RetryPolicy, fetch_with_retries
 from crawler.shell.state import CrawlState, StateError
 from crawler.shell.throttle import Throttle
-from sitemap_out import AsyncSitemapWriter, EntryError, PublishResult, count_published
+from sitemap_out import AsyncSitemapWriter, Entry, EntryError, PublishResult, count_published
 
 #: Fraction added to any requested spacing between requests: starts are timed here, and a
 #: send delayed by a busy machine must not bring two requests closer than --delay at the
@@ -156,6 +156,7 @@ class Crawl:
         self._writer = writer
         try:
             journal.spool = Spool(config.output)
+            journal.sink = writer
             journal.decisions = _open_text(config.decisions) if config.decisions else None
             if config.state is not None:
                 self.state = journal.state = CrawlState.open(
@@ -191,7 +192,7 @@ class Crawl:
                     raise InterruptedCrawl(self._stopped_message())
                 for task in self.frontier.drain():
                     self._record(task.url, None, Decision(LIMIT, "max_pages reached"), task)
-                await journal.publish_listings(writer)
+                await journal.publish_listings()
                 if self.state is not None:
                     self._save_counters()
                     self.state.checkpoint()  # a refused publish can be resumed with --force
@@ -299,7 +300,7 @@ class Crawl:
         listed = 0
         for listing in snap.listings:
             budgets.spend(listing.url)
-            journal.listing(listing, replayed=True)
+            await journal.listing(listing, replayed=True)
             listed += 1
         for key, url in snap.bodies.items():
             journal.twins.met(int.from_bytes(key, "little", signed=True), url)
@@ -568,13 +569,13 @@ class Crawl:
             decision = Decision(decision.reason, _with_notes(decision.detail, resp))
         if decision.listed:
             body = page.body_key if self.policy.skip_duplicates else None
-            listing = self._listing(url, task, resp, decision.detail, body)
-            if isinstance(listing, Listing):
+            made = self._listing(url, task, resp, decision.detail, body)
+            if isinstance(made, Decision):
+                decision = made
+            else:
                 if facts.twin_of is not None:
                     self.journal.contested = True
-                self.journal.listing(listing)
-            else:
-                decision = listing
+                await self.journal.listing(*made)
         if not decision.listed:
             self._record(url, resp.status, decision, task)
         return url, facts, page, decision
@@ -636,7 +637,7 @@ class Crawl:
 
     def _listing(
         self, url: str, task: Task, resp: Response, detail: str, body: int | None
-    ) -> Listing | Decision:
+    ) -> tuple[Listing, Entry] | Decision:
         """The listing of a page judged listable, or why the protocol cannot list it."""
         lastmod = parse_http_date(resp.headers.get("Last-Modified"))
         if lastmod is not None and lastmod > datetime.now(UTC) + timedelta(days=1):
@@ -661,7 +662,7 @@ class Crawl:
                 self._writer.check(entry)
         except EntryError as exc:  # a URL the protocol cannot hold (e.g. under 12 chars)
             return Decision(FETCH_ERROR, f"cannot be listed: {exc}")
-        return listing
+        return listing, entry
 
     # -- links -------------------------------------------------------------------------------
 

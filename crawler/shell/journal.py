@@ -32,6 +32,10 @@ EARLY_REFERRERS = 4
 class EntrySink(Protocol):
     async def add(self, entry: Entry) -> None: ...
 
+    async def restart(self) -> None:
+        """Drop every entry added so far."""
+        ...
+
 
 class Journal:
     """The record of one crawl (or of one `explain`)."""
@@ -43,6 +47,7 @@ class Journal:
         self.state: CrawlState | None = None
         self.decisions: IO[str] | None = None  # the --decisions file
         self.spool: Spool | None = None  # None when judging one URL: a listing is final at once
+        self.sink: EntrySink | None = None  # the writer: listings go there as they are made
         # tells workers a URL is judged, and the depth below which a link to it still counts
         self.settle: Callable[[str, int], None] | None = None
         self.echo: Callable[[DecisionRecord], None] | None = None  # also gets every record
@@ -130,15 +135,21 @@ class Journal:
             if self.state is not None:
                 self.state.lowered(url, depth)
 
-    def listing(self, listing: Listing, *, replayed: bool = False) -> None:
+    async def listing(
+        self, listing: Listing, entry: Entry | None = None, *, replayed: bool = False
+    ) -> None:
         """A page that would be listed: it waits for its twins, if any (see module doc).
-        `replayed`: read back from the state file by a resumed crawl."""
+        Its entry goes to the sink at once all the same: twins that lose are rare, and only
+        they make the sink start over at the end. `replayed`: read back from the state file
+        by a resumed crawl."""
         if self.spool is None:  # judging one URL: no twins to wait for
             self.emit(
                 listing.url, listing.status, _listed(listing), listing.depth, listing.referrer
             )
             return
         self.spool.add(listing)
+        if self.sink is not None:
+            await self.sink.add(entry if entry is not None else listing.entry())
         if listing.body is not None:
             self.depths[listing.url] = listing.depth
         if replayed:
@@ -151,21 +162,31 @@ class Journal:
         if self.settle is not None:  # a closer link to a listing with twins still counts
             self.settle(listing.url, listing.depth if listing.body is not None else 0)
 
-    async def publish_listings(self, sink: EntrySink) -> None:
+    async def publish_listings(self) -> None:
         """Every page is judged: list each listing that has no better twin, in the order
-        they were made, and record the others as duplicates of the one listed."""
-        assert self.spool is not None
+        they were made, and record the others as duplicates of the one listed. The sink has
+        every listing already; it starts over only when some twin lost."""
+        assert self.spool is not None and self.sink is not None
         self.settle = None  # the workers are gone
-        twins, state, depths = self.twins, self.state, self.depths
+        twins, state, depths, sink = self.twins, self.state, self.depths, self.sink
+        claimed: set[int] = set()
+        lost = False
         for listing in self.spool if self.contested else ():
             if listing.body is not None:
+                lost = lost or listing.body in claimed
+                claimed.add(listing.body)
                 twins.claim(listing.body, depths.get(listing.url, listing.depth), listing.url)
+        if lost:
+            await sink.restart()
+        elif self.decisions is None and self.echo is None:
+            return  # every listing is listed, and its decision goes nowhere but the tally
         for listing in self.spool:
             url = listing.url
             winner = url if listing.body is None else twins.winner(listing.body)
             # (None when nothing was contested: every listing is its own body's winner)
             if winner is None or winner == url:
-                await sink.add(listing.entry())
+                if lost:
+                    await sink.add(listing.entry())
                 self._final(listing, _listed(listing), counted=True)
                 continue
             decision = Decision(DUPLICATE_OF, self.public(winner))
