@@ -721,3 +721,16 @@ def test_base_href_with_a_fragment(serve, crawl):
     code, pub, _, _ = crawl(srv.url + "/")
     assert code == 0
     assert sorted(pub.locs) == [srv.url + "/", srv.url + "/x/c"]
+
+
+@pytest.mark.parametrize(
+    ("args", "entry"),
+    [([], "sitemap.xml"), (["--format", "txt"], "sitemap.txt"), (["--gzip"], "sitemap.xml")],
+)
+def test_the_robots_txt_line_names_the_file_published(serve, tmp_path, capsys, args, entry):
+    srv = serve(Site({"/": html("/a"), "/a": html()}).app)
+    out, report = tmp_path / "out", tmp_path / "r.json"
+    assert main(["crawl", srv.url + "/", "-o", str(out), "--report", str(report), *args]) == 0
+    assert (out / entry).is_file()
+    assert f"Sitemap: {srv.url}/{entry}" in capsys.readouterr().out
+    assert json.loads(report.read_text())["sitemap_url"] == f"{srv.url}/{entry}"

@@ -222,7 +222,8 @@ class Crawl:
                 "workers": pool.worker_count if pool is not None else 0,
                 "by_workers": pool.worker_requests if pool is not None else 0,
             }
-        return CrawlResult(self.tally, published, plan.sitemap_url)
+        # the file actually published: sitemap.txt for a text sitemap in one file
+        return CrawlResult(self.tally, published, published.sitemap_url or plan.sitemap_url)
 
     def _save_counters(self) -> None:
         """The figures a resumed crawl goes on from: max_pages' and the publish guard's."""
