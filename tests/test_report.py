@@ -23,3 +23,14 @@ def test_a_decision_line_carries_every_field_by_name() -> None:
     line = json.loads(record.to_json())
     fields = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
     assert line == {**fields, "listed": False}
+
+
+def test_the_summary_says_what_its_failure_count_counts():
+    from crawler.core.report import Tally
+
+    tally = Tally(fetched=10, failed=3, seconds=2.0)
+    tally.reasons["listed"] = 7
+    tally.reasons["http_error"] = 3
+    line = tally.summary()
+    assert line.endswith("3 requests failed (5xx or no answer, after retries)")
+    assert "errors" not in line

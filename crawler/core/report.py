@@ -89,7 +89,8 @@ class Tally:
         return (
             f"fetched {self.fetched} pages in {self.seconds:.1f} s "
             f"({self.pages_per_second:.0f} pages/s): {self.listed} URLs listed; "
-            f"excluded: {excluded or 'none'}; {self.errors} errors"
+            f"excluded: {excluded or 'none'}; "
+            f"{self.failed} requests failed (5xx or no answer, after retries)"
         )
 
     def to_json(self, extra: dict[str, Any]) -> dict[str, Any]:
