@@ -269,11 +269,11 @@ class Crawl:
             answers.append(await self._request(robots_url, max_bytes))
             return answers[-1]
 
-        self.robots, self.tally.robots_note = await fetch_robots(url, get)
+        robots, self.tally.robots_note = await fetch_robots(url, get)
         self._site_answered = any(answer.status for answer in answers)
-        self.screen.robots = self.robots
+        self.screen.robots = robots
         self.log(f"robots.txt: {self.tally.robots_note}")
-        self.throttle.set_crawl_delay(self.robots.crawl_delay(self.config.user_agent))
+        self.throttle.set_crawl_delay(robots.crawl_delay(self.config.user_agent))
         for warning in self.throttle.warnings:
             self.log(f"warning: {warning}")
 
@@ -489,12 +489,12 @@ class Crawl:
         start = self.plan.origins.to_public(self.plan.start)
         if self.tally.reasons[ROBOTS_TXT] and not self.tally.fetched:
             note = self.tally.robots_note.removesuffix(", everything disallowed")
-            if self.robots.denial is not None and not self._site_answered:
+            if self.screen.robots.denial is not None and not self._site_answered:
                 return (
                     f"nothing crawled: the site could not be reached (robots.txt fetch "
                     f"failed: {note}); RFC 9309 allows no crawl until robots.txt can be read"
                 )
-            if self.robots.denial is not None:
+            if self.screen.robots.denial is not None:
                 return (
                     f"nothing crawled: robots.txt could not be read ({note}); RFC 9309 allows "
                     f"no crawl until it can be"
@@ -682,8 +682,8 @@ class Crawl:
                 discover(target, depth, referrer)  # maps to crawl space itself
                 continue
             if queued != DONE or broken or url in active:
-                refer(url, referrer, depth)
-            if depth < depths.get(url, depth):
+                refer(url, referrer, depth)  # which also brings a listed twin closer
+            elif depth < depths.get(url, depth):
                 self.journal.closer(url, depth)
 
     def _discover(self, url: str, depth: int, referrer: str | None) -> None:
