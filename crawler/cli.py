@@ -57,6 +57,69 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
+#: The crawl's options in --help, by what a user is looking for; a line each. Every config
+#: key is in one group (a test checks), and `explain` takes only those marked as changing a
+#: decision about one URL.
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "scope and URLs",
+        (
+            "sitemap_url", "public_url", "include", "exclude", "exclude_listing_only",
+            "seed_sitemaps", "max_pages", "max_depth", "max_time", "strip_params",
+            "listed_types", "follow_nofollow", "respect_noindex", "respect_canonical",
+            "skip_duplicates", "max_redirects",
+        ),
+    ),
+    (
+        "politeness",
+        (
+            "concurrency", "delay", "max_rps", "max_crawl_delay", "retries",
+            "max_retry_after", "timeout", "user_agent",
+        ),
+    ),
+    (
+        "staging access",
+        ("auth", "header", "cookie", "proxy", "ca_bundle", "insecure", "robots_from"),
+    ),
+    (
+        "output",
+        (
+            "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file",
+            "changefreq", "priority_by_depth", "report", "decisions", "max_shrink",
+            "max_error_rate", "force",
+        ),
+    ),
+    ("state and resume", ("state", "resume")),
+    ("logging", ("quiet", "log_format")),
+    (
+        "advanced",
+        (
+            "workers", "max_page_bytes", "max_url_length", "max_segment_repeats",
+            "max_pages_per_folder", "max_pages_per_param",
+        ),
+    ),
+)  # fmt: skip
+
+#: The options that change the decision about one URL: all `explain` accepts.
+EXPLAIN_OPTIONS = frozenset(
+    {
+        "sitemap_url", "public_url", "include", "exclude", "exclude_listing_only",
+        "strip_params", "listed_types", "respect_noindex", "respect_canonical",
+        "max_redirects", "retries", "max_retry_after", "timeout", "user_agent", "auth",
+        "header", "cookie", "proxy", "ca_bundle", "insecure", "robots_from",
+        "max_page_bytes", "max_url_length", "max_segment_repeats",
+    }
+)  # fmt: skip
+
+EXPLAIN_EXAMPLES = """\
+examples:
+  sitemap-crawler explain https://example.com/docs/page.html
+  sitemap-crawler explain -c nightly.toml https://example.com/docs/old/
+
+exit codes: 0 would be listed, 3 would not, 2 bad usage or config
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     top = _Parser(
         prog="sitemap-crawler",
@@ -69,14 +132,20 @@ def _parser() -> argparse.ArgumentParser:
     crawl = commands.add_parser(
         "crawl",
         help="crawl a site and publish its sitemap",
+        usage="%(prog)s [options] URL [URL ...]",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
         argument_default=argparse.SUPPRESS,
         description="Crawl the site under URL's folder and publish sitemap.xml to the output "
-        "folder. Every option can also be set in a TOML file (-c), same names with "
-        "underscores; the command line wins.",
+        "folder. More URLs seed the same crawl. Every option can also be set in a TOML file "
+        "(-c), same names with underscores; the command line wins.",
     )
-    crawl.add_argument("url", nargs="?", metavar="URL", help="start URL; its folder is the scope")
+    crawl.add_argument(
+        "url",
+        nargs="*",
+        metavar="URL",
+        help="start URL; its folder is the scope (more URLs: more places to start from)",
+    )
     crawl.add_argument(
         "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
     )
@@ -84,44 +153,65 @@ def _parser() -> argparse.ArgumentParser:
     explain = commands.add_parser(
         "explain",
         help="say whether one URL would be listed, and why",
+        usage="%(prog)s [options] URL",
+        epilog=EXPLAIN_EXAMPLES,
+        formatter_class=_HelpFormatter,
         argument_default=argparse.SUPPRESS,
         description="Fetch one URL (and its robots.txt) and print the decision a crawl would "
         "make for it. The scope is the config's start URL (-c) if given, else the URL's own "
-        "folder. Exit code 0 when it would be listed, 3 when not.",
+        "folder. Only the options that change a decision are taken; a config file's other "
+        "keys are ignored.",
     )
     explain.add_argument("target", metavar="URL", help="the URL to judge")
     explain.add_argument(
         "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
     )
-    _add_config_options(explain)
+    _add_config_options(explain, only=EXPLAIN_OPTIONS)
     return top
 
 
-def _add_config_options(parser: argparse.ArgumentParser) -> None:
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Option help one line wide where the terminal allows: a grouped list is read by eye."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=32)
+
+
+def _add_config_options(
+    parser: argparse.ArgumentParser, only: frozenset[str] | None = None
+) -> None:
     short = {"output": "-o", "quiet": "-q"}
-    for spec in fields():
-        if spec.name == "url":
-            continue
-        flags = [f"--{spec.name.replace('_', '-')}"]
-        if spec.name in short:
-            flags.insert(0, short[spec.name])
-        meta = spec.metadata
-        kind = str(spec.type)
-        kwargs: dict[str, Any] = {"help": meta["help"] + _default_text(spec), "dest": spec.name}
-        if kind == "bool":
-            kwargs["action"] = argparse.BooleanOptionalAction
-        else:
-            kwargs["metavar"] = meta["metavar"]
-            if meta["choices"]:
-                kwargs["choices"] = meta["choices"]
-            if kind.startswith("tuple"):
-                kwargs["type"] = _comma_list
-                kwargs["metavar"] = f"{meta['metavar']},..."
-            elif kind.startswith("int"):
-                kwargs["type"] = int
-            elif kind.startswith("float"):
-                kwargs["type"] = float
-        parser.add_argument(*flags, **kwargs)
+    specs = {spec.name: spec for spec in fields() if spec.name != "url"}
+    for title, names in GROUPS:
+        group = parser.add_argument_group(title)
+        for name in names:
+            spec = specs.get(name)
+            if spec is None or (only is not None and name not in only):
+                continue
+            flags = [f"--{spec.name.replace('_', '-')}"]
+            if spec.name in short:
+                flags.insert(0, short[spec.name])
+            group.add_argument(*flags, **_argument(spec))
+
+
+def _argument(spec: dataclasses.Field) -> dict[str, Any]:
+    meta = spec.metadata
+    kind = str(spec.type)
+    kwargs: dict[str, Any] = {"help": meta["help"] + _default_text(spec), "dest": spec.name}
+    if kind == "bool":
+        kwargs["action"] = argparse.BooleanOptionalAction
+    else:
+        kwargs["metavar"] = meta["metavar"]
+        if meta["choices"]:
+            kwargs["choices"] = meta["choices"]
+        if kind.startswith("tuple"):
+            kwargs["type"] = _comma_list
+            kwargs["metavar"] = f"{meta['metavar']},..."
+        elif kind.startswith("int"):
+            kwargs["type"] = int
+        elif kind.startswith("float"):
+            kwargs["type"] = float
+    return kwargs
 
 
 def _default_text(spec: dataclasses.Field) -> str:
@@ -141,12 +231,24 @@ def _comma_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def load_config(args: argparse.Namespace) -> Config:
+def load_config(args: argparse.Namespace, only: frozenset[str] | None = None) -> Config:
+    """Defaults < the TOML file (-c) < the command line. `only`: the keys taken from the
+    file (explain ignores a crawl's output and politeness settings)."""
     values = dict(vars(args))
     values.pop("command", None)
     values.pop("target", None)
     path = values.pop("config", None)
+    urls = values.pop("url", None)
+    if isinstance(urls, list | tuple):  # the positional URLs: the start, then more seeds
+        if urls:
+            values["url"] = urls[0]
+        if len(urls) > 1:
+            values["seeds"] = tuple(urls[1:])
+    elif urls is not None:
+        values["url"] = urls
     file_values = load_toml(path) if path is not None else {}
+    if only is not None:
+        file_values = {k: v for k, v in file_values.items() if k in only or k == "url"}
     return build(file_values, values)
 
 
@@ -248,7 +350,7 @@ def _explain(args: argparse.Namespace) -> int:
     if "url" not in vars(args):
         file_url = load_toml(args.config).get("url") if "config" in vars(args) else None
         args.url = file_url or args.target
-    config = load_config(args)
+    config = load_config(args, only=EXPLAIN_OPTIONS)
     records = _run(Crawl(config).judge(args.target))
     for record in records:
         status = f"HTTP {record.status}" if record.status is not None else "not fetched"

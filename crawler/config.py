@@ -227,6 +227,14 @@ _NOT_FINGERPRINTED = frozenset(
         "retries",
         "max_retry_after",
         "timeout",
+        # how the site is reached, not what is on it; secrets are never stored anywhere
+        "auth",
+        "header",
+        "cookie",
+        "proxy",
+        "ca_bundle",
+        "insecure",
+        "max_time",
     }
 )
 

@@ -74,3 +74,34 @@ def test_retries_counts_retries_not_attempts():
     """Default 2 keeps the 3 requests per URL that the old `retries = 3` (attempts) meant."""
     assert Config(url="https://e.com/").validate().retries == 2
     assert build({"url": "https://e.com/", "retries": 0}, {}).retries == 0
+
+
+def test_every_config_key_is_in_one_help_group() -> None:
+    from crawler.cli import EXPLAIN_OPTIONS, GROUPS
+
+    grouped = [name for _, names in GROUPS for name in names]
+    assert len(grouped) == len(set(grouped))
+    keys = {spec.name for spec in fields()} - {"url", "seeds"}
+    assert keys <= set(grouped), keys - set(grouped)
+    assert set(grouped) >= EXPLAIN_OPTIONS
+
+
+def test_crawl_help_is_grouped_and_explain_help_has_only_its_options(capsys) -> None:
+    import pytest
+
+    from crawler.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["crawl", "--help"])
+    text = capsys.readouterr().out
+    for title in ("scope and URLs:", "politeness:", "output:", "state and resume:",
+                  "logging:", "advanced:", "examples:"):  # fmt: skip
+        assert title in text
+    assert text.startswith("usage: sitemap-crawler crawl [options] URL [URL ...]")
+    with pytest.raises(SystemExit):
+        main(["explain", "--help"])
+    text = capsys.readouterr().out
+    assert "--respect-noindex" in text
+    for crawl_only in ("--output", "--gzip", "--state", "--resume", "--concurrency",
+                       "--report", "--max-pages", "--workers", "--quiet"):  # fmt: skip
+        assert crawl_only not in text
