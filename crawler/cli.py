@@ -204,7 +204,9 @@ def _argument(spec: dataclasses.Field) -> dict[str, Any]:
         kwargs["metavar"] = meta["metavar"]
         if meta["choices"]:
             kwargs["choices"] = meta["choices"]
-        if kind.startswith("tuple"):
+        if kind.startswith("tuple") and meta["repeat"]:
+            kwargs["action"] = "append"  # repeatable: the command line's list replaces the file's
+        elif kind.startswith("tuple"):
             kwargs["type"] = _comma_list
             kwargs["metavar"] = f"{meta['metavar']},..."
         elif kind.startswith("int"):

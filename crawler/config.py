@@ -25,9 +25,18 @@ PROTOCOL_MAX_URLS = 50_000
 PROTOCOL_MAX_BYTES = 52_428_800
 
 
-def _opt(default: Any, help: str, *, metavar: str | None = None, choices: tuple = ()) -> Any:
-    """A config field: its default and the one line of help shared by --help and the docs."""
-    meta = {"help": help, "metavar": metavar, "choices": choices}
+def _opt(
+    default: Any,
+    help: str,
+    *,
+    metavar: str | None = None,
+    choices: tuple = (),
+    repeat: bool = False,
+) -> Any:
+    """A config field: its default and the one line of help shared by --help and the docs.
+    `repeat`: a list given on the command line one flag per item (`--exclude A --exclude B`),
+    for values that may contain commas (patterns, headers); other lists are comma-separated."""
+    meta = {"help": help, "metavar": metavar, "choices": choices, "repeat": repeat}
     if isinstance(default, (list, tuple)):
         return field(default_factory=lambda: tuple(default), metadata=meta)
     return field(default=default, metadata=meta)
