@@ -346,19 +346,32 @@ def _crawl(config: Config) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from crawler.core.decide import REASON_TEXT
+    from crawler.core.decide import LISTED, REASON_TEXT
+    from crawler.core.urls import normalize
     from crawler.shell.engine import Crawl
 
     if "url" not in vars(args):
         file_url = load_toml(args.config).get("url") if "config" in vars(args) else None
         args.url = file_url or args.target
     config = load_config(args, only=EXPLAIN_OPTIONS)
-    records = _run(Crawl(config).judge(args.target))
+    crawl = Crawl(config)
+    known = crawl.plan.public(crawl.known_as(args.target))
+    if known != crawl.plan.public(normalize(args.target)):
+        print(f"a crawl knows this URL as {known} (strip_params removes the rest)")
+    records = _run(crawl.judge(args.target))
     for record in records:
         status = f"HTTP {record.status}" if record.status is not None else "not fetched"
         print(f"{record.url}  ({status})")
         print(f"  {REASON_TEXT[record.reason]}" + (f": {record.detail}" if record.detail else ""))
-    return EXIT_OK if records and records[-1].reason == "listed" else EXIT_NOTHING
+    listed = len(records) == 1 and records[0].reason == LISTED
+    if listed and config.skip_duplicates:
+        print(
+            "  (unless a byte-identical page has a better URL, such as / for /index.html: "
+            "only a whole crawl can tell)"
+        )
+    elif len(records) > 1 and records[-1].reason == LISTED:
+        print(f"  (the sitemap would list {records[-1].url} instead)")
+    return EXIT_OK if listed else EXIT_NOTHING
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:

@@ -66,6 +66,12 @@ class Config:
         metavar="N",
     )
     max_pages: int = _opt(0, "stop after fetching this many pages (0: no limit)", metavar="N")
+    max_time: float = _opt(
+        0.0,
+        "stop taking new URLs after this many seconds and publish what was found, if the "
+        "publish guard allows (0: no limit)",
+        metavar="SECONDS",
+    )
     max_depth: int = _opt(
         -1, "follow links at most this many hops from the start (-1: no limit)", metavar="N"
     )
@@ -185,6 +191,10 @@ class Config:
             )
         if not self.timeout > 0:
             raise ConfigError(f"timeout must be positive, got {self.timeout}")
+        if not 0 <= self.max_time < 366 * 86_400:
+            raise ConfigError(
+                f"max_time must be between 0 and a year of seconds, got {self.max_time}"
+            )
         for key in ("delay", "max_rps", "max_crawl_delay", "max_retry_after"):
             if not 0 <= getattr(self, key) < 86_400:
                 raise ConfigError(f"{key} must be between 0 and 86400, got {getattr(self, key)}")

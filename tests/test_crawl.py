@@ -734,3 +734,37 @@ def test_the_robots_txt_line_names_the_file_published(serve, tmp_path, capsys, a
     assert (out / entry).is_file()
     assert f"Sitemap: {srv.url}/{entry}" in capsys.readouterr().out
     assert json.loads(report.read_text())["sitemap_url"] == f"{srv.url}/{entry}"
+
+
+# -- the start URL's own problems, said plainly (#17) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "hint"),
+    [(404, "no page there: check the URL"), (401, "--auth"), (410, "gone"), (500, "")],
+)
+def test_a_start_url_that_fails_says_so(serve, crawl, tmp_path, status, hint):
+    srv = serve(Site({"/docs/": Page("x", status=status), "/docs/a": html()}).app)
+    code, _, _, err = crawl(srv.url + "/docs/", "--retries", "0", "--max-error-rate", "1")
+    assert code == 3
+    assert f"the start URL {srv.url}/docs/ answered HTTP {status}" in err
+    assert hint in err
+    assert "no indexable page" not in err
+
+
+def test_a_start_url_redirecting_to_another_origin_says_start_there(serve, crawl):
+    other = serve(Site({"/": html()}).app)
+    srv = serve(Site({"/": redirect(other.url + "/")}).app)
+    code, _, _, err = crawl(srv.url + "/")
+    assert code == 3
+    assert (
+        f"the start URL {srv.url}/ redirects to {other.url}/, outside the sitemap's scope "
+        f"{srv.url}/: start there" in err
+    )
+
+
+def test_a_start_url_redirecting_within_scope_to_a_404(serve, crawl):
+    srv = serve(Site({"/": redirect("/home"), "/home": Page("x", status=404)}).app)
+    code, _, _, err = crawl(srv.url + "/")
+    assert code == 3
+    assert f"the start URL {srv.url}/ (redirected to {srv.url}/home) answered HTTP 404" in err

@@ -297,6 +297,33 @@ def test_explain(serve, capsys):
     assert "noindex" in out and "not listed" in out
     assert main(["explain", srv.url + "/private/x"]) == 3
     assert "robots.txt" in capsys.readouterr().out
-    assert main(["explain", srv.url + "/moved"]) == 0
+    assert main(["explain", srv.url + "/moved"]) == 3  # the URL asked about is not listed
     out = capsys.readouterr().out
-    assert "redirects" in out and out.strip().splitlines()[-1].strip().startswith("listed")
+    assert "redirects" in out and f"would list {srv.url}/ instead" in out
+
+
+def test_explain_judges_the_url_a_crawl_would_know(serve, capsys):
+    site = Site({"/": html("/a"), "/a?id=3": html(), "/index.html": Page(b"same")})
+    srv = serve(site.app)
+    assert main(["explain", srv.url + "/a?utm_source=news&id=3"]) == 0
+    out = capsys.readouterr().out
+    assert f"knows this URL as {srv.url}/a?id=3" in out
+    assert "utm_source" not in out.split("knows this URL as")[1]
+    # a duplicate needs the whole crawl: explain says so rather than pretend
+    assert main(["explain", srv.url + "/index.html"]) == 0
+    assert "only a whole crawl can tell" in capsys.readouterr().out
+
+
+def test_explain_ignores_a_crawl_configs_output_settings(serve, capsys, tmp_path):
+    srv = serve(Site({"/": html()}).app)
+    cfg = tmp_path / "nightly.toml"
+    cfg.write_text(
+        f'url = "{srv.url}/"\noutput = "{tmp_path / "out"}"\ngzip = true\n'
+        f'state = "{tmp_path / "s.db"}"\nrespect_noindex = true\n'
+    )
+    assert main(["explain", "-c", str(cfg), srv.url + "/"]) == 0
+    assert not (tmp_path / "out").exists() and not (tmp_path / "s.db").exists()
+    with pytest.raises(SystemExit) as exited:
+        main(["explain", srv.url + "/", "--gzip"])  # not an explain option
+    assert exited.value.code == 2
+    assert "unrecognized arguments: --gzip" in capsys.readouterr().err

@@ -167,3 +167,27 @@ def test_crawl_delay_above_cap_warns(serve, crawl):
     assert "Crawl-delay" in err and "max_crawl_delay" in err
     times = sorted(t for t, path, _ in site.requests if path != "/robots.txt")
     assert times[1] - times[0] >= 0.3
+
+
+# -- --max-time (#17) --------------------------------------------------------------------------
+
+
+def test_max_time_stops_taking_urls_and_publishes_what_was_found(serve, tmp_path):
+    """With --delay 2 and --max-time 3, robots.txt goes at 0 s, the start page at 2 s, and
+    the request due at 4 s is never sent: the queue is recorded as max_time reached, and the
+    start page is published."""
+    from crawler.cli import main
+    from tests.sites import Site, html, read_decisions
+
+    site = Site({"/": html("/a", "/b", "/c"), "/a": html(), "/b": html(), "/c": html()})
+    srv = serve(site.app)
+    out, decisions = tmp_path / "out", tmp_path / "d.jsonl"
+    args = ["crawl", srv.url + "/", "-o", str(out), "--decisions", str(decisions)]
+    code = main([*args, "--delay", "2", "--max-time", "3", "--concurrency", "4"])
+    assert code == 0
+    assert site.paths == ["/robots.txt", "/"]
+    got = read_decisions(decisions)
+    assert got[srv.url + "/"]["reason"] == "listed"
+    for page in ("/a", "/b", "/c"):
+        assert got[srv.url + page]["reason"] == "limit"
+        assert got[srv.url + page]["detail"] == "max_time reached"

@@ -12,13 +12,46 @@ from crawler.shell.engine import Crawl
 from crawler.shell.progress import Renderer, Snapshot, format_text
 from tests.sites import tree_site
 
-SNAP = Snapshot(fetched=1200, listed=1100, queued=300, errors=2, elapsed=65.0)
+SNAP = Snapshot(fetched=1200, listed=1100, queued=300, failed=2, elapsed=65.0)
 
 
 def test_text_line():
     assert format_text(SNAP) == (
-        "1200 fetched, 1100 listed, 300 queued, 2 errors, 18 pages/s, 1:05 elapsed"
+        "1200 fetched, 1100 listed, 300 queued, 2 failed, 18 pages/s, 1:05 elapsed, "
+        ">= 0:16 left for the queue"
     )
+
+
+def test_the_line_fits_a_narrow_terminal_dropping_the_least_important_parts():
+    snap = Snapshot(12, 10, 3000, 0, 12.0, "Crawl-delay 1 s from robots.txt", 1.0)
+    full = format_text(snap)
+    assert full == (
+        "12 fetched, 10 listed, 3000 queued, 1 pages/s, 0:12 elapsed, "
+        ">= 50:00 left for the queue, Crawl-delay 1 s from robots.txt"
+    )
+    for width in (20, 40, 60, 79):
+        text = format_text(snap, width)
+        assert len(text) <= width and full.startswith(text)
+    assert format_text(snap, 5) == "12 fe"  # a last resort
+
+
+def test_the_pace_says_what_holds_the_crawl_back():
+    from crawler.shell.throttle import Throttle
+
+    throttle = Throttle(concurrency=4)
+    assert throttle.pace == ""
+    throttle.set_crawl_delay(2)
+    assert throttle.pace == "Crawl-delay 2 s from robots.txt"
+    assert Throttle(concurrency=4, delay=0.5).pace == "--delay 0.5 s"
+    assert Throttle(concurrency=4, max_rps=3).pace == "--max-rps 3"
+
+
+def test_the_terminal_line_is_cut_to_the_terminal_width(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "40")
+    out = io.StringIO()
+    r = Renderer(out, tty=True)
+    r(SNAP)
+    assert len(out.getvalue().lstrip("\r")) <= 39
 
 
 def test_terminal_rewrites_one_line_and_clears_it():
@@ -45,9 +78,12 @@ def test_log_lines_every_ten_seconds_and_json():
         "fetched": 1200,
         "listed": 1100,
         "queued": 300,
-        "errors": 2,
+        "failed": 2,
         "elapsed": 65.0,
         "pages_per_second": 18.5,
+        "pace": "",
+        "interval": 0.0,
+        "seconds_left": 16.2,
     }
 
 

@@ -62,7 +62,7 @@ REASON_TEXT = {
     TOO_LONG: "not listed: the URL is longer than max_url_length",
     TOO_LARGE: "not listed: the body is larger than max_page_bytes",
     TRAP: "not listed: it looks like a spider trap",
-    LIMIT: "not listed: a crawl limit (max_pages or max_depth) was reached first",
+    LIMIT: "not listed: a crawl limit (max_pages, max_depth or max_time) was reached first",
     FETCH_ERROR: "not listed: it could not be fetched",
 }
 

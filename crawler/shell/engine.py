@@ -44,7 +44,7 @@ from crawler.core.page import PagePolicy, PageResult
 from crawler.core.report import DecisionRecord, Tally
 from crawler.core.robots import product_token
 from crawler.core.screen import Plan, Screen
-from crawler.core.urls import normalize, resolve
+from crawler.core.urls import normalize, resolve, strip_params
 from crawler.errors import (
     InterruptedCrawl,
     NothingListedError,
@@ -59,7 +59,7 @@ from crawler.shell.pool import PIPELINE_DEPTH, PoolPages, Spare
 from crawler.shell.progress import Renderer, Snapshot
 from crawler.shell.retry import RetryPolicy, fetch_with_retries
 from crawler.shell.state import CrawlState, StateError
-from crawler.shell.throttle import Throttle
+from crawler.shell.throttle import Throttle, ThrottleClosed
 from sitemap_out import AsyncSitemapWriter, Entry, EntryError, PublishResult, count_published
 
 #: Fraction added to any requested spacing between requests: starts are timed here, and a
@@ -116,8 +116,11 @@ class Crawl:
         self.journal = Journal(self._public, self.tally)
         # URLs being fetched now -> the fewest links from the start found to them so far
         self._active: dict[str, int] = {}
+        # the start URL's decisions, each hop of its redirects: why nothing was listed
+        self._start_chain: list[DecisionRecord] = []
         self._changed = asyncio.Event()
         self._stop_signal: int | None = None
+        self._timed_out = False  # max_time is up
         self._outage: str | None = None  # why the site looks down, when it does
         self._site_answered = False  # any HTTP answer to the robots.txt requests
         self._workers: list[asyncio.Task[None]] = []
@@ -179,7 +182,7 @@ class Crawl:
                         await self._replay()
                     else:
                         self._discover(plan.start, 0, None)
-                    with self._showing_progress(started), _fewer_gc_pauses():
+                    with self._showing_progress(started), _fewer_gc_pauses(), self._timed():
                         await self._run_workers()
                 if self._stop_signal is not None or self._outage is not None:
                     if self.state is not None:
@@ -190,8 +193,9 @@ class Crawl:
                     if self._outage is not None:
                         raise PublishRefused(self._outage_message())
                     raise InterruptedCrawl(self._stopped_message())
+                limit = "max_time reached" if self._timed_out else "max_pages reached"
                 for task in self.frontier.drain():
-                    self._record(task.url, None, Decision(LIMIT, "max_pages reached"), task)
+                    self._record(task.url, None, Decision(LIMIT, limit), task)
                 await journal.publish_listings()
                 if self.state is not None:
                     self._save_counters()
@@ -321,7 +325,7 @@ class Crawl:
         """
         records: list[DecisionRecord] = []
         self.journal.echo = records.append
-        target = self._to_crawl(normalize(url))
+        target = self._to_crawl(self.known_as(url))
         task = Task(target, 0, None)
         async with self._using_pages():
             await self._read_robots(target)
@@ -333,6 +337,11 @@ class Crawl:
                 await self._judge(task)
         return records
 
+    def known_as(self, url: str) -> str:
+        """The URL as the crawl would know it from a link: normalised, with strip_params'
+        parameters removed (explain judges that URL, and says so when it differs)."""
+        return normalize(strip_params(normalize(url), self.config.strip_params))
+
     @contextlib.contextmanager
     def _showing_progress(self, started: float) -> Iterator[None]:
         """Report progress every renderer.interval seconds while the workers run."""
@@ -342,12 +351,15 @@ class Crawl:
             return
 
         def snapshot() -> Snapshot:
+            throttle = self.throttle
             return Snapshot(
                 self.tally.fetched,
                 self.tally.listed,
                 len(self.frontier),
-                self.tally.errors,
+                self.tally.failed,
                 time.monotonic() - started,
+                throttle.pace,
+                throttle.min_interval,
             )
 
         async def tick() -> None:
@@ -361,6 +373,26 @@ class Crawl:
         finally:
             task.cancel()
             renderer.finish()
+
+    @contextlib.contextmanager
+    def _timed(self) -> Iterator[None]:
+        """--max-time: once it is up, no new URL is taken; requests in flight finish, and
+        what is left in the queue is recorded as a limit reached."""
+        if not self.config.max_time:
+            yield
+            return
+
+        def time_up() -> None:
+            self._timed_out = True
+            self.throttle.close()  # requests waiting for their turn are not sent
+            self.log(f"max_time {self.config.max_time:g} s reached: finishing requests in flight")
+            self._changed.set()
+
+        timer = asyncio.get_running_loop().call_later(self.config.max_time, time_up)
+        try:
+            yield
+        finally:
+            timer.cancel()
 
     @contextlib.contextmanager
     def _signals_stop_the_crawl(self) -> Iterator[None]:
@@ -500,15 +532,43 @@ class Crawl:
                     f"no crawl until it can be"
                 )
             return f"nothing listed: robots.txt forbids {start} ({note})"
+        if (why := self._why_not_the_start()) is not None:
+            return why
         met = sum(self.tally.reasons.values())
         return (
             f"nothing listed: no indexable page among {met} URLs met from {start} "
             f"({self.tally.summary()})"
         )
 
+    def _why_not_the_start(self) -> str | None:
+        """The start URL's own problem, said plainly: the most common reasons a first crawl
+        lists nothing are a start URL that moved (http to https, apex to www) or is gone."""
+        chain = self._start_chain
+        if not chain:
+            return None
+        start = self.plan.origins.to_public(self.plan.start)
+        last = chain[-1]
+        if len(chain) > 1 and chain[-2].reason == REDIRECT and last.reason == OUT_OF_SCOPE:
+            return (
+                f"nothing listed: the start URL {start} redirects to {last.url}, outside the "
+                f"sitemap's scope {self.plan.scope.root}: start there"
+            )
+        if last.reason == HTTP_ERROR and last.status is not None:
+            hint = {
+                401: " (the site wants credentials: --auth USER:PASSWORD)",
+                403: " (forbidden: a firewall or a User-Agent filter?)",
+                404: " (no page there: check the URL)",
+                410: " (gone: check the URL)",
+            }.get(last.status, "")
+            where = "" if last.url == start else f" (redirected to {last.url})"
+            return f"nothing listed: the start URL {start}{where} answered HTTP {last.status}{hint}"
+        if last.reason == FETCH_ERROR and len(chain) == 1:
+            return f"nothing listed: the start URL {start} could not be fetched: {last.detail}"
+        return None
+
     async def _worker(self) -> None:
         max_pages = self.config.max_pages
-        while self._stop_signal is None and self._outage is None:
+        while self._stop_signal is None and self._outage is None and not self._timed_out:
             if max_pages and self._requested >= max_pages:
                 return
             task = self.frontier.pop()
@@ -592,7 +652,11 @@ class Crawl:
         chain = [url]
         for _ in range(self.config.max_redirects + 1):
             self._requested += 1  # before the await: max_pages counts requests in flight
-            fetched = await self._fetch(url, task.depth + 1)
+            try:
+                fetched = await self._fetch(url, task.depth + 1)
+            except ThrottleClosed:  # max_time is up: never sent
+                self._record(url, None, Decision(LIMIT, "max_time reached"), task)
+                return None, url
             resp = fetched.response
             self.tally.fetched += 1
             if resp.error or resp.status >= 500:
@@ -724,6 +788,11 @@ class Crawl:
     # -- bookkeeping -----------------------------------------------------------------------
 
     def _record(self, url: str, status: int | None, decision: Decision, task: Task) -> None:
+        if task.url == self.plan.start and task.referrer is None:
+            public = url if decision.reason == OUT_OF_SCOPE else self._public(url)
+            self._start_chain.append(
+                DecisionRecord(public, status, decision.reason, decision.detail, 0, None)
+            )
         self.journal.record(url, status, decision, task.depth, task.referrer)
 
     def _public(self, url: str) -> str:

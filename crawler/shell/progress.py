@@ -8,6 +8,7 @@ and a crawl's dependencies should be the ones it cannot do without.
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import asdict, dataclass
 from typing import TextIO
 
@@ -21,26 +22,69 @@ class Snapshot:
     fetched: int
     listed: int
     queued: int
-    errors: int
+    failed: int  # requests failed with a 5xx or no answer, after retries
     elapsed: float
+    pace: str = ""  # what spaces the requests, when something does ("Crawl-delay 1 s ...")
+    interval: float = 0.0  # seconds between request starts, when spaced
 
     @property
     def pages_per_second(self) -> float:
         return self.fetched / self.elapsed if self.elapsed > 0 else 0.0
 
+    @property
+    def seconds_left(self) -> float | None:
+        """At least this long for the URLs queued now (more links may be found): known when
+        requests are spaced, else estimated from the rate so far."""
+        if not self.queued:
+            return None
+        if self.interval > 0:
+            return self.queued * self.interval
+        rate = self.pages_per_second
+        return self.queued / rate if rate > 0 and self.fetched >= 20 else None
 
-def format_text(s: Snapshot) -> str:
-    minutes, seconds = divmod(int(s.elapsed), 60)
-    return (
-        f"{s.fetched} fetched, {s.listed} listed, {s.queued} queued, {s.errors} errors, "
-        f"{s.pages_per_second:.0f} pages/s, {minutes}:{seconds:02d} elapsed"
-    )
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def parts(s: Snapshot) -> list[str]:
+    """The line's parts, most important first: a narrow terminal shows a prefix of them."""
+    items = [
+        f"{s.fetched} fetched",
+        f"{s.listed} listed",
+        f"{s.queued} queued",
+        f"{s.pages_per_second:.0f} pages/s" if s.pages_per_second >= 1 or not s.fetched
+        else f"{s.pages_per_second:.2f} pages/s",
+        f"{_clock(s.elapsed)} elapsed",
+    ]  # fmt: skip
+    if (left := s.seconds_left) is not None:
+        items.append(f">= {_clock(left)} left for the queue")
+    if s.failed:
+        items.insert(3, f"{s.failed} failed")
+    if s.pace:
+        items.append(s.pace)
+    return items
+
+
+def format_text(s: Snapshot, width: int | None = None) -> str:
+    """The status line; with `width`, only as many parts as fit (then cut, as a last resort)."""
+    items = parts(s)
+    text = ", ".join(items)
+    if width is None or len(text) <= width:
+        return text
+    while len(items) > 1 and len(", ".join(items)) > width:
+        items.pop()
+    return ", ".join(items)[: max(width, 1)]
 
 
 def format_json(s: Snapshot) -> str:
     data = asdict(s)
     data["elapsed"] = round(s.elapsed, 1)
     data["pages_per_second"] = round(s.pages_per_second, 1)
+    left = s.seconds_left
+    data["seconds_left"] = None if left is None else round(left, 1)
     return json.dumps({"event": "progress", **data})
 
 
@@ -65,7 +109,8 @@ class Renderer:
         if self.json_lines:
             self.stream.write(format_json(snapshot) + "\n")
         elif self.tty:
-            text = format_text(snapshot)
+            # one column short of the width: writing the last column wraps some terminals
+            text = format_text(snapshot, shutil.get_terminal_size((80, 24)).columns - 1)
             self.stream.write("\r" + text.ljust(self._width))
             self._width = len(text)
         else:

@@ -62,6 +62,10 @@ class Ticket:
     waited: float
 
 
+class ThrottleClosed(Exception):
+    """The crawl takes no more requests (--max-time is up): raised to those waiting."""
+
+
 class Throttle:
     """Concurrency limit plus start spacing for one origin, adapting to how the server copes."""
 
@@ -93,6 +97,8 @@ class Throttle:
             )
         self._clock = clock
         self._sleep = sleep
+        self._closed = False
+        self._close_event: asyncio.Event | None = None  # wakes spaced requests' waits
         self._configured_concurrency = concurrency
         self._delay = float(delay)
         self._rps_interval = 1.0 / max_rps if max_rps is not None else 0.0
@@ -182,6 +188,24 @@ class Throttle:
         return self._base_interval
 
     @property
+    def pace(self) -> str:
+        """What holds the crawl back now, for the progress line ('' when nothing does)."""
+        said = []
+        base = self._base_interval
+        if base > 0:
+            if base == self._crawl_delay:
+                said.append(f"Crawl-delay {_num(base)} s from robots.txt")
+            elif base == self._delay:
+                said.append(f"--delay {_num(base)} s")
+            else:
+                said.append(f"--max-rps {_num(1 / base)}")
+        if self._extra > base:
+            said.append(f"slowed to 1 request per {_num(round(self._extra, 2))} s (site strained)")
+        if self._limit < self._configured_concurrency:
+            said.append(f"{self._limit} of {self._configured_concurrency} requests at once")
+        return "; ".join(said)
+
+    @property
     def concurrency(self) -> int:
         """Requests allowed in flight now; the adaptive control lowers it under pressure."""
         return self._limit
@@ -226,7 +250,32 @@ class Throttle:
         """
         return _Slot(self)
 
+    def close(self) -> None:
+        """Admit no more requests: those waiting for a slot or a start time raise
+        ThrottleClosed now, not after their wait (a Crawl-delay queue can be minutes long)."""
+        self._closed = True
+        waiters, self._waiters = list(self._waiters), deque()
+        for fut in waiters:
+            if not fut.done():
+                fut.set_exception(ThrottleClosed())
+        if self._close_event is not None:
+            self._close_event.set()
+
+    async def _nap(self, seconds: float) -> None:
+        """Sleep, cut short by close()."""
+        if self._sleep is not asyncio.sleep:  # a test's clock
+            await self._sleep(seconds)
+        else:
+            if self._close_event is None:
+                self._close_event = asyncio.Event()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._close_event.wait(), seconds)
+        if self._closed:
+            raise ThrottleClosed
+
     async def _acquire(self) -> Ticket:
+        if self._closed:
+            raise ThrottleClosed
         clock = self._clock
         # Fast path: free slot, nobody queued, no spacing. No allocation beyond the ticket.
         if self._in_flight < self._cap and not self._waiters and self._interval == 0.0:
@@ -246,12 +295,12 @@ class Throttle:
                 target = max(now, self._last_reserved + interval)
                 self._last_reserved = target
                 if target > now:
-                    await self._sleep(target - now)
+                    await self._nap(target - now)
                     now = clock()
                 # Sleep is a lower bound only: a late wake-up, or an interval raised while we
                 # slept, must not let two starts come closer than the interval.
                 while (gap := self._last_start + self._interval * self._margin - now) > 0.0:
-                    await self._sleep(gap)
+                    await self._nap(gap)
                     now = clock()
         except BaseException:
             self._release()
@@ -270,7 +319,7 @@ class Throttle:
         try:
             await fut  # _wake() counts us in before resolving the future
         except BaseException:
-            if fut.done() and not fut.cancelled():
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
                 self._release()  # granted and cancelled in the same tick: pass it on
             else:
                 with contextlib.suppress(ValueError):  # _wake() may have dropped it already
