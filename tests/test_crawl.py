@@ -768,3 +768,35 @@ def test_a_start_url_redirecting_within_scope_to_a_404(serve, crawl):
     code, _, _, err = crawl(srv.url + "/")
     assert code == 3
     assert f"the start URL {srv.url}/ (redirected to {srv.url}/home) answered HTTP 404" in err
+
+
+def test_public_url_is_the_only_origin_in_decisions_and_report(serve, crawl, tmp_path):
+    """Every URL written anywhere is the public one (#17); only the robots.txt note names
+    the server that was actually asked for its robots.txt."""
+    site = Site(
+        {
+            "/": html("/a", "/moved", "/missing", "/copy", "/print"),
+            "/a": Page(b"<html><body>same</body></html>"),
+            "/copy": Page(b"<html><body>same</body></html>"),
+            "/moved": redirect("/a"),
+            "/print": html(head='<link rel="canonical" href="/a">'),
+        }
+    )
+    srv = serve(site.app)
+    report, decisions = tmp_path / "r.json", tmp_path / "d.jsonl"
+    code, _, out, _ = crawl(
+        srv.url + "/", "--public-url", "https://www.example.com/", "--report", str(report),
+        "--decisions", str(decisions),
+    )  # fmt: skip
+    assert code == 0
+    staging = srv.url.removeprefix("http://")
+    got = read_decisions(decisions)
+    assert {d["reason"] for d in got.values()} >= {
+        "listed", "redirect", "http_error", "duplicate_of", "canonicalised",
+    }  # fmt: skip
+    assert staging not in decisions.read_text()
+    data = json.loads(report.read_text())
+    data.pop("robots_txt")
+    assert data.pop("start_url") == srv.url + "/"  # as the user gave it
+    assert staging not in json.dumps(data)
+    assert staging not in out

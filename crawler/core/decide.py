@@ -101,6 +101,7 @@ class PageFacts:
     header: Directives = Directives()
     canonical: str | None = None  # normalised, in the crawl's URL space
     canonical_in_scope: bool = True
+    canonical_public: str | None = None  # the canonical as the sitemap names URLs (--public-url)
     twin_of: str | None = None  # another URL answered the same body first (see duplicates)
     too_large: bool = False
 
@@ -123,7 +124,8 @@ def decide_page(facts: PageFacts, policy: Policy) -> Decision:
             return Decision(META_NOINDEX, facts.meta.source)
     if policy.respect_canonical and facts.canonical and facts.canonical != facts.url:
         where = "" if facts.canonical_in_scope else " (out of scope)"
-        return Decision(CANONICALISED, f"canonical is {facts.canonical}{where}")
+        named = facts.canonical_public or facts.canonical
+        return Decision(CANONICALISED, f"canonical is {named}{where}")
     return Decision(LISTED)
 
 

@@ -620,7 +620,8 @@ class Crawl:
         if page.canonical is not None:
             canonical = self._to_crawl(page.canonical)
             facts.canonical = canonical
-            facts.canonical_in_scope = self.plan.scope.contains(self._public(canonical))
+            facts.canonical_public = self._public(canonical)
+            facts.canonical_in_scope = self.plan.scope.contains(facts.canonical_public)
         if page.body_key is not None and self.policy.skip_duplicates:
             facts.twin_of = first = self.journal.twins.met(page.body_key, url)
             if first is None and self.state is not None:
