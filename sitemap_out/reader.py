@@ -151,7 +151,7 @@ def _payload(raw: BinaryIO, max_bytes: int, result: ReadResult) -> Iterator[byte
             else:
                 data = inflater.unconsumed_tail
         chunk = raw.read(_CHUNK)
-    if not inflater.eof and total:
+    if not inflater.eof:  # also when it ended before its first byte of data
         result.report("bad_gzip", "gzip data ends early (truncated file)")
 
 

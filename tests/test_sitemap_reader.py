@@ -157,6 +157,7 @@ def test_gzip_damage() -> None:
     assert read_sitemap(data).codes == set()
     assert "bad_gzip" in read_sitemap(data[:-12]).codes
     assert "bad_gzip" in read_sitemap(data[:10] + b"\x00" * 20 + data[30:]).codes
+    assert read_sitemap(data[:12]).codes == {"bad_gzip"}  # cut before any data: not "empty"
     two_members = gzip.compress(urlset(url())[:50]) + gzip.compress(urlset(url())[50:])
     assert read_sitemap(two_members).codes == set()
 
