@@ -45,6 +45,9 @@ def _opt(
 @dataclass(slots=True)
 class Config:
     url: str | None = _opt(None, "start URL; its folder is the sitemap's scope", metavar="URL")
+    seeds: tuple[str, ...] = _opt(
+        (), "more start URLs in the same scope (on the command line: more URLs)", metavar="URL"
+    )
     output: Path = _opt(
         Path("sitemap-out"), "folder the sitemap files are published to", metavar="DIR"
     )

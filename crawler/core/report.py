@@ -13,6 +13,8 @@ from typing import Any, Final
 from crawler.core.decide import FETCH_ERROR, HTTP_ERROR, LISTED, REASONS
 
 MAX_REFERRERS = 10
+#: The ``seed`` of a start URL (and of the URLs its redirects lead to) in the decisions file.
+SEED_START: Final = "start"
 
 
 @dataclass(slots=True, frozen=True)
@@ -28,14 +30,29 @@ class DecisionRecord:
     depth: int
     referrer: str | None
 
+    @property
+    def seed(self) -> str | None:
+        """How a URL the links did not lead to was reached: "start" (a start URL, or where
+        one redirects), or the sitemap that names it (--seed-sitemaps); None for a URL found
+        by a link. Read from the depth, as no link is 0 hops from the start, so that it
+        costs no column in the state file and survives a resume as the depth does."""
+        if self.depth != 0:
+            return None
+        return self.referrer if self.referrer is not None else SEED_START
+
     def to_json(self) -> str:
         """Every field by name, and ``listed`` after ``status``, where readers of the
-        decisions file have always found it."""
+        decisions file have always found it; a URL reached from a seed has ``seed`` after
+        ``referrer``, which is then null (no page links to it)."""
         line: dict[str, object] = {}
         for name in _DECISION_FIELDS:
             line[name] = getattr(self, name)
             if name == "status":
                 line["listed"] = self.reason == LISTED
+        seed = self.seed
+        if seed is not None:
+            line["referrer"] = None
+            line["seed"] = seed
         return json.dumps(line, ensure_ascii=False)
 
 

@@ -21,7 +21,7 @@ from crawler.core.decide import (
 )
 from crawler.core.robots import RobotsTxt
 from crawler.core.urls import OriginMap, Scope, normalize, url_folder
-from crawler.errors import ConfigError
+from crawler.errors import ConfigError, InvalidURLError
 
 __all__ = ["Plan", "Screen"]
 
@@ -35,10 +35,19 @@ class Plan:
     origins: OriginMap
     sitemap_url: str
     base_url: str  # public folder the sitemap files are published under
+    seeds: tuple[str, ...] = ()  # crawl space: more start URLs, each once, the start not among them
 
     @classmethod
-    def make(cls, url: str, public_url: str | None, sitemap_url: str | None) -> Plan:
-        """The plan of a crawl from its start URL, --public-url and --sitemap-url."""
+    def make(
+        cls,
+        url: str,
+        public_url: str | None,
+        sitemap_url: str | None,
+        seeds: tuple[str, ...] = (),
+    ) -> Plan:
+        """The plan of a crawl from its start URL, --public-url, --sitemap-url and more
+        start URLs (`seeds`, crawl space like the start; one under --public-url's folder is
+        taken as the page it names on the crawled server)."""
         start = normalize(url)
         crawl_root = Scope.from_url(start)
         public_root = Scope.from_url(normalize(public_url)) if public_url else crawl_root
@@ -51,7 +60,9 @@ class Plan:
                 f"start URL {public_start} is outside the sitemap's scope "
                 f"{scope.root} (see --sitemap-url)"
             )
-        return cls(start, scope, origins, sitemap_url, url_folder(sitemap_url))
+        more = dict.fromkeys(_seed(seed, origins, scope) for seed in seeds)
+        more.pop(start, None)
+        return cls(start, scope, origins, sitemap_url, url_folder(sitemap_url), tuple(more))
 
     @property
     def identity(self) -> bool:
@@ -67,6 +78,28 @@ class Plan:
 
     def to_crawl(self, url: str) -> str:
         return url if self.identity else self.origins.to_crawl(url)
+
+
+def _seed(seed: str, origins: OriginMap, scope: Scope) -> str:
+    """A start URL beyond the first, in crawl space; a ConfigError naming it when the crawl
+    could not list it, before anything is fetched."""
+    try:
+        url = origins.to_crawl(normalize(seed))
+    except InvalidURLError as exc:
+        raise ConfigError(f"seed URL: {exc}") from None
+    public = url
+    if not origins.is_identity:
+        if not url.startswith(origins.crawl.root):
+            raise ConfigError(
+                f"seed URL {seed} is outside the crawled folder {origins.crawl.root} "
+                f"(see --public-url)"
+            )
+        public = origins.to_public(url)
+    if not scope.contains(public):
+        raise ConfigError(
+            f"seed URL {seed} is outside the sitemap's scope {scope.root} (see --sitemap-url)"
+        )
+    return url
 
 
 class Screen:

@@ -92,7 +92,7 @@ class Crawl:
         self.log = log
         self.progress = progress
         assert config.url is not None
-        self.plan = Plan.make(config.url, config.public_url, config.sitemap_url)
+        self.plan = Plan.make(config.url, config.public_url, config.sitemap_url, config.seeds)
         self.identity = self.plan.identity
         self.policy = Policy(
             frozenset(config.listed_types),
@@ -182,6 +182,8 @@ class Crawl:
                         await self._replay()
                     else:
                         self._discover(plan.start, 0, None)
+                        for seed in plan.seeds:
+                            self._discover(seed, 0, None)
                     with self._showing_progress(started), _fewer_gc_pauses(), self._timed():
                         await self._run_workers()
                 if self._stop_signal is not None or self._outage is not None:
