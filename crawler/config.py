@@ -56,6 +56,11 @@ class Config:
         "where the sitemap will be published (default: <start folder>/sitemap.xml)",
         metavar="URL",
     )
+    seed_sitemaps: bool = _opt(
+        False,
+        "also start from the URLs of the site's own sitemaps (robots.txt Sitemap lines, "
+        "else /sitemap.xml)",
+    )
     public_url: str | None = _opt(
         None,
         "write locs under this public origin while crawling the start URL's server",

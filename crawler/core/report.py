@@ -67,6 +67,7 @@ class Tally:
     broken: dict[str, tuple[int, list[str]]] = field(default_factory=dict)  # url -> status, refs
     seconds: float = 0.0
     robots_note: str = ""
+    seed_notes: list[str] = field(default_factory=list)  # a line per seed sitemap read or not
     requests: dict[str, Any] = field(default_factory=dict)  # the throttle's figures
 
     @property
@@ -120,6 +121,7 @@ class Tally:
             "seconds": round(self.seconds, 3),
             "pages_per_second": round(self.pages_per_second, 1),
             "robots_txt": self.robots_note,
+            "seed_sitemaps": self.seed_notes,
             "requests": self.requests,
             "reasons": {r: self.reasons[r] for r in REASONS},
             "broken_links": [

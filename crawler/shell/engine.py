@@ -44,6 +44,7 @@ from crawler.core.page import PagePolicy, PageResult
 from crawler.core.report import DecisionRecord, Tally
 from crawler.core.robots import product_token
 from crawler.core.screen import Plan, Screen
+from crawler.core.seeds import MAX_SEED_URLS
 from crawler.core.urls import normalize, resolve, strip_params
 from crawler.errors import (
     InterruptedCrawl,
@@ -58,6 +59,7 @@ from crawler.shell.pages import Fetched, LocalPages
 from crawler.shell.pool import PIPELINE_DEPTH, PoolPages, Spare
 from crawler.shell.progress import Renderer, Snapshot
 from crawler.shell.retry import RetryPolicy, fetch_with_retries
+from crawler.shell.seeds import SeedSitemap, read_seed_sitemaps
 from crawler.shell.state import CrawlState, StateError
 from crawler.shell.throttle import Throttle, ThrottleClosed
 from sitemap_out import AsyncSitemapWriter, Entry, EntryError, PublishResult, count_published
@@ -138,6 +140,9 @@ class Crawl:
         )
         self._retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)
         self.state: CrawlState | None = None
+        # --seed-sitemaps: URLs the site's sitemaps name, crawled once the links run out
+        self._seed_sitemaps: list[SeedSitemap] = []
+        self._seeded = False  # they were read and handed to the frontier (a resume knows)
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -184,6 +189,8 @@ class Crawl:
                         self._discover(plan.start, 0, None)
                         for seed in plan.seeds:
                             self._discover(seed, 0, None)
+                    if config.seed_sitemaps and not self._seeded:
+                        await self._read_seed_sitemaps()
                     with self._showing_progress(started), _fewer_gc_pauses(), self._timed():
                         await self._run_workers()
                 if self._stop_signal is not None or self._outage is not None:
@@ -195,6 +202,8 @@ class Crawl:
                     if self._outage is not None:
                         raise PublishRefused(self._outage_message())
                     raise InterruptedCrawl(self._stopped_message())
+                if self._seed_sitemaps:  # a limit ended the crawl first: they are `limit`
+                    self._release_seeds()
                 limit = "max_time reached" if self._timed_out else "max_pages reached"
                 for task in self.frontier.drain():
                     self._record(task.url, None, Decision(LIMIT, limit), task)
@@ -283,6 +292,47 @@ class Crawl:
         for warning in self.throttle.warnings:
             self.log(f"warning: {warning}")
 
+    async def _read_seed_sitemaps(self) -> None:
+        """--seed-sitemaps: read the site's sitemaps now, with robots.txt known; their URLs
+        wait until the links run out (_release_seeds)."""
+        config = self.config
+        seeds = await read_seed_sitemaps(
+            self.screen.robots.sitemaps,
+            self.plan,
+            self.screen.robots,
+            config.user_agent,
+            self._request,
+            max_urls=config.max_pages or MAX_SEED_URLS,
+        )
+        self._seed_sitemaps = [sitemap for sitemap in seeds.sitemaps if sitemap.locs]
+        self.tally.seed_notes = seeds.notes
+        warnings = set(seeds.warnings)
+        for line in seeds.notes:
+            self.log(f"warning: {line}" if line in warnings else line)
+        if not self._seed_sitemaps:
+            self._seeded = True  # nothing to wait for; a resume need not read them again
+
+    def _release_seeds(self) -> None:
+        """The links have run out: the seed sitemaps' URLs that no link led to are queued at
+        depth 0, the sitemap as their referrer, which marks them `seed` in the decisions
+        file. Queued only now, so that the mark means exactly that the links alone would not
+        have found them, at no cost per link; a URL met already only notes, when it is
+        broken, that the sitemap lists it."""
+        sitemaps, self._seed_sitemaps = self._seed_sitemaps, []
+        met, broken, fresh = self.frontier.seen, self.tally.broken, 0
+        for sitemap in sitemaps:
+            for loc in sitemap.locs:
+                url = self._to_crawl(loc)
+                if url not in met:
+                    fresh += 1
+                    self._discover(url, 0, sitemap.url)
+                elif broken and not self.frontier.is_queued(url) and url not in self._active:
+                    self.journal.late_referrer(url, sitemap.url)
+        self._seeded = True
+        if self.state is not None:
+            self.state.counter("seeded", 1)
+        self.log(f"seed sitemaps: {fresh} URLs no link led to, crawled from the sitemaps")
+
     async def _replay(self) -> None:
         """Rebuild the crawl saved in the state file: frontier, decisions, listings."""
         assert self.state is not None
@@ -311,6 +361,7 @@ class Crawl:
             listed += 1
         for key, url in snap.bodies.items():
             journal.twins.met(int.from_bytes(key, "little", signed=True), url)
+        self._seeded = bool(snap.counters.get("seeded"))
         self.tally.fetched = self._requested = self._done_requests = snap.counters.get("fetched", 0)
         self.tally.failed = snap.counters.get("failed", 0)
         self.log(
@@ -576,6 +627,9 @@ class Crawl:
             task = self.frontier.pop()
             if task is None:
                 if not self._active:
+                    if self._seed_sitemaps:
+                        self._release_seeds()
+                        continue
                     self._changed.set()
                     return
                 self._changed.clear()
