@@ -351,7 +351,7 @@ def test_sitemap_urls_elsewhere_are_recorded_and_never_requested(serve, crawl):
     ) in err
 
 
-def test_a_sitemap_on_the_public_origin_is_read_from_the_crawled_server(serve, crawl):
+def test_a_sitemap_on_the_public_origin_is_read_from_the_crawled_server(serve, crawl, tmp_path):
     public = "https://www.example.com"
     site = Site(
         {
@@ -364,12 +364,21 @@ def test_a_sitemap_on_the_public_origin_is_read_from_the_crawled_server(serve, c
         }
     )
     srv = serve(site.app)
-    code, locs, decisions, err = crawl(srv.url + "/", "--seed-sitemaps", "--public-url", public)
+    report = tmp_path / "report.json"
+    args = ("--seed-sitemaps", "--public-url", public, "--report", str(report))
+    code, locs, decisions, err = crawl(srv.url + "/", *args)
     assert code == 0
     assert locs == [public + "/", public + "/orphan"]
     assert decisions[public + "/orphan"]["seed"] == public + "/sitemap.xml"
     assert "/sitemap.xml" in site.paths
-    assert "seed sitemap https://cdn.example.net/sitemap.xml: not on the crawled origin" in err
+    assert (
+        "warning: seed sitemap https://cdn.example.net/sitemap.xml: neither under "
+        "https://www.example.com/ nor on the crawled server: skipped"
+    ) in err
+    # as everywhere but the robots.txt note, only the public origin is named
+    notes = json.loads(report.read_text())["seed_sitemaps"]
+    assert f"seed sitemap {public}/sitemap.xml: 1 URLs" in notes
+    assert srv.url.removeprefix("http://") not in json.dumps(notes)
 
 
 def test_max_pages_bounds_the_urls_taken_and_the_rest_are_limit(serve, crawl):

@@ -76,7 +76,9 @@ def where(raw: str, plan: Plan) -> tuple[str | None, str]:
     crawl = plan.origins.crawl
     origin = crawl.root[: len(crawl.root) - len(crawl.prefix)]
     if not url.startswith(origin + "/"):
-        return None, f"not on the crawled origin {origin}"
+        if plan.identity:
+            return None, f"not on the crawled origin {origin}"
+        return None, f"neither under {plan.origins.public.root} nor on the crawled server"
     return url, ""
 
 
@@ -103,7 +105,8 @@ def sources(
         verdict = robots.verdict(url, user_agent)
         if not verdict.allowed:
             line = f" (line {verdict.line})" if verdict.line else ""
-            notes.append(f"seed sitemap {url}: robots.txt forbids it ({verdict.rule}{line})")
+            rule = f"{verdict.rule}{line}"
+            notes.append(f"seed sitemap {plan.public(url)}: robots.txt forbids it ({rule})")
             continue
         if all(source.url != url for source in found):
             found.append(Source(url, is_named))

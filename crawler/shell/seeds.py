@@ -76,19 +76,20 @@ async def read_seed_sitemaps(
     while queue:
         source = queue.pop(0)
         if seeds.count >= max_urls:
-            seeds.notes.append(f"seed sitemap {source.url}: not read ({max_urls} URLs taken)")
+            line = f"seed sitemap {plan.public(source.url)}: not read ({max_urls} URLs taken)"
+            seeds.notes.append(line)
             continue
         url, answer, why = await _fetch(source.url, plan, robots, user_agent, get, max_bytes)
         if answer is None:
-            _skip(seeds, source, why, quiet=not source.named and why == "HTTP 404")
+            _skip(seeds, plan, source, why, quiet=not source.named and why == "HTTP 404")
             continue
         found = read_body(answer.body, answer.headers.get("Content-Type", ""), max_bytes)
         if found.problem is not None:
-            _skip(seeds, source, found.problem)
+            _skip(seeds, plan, source, found.problem)
             continue
         if found.kind == "sitemapindex":
             if source.level > 0:
-                _skip(seeds, source, "an index inside an index (one level is read)")
+                _skip(seeds, plan, source, "an index inside an index (one level is read)")
                 continue
             children = left = elsewhere = 0
             for loc in found.locs:
@@ -103,7 +104,9 @@ async def read_seed_sitemaps(
                     planned.add(child)
                     queue.append(Source(child, True, 1))
                     children += 1
-            line = f"seed sitemap {source.url}: an index of {children} sitemaps to read"
+            line = (
+                f"seed sitemap {plan.public(source.url)}: an index of {children} sitemaps to read"
+            )
             if elsewhere:
                 line += f"; {elsewhere} not on the crawled origin are not"
             if left:
@@ -118,8 +121,9 @@ async def read_seed_sitemaps(
         fresh = fresh[:room]
         taken.update(fresh)
         seeds.count += len(fresh)
-        seeds.sitemaps.append(SeedSitemap(plan.public(source.url), fresh))
-        line = f"seed sitemap {source.url}: {len(fresh)} URLs"
+        name = plan.public(source.url)
+        seeds.sitemaps.append(SeedSitemap(name, fresh))
+        line = f"seed sitemap {name}: {len(fresh)} URLs"
         if found.invalid:
             line += f" ({found.invalid} entries that are not http(s) URLs left out)"
         if cut:
@@ -128,8 +132,9 @@ async def read_seed_sitemaps(
     return seeds
 
 
-def _skip(seeds: Seeds, source: Source, why: str, *, quiet: bool = False) -> None:
-    line = f"seed sitemap {source.url}: {why}" + ("" if quiet else ": skipped")
+def _skip(seeds: Seeds, plan: Plan, source: Source, why: str, *, quiet: bool = False) -> None:
+    """A line for a sitemap not read, naming it as the sitemap would (--public-url)."""
+    line = f"seed sitemap {plan.public(source.url)}: {why}" + ("" if quiet else ": skipped")
     seeds.notes.append(line)
     if not quiet:
         seeds.warnings.append(line)
@@ -152,10 +157,11 @@ async def _fetch(
             return url, None, f"HTTP {resp.status} without a usable Location"
         moved, why = where(target, plan)
         if moved is None:
-            return url, None, f"redirects to {target}, {why}"
+            return url, None, f"redirects to {plan.public(target)}, {why}"
         verdict = robots.verdict(moved, user_agent)
         if not verdict.allowed:
-            return url, None, f"redirects to {moved}, which robots.txt forbids ({verdict.rule})"
+            forbidden = f"which robots.txt forbids ({verdict.rule})"
+            return url, None, f"redirects to {plan.public(moved)}, {forbidden}"
         url = moved
     else:
         return url, None, f"more than {MAX_SITEMAP_REDIRECTS} redirects"
