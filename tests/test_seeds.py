@@ -87,6 +87,16 @@ def test_several_start_urls_reach_disjoint_parts_of_a_site(serve, crawl):
     assert decisions[u + "/b/c"]["referrer"] == u + "/b/" and "seed" not in decisions[u + "/b/c"]
 
 
+def test_a_start_url_robots_txt_forbids_is_not_fetched(serve, crawl):
+    site = Site({"/robots.txt": robots("Disallow: /private/"), "/": html(), "/private/x": html()})
+    srv = serve(site.app)
+    code, locs, decisions, _ = crawl(srv.url + "/", srv.url + "/private/x")
+    assert code == 0 and locs == [srv.url + "/"]
+    assert "/private/x" not in site.paths
+    seed = decisions[srv.url + "/private/x"]
+    assert seed["reason"] == "robots_txt" and seed["seed"] == "start"
+
+
 @pytest.mark.parametrize(
     ("seed", "message"),
     [
