@@ -303,6 +303,7 @@ class Crawl:
             config.user_agent,
             self._request,
             max_urls=config.max_pages or MAX_SEED_URLS,
+            stopped=lambda: self._stop_signal is not None or self._outage is not None,
         )
         self._seed_sitemaps = [sitemap for sitemap in seeds.sitemaps if sitemap.locs]
         self.tally.seed_notes = seeds.notes

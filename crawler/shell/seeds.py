@@ -58,10 +58,12 @@ async def read_seed_sitemaps(
     max_urls: int,
     max_sitemaps: int = MAX_SEED_SITEMAPS,
     max_bytes: int = MAX_SITEMAP_BYTES,
+    stopped: Callable[[], bool] = lambda: False,
 ) -> Seeds:
     """Read the sitemaps robots.txt names (`named`), else the guessed /sitemap.xml, and the
     sitemaps an index among them names, one level down. `get(url, max_bytes)` is one request
-    through the crawl's throttle and retries."""
+    through the crawl's throttle and retries. `stopped`: the crawl is stopping (a signal, an
+    outage), so no more sitemaps are asked for."""
     seeds = Seeds()
     queue, skipped = sources(named, plan, robots, user_agent)
     seeds.notes += skipped
@@ -73,7 +75,7 @@ async def read_seed_sitemaps(
         del queue[max_sitemaps:]
     planned = {source.url for source in queue}
     taken: set[str] = set()
-    while queue:
+    while queue and not stopped():
         source = queue.pop(0)
         if seeds.count >= max_urls:
             line = f"seed sitemap {plan.public(source.url)}: not read ({max_urls} URLs taken)"
