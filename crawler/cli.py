@@ -225,7 +225,7 @@ def _default_text(spec: dataclasses.Field) -> str:
     if isinstance(default, bool):
         return " (default: on)" if default else ""
     if isinstance(default, tuple):
-        return f" (default: {','.join(default)})"
+        return f" (default: {','.join(default)})" if default else ""
     return f" (default: {default})"
 
 

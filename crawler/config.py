@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crawler.core.patterns import Patterns
 from crawler.errors import ConfigError
 
 from . import DEFAULT_USER_AGENT
@@ -140,6 +141,26 @@ class Config:
     strip_params: tuple[str, ...] = _opt(
         DEFAULT_STRIP_PARAMS, "query parameters removed from links (* globs)", metavar="NAME"
     )
+    include: tuple[str, ...] = _opt(
+        (),
+        "fetch and list only URLs whose path and query match one of these (repeatable; the "
+        "start URL is fetched anyway): a glob, * any text and ? literal, or re:REGEX",
+        metavar="PATTERN",
+        repeat=True,
+    )
+    exclude: tuple[str, ...] = _opt(
+        (),
+        "never fetch nor list URLs whose path and query match (repeatable; e.g. '/tag/*', "
+        "'/search?*')",
+        metavar="PATTERN",
+        repeat=True,
+    )
+    exclude_listing_only: tuple[str, ...] = _opt(
+        (),
+        "fetch matching pages and follow their links, but never list them (repeatable; hub pages)",
+        metavar="PATTERN",
+        repeat=True,
+    )
     max_url_length: int = _opt(2048, "longer URLs are neither fetched nor listed", metavar="N")
     max_segment_repeats: int = _opt(
         3, "skip paths repeating one segment more often (trap)", metavar="N"
@@ -216,6 +237,8 @@ class Config:
         if not self.listed_types:
             raise ConfigError("listed_types must name at least one Content-Type")
         self.listed_types = tuple(t.strip().lower() for t in self.listed_types)
+        for key in ("include", "exclude", "exclude_listing_only"):
+            Patterns.compile(getattr(self, key), key)  # a bad pattern fails before any request
         for spec in fields():
             if (
                 spec.metadata["choices"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crawler.core.directives import Directives
+from crawler.core.patterns import NO_PATTERNS, Patterns, path_and_query
 
 LISTED = "listed"
 ROBOTS_TXT = "robots_txt"
@@ -20,6 +21,7 @@ DUPLICATE_OF = "duplicate_of"
 REDIRECT = "redirect"
 HTTP_ERROR = "http_error"
 OUT_OF_SCOPE = "out_of_scope"
+EXCLUDED_BY_PATTERN = "excluded_by_pattern"
 CONTENT_TYPE = "content_type"
 TOO_LONG = "too_long"
 TOO_LARGE = "too_large"
@@ -38,6 +40,7 @@ REASONS = (
     REDIRECT,
     HTTP_ERROR,
     OUT_OF_SCOPE,
+    EXCLUDED_BY_PATTERN,
     CONTENT_TYPE,
     TOO_LONG,
     TOO_LARGE,
@@ -58,6 +61,8 @@ REASON_TEXT = {
     REDIRECT: "not listed: it redirects (only the final URL of a redirect can be listed)",
     HTTP_ERROR: "not listed: the server did not answer 200",
     OUT_OF_SCOPE: "not listed: outside the sitemap's scheme, host, port and folder",
+    EXCLUDED_BY_PATTERN: "not listed: excluded by the crawl's include, exclude or "
+    "exclude_listing_only patterns",
     CONTENT_TYPE: "not listed: its Content-Type is not one of listed_types",
     TOO_LONG: "not listed: the URL is longer than max_url_length",
     TOO_LARGE: "not listed: the body is larger than max_page_bytes",
@@ -88,6 +93,10 @@ class Policy:
     respect_canonical: bool = True
     skip_duplicates: bool = True
     follow_nofollow: bool = False
+    # a start URL is fetched whatever `include` says (its links lead to the included pages),
+    # but listed only if it matches; exclude_listing_only pages are fetched, never listed
+    include: Patterns = NO_PATTERNS
+    exclude_listing_only: Patterns = NO_PATTERNS
 
 
 @dataclass(slots=True)
@@ -104,6 +113,7 @@ class PageFacts:
     canonical_public: str | None = None  # the canonical as the sitemap names URLs (--public-url)
     twin_of: str | None = None  # another URL answered the same body first (see duplicates)
     too_large: bool = False
+    public: str | None = None  # the URL as the sitemap would list it, when not `url`
 
 
 def decide_page(facts: PageFacts, policy: Policy) -> Decision:
@@ -126,7 +136,29 @@ def decide_page(facts: PageFacts, policy: Policy) -> Decision:
         where = "" if facts.canonical_in_scope else " (out of scope)"
         named = facts.canonical_public or facts.canonical
         return Decision(CANONICALISED, f"canonical is {named}{where}")
+    if policy.include or policy.exclude_listing_only:
+        unlisted = _unlisted_by_pattern(facts.public or facts.url, policy)
+        if unlisted is not None:
+            return unlisted
     return Decision(LISTED)
+
+
+def _unlisted_by_pattern(url: str, policy: Policy) -> Decision | None:
+    """A page that would be listed, left out by the user's patterns (its links followed).
+    Last of the rules, so the site's own signals (noindex, canonical) are named first, and
+    so only pages that would be listed are affected."""
+    path = path_and_query(url)
+    if policy.include and policy.include.match(path) is None:
+        return Decision(EXCLUDED_BY_PATTERN, not_included(policy.include))
+    pattern = policy.exclude_listing_only.match(path)
+    if pattern is not None:
+        return Decision(EXCLUDED_BY_PATTERN, f"exclude_listing_only {pattern}")
+    return None
+
+
+def not_included(include: Patterns) -> str:
+    """The detail of a URL no include pattern matches."""
+    return f"not matched by include {', '.join(include.texts)}"
 
 
 def follows_links(facts: PageFacts, policy: Policy) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crawler.core.decide import (
+    EXCLUDED_BY_PATTERN,
     LIMIT,
     OUT_OF_SCOPE,
     ROBOTS_TXT,
@@ -17,8 +18,10 @@ from crawler.core.decide import (
     TRAP,
     Decision,
     TrapBudgets,
+    not_included,
     repeats_segment,
 )
+from crawler.core.patterns import NO_PATTERNS, Patterns, path_and_query
 from crawler.core.robots import RobotsTxt
 from crawler.core.urls import OriginMap, Scope, normalize, url_folder
 from crawler.errors import ConfigError, InvalidURLError
@@ -103,10 +106,26 @@ def _seed(seed: str, origins: OriginMap, scope: Scope) -> str:
 
 
 class Screen:
-    """The checks made before a URL is fetched, in order: scope, length, traps, robots.txt,
-    depth, then the trap budgets (which count every URL that passes them)."""
+    """The checks made before a URL is fetched, in order: scope, length, the user's exclude
+    and include patterns, traps, robots.txt, depth, then the trap budgets (which count every
+    URL that passes them: an excluded URL spends none).
 
-    __slots__ = ("_agent", "_depth", "_length", "_repeats", "budgets", "plan", "robots")
+    `seeds` (crawl space): the URLs the user starts from, fetched whatever `include` says, so
+    the crawl can reach the included pages from them (decide_page then leaves them out of
+    the sitemap unless they match); `exclude` applies to them as to any URL."""
+
+    __slots__ = (
+        "_agent",
+        "_depth",
+        "_length",
+        "_repeats",
+        "budgets",
+        "exclude",
+        "include",
+        "plan",
+        "robots",
+        "seeds",
+    )
 
     def __init__(
         self,
@@ -117,8 +136,14 @@ class Screen:
         max_segment_repeats: int,
         max_depth: int,
         budgets: TrapBudgets,
+        include: Patterns = NO_PATTERNS,
+        exclude: Patterns = NO_PATTERNS,
+        seeds: frozenset[str] = frozenset(),
     ) -> None:
         self.plan = plan
+        self.include = include
+        self.exclude = exclude
+        self.seeds = seeds
         self.robots = RobotsTxt.allow_all()  # until the crawl has read the site's
         self.budgets = budgets
         self._agent = user_agent
@@ -139,6 +164,10 @@ class Screen:
             return Decision(OUT_OF_SCOPE, f"outside {plan.origins.public.root}")
         if len(public) > self._length or len(url) > self._length:
             return Decision(TOO_LONG, f"{len(public)} characters")
+        if self.exclude or self.include:
+            chosen = self._chosen(url, public)
+            if chosen is not None:
+                return chosen
         path = url.split("?", 1)[0]
         if repeats_segment(path, self._repeats):
             return Decision(TRAP, f"a path segment repeats more than {self._repeats} times")
@@ -151,4 +180,15 @@ class Screen:
         spent = self.budgets.spend(url)
         if spent is not None:
             return Decision(TRAP, spent)
+        return None
+
+    def _chosen(self, url: str, public: str) -> Decision | None:
+        """Why the user's patterns keep url (crawl space; `public`: as listed) from being
+        fetched, or None."""
+        path = path_and_query(public)
+        pattern = self.exclude.match(path)
+        if pattern is not None:
+            return Decision(EXCLUDED_BY_PATTERN, f"exclude {pattern}")
+        if self.include and url not in self.seeds and self.include.match(path) is None:
+            return Decision(EXCLUDED_BY_PATTERN, not_included(self.include))
         return None

@@ -22,6 +22,7 @@ from typing import IO
 
 from crawler.config import Config, fingerprint
 from crawler.core.decide import (
+    EXCLUDED_BY_PATTERN,
     FETCH_ERROR,
     HTTP_ERROR,
     LIMIT,
@@ -41,6 +42,7 @@ from crawler.core.decide import (
 from crawler.core.frontier import DONE, Frontier, Task
 from crawler.core.httpdate import parse_http_date
 from crawler.core.page import PagePolicy, PageResult
+from crawler.core.patterns import Patterns
 from crawler.core.report import DecisionRecord, Tally
 from crawler.core.robots import product_token
 from crawler.core.screen import Plan, Screen
@@ -102,6 +104,8 @@ class Crawl:
             config.respect_canonical,
             config.skip_duplicates,
             config.follow_nofollow,
+            Patterns.compile(config.include, "include"),
+            Patterns.compile(config.exclude_listing_only, "exclude_listing_only"),
         )
         self.agent = product_token(config.user_agent)
         self.page_policy = PagePolicy(self.agent, config.follow_nofollow, config.strip_params)
@@ -113,6 +117,9 @@ class Crawl:
             max_segment_repeats=config.max_segment_repeats,
             max_depth=config.max_depth,
             budgets=TrapBudgets(config.max_pages_per_folder, config.max_pages_per_param),
+            include=self.policy.include,
+            exclude=Patterns.compile(config.exclude, "exclude"),
+            seeds=frozenset({self.plan.start, *self.plan.seeds}),
         )
         self.tally = Tally()
         self.journal = Journal(self._public, self.tally)
@@ -352,7 +359,7 @@ class Crawl:
             self.frontier.mark_seen(url)
         journal.refs = {url: tuple(refs) for url, refs in snap.referrers.items()}
         for d in snap.decisions:
-            if d.reason not in _SCREEN_REASONS:
+            if d.reason not in _SCREEN_REASONS or d.status is not None:
                 budgets.spend(d.url)
             journal.emit(d.url, d.status, Decision(d.reason, d.detail), d.depth, d.referrer)
         listed = 0
@@ -674,6 +681,7 @@ class Crawl:
             return None
         facts = PageFacts(url, resp.status, page.mime, page.meta, page.header)
         facts.too_large = resp.truncated
+        facts.public = self._public(url)
         if page.canonical is not None:
             canonical = self._to_crawl(page.canonical)
             facts.canonical = canonical
@@ -875,8 +883,9 @@ def _fewer_gc_pauses() -> Iterator[None]:
         gc.unfreeze()
 
 
-#: Reasons given before a fetch; replayed decisions with these spent no trap budget.
-_SCREEN_REASONS = frozenset({OUT_OF_SCOPE, TOO_LONG, TRAP, ROBOTS_TXT, LIMIT})
+#: Reasons given before a fetch; replayed decisions with these spent no trap budget (unless
+#: fetched: a page an exclude_listing_only or include pattern leaves out has a status).
+_SCREEN_REASONS = frozenset({OUT_OF_SCOPE, TOO_LONG, TRAP, ROBOTS_TXT, LIMIT, EXCLUDED_BY_PATTERN})
 
 
 async def _as_fetched(response: Awaitable[Response]) -> Fetched:
