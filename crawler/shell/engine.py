@@ -20,7 +20,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
 
-from crawler.config import Config, fingerprint
+from crawler.config import Config, fingerprint, robots_from_is_url
+from crawler.core.access import AUTH_ENV
 from crawler.core.decide import (
     FETCH_ERROR,
     HTTP_ERROR,
@@ -42,16 +43,25 @@ from crawler.core.frontier import DONE, Frontier, Task
 from crawler.core.httpdate import parse_http_date
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.report import DecisionRecord, Tally
-from crawler.core.robots import product_token
+from crawler.core.robots import RobotsTxt, parse_robots, product_token
 from crawler.core.screen import Plan, Screen
-from crawler.core.urls import normalize, resolve
+from crawler.core.urls import join_parts, normalize, resolve
 from crawler.errors import (
+    ConfigError,
     InterruptedCrawl,
     NothingListedError,
     OutputError,
     PublishRefused,
 )
-from crawler.shell.fetch import REDIRECT_STATUSES, HttpTransport, Response, Transport, fetch_robots
+from crawler.shell.fetch import (
+    REDIRECT_STATUSES,
+    ROBOTS_MAX_BYTES,
+    HttpTransport,
+    Response,
+    Transport,
+    fetch_robots,
+    fetch_rules,
+)
 from crawler.shell.journal import Journal
 from crawler.shell.listings import Listing, Spool, to_micros
 from crawler.shell.pages import Fetched, LocalPages
@@ -120,6 +130,7 @@ class Crawl:
         self._stop_signal: int | None = None
         self._outage: str | None = None  # why the site looks down, when it does
         self._site_answered = False  # any HTTP answer to the robots.txt requests
+        self._start: Response | None = None  # the start URL's final answer: a failed run's why
         self._workers: list[asyncio.Task[None]] = []
         self._requested = 0  # page requests started, redirect hops included (max_pages)
         self._done_requests = 0  # requests whose outcome is recorded: the state's "fetched"
@@ -269,13 +280,46 @@ class Crawl:
             answers.append(await self._request(robots_url, max_bytes))
             return answers[-1]
 
-        robots, self.tally.robots_note = await fetch_robots(url, get)
+        source = self.config.robots_from
+        if source is not None:  # then the site's own robots.txt is never requested
+            robots = await self._rules_from(source)
+            self.tally.robots_note = (
+                f"rules from {source} (--robots-from); the site's robots.txt was not used"
+            )
+        else:
+            robots, self.tally.robots_note = await fetch_robots(url, get)
         self._site_answered = any(answer.status for answer in answers)
         self.screen.robots = robots
         self.log(f"robots.txt: {self.tally.robots_note}")
         self.throttle.set_crawl_delay(robots.crawl_delay(self.config.user_agent))
         for warning in self.throttle.warnings:
             self.log(f"warning: {warning}")
+
+    async def _rules_from(self, source: str) -> RobotsTxt:
+        """--robots-from: production's rules for a staging site that disallows everything.
+        A URL is fetched once, with retries but outside the site's throttle (it is another
+        host) and without the site's credentials (the transport sends them to the site
+        only); rules that cannot be read stop the crawl before it starts (ConfigError)."""
+        if robots_from_is_url(source):
+            assert self._pages is not None
+            pages = self._pages
+
+            async def get(url: str, max_bytes: int) -> Response:
+                resp, _ = await fetch_with_retries(
+                    lambda: pages.get(url, max_bytes),
+                    self._retry,
+                    status_of=lambda r: r.status or None,
+                    retry_after_of=lambda r: r.headers.get("Retry-After"),
+                    error_of=lambda r: r.error,
+                )
+                return resp
+
+            return await fetch_rules(source, get)
+        try:
+            with open(source, "rb") as file:  # once, small: no need to leave the loop
+                return parse_robots(file.read(ROBOTS_MAX_BYTES + 1))
+        except OSError as exc:
+            raise ConfigError(f"robots_from: cannot read {source}: {exc.strerror or exc}") from None
 
     async def _replay(self) -> None:
         """Rebuild the crawl saved in the state file: frontier, decisions, listings."""
@@ -465,6 +509,7 @@ class Crawl:
             concurrency=c.concurrency,
             timeout=c.timeout,
             max_bytes=c.max_page_bytes,
+            access=c.access(join_parts(self.plan.start)[1]),  # credentials: the start's origin
         )
         async with http:
             pages = (
@@ -499,7 +544,23 @@ class Crawl:
                     f"nothing crawled: robots.txt could not be read ({note}); RFC 9309 allows "
                     f"no crawl until it can be"
                 )
-            return f"nothing listed: robots.txt forbids {start} ({note})"
+            if self.config.robots_from is not None:
+                return f"nothing listed: robots.txt forbids {start} ({note})"
+            return (
+                f"nothing listed: robots.txt forbids {start} ({note}; a staging site's "
+                f"rules can be replaced by production's: --robots-from URL|FILE)"
+            )
+        answer = self._start
+        if answer is not None and answer.error:
+            return f"nothing listed: {start} could not be fetched: {answer.error}"
+        if answer is not None and answer.status in (401, 407):
+            return f"nothing listed: {start} answered HTTP {answer.status}: " + (
+                "the proxy wants credentials (--proxy http://USER:PASSWORD@HOST:PORT)"
+                if answer.status == 407
+                else "the site refused the credentials given (--auth)"
+                if self.config.auth
+                else f"the site wants credentials (--auth USER:PASSWORD, or ${AUTH_ENV})"
+            )
         met = sum(self.tally.reasons.values())
         return (
             f"nothing listed: no indexable page among {met} URLs met from {start} "
@@ -551,6 +612,8 @@ class Crawl:
             return None
         resp, page = fetched.response, fetched.page
         self._done_requests += 1  # recorded below, before the next await
+        if task.url == self.plan.start:  # its status and error, not its body
+            self._start = Response(resp.url, resp.status, error=resp.error)
         if page is None:  # no answer, or none we could read
             error = resp.error or fetched.unreadable or "no answer"
             self._record(url, None, Decision(FETCH_ERROR, _with_notes(error, resp)), task)
