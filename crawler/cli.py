@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from crawler.config import Config, build, default_of, fields, load_toml
+from crawler.core.access import AUTH_ENV, redact, secrets_of
 from crawler.errors import (
     InterruptedCrawl,
     NothingListedError,
@@ -251,7 +252,32 @@ def load_config(args: argparse.Namespace, only: frozenset[str] | None = None) ->
     file_values = load_toml(path) if path is not None else {}
     if only is not None:
         file_values = {k: v for k, v in file_values.items() if k in only or k == "url"}
+    if "auth" not in values and "auth" not in file_values and os.environ.get(AUTH_ENV):
+        values["auth"] = os.environ[AUTH_ENV]  # kept out of argv (ps) and of config files
     return build(file_values, values)
+
+
+def _given_secrets(args: argparse.Namespace) -> list[str]:
+    """The secrets on the command line and in the environment, before any is checked: an
+    error about a bad config must not print them either."""
+    given = vars(args)
+    return list(
+        secrets_of(
+            given.get("auth") or os.environ.get(AUTH_ENV),
+            given.get("header") or (),
+            given.get("cookie") or (),
+            given.get("proxy"),
+        )
+    )
+
+
+def _warn_insecure(config: Config) -> None:
+    """Said even with --quiet: a crawl that checks no certificate is worth a line in a log."""
+    if config.insecure:
+        _err(
+            "warning: --insecure: TLS certificates are not checked; anyone between here and "
+            "the site can read and change what the crawl sees"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -260,36 +286,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    secrets = _given_secrets(args)  # and the config file's, once read: never printed
     try:
         if args.command == "explain":
-            return _explain(args)
+            return _explain(args, secrets)
         config = load_config(args)
+        secrets += config.secrets
         args.output_folder = config.output  # named by a failure to write there
         return _crawl(config)
     except KeyboardInterrupt:  # before the crawl's own signal handling is in place
         _err("interrupted; the previously published sitemap is untouched")
         return EXIT_INTERRUPTED
     except (SitemapCrawlerError, SitemapOutError) as exc:
-        _err(str(exc))
+        _err(redact(str(exc), secrets))
         return getattr(exc, "exit_code", EXIT_FAILURE)
     except OSError as exc:
         if isinstance(exc, ConnectionError | TimeoutError | socket.gaierror):
-            return _unexpected(exc)  # the network's: caught where they occur, but for a bug
+            return _unexpected(exc, secrets)  # the network's: caught where they occur
         # our own files: the sitemap's, in the output folder (the others name themselves)
         where = exc.filename or getattr(args, "output_folder", None) or "the output folder"
         reason = exc.strerror or str(exc) or type(exc).__name__
         _err(f"cannot write {where}: {reason}; the published sitemap is untouched")
         return EXIT_IO
     except Exception as exc:  # the one place an unexpected error is turned into a line
-        return _unexpected(exc)
+        return _unexpected(exc, secrets)
 
 
-def _unexpected(exc: Exception) -> int:
+def _unexpected(exc: Exception, secrets: Sequence[str] = ()) -> int:
     if os.environ.get("SITEMAP_CRAWLER_DEBUG"):
         raise exc
     _err(
-        f"unexpected failure: {type(exc).__name__}: {exc} "
-        f"(set SITEMAP_CRAWLER_DEBUG=1 for a traceback)"
+        redact(
+            f"unexpected failure: {type(exc).__name__}: {exc} "
+            f"(set SITEMAP_CRAWLER_DEBUG=1 for a traceback)",
+            secrets,
+        )
     )
     return EXIT_FAILURE
 
@@ -298,6 +329,7 @@ def _crawl(config: Config) -> int:
     from crawler.shell.engine import Crawl  # late: keeps --help and config errors fast
     from crawler.shell.pool import default_workers, forked
 
+    _warn_insecure(config)
     log = (lambda _: None) if config.quiet else (lambda msg: print(msg, file=sys.stderr))
     progress = None
     if not config.quiet:
@@ -317,7 +349,7 @@ def _crawl(config: Config) -> int:
             failed: dict[str, Any] = {
                 "start_url": config.url,
                 "published": False,
-                "error": str(exc),
+                "error": redact(str(exc), config.secrets),
             }
             _write_json(config.report, crawl.tally.to_json(failed))
         raise
@@ -345,7 +377,7 @@ def _crawl(config: Config) -> int:
     return EXIT_OK
 
 
-def _explain(args: argparse.Namespace) -> int:
+def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     from crawler.core.decide import LISTED, REASON_TEXT
     from crawler.core.urls import normalize
     from crawler.shell.engine import Crawl
@@ -354,6 +386,8 @@ def _explain(args: argparse.Namespace) -> int:
         file_url = load_toml(args.config).get("url") if "config" in vars(args) else None
         args.url = file_url or args.target
     config = load_config(args, only=EXPLAIN_OPTIONS)
+    secrets += config.secrets
+    _warn_insecure(config)
     crawl = Crawl(config)
     known = crawl.plan.public(crawl.known_as(args.target))
     if known != crawl.plan.public(normalize(args.target)):

@@ -9,12 +9,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
+import ssl
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crawler.core.access import AUTH_ENV, Access, redact, secrets_of
 from crawler.core.patterns import Patterns
+from crawler.core.urls import normalize
 from crawler.errors import ConfigError
 
 from . import DEFAULT_USER_AGENT
@@ -96,6 +100,32 @@ class Config:
         DEFAULT_USER_AGENT,
         "User-Agent header; its first token is the robots.txt product token",
         metavar="UA",
+    )
+    auth: str | None = _opt(
+        None,
+        f"basic auth for the start URL's origin only (default: ${AUTH_ENV}; never printed)",
+        metavar="USER:PASSWORD",
+    )
+    header: tuple[str, ...] = _opt(
+        (), "a request header for the start URL's origin only", metavar="'NAME: VALUE'", repeat=True
+    )
+    cookie: tuple[str, ...] = _opt(
+        (), "a cookie for the start URL's origin only", metavar="NAME=VALUE", repeat=True
+    )
+    proxy: str | None = _opt(
+        None,
+        "send every request through this http:// proxy (USER:PASSWORD@ allowed)",
+        metavar="URL",
+    )
+    ca_bundle: Path | None = _opt(
+        None, "also trust the CA certificates in this PEM file (TLS)", metavar="FILE"
+    )
+    insecure: bool = _opt(False, "do not check TLS certificates at all (with a warning)")
+    robots_from: str | None = _opt(
+        None,
+        "apply the robots.txt rules of this URL or file instead of the site's own "
+        "(a staging site's Disallow: /)",
+        metavar="URL|FILE",
     )
     report: Path | None = _opt(
         None, "write the crawl's figures and broken links as JSON", metavar="FILE.json"
@@ -234,6 +264,9 @@ class Config:
             raise ConfigError("--resume needs --state FILE: the saved crawl to continue")
         if not self.user_agent.strip() or any(c in self.user_agent for c in "\r\n"):
             raise ConfigError("user_agent must be one non-empty line")
+        self.access()  # auth, header, cookie, proxy: the error names which, never the value
+        _check_tls(self.ca_bundle, self.insecure)
+        _check_robots_from(self.robots_from)
         if not self.listed_types:
             raise ConfigError("listed_types must name at least one Content-Type")
         self.listed_types = tuple(t.strip().lower() for t in self.listed_types)
@@ -250,6 +283,71 @@ class Config:
                     f", got {getattr(self, spec.name)!r}"
                 )
         return self
+
+    def access(self, origin: str = "") -> Access:
+        """How requests reach the site; credentials, headers and cookies go to `origin`
+        only (the start URL's)."""
+        return Access.make(
+            origin,
+            auth=self.auth,
+            headers=self.header,
+            cookies=self.cookie,
+            proxy=self.proxy,
+            ca_bundle=str(self.ca_bundle) if self.ca_bundle is not None else None,
+            insecure=self.insecure,
+        )
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The secrets in these settings, for `access.redact`: valid or not."""
+        return secrets_of(self.auth, self.header, self.cookie, self.proxy)
+
+    def __repr__(self) -> str:
+        """The dataclass's repr, less the secrets: a Config in a log line or a traceback
+        shows no password, header or cookie value."""
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields())
+        return redact(f"Config({shown})", self.secrets)
+
+
+def robots_from_is_url(value: str) -> bool:
+    """--robots-from names a URL (fetched once) rather than a file."""
+    return value.lower().startswith(("http://", "https://"))
+
+
+def _check_tls(ca_bundle: Path | None, insecure: bool) -> None:
+    """The CA bundle is read now, so a typo fails before any request."""
+    if ca_bundle is None:
+        return
+    if insecure:
+        raise ConfigError("give ca_bundle or insecure, not both: insecure checks no certificate")
+    if not ca_bundle.is_file():
+        raise ConfigError(f"ca_bundle: no such file: {ca_bundle}")
+    try:
+        ssl.create_default_context().load_verify_locations(cafile=str(ca_bundle))
+    except ssl.SSLError:
+        raise ConfigError(f"ca_bundle {ca_bundle} holds no PEM certificate") from None
+    except OSError as exc:
+        raise ConfigError(f"ca_bundle: cannot read {ca_bundle}: {exc.strerror or exc}") from None
+
+
+def _check_robots_from(value: str | None) -> None:
+    """A --robots-from file must be readable now; a URL is fetched when the crawl starts."""
+    if value is None:
+        return
+    if not value.strip():
+        raise ConfigError("robots_from must name a URL or a file")
+    if robots_from_is_url(value):
+        normalize(value)  # InvalidURLError (exit 2) naming what is wrong
+        return
+    path = Path(value)
+    if not path.is_file():
+        raise ConfigError(f"robots_from: no such file: {value} (or give an http(s):// URL)")
+    if not os.access(path, os.R_OK):
+        raise ConfigError(f"robots_from: cannot read {value}: permission denied")
+
+
+#: Keys whose values are secrets: an error about one never quotes its value.
+SECRET_KEYS = frozenset({"auth", "header", "cookie", "proxy"})
 
 
 #: Settings that change neither which URLs are met nor how they are judged: a crawl saved
@@ -338,7 +436,8 @@ def coerce(name: str, value: Any) -> Any:
     }[kind]
     if not ok(value):
         wanted = {"tuple": "a list of strings", "path": "a path"}.get(kind, f"a {kind}")
-        raise ConfigError(f"{name} must be {wanted}, got {value!r}")
+        got = "(the value is not shown)" if name in SECRET_KEYS else f"got {value!r}"
+        raise ConfigError(f"{name} must be {wanted}, {got}")
     if kind == "float":
         return float(value)
     if kind == "tuple":

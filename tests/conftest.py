@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import os
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -75,8 +76,9 @@ class LiveServer:
     A thread (not the test's loop) so tests can run the real, blocking CLI against it.
     """
 
-    def __init__(self, app: web.Application) -> None:
+    def __init__(self, app: web.Application, ssl_context: ssl.SSLContext | None = None) -> None:
         self.app = app
+        self.ssl_context = ssl_context  # HTTPS with this server certificate
         self.loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -86,7 +88,7 @@ class LiveServer:
         asyncio.set_event_loop(self.loop)
         self.runner = web.AppRunner(self.app, access_log=None, handler_cancellation=True)
         self.loop.run_until_complete(self.runner.setup())
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        site = web.TCPSite(self.runner, "127.0.0.1", 0, ssl_context=self.ssl_context)
         self.loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self._ready.set()
@@ -106,16 +108,17 @@ class LiveServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.ssl_context else 'http'}://127.0.0.1:{self.port}"
 
 
 @pytest.fixture
-def serve() -> Iterator[Callable[[web.Application], LiveServer]]:
-    """serve(app) starts app on 127.0.0.1:<free port>; stopped after the test."""
+def serve() -> Iterator[Callable[..., LiveServer]]:
+    """serve(app) starts app on 127.0.0.1:<free port>; stopped after the test.
+    serve(app, ssl_context) serves HTTPS with that context's certificate."""
     servers: list[LiveServer] = []
 
-    def start(app: web.Application) -> LiveServer:
-        server = LiveServer(app).start()
+    def start(app: web.Application, ssl_context: ssl.SSLContext | None = None) -> LiveServer:
+        server = LiveServer(app, ssl_context).start()
         servers.append(server)
         return server
 

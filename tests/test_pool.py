@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawler.cli import main
+from crawler.core.access import Access
 from crawler.core.directives import Directives
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.urls import LinkResolver, resolve, resolve_links
@@ -359,7 +360,7 @@ def test_a_result_crosses_the_pipe_with_what_the_crawl_reads():
 def test_every_message_crosses_the_pipe_field_by_field():
     policy = PagePolicy("bot", True, ("utm_*", "sid"))
     messages = (
-        Settings("bot/1", 3, 2.5, 1024, policy),
+        Settings("bot/1", 3, 2.5, 1024, policy, Access("http://h", ("u", "p"), (("X", "y"),))),
         Job(3, "http://h/", 2),
         Settled(["a"], [0]),
     )

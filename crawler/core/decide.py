@@ -73,6 +73,12 @@ REASON_TEXT = {
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
+#: Answers that an option of ours fixes: the decision's detail names it.
+STATUS_HINTS = {
+    401: "the site wants credentials (--auth)",
+    407: "the proxy wants credentials (--proxy http://USER:PASSWORD@HOST:PORT)",
+}
+
 
 @dataclass(slots=True, frozen=True)
 class Decision:
@@ -122,7 +128,8 @@ def decide_page(facts: PageFacts, policy: Policy) -> Decision:
     A page listed here may still lose to a byte-identical twin once the crawl is over
     (DUPLICATE_OF, decided by crawler.core.duplicates): that needs every page, not this one."""
     if facts.status != 200:
-        return Decision(HTTP_ERROR, f"HTTP {facts.status}")
+        hint = STATUS_HINTS.get(facts.status)
+        return Decision(HTTP_ERROR, f"HTTP {facts.status}" + (f": {hint}" if hint else ""))
     if facts.too_large:
         return Decision(TOO_LARGE, "body larger than max_page_bytes")
     if facts.mime not in policy.listed_types:

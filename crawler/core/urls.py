@@ -131,7 +131,9 @@ _NUMERIC_LABEL = re.compile(r"[0-9]+|0[xX][0-9A-Fa-f]*")
 
 
 def _bad(url: str, reason: str) -> InvalidURLError:
-    return InvalidURLError(f"invalid URL {url!r}: {reason}")
+    # a password given in the URL never reaches a message (the URL's userinfo is refused)
+    shown = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@", r"\1***@", url)
+    return InvalidURLError(f"invalid URL {shown!r}: {reason}")
 
 
 class _HostError(ValueError):
@@ -264,7 +266,7 @@ def _normalize_slow(url: str) -> str:
         path, query = rest, None
 
     if "@" in authority:
-        raise _bad(url, "userinfo (user@) is not allowed")
+        raise _bad(url, "userinfo (user@) is not allowed: credentials go in --auth")
     if authority.startswith("["):
         close = authority.find("]")
         host, port_text = authority[: close + 1], authority[close + 1 :]

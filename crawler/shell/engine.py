@@ -20,7 +20,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
 
-from crawler.config import Config, fingerprint
+from crawler.config import Config, fingerprint, robots_from_is_url
+from crawler.core.access import AUTH_ENV
 from crawler.core.decide import (
     EXCLUDED_BY_PATTERN,
     FETCH_ERROR,
@@ -44,17 +45,26 @@ from crawler.core.httpdate import parse_http_date
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.patterns import Patterns
 from crawler.core.report import DecisionRecord, Tally
-from crawler.core.robots import product_token
+from crawler.core.robots import RobotsTxt, parse_robots, product_token
 from crawler.core.screen import Plan, Screen
 from crawler.core.seeds import MAX_SEED_URLS
-from crawler.core.urls import normalize, resolve, strip_params
+from crawler.core.urls import join_parts, normalize, resolve, strip_params
 from crawler.errors import (
+    ConfigError,
     InterruptedCrawl,
     NothingListedError,
     OutputError,
     PublishRefused,
 )
-from crawler.shell.fetch import REDIRECT_STATUSES, HttpTransport, Response, Transport, fetch_robots
+from crawler.shell.fetch import (
+    REDIRECT_STATUSES,
+    ROBOTS_MAX_BYTES,
+    HttpTransport,
+    Response,
+    Transport,
+    fetch_robots,
+    fetch_rules,
+)
 from crawler.shell.journal import Journal
 from crawler.shell.listings import Listing, Spool, to_micros
 from crawler.shell.pages import Fetched, LocalPages
@@ -291,7 +301,14 @@ class Crawl:
             answers.append(await self._request(robots_url, max_bytes))
             return answers[-1]
 
-        robots, self.tally.robots_note = await fetch_robots(url, get)
+        source = self.config.robots_from
+        if source is not None:  # then the site's own robots.txt is never requested
+            robots = await self._rules_from(source)
+            self.tally.robots_note = (
+                f"rules from {source} (--robots-from); the site's robots.txt was not used"
+            )
+        else:
+            robots, self.tally.robots_note = await fetch_robots(url, get)
         self._site_answered = any(answer.status for answer in answers)
         self.screen.robots = robots
         self.log(f"robots.txt: {self.tally.robots_note}")
@@ -340,6 +357,32 @@ class Crawl:
         if self.state is not None:
             self.state.counter("seeded", 1)
         self.log(f"seed sitemaps: {fresh} URLs no link led to, crawled from the sitemaps")
+
+    async def _rules_from(self, source: str) -> RobotsTxt:
+        """--robots-from: production's rules for a staging site that disallows everything.
+        A URL is fetched once, with retries but outside the site's throttle (it is another
+        host) and without the site's credentials (the transport sends them to the site
+        only); rules that cannot be read stop the crawl before it starts (ConfigError)."""
+        if robots_from_is_url(source):
+            assert self._pages is not None
+            pages = self._pages
+
+            async def get(url: str, max_bytes: int) -> Response:
+                resp, _ = await fetch_with_retries(
+                    lambda: pages.get(url, max_bytes),
+                    self._retry,
+                    status_of=lambda r: r.status or None,
+                    retry_after_of=lambda r: r.headers.get("Retry-After"),
+                    error_of=lambda r: r.error,
+                )
+                return resp
+
+            return await fetch_rules(source, get)
+        try:
+            with open(source, "rb") as file:  # once, small: no need to leave the loop
+                return parse_robots(file.read(ROBOTS_MAX_BYTES + 1))
+        except OSError as exc:
+            raise ConfigError(f"robots_from: cannot read {source}: {exc.strerror or exc}") from None
 
     async def _replay(self) -> None:
         """Rebuild the crawl saved in the state file: frontier, decisions, listings."""
@@ -558,6 +601,7 @@ class Crawl:
             concurrency=c.concurrency,
             timeout=c.timeout,
             max_bytes=c.max_page_bytes,
+            access=c.access(join_parts(self.plan.start)[1]),  # credentials: the start's origin
         )
         async with http:
             pages = (
@@ -592,7 +636,12 @@ class Crawl:
                     f"nothing crawled: robots.txt could not be read ({note}); RFC 9309 allows "
                     f"no crawl until it can be"
                 )
-            return f"nothing listed: robots.txt forbids {start} ({note})"
+            if self.config.robots_from is not None:
+                return f"nothing listed: robots.txt forbids {start} ({note})"
+            return (
+                f"nothing listed: robots.txt forbids {start} ({note}; a staging site's "
+                f"rules can be replaced by production's: --robots-from URL|FILE)"
+            )
         if (why := self._why_not_the_start()) is not None:
             return why
         met = sum(self.tally.reasons.values())
@@ -615,8 +664,14 @@ class Crawl:
                 f"sitemap's scope {self.plan.scope.root}: start there"
             )
         if last.reason == HTTP_ERROR and last.status is not None:
+            credentials = (
+                "the site refused the credentials given (--auth)"
+                if self.config.auth
+                else f"the site wants credentials: --auth USER:PASSWORD, or ${AUTH_ENV}"
+            )
             hint = {
-                401: " (the site wants credentials: --auth USER:PASSWORD)",
+                401: f" ({credentials})",
+                407: " (the proxy wants credentials: --proxy http://USER:PASSWORD@HOST:PORT)",
                 403: " (forbidden: a firewall or a User-Agent filter?)",
                 404: " (no page there: check the URL)",
                 410: " (gone: check the URL)",

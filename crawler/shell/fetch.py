@@ -8,7 +8,9 @@ anything with that `get`: the engine runs as well over an in-memory one (tests).
 
 from __future__ import annotations
 
+import base64
 import os
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -18,7 +20,9 @@ import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from crawler.core.robots import RobotsTxt, robots_from_response
+from crawler.core.access import Access, redact
+from crawler.core.robots import RobotsTxt, parse_robots, robots_from_response
+from crawler.errors import ConfigError
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_BYTES = 500 * 1024  # RFC 9309 2.5: parse at least 500 KiB; we read no more
@@ -49,13 +53,17 @@ def describe_error(exc: BaseException, timeout: float) -> str:
     """A one-line, user-facing description of why a request failed."""
     if isinstance(exc, TimeoutError):
         return f"no complete response within {timeout:g} s"
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return _certificate_problem(exc.certificate_error)
+    if isinstance(exc, aiohttp.ClientConnectorSSLError):
+        return f"TLS handshake failed: {_ssl_reason(exc.os_error)}"
+    if isinstance(exc, aiohttp.ClientProxyConnectionError):
+        return f"cannot connect to the proxy: {_connect_reason(exc.os_error)}"
+    if isinstance(exc, aiohttp.ClientHttpProxyError):
+        hint = " (--proxy http://USER:PASSWORD@HOST:PORT)" if exc.status == 407 else ""
+        return f"the proxy refused: HTTP {exc.status} {exc.message}{hint}"
     if isinstance(exc, aiohttp.ClientConnectorError):
-        error = exc.os_error
-        # a positive errno has the C library's words ("Connection refused"); a resolver's
-        # error (socket.gaierror, errno < 0) carries its own strerror
-        errno = error.errno if isinstance(error.errno, int) else 0
-        reason = os.strerror(errno) if errno > 0 else error.strerror or str(error)
-        return f"cannot connect: {reason.lower() if reason else error}"
+        return f"cannot connect: {_connect_reason(exc.os_error)}"
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         return "server closed the connection without a response"
     if isinstance(exc, aiohttp.ClientPayloadError):
@@ -68,6 +76,53 @@ def describe_error(exc: BaseException, timeout: float) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _connect_reason(error: OSError) -> str:
+    # a positive errno has the C library's words ("Connection refused"); a resolver's
+    # error (socket.gaierror, errno < 0) carries its own strerror
+    errno = error.errno if isinstance(error.errno, int) else 0
+    reason = os.strerror(errno) if errno > 0 else error.strerror or str(error)
+    return reason.lower() if reason else str(error)
+
+
+def _certificate_problem(error: BaseException) -> str:
+    """The certificate's problem in OpenSSL's words ("self-signed certificate", "Hostname
+    mismatch"), and the two ways round it: a staging site's own CA is the usual cause."""
+    reason = getattr(error, "verify_message", None) or _ssl_reason(error)
+    return (
+        f"TLS certificate not trusted: {reason} "
+        f"(--ca-bundle FILE trusts its CA; --insecure checks no certificate)"
+    )
+
+
+def _ssl_reason(error: BaseException) -> str:
+    reason = getattr(error, "reason", None)
+    if isinstance(reason, str) and reason:
+        return reason.lower().replace("_", " ")
+    text = str(error).splitlines()[0] if str(error) else ""
+    return text or type(error).__name__
+
+
+def basic_auth(user: str, password: str) -> str:
+    """An Authorization value for HTTP basic auth (RFC 7617, in UTF-8)."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
+def tls_context(access: Access) -> ssl.SSLContext | bool:
+    """What the connector checks certificates with: the system's CAs (True), those plus a
+    --ca-bundle (a staging site's own CA; the system's stay trusted for a production
+    --robots-from URL), or nothing at all (--insecure)."""
+    if access.insecure:
+        return False
+    if access.ca_bundle is None:
+        return True
+    context = ssl.create_default_context()
+    try:
+        context.load_verify_locations(cafile=access.ca_bundle)
+    except (OSError, ssl.SSLError) as exc:  # checked with the config: only if it changed since
+        raise ConfigError(f"ca_bundle: cannot load {access.ca_bundle}: {exc}") from None
+    return context
+
+
 class Transport(Protocol):
     async def get(self, url: str, max_bytes: int | None = None) -> Response:
         """GET url as it is, without following redirects; failures as Response.error."""
@@ -78,16 +133,43 @@ class HttpTransport:
     """Owns the aiohttp session. Use as an async context manager."""
 
     def __init__(
-        self, *, user_agent: str, concurrency: int, timeout: float, max_bytes: int
+        self,
+        *,
+        user_agent: str,
+        concurrency: int,
+        timeout: float,
+        max_bytes: int,
+        access: Access | None = None,
     ) -> None:
+        """`access`: credentials, headers and cookies (sent to `access.origin` only), the
+        proxy and the TLS trust; the default reaches a public site."""
         self.user_agent = user_agent
         self.concurrency = concurrency
         self.timeout = timeout
         self.max_bytes = max_bytes
+        self.access = access = access or Access()
         self._session: aiohttp.ClientSession | None = None
+        self._secrets = access.secrets
+        home = URL(access.origin) if access.origin else None
+        self._home = (home.scheme, home.host, home.port) if home is not None else None
+        # the headers for the crawled origin; Authorization built here as aiohttp 4 wants
+        headers = dict(access.headers)
+        if access.auth is not None:
+            headers["Authorization"] = basic_auth(*access.auth)
+        if access.cookie_header is not None:
+            headers["Cookie"] = access.cookie_header
+        self._headers = headers or None
+        self._proxy_headers = (
+            {"Proxy-Authorization": basic_auth(*access.proxy_auth)}
+            if access.proxy_auth is not None
+            else None
+        )
 
     async def __aenter__(self) -> HttpTransport:
-        connector = aiohttp.TCPConnector(limit=self.concurrency, ttl_dns_cache=300)
+        access = self.access
+        connector = aiohttp.TCPConnector(
+            limit=self.concurrency, ttl_dns_cache=300, ssl=tls_context(access)
+        )
         self._session = aiohttp.ClientSession(
             connector=connector,
             headers={"User-Agent": self.user_agent},
@@ -111,17 +193,36 @@ class HttpTransport:
         assert self._session is not None, "use HttpTransport as an async context manager"
         cap = self.max_bytes if max_bytes is None else max_bytes
         started = time.monotonic()
+        target = URL(url, encoded=True)
+        # credentials, headers and cookies for the crawled origin only: never for another
+        # host, whatever asks for it (a --robots-from URL, a bug in scope checks)
+        home = self._home is not None and (target.scheme, target.host, target.port) == self._home
+        headers = self._headers if home else None
+        if self._proxy_headers is not None and target.scheme == "http":
+            # plain HTTP goes to the proxy as is: its credentials ride in the request itself
+            # (for https they go in the CONNECT, as proxy_headers)
+            headers = {**(headers or {}), **self._proxy_headers}
         try:
-            async with self._session.get(URL(url, encoded=True), allow_redirects=False) as resp:
+            async with self._session.get(
+                target,
+                allow_redirects=False,
+                headers=headers,
+                proxy=self.access.proxy,
+                proxy_headers=self._proxy_headers,
+            ) as resp:
                 if resp.status in REDIRECT_STATUSES or resp.status == 204:
                     answer = Response(url, resp.status, resp.headers)
                 else:
                     body, truncated = await _read_capped(resp, cap)
                     answer = Response(url, resp.status, resp.headers, body, truncated=truncated)
         except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
-            answer = Response(url, error=describe_error(exc, self.timeout))
+            answer = Response(url, error=self.redact(describe_error(exc, self.timeout)))
         answer.seconds = time.monotonic() - started
         return answer
+
+    def redact(self, text: str) -> str:
+        """text without the secrets of `access`: for every message that leaves the process."""
+        return redact(text, self._secrets) if self._secrets else text
 
 
 async def fetch_robots(
@@ -173,6 +274,41 @@ async def fetch_robots(
         if resp.truncated:
             note += f" (only the first {ROBOTS_MAX_BYTES} are read)"
     return robots, note
+
+
+async def fetch_rules(url: str, get: Callable[[str, int], Awaitable[Response]]) -> RobotsTxt:
+    """The robots.txt rules at a --robots-from URL (production's, applied to a staging
+    site), following up to 5 redirects anywhere on http(s): the user named this source, so
+    unlike a site's own robots.txt it need not live on the crawled origin.
+
+    Anything but a final 200 raises ConfigError (exit 2) naming the URL: the rules asked
+    for cannot be applied, and neither "allow everything" nor "nothing" would be them.
+    """
+    first = url
+    for _ in range(ROBOTS_MAX_REDIRECTS + 1):
+        resp = await get(url, ROBOTS_MAX_BYTES)
+        if resp.status not in REDIRECT_STATUSES:
+            break
+        try:
+            target = URL(url).join(URL((resp.location or "").strip()))
+        except ValueError:
+            target = None
+        if target is None or target.scheme not in ("http", "https") or not resp.location:
+            raise ConfigError(
+                f"robots_from {first}: HTTP {resp.status} without a usable Location; "
+                "nothing was crawled"
+            )
+        url = str(target)
+    else:
+        raise ConfigError(
+            f"robots_from {first}: more than {ROBOTS_MAX_REDIRECTS} redirects; nothing was crawled"
+        )
+    if resp.error or resp.status != 200:
+        raise ConfigError(
+            f"robots_from {url}: {resp.error or f'HTTP {resp.status}'}; nothing was crawled "
+            "(the rules to apply could not be read)"
+        )
+    return parse_robots(resp.body)
 
 
 def _same_origin(url: URL, origin: URL) -> bool:

@@ -42,6 +42,7 @@ from typing import NoReturn
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from crawler.core.access import Access
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.urls import LinkResolver
 from crawler.core.wire import pack, unpack, unpack_any
@@ -120,6 +121,7 @@ class Settings:
     timeout: float
     max_bytes: int
     policy: PagePolicy
+    access: Access  # credentials, proxy, TLS trust: the same requests as the main process's
 
 
 @dataclass(slots=True)
@@ -258,8 +260,9 @@ class PoolPages(LocalPages):
         self._set_depth = set_depth
         self._spares = spares[:concurrency]  # each worker holds one request at least
         self._settings = Settings(
-            transport.user_agent, 0, transport.timeout, transport.max_bytes, policy
-        )
+            transport.user_agent, 0, transport.timeout, transport.max_bytes, policy,
+            transport.access,
+        )  # fmt: skip
         self._workers: list[_Worker] = []
         self.worker_requests = 0  # GETs the workers made: the crawl report's figure
         self._allowed = False
@@ -561,6 +564,7 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
         concurrency=settings.concurrency,
         timeout=settings.timeout,
         max_bytes=settings.max_bytes,
+        access=settings.access,
     )
     pages = LocalPages(http, settings.policy, links.known)
     # Our share of --concurrency: the crawl sends more jobs than that, so one is ready
@@ -579,7 +583,8 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
             if fetched.page is not None and fetched.page.targets:
                 fetched.page.targets = links.unsettled(fetched.page.targets, depth)
         except Exception as exc:  # a bug of ours: this URL fails, the crawl goes on
-            fetched = Fetched(Response(url, error=f"worker: {type(exc).__name__}: {exc}"), None)
+            error = http.redact(f"worker: {type(exc).__name__}: {exc}")
+            fetched = Fetched(Response(url, error=error), None)
         try:
             frame = _result(number, fetched)
         except Exception as exc:  # a result that cannot cross: the URL fails, never hangs
