@@ -60,7 +60,7 @@ from crawler.shell.progress import Renderer, Snapshot
 from crawler.shell.retry import RetryPolicy, fetch_with_retries
 from crawler.shell.state import CrawlState, StateError
 from crawler.shell.throttle import Throttle
-from sitemap_out import AsyncSitemapWriter, Entry, EntryError, PublishResult, count_published
+from sitemap_out import AsyncSitemapWriter, EntryError, PublishResult, count_published
 
 #: Fraction added to any requested spacing between requests: starts are timed here, and a
 #: send delayed by a busy machine must not bring two requests closer than --delay at the
@@ -301,7 +301,7 @@ class Crawl:
         listed = 0
         for listing in snap.listings:
             budgets.spend(listing.url)
-            await journal.listing(listing, replayed=True)
+            journal.listing(listing, replayed=True)
             listed += 1
         for key, url in snap.bodies.items():
             journal.twins.met(int.from_bytes(key, "little", signed=True), url)
@@ -576,7 +576,7 @@ class Crawl:
             else:
                 if facts.twin_of is not None:
                     self.journal.contested = True
-                await self.journal.listing(*made)
+                self.journal.listing(made)
         if not decision.listed:
             self._record(url, resp.status, decision, task)
         return url, facts, page, decision
@@ -638,7 +638,7 @@ class Crawl:
 
     def _listing(
         self, url: str, task: Task, resp: Response, detail: str, body: int | None
-    ) -> tuple[Listing, Entry] | Decision:
+    ) -> Listing | Decision:
         """The listing of a page judged listable, or why the protocol cannot list it."""
         lastmod = parse_http_date(resp.headers.get("Last-Modified"))
         if lastmod is not None and lastmod > datetime.now(UTC) + timedelta(days=1):
@@ -663,7 +663,7 @@ class Crawl:
                 self._writer.check(entry)
         except EntryError as exc:  # a URL the protocol cannot hold (e.g. under 12 chars)
             return Decision(FETCH_ERROR, f"cannot be listed: {exc}")
-        return listing, entry
+        return listing
 
     # -- links -------------------------------------------------------------------------------
 
