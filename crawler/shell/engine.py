@@ -54,6 +54,7 @@ from crawler.errors import (
 from crawler.shell.fetch import REDIRECT_STATUSES, HttpTransport, Response, Transport, fetch_robots
 from crawler.shell.journal import Journal
 from crawler.shell.listings import Listing, Spool, to_micros
+from crawler.shell.outputs import held_outputs
 from crawler.shell.pages import Fetched, LocalPages
 from crawler.shell.pool import PIPELINE_DEPTH, PoolPages, Spare
 from crawler.shell.progress import Renderer, Snapshot
@@ -141,6 +142,14 @@ class Crawl:
     async def run(self, workers: list[Spare] | None = None) -> CrawlResult:
         """Crawl and publish. `workers`: forked by pool.forked() before the event loop, to
         fetch and parse pages once the crawl is big and its requests are not spaced."""
+        started = time.monotonic()
+        try:
+            with held_outputs(self.config):  # every output path checked before any request
+                return await self._run(workers)
+        finally:
+            self.tally.seconds = time.monotonic() - started  # however the run ended
+
+    async def _run(self, workers: list[Spare] | None) -> CrawlResult:
         config, plan, journal = self.config, self.plan, self.journal
         started = time.monotonic()
         guarded = not config.force and config.max_shrink < 1
