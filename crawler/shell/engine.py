@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
 
-from crawler.config import Config, fingerprint
+from crawler.config import Config, fingerprint, settings
 from crawler.core.decide import (
     FETCH_ERROR,
     HTTP_ERROR,
@@ -173,6 +173,7 @@ class Crawl:
                     fingerprint=fingerprint(config),
                     start_url=plan.start,
                     resume=config.resume,
+                    settings=settings(config),
                 )
             # Signals are ours until the end: a signal during publish() is noted and the
             # publish completes (the new set is whole), rather than racing an abort.
@@ -315,6 +316,7 @@ class Crawl:
         for key, url in snap.bodies.items():
             journal.twins.met(int.from_bytes(key, "little", signed=True), url)
         self.tally.fetched = self._requested = self._done_requests = snap.counters.get("fetched", 0)
+        self.tally.fetched_before = self.tally.fetched  # not this run's: not in its pages/s
         self.tally.failed = snap.counters.get("failed", 0)
         self.log(
             f"resuming: {len(snap.queued)} URLs queued, {listed} listed, "
@@ -357,6 +359,7 @@ class Crawl:
                 len(self.frontier),
                 self.tally.errors,
                 time.monotonic() - started,
+                self.tally.fetched_before,
             )
 
         async def tick() -> None:

@@ -23,10 +23,11 @@ class Snapshot:
     queued: int
     errors: int
     elapsed: float
+    fetched_before: int = 0  # by the runs a resumed crawl goes on from: not in pages/s
 
     @property
     def pages_per_second(self) -> float:
-        return self.fetched / self.elapsed if self.elapsed > 0 else 0.0
+        return (self.fetched - self.fetched_before) / self.elapsed if self.elapsed > 0 else 0.0
 
 
 def format_text(s: Snapshot) -> str:
@@ -39,6 +40,8 @@ def format_text(s: Snapshot) -> str:
 
 def format_json(s: Snapshot) -> str:
     data = asdict(s)
+    if not s.fetched_before:
+        del data["fetched_before"]  # a fresh crawl's line keeps its shape
     data["elapsed"] = round(s.elapsed, 1)
     data["pages_per_second"] = round(s.pages_per_second, 1)
     return json.dumps({"event": "progress", **data})
