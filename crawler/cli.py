@@ -1,6 +1,7 @@
 """The `sitemap-crawler` command. Errors are caught here, once, and become exit codes.
 
-Exit codes: 0 published; 1 unexpected failure; 2 bad usage or config (nothing fetched);
+Exit codes: 0 published; 1 unexpected failure; 2 bad usage or config, an output path that
+cannot be written, or another run writing to the output folder (nothing fetched);
 3 nothing could be listed; 4 publishing refused (the site failed, or the sitemap would shrink
 too much); 5 a file could not be written while crawling (a full disk); 130 interrupted. Only
 0 touches the published sitemap (and 5 when its message says the sitemap was published).
@@ -45,8 +46,9 @@ examples:
   sitemap-crawler crawl http://127.0.0.1:8080/ --public-url https://www.example.com/
   sitemap-crawler crawl -c nightly.toml
 
-exit codes: 0 published, 1 unexpected failure, 2 bad usage or config (nothing fetched),
-            3 nothing could be listed, 4 publishing refused (site failing, or sitemap
+exit codes: 0 published, 1 unexpected failure, 2 bad usage or config, an output path
+            that cannot be written or another run writing to the output folder (nothing
+            fetched), 3 nothing could be listed, 4 publishing refused (site failing, or sitemap
             shrinking past --max-shrink), 5 a file could not be written (disk full),
             130 interrupted; all but 0 leave the published sitemap as it was
 """

@@ -390,9 +390,14 @@ _NOT_FINGERPRINTED = frozenset(
 def fingerprint(config: Config) -> str:
     """A digest of the settings that decide a crawl's result, stored in its state file so a
     resume with another configuration is refused instead of mixing two crawls."""
+    return hashlib.sha256(settings(config).encode()).hexdigest()
+
+
+def settings(config: Config) -> str:
+    """The settings fingerprint() digests, as JSON text: stored beside it, so that a refused
+    resume can name the settings that differ. Secrets are never among them (see above)."""
     values = {f.name: getattr(config, f.name) for f in fields() if f.name not in _NOT_FINGERPRINTED}
-    text = json.dumps(values, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return json.dumps(values, sort_keys=True, default=str)
 
 
 def default_of(spec: dataclasses.Field) -> Any:

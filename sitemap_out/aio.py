@@ -94,12 +94,6 @@ class AsyncSitemapWriter:
         async with self._lock:
             return await asyncio.to_thread(self._writer.publish)
 
-    async def restart(self) -> None:
-        """SitemapWriter.restart: every entry added so far is dropped."""
-        self._batch = []
-        async with self._lock:
-            await asyncio.to_thread(self._writer.restart)
-
     async def abort(self) -> None:
         self._batch = []
         async with self._lock:

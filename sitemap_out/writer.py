@@ -485,20 +485,6 @@ class SitemapWriter:
                 (self._out / name).unlink(missing_ok=True)
         _write_manifest(self._out, names)
 
-    def restart(self) -> None:
-        """Drop every entry added so far and start the set over, keeping the lock: for a
-        caller that streamed entries early and learnt later that some must go."""
-        if not self._open:
-            raise SitemapOutError("this writer has already published or aborted")
-        if self._part is not None:
-            self._part.body.close()
-            self._part = None
-        for path in self._staging.iterdir():
-            if path.name.startswith(("part-", "sitemap-")):
-                path.unlink()
-        self._parts = []
-        self._count = 0
-
     def abort(self) -> None:
         """Discard this run's staging folder and release the lock; the published set is as was."""
         if not self._open:

@@ -201,10 +201,18 @@ def test_a_decisions_file_that_cannot_be_written_exits_5_naming_it(serve, tmp_pa
 
 
 def test_a_report_that_cannot_be_written_after_publishing_exits_5(serve, tmp_path, xsd, capsys):
-    srv = serve(Site({"/": html()}).app)
+    """The report's folder passes the check before the first request, then becomes a file
+    while the crawl runs (a lost mount, say): the sitemap is published, the report is not."""
+    folder = tmp_path / "reports"
+
+    async def home(request: web.Request) -> web.Response:
+        folder.rmdir()
+        folder.write_text("not a folder")
+        return web.Response(text=html(), content_type="text/html")
+
+    srv = serve(Site({"/": home}).app)
     out = tmp_path / "out"
-    (tmp_path / "file").write_text("not a folder")
-    assert _crawl(srv.url + "/", out, "--report", str(tmp_path / "file" / "r.json")) == 5
+    assert _crawl(srv.url + "/", out, "--report", str(folder / "r.json")) == 5
     line = _one_line(capsys.readouterr().err)
     assert line.startswith("sitemap-crawler: published 1 URLs") and "cannot write report" in line
     assert read_published(out, xsd).locs == [srv.url + "/"]

@@ -385,23 +385,3 @@ def test_async_add_rejects_an_entry_that_can_never_fit_at_once(tmp_path, xsd):
             if "sitemap-" not in (el.text or "")
         ]
     assert sorted(locs) == sorted(f"https://example.com/p{i}" for i in range(50) if i != 7)
-
-
-def test_restart_drops_what_was_added_and_keeps_the_lock(tmp_path, xsd):
-    from sitemap_out import Entry, SitemapWriter, WriterLockedError
-
-    out = tmp_path / "out"
-    with SitemapWriter(out, "https://example.com/", max_urls=2) as w:
-        for i in range(5):  # three parts, one still open
-            w.add(Entry(f"https://example.com/old{i}"))
-        w.restart()
-        assert w.count == 0
-        with pytest.raises(WriterLockedError):
-            SitemapWriter(out, "https://example.com/")
-        w.add(Entry("https://example.com/new"))
-        result = w.publish()
-    assert result.url_count == 1 and [p.name for p in result.files] == ["sitemap.xml"]
-    tree = xsd.urlset(out / "sitemap.xml")
-    locs = [e.text for e in tree.iter("{http://www.sitemaps.org/schemas/sitemap/0.9}loc")]
-    assert locs == ["https://example.com/new"]
-    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["sitemap.xml"]

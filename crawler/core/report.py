@@ -61,7 +61,8 @@ _DECISION_FIELDS: Final = tuple(f.name for f in fields(DecisionRecord))
 
 @dataclass(slots=True)
 class Tally:
-    fetched: int = 0  # HTTP requests for pages, redirect hops included
+    fetched: int = 0  # HTTP requests for pages, redirect hops included, by every run of the crawl
+    fetched_before: int = 0  # of those, by the runs a resumed crawl goes on from
     failed: int = 0  # of those, failed with a 5xx or a network error (after retries)
     reasons: Counter[str] = field(default_factory=Counter)
     broken: dict[str, tuple[int, list[str]]] = field(default_factory=dict)  # url -> status, refs
@@ -79,8 +80,13 @@ class Tally:
         return self.reasons[FETCH_ERROR] + sum(1 for s, _ in self.broken.values() if s >= 500)
 
     @property
+    def fetched_this_run(self) -> int:
+        return self.fetched - self.fetched_before
+
+    @property
     def pages_per_second(self) -> float:
-        return self.fetched / self.seconds if self.seconds > 0 else 0.0
+        """This run's: `seconds` are this run's, and so must the requests be."""
+        return self.fetched_this_run / self.seconds if self.seconds > 0 else 0.0
 
     def count(self, record: DecisionRecord) -> None:
         self.reasons[record.reason] += 1
@@ -104,8 +110,11 @@ class Tally:
         excluded = ", ".join(
             f"{self.reasons[r]} {r}" for r in REASONS if r != LISTED and self.reasons[r]
         )
+        fetched = f"fetched {self.fetched} pages"
+        if self.fetched_before:
+            fetched = f"fetched {self.fetched_this_run} pages this run ({self.fetched} in all)"
         return (
-            f"fetched {self.fetched} pages in {self.seconds:.1f} s "
+            f"{fetched} in {self.seconds:.1f} s "
             f"({self.pages_per_second:.0f} pages/s): {self.listed} URLs listed; "
             f"excluded: {excluded or 'none'}; "
             f"{self.failed} requests failed (5xx or no answer, after retries)"
@@ -114,7 +123,8 @@ class Tally:
     def to_json(self, extra: dict[str, Any]) -> dict[str, Any]:
         return {
             **extra,
-            "pages_fetched": self.fetched,
+            "pages_fetched": self.fetched,  # by every run of the crawl, as requests_failed
+            "pages_fetched_this_run": self.fetched_this_run,  # as seconds and pages_per_second
             "requests_failed": self.failed,
             "urls_listed": self.listed,
             "errors": self.errors,

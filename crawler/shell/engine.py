@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
 
-from crawler.config import Config, fingerprint, robots_from_is_url
+from crawler.config import Config, fingerprint, robots_from_is_url, settings
 from crawler.core.access import AUTH_ENV
 from crawler.core.decide import (
     EXCLUDED_BY_PATTERN,
@@ -67,6 +67,7 @@ from crawler.shell.fetch import (
 )
 from crawler.shell.journal import Journal
 from crawler.shell.listings import Listing, Spool, to_micros
+from crawler.shell.outputs import held_outputs
 from crawler.shell.pages import Fetched, LocalPages
 from crawler.shell.pool import PIPELINE_DEPTH, PoolPages, Spare
 from crawler.shell.progress import Renderer, Snapshot
@@ -74,7 +75,7 @@ from crawler.shell.retry import RetryPolicy, fetch_with_retries
 from crawler.shell.seeds import SeedSitemap, read_seed_sitemaps
 from crawler.shell.state import CrawlState, StateError
 from crawler.shell.throttle import Throttle, ThrottleClosed
-from sitemap_out import AsyncSitemapWriter, Entry, EntryError, PublishResult, count_published
+from sitemap_out import AsyncSitemapWriter, EntryError, PublishResult, count_published
 
 #: Fraction added to any requested spacing between requests: starts are timed here, and a
 #: send delayed by a busy machine must not bring two requests closer than --delay at the
@@ -166,6 +167,14 @@ class Crawl:
     async def run(self, workers: list[Spare] | None = None) -> CrawlResult:
         """Crawl and publish. `workers`: forked by pool.forked() before the event loop, to
         fetch and parse pages once the crawl is big and its requests are not spaced."""
+        started = time.monotonic()
+        try:
+            with held_outputs(self.config):  # every output path checked before any request
+                return await self._run(workers)
+        finally:
+            self.tally.seconds = time.monotonic() - started  # however the run ended
+
+    async def _run(self, workers: list[Spare] | None) -> CrawlResult:
         config, plan, journal = self.config, self.plan, self.journal
         started = time.monotonic()
         guarded = not config.force and config.max_shrink < 1
@@ -189,6 +198,7 @@ class Crawl:
                     fingerprint=fingerprint(config),
                     start_url=plan.start,
                     resume=config.resume,
+                    settings=settings(config),
                 )
             # Signals are ours until the end: a signal during publish() is noted and the
             # publish completes (the new set is whole), rather than racing an abort.
@@ -408,12 +418,13 @@ class Crawl:
         listed = 0
         for listing in snap.listings:
             budgets.spend(listing.url)
-            await journal.listing(listing, replayed=True)
+            journal.listing(listing, replayed=True)
             listed += 1
         for key, url in snap.bodies.items():
             journal.twins.met(int.from_bytes(key, "little", signed=True), url)
         self._seeded = bool(snap.counters.get("seeded"))
         self.tally.fetched = self._requested = self._done_requests = snap.counters.get("fetched", 0)
+        self.tally.fetched_before = self.tally.fetched  # not this run's: not in its pages/s
         self.tally.failed = snap.counters.get("failed", 0)
         self.log(
             f"resuming: {len(snap.queued)} URLs queued, {listed} listed, "
@@ -464,6 +475,7 @@ class Crawl:
                 time.monotonic() - started,
                 throttle.pace,
                 throttle.min_interval,
+                self.tally.fetched_before,
             )
 
         async def tick() -> None:
@@ -757,7 +769,7 @@ class Crawl:
             else:
                 if facts.twin_of is not None:
                     self.journal.contested = True
-                await self.journal.listing(*made)
+                self.journal.listing(made)
         if not decision.listed:
             self._record(url, resp.status, decision, task)
         return url, facts, page, decision
@@ -823,7 +835,7 @@ class Crawl:
 
     def _listing(
         self, url: str, task: Task, resp: Response, detail: str, body: int | None
-    ) -> tuple[Listing, Entry] | Decision:
+    ) -> Listing | Decision:
         """The listing of a page judged listable, or why the protocol cannot list it."""
         lastmod = parse_http_date(resp.headers.get("Last-Modified"))
         if lastmod is not None and lastmod > datetime.now(UTC) + timedelta(days=1):
@@ -848,7 +860,7 @@ class Crawl:
                 self._writer.check(entry)
         except EntryError as exc:  # a URL the protocol cannot hold (e.g. under 12 chars)
             return Decision(FETCH_ERROR, f"cannot be listed: {exc}")
-        return listing, entry
+        return listing
 
     # -- links -------------------------------------------------------------------------------
 

@@ -6,6 +6,13 @@ screened out, a redirect hop, a fetched page, a page parsed by a worker, a resum
 A decision is written once and never revised, except a listing: a page that would be listed
 waits in the spool until every page is judged, because a byte-identical twin fetched later
 may be the one to list (crawler.core.duplicates).
+
+Order. The sitemap lists its URLs sorted by loc, whatever the order they were fetched in, so
+that identical crawls publish identical files: the listings reach the writer only at the end
+of the crawl, out of the spool's merge sort. The decisions file ends with the listings' lines
+(`listed` and `duplicate_of`), in the same loc order; every other line is written when its
+decision is made, so those come in crawl order, which depends on timing (and, after a resume,
+the replayed lines come first). Sorting those too would take a second sort of every URL met.
 """
 
 from __future__ import annotations
@@ -32,10 +39,6 @@ EARLY_REFERRERS = 4
 class EntrySink(Protocol):
     async def add(self, entry: Entry) -> None: ...
 
-    async def restart(self) -> None:
-        """Drop every entry added so far."""
-        ...
-
 
 class Journal:
     """The record of one crawl (or of one `explain`)."""
@@ -47,7 +50,7 @@ class Journal:
         self.state: CrawlState | None = None
         self.decisions: IO[str] | None = None  # the --decisions file
         self.spool: Spool | None = None  # None when judging one URL: a listing is final at once
-        self.sink: EntrySink | None = None  # the writer: listings go there as they are made
+        self.sink: EntrySink | None = None  # the writer: listings go there at the end
         # tells workers a URL is judged, and the depth below which a link to it still counts
         self.settle: Callable[[str, int], None] | None = None
         self.echo: Callable[[DecisionRecord], None] | None = None  # also gets every record
@@ -135,21 +138,16 @@ class Journal:
             if self.state is not None:
                 self.state.lowered(url, depth)
 
-    async def listing(
-        self, listing: Listing, entry: Entry | None = None, *, replayed: bool = False
-    ) -> None:
-        """A page that would be listed: it waits for its twins, if any (see module doc).
-        Its entry goes to the sink at once all the same: twins that lose are rare, and only
-        they make the sink start over at the end. `replayed`: read back from the state file
-        by a resumed crawl."""
+    def listing(self, listing: Listing, *, replayed: bool = False) -> None:
+        """A page that would be listed: it waits for the end of the crawl, for its twins if
+        any and for its place in loc order (see module doc). `replayed`: read back from the
+        state file by a resumed crawl."""
         if self.spool is None:  # judging one URL: no twins to wait for
             self.emit(
                 listing.url, listing.status, _listed(listing), listing.depth, listing.referrer
             )
             return
         self.spool.add(listing)
-        if self.sink is not None:
-            await self.sink.add(entry if entry is not None else listing.entry())
         if listing.body is not None:
             self.depths[listing.url] = listing.depth
         if replayed:
@@ -163,31 +161,25 @@ class Journal:
             self.settle(listing.url, listing.depth if listing.body is not None else 0)
 
     async def publish_listings(self) -> None:
-        """Every page is judged: list each listing that has no better twin, in the order
-        they were made, and record the others as duplicates of the one listed. The sink has
-        every listing already; it starts over only when some twin lost."""
+        """Every page is judged: list each listing that has no better twin, in loc order,
+        and record the others as duplicates of the one listed."""
         assert self.spool is not None and self.sink is not None
         self.settle = None  # the workers are gone
         twins, state, depths, sink = self.twins, self.state, self.depths, self.sink
-        claimed: set[int] = set()
-        lost = False
-        for listing in self.spool if self.contested else ():
-            if listing.body is not None:
-                lost = lost or listing.body in claimed
-                claimed.add(listing.body)
-                twins.claim(listing.body, depths.get(listing.url, listing.depth), listing.url)
-        if lost:
-            await sink.restart()
-        elif self.decisions is None and self.echo is None:
-            return  # every listing is listed, and its decision goes nowhere but the tally
+        if self.contested:
+            for listing in self.spool:
+                if listing.body is not None:
+                    twins.claim(listing.body, depths.get(listing.url, listing.depth), listing.url)
+        # a listed page's decision goes nowhere but the tally (counted already) without these
+        recorded = self.decisions is not None or self.echo is not None
         for listing in self.spool:
             url = listing.url
             winner = url if listing.body is None else twins.winner(listing.body)
             # (None when nothing was contested: every listing is its own body's winner)
             if winner is None or winner == url:
-                if lost:
-                    await sink.add(listing.entry())
-                self._final(listing, _listed(listing), counted=True)
+                await sink.add(listing.entry())
+                if recorded:
+                    self._final(listing, _listed(listing), counted=True)
                 continue
             decision = Decision(DUPLICATE_OF, self.public(winner))
             self.tally.reasons[LISTED] -= 1

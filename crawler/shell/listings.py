@@ -1,14 +1,23 @@
-"""Pages judged listable wait here until the crawl ends, then go to the writer.
+"""Pages judged listable wait here until the crawl ends, then go to the writer in URL order.
 
 Whether a page is listed can depend on pages fetched after it: of byte-identical pages only
 the best URL is listed (crawler.core.duplicates), and the best may come last. So a page that
-would be listed becomes a `Listing`, spooled to an unnamed temporary file beside the output
-(memory stays flat on sites of millions of pages), and only once every page has been judged
-are the winners written and their decisions made final.
+would be listed becomes a `Listing` and waits in the `Spool`; only once every page has been
+judged are the winners written and their decisions made final.
+
+The sitemap lists them sorted by loc (code-point order), so that two crawls of the same site
+publish the same bytes whatever the order the pages were fetched in (nightly diffs show
+what changed on the site, not the timing). The spool is an external merge sort, so memory
+stays flat on sites of millions of pages: listings gather in memory up to `RUN_SIZE`, are
+sorted and written as one run to an unnamed temporary file beside the output (one file for
+all runs: one descriptor, however many runs), and are read back through `heapq.merge`.
 """
 
 from __future__ import annotations
 
+import heapq
+import operator
+import os
 import struct
 import tempfile
 from collections.abc import Iterator
@@ -21,9 +30,18 @@ from crawler.core.wire import pack, unpack
 from crawler.errors import OutputError
 from sitemap_out import Entry
 
-__all__ = ["Listing", "Spool", "from_micros", "to_micros"]
+__all__ = ["RUN_SIZE", "Listing", "Spool", "from_micros", "to_micros"]
+
+#: Listings sorted in memory before they are written as one run: about 0.5 KB each, so a
+#: run holds about 10 MB, and a million listings make 50 runs.
+RUN_SIZE = 20_000
+#: Read buffers of the merge, shared by all runs (each reads at least _MIN_CHUNK at a time).
+_MERGE_BUFFER = 8 << 20
+_MIN_CHUNK = 4096
+_MAX_CHUNK = 256 << 10
 
 _LENGTH = struct.Struct("<I")
+_LOC = operator.attrgetter("loc")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -66,36 +84,98 @@ class Listing:
 
 
 class Spool:
-    """Listings in the order they were made, in an unnamed file the OS removes on exit."""
+    """Listings handed back in loc order; memory holds at most `run_size` of them."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, run_size: int = RUN_SIZE) -> None:
+        if run_size < 1:
+            raise ValueError(f"run_size must be at least 1, got {run_size}")
         folder.mkdir(parents=True, exist_ok=True)
         self._folder = folder
+        self._run_size = run_size
         # closed by close(), and by the OS with the process: no name is ever left behind
         self._file: IO[bytes] = tempfile.TemporaryFile(dir=folder, prefix=".listings-")  # noqa: SIM115
+        self._runs: list[tuple[int, int]] = []  # each sorted run's offset and size in the file
+        self._end = 0
+        self._pending: list[Listing] = []  # the run being gathered
         self.count = 0
 
     def add(self, listing: Listing) -> None:
-        data = pack(listing)
+        pending = self._pending
+        pending.append(listing)
+        self.count += 1
+        if len(pending) >= self._run_size:
+            self._spill()
+
+    def _spill(self) -> None:
+        """Write the listings gathered so far as one sorted run."""
+        pending, self._pending = self._pending, []
+        pending.sort(key=_LOC)
+        size = _LENGTH.pack
+        data = b"".join([size(len(packed)) + packed for packed in map(pack, pending)])
         try:
-            self._file.write(_LENGTH.pack(len(data)) + data)
+            self._file.write(data)
         except OSError as exc:
             raise OutputError(
                 f"cannot write the listings waiting for the end of the crawl (a temporary "
                 f"file in {self._folder}): {exc.strerror or exc}; the previously published "
                 f"sitemap is untouched"
             ) from None
-        self.count += 1
+        self._runs.append((self._end, len(data)))
+        self._end += len(data)
 
     def __iter__(self) -> Iterator[Listing]:
-        """Every listing added, once (the file is read from the start)."""
-        spool = self._file
-        spool.flush()
-        spool.seek(0)
-        for _ in range(self.count):
-            (size,) = _LENGTH.unpack(spool.read(_LENGTH.size))
-            yield unpack(Listing, spool.read(size))
-        spool.seek(0, 2)
+        """Every listing added, once, in loc order (code points; a loc names one listing)."""
+        pending = self._pending
+        pending.sort(key=_LOC)
+        if not self._runs:
+            return iter(list(pending))
+        try:
+            self._file.flush()
+        except OSError as exc:
+            raise self._unreadable(exc) from None
+        chunk = _MERGE_BUFFER // (len(self._runs) + 1)
+        chunk = max(_MIN_CHUNK, min(_MAX_CHUNK, chunk))
+        runs = [self._run(start, start + size, chunk) for start, size in self._runs]
+        return heapq.merge(*runs, list(pending), key=_LOC)
+
+    def _run(self, start: int, end: int, chunk: int) -> Iterator[Listing]:
+        """The listings of the run stored from start to end, read `chunk` bytes at a time
+        with pread, so that every run reads the one file at its own place."""
+        fd = self._file.fileno()
+        head, read_size = _LENGTH.size, _LENGTH.unpack_from
+        data = b""
+        at = 0
+        pos = start
+        while True:
+            need = at + head
+            if len(data) >= need:
+                (size,) = read_size(data, at)
+                need += size
+                if len(data) >= need:
+                    yield unpack(Listing, data[at + head : need])
+                    at = need
+                    continue
+            if pos >= end:
+                if at != len(data):
+                    raise self._unreadable(OSError("a run ends inside a listing"))
+                return
+            want = min(max(chunk, need - at), end - pos)  # a listing longer than chunk: whole
+            try:
+                more = os.pread(fd, want, pos)
+            except OSError as exc:
+                raise self._unreadable(exc) from None
+            if not more:
+                raise self._unreadable(OSError("the file is shorter than was written"))
+            pos += len(more)
+            data = data[at:] + more
+            at = 0
+
+    def _unreadable(self, exc: OSError) -> OutputError:
+        return OutputError(
+            f"cannot read back the listings waiting for the end of the crawl (a temporary "
+            f"file in {self._folder}): {exc.strerror or exc}; the previously published "
+            f"sitemap is untouched"
+        )
 
     def close(self) -> None:
         self._file.close()

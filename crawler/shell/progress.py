@@ -26,10 +26,11 @@ class Snapshot:
     elapsed: float
     pace: str = ""  # what spaces the requests, when something does ("Crawl-delay 1 s ...")
     interval: float = 0.0  # seconds between request starts, when spaced
+    fetched_before: int = 0  # by the runs a resumed crawl goes on from: not in pages/s
 
     @property
     def pages_per_second(self) -> float:
-        return self.fetched / self.elapsed if self.elapsed > 0 else 0.0
+        return (self.fetched - self.fetched_before) / self.elapsed if self.elapsed > 0 else 0.0
 
     @property
     def seconds_left(self) -> float | None:
@@ -81,6 +82,8 @@ def format_text(s: Snapshot, width: int | None = None) -> str:
 
 def format_json(s: Snapshot) -> str:
     data = asdict(s)
+    if not s.fetched_before:
+        del data["fetched_before"]  # a fresh crawl's line keeps its shape
     data["elapsed"] = round(s.elapsed, 1)
     data["pages_per_second"] = round(s.pages_per_second, 1)
     left = s.seconds_left

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import json
 import operator
 import os
 import sqlite3
@@ -261,6 +262,7 @@ class CrawlState:
         fingerprint: str,
         start_url: str,
         resume: bool,
+        settings: str | None = None,
         reopen_finished: bool = False,
         checkpoint_ops: int = DEFAULT_CHECKPOINT_OPS,
         checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
@@ -270,7 +272,9 @@ class CrawlState:
         or the one to continue (``resume=True``), which must be of the same start URL and
         configuration, because resuming another crawl's state would publish a sitemap that
         matches neither, and unfinished: a finished crawl was published, and resuming it
-        would only publish it again (``reopen_finished`` reads one all the same)."""
+        would only publish it again (``reopen_finished`` reads one all the same).
+        ``settings``: the settings the fingerprint digests (config.settings(), JSON), kept
+        so that a refused resume can say which of them differ."""
         path = Path(path)
         if resume and not path.is_file():
             raise StateError(f"nothing to resume: state file {path} does not exist")
@@ -284,14 +288,16 @@ class CrawlState:
         try:
             if resume:
                 conn = _connect(path)
-                _check_existing(conn, path, fingerprint=fingerprint, start_url=start_url)
+                _check_existing(
+                    conn, path, fingerprint=fingerprint, start_url=start_url, settings=settings
+                )
                 _configure(conn, path)
             else:
                 _check_replaceable(path)
                 _remove_database(path)
                 conn = _connect(path)
                 _configure(conn, path)
-                _create(conn, path, fingerprint=fingerprint, start_url=start_url)
+                _create(conn, path, fingerprint=fingerprint, start_url=start_url, settings=settings)
             state = cls(
                 path,
                 conn,
@@ -792,8 +798,18 @@ def _check_replaceable(path: Path) -> None:
         )
 
 
-def _create(conn: sqlite3.Connection, path: Path, *, fingerprint: str, start_url: str) -> None:
+def _create(
+    conn: sqlite3.Connection,
+    path: Path,
+    *,
+    fingerprint: str,
+    start_url: str,
+    settings: str | None,
+) -> None:
     now = _now()
+    # meta keys are free-form, so one added later needs no new schema version: a file
+    # without "settings" (made before #17) is refused on a mismatch without naming them
+    extra = [("settings", settings)] if settings is not None else []
     try:
         conn.execute("BEGIN IMMEDIATE")
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -812,6 +828,7 @@ def _create(conn: sqlite3.Connection, path: Path, *, fingerprint: str, start_url
                 ("next_id", 1),
                 ("qseq", 0),
                 ("finished", 0),
+                *extra,
             ],
         )
         conn.execute("COMMIT")
@@ -822,7 +839,12 @@ def _create(conn: sqlite3.Connection, path: Path, *, fingerprint: str, start_url
 
 
 def _check_existing(
-    conn: sqlite3.Connection, path: Path, *, fingerprint: str, start_url: str
+    conn: sqlite3.Connection,
+    path: Path,
+    *,
+    fingerprint: str,
+    start_url: str,
+    settings: str | None = None,
 ) -> None:
     """Refuse a file that is not ours, is of another schema version, or belongs to another
     crawl; each refusal says which of these it is, in one line."""
@@ -849,10 +871,46 @@ def _check_existing(
             "start a fresh crawl without --resume"
         )
     if meta.get("fingerprint") != fingerprint:
+        differences = _differences(meta.get("settings"), settings)
+        if differences is not None:
+            saved, now = differences
+            raise StateError(
+                f"--resume refused: {path} was saved with {saved}; now {now} "
+                "(start a fresh crawl without --resume, or use the same settings)"
+            )
         raise StateError(
             f"the state file was made with a different configuration ({path}); "
             "use the same options to resume, or start a fresh crawl without --resume"
         )
+
+
+_NONE: Final = object()  # a setting one side does not have (made by another version)
+
+
+def _differences(saved: object, now: str | None) -> tuple[str, str] | None:
+    """The settings that differ, as "key=value, ..." saved and now; None when the file holds
+    none (made before they were kept) or they cannot be told apart."""
+    if not isinstance(saved, str) or now is None:
+        return None
+    try:
+        before, after = json.loads(saved), json.loads(now)
+    except ValueError:
+        return None
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return None
+    keys = sorted(
+        k for k in before.keys() | after.keys() if before.get(k, _NONE) != after.get(k, _NONE)
+    )
+    if not keys:
+        return None
+
+    def shown(values: dict[str, Any]) -> str:
+        return ", ".join(
+            f"{k}={json.dumps(values[k], ensure_ascii=False)}" if k in values else f"no {k}"
+            for k in keys
+        )
+
+    return shown(before), shown(after)
 
 
 def _resume_counters(conn: sqlite3.Connection, path: Path) -> tuple[int, int, bool]:

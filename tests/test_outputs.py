@@ -1,0 +1,143 @@
+"""Every output path checked before the first request (issue #17): an output folder that is a
+file or lies under one, a report, decisions or state path that is a folder or lies under a
+file, two options naming one file, and a second run writing to the same output folder each
+exit 2 with one line naming the path; the server sees no request and the published sitemap
+is untouched. A missing folder is created up front."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from crawler.cli import main
+from crawler.shell.outputs import OUTPUT_FILES
+from tests.procs import Watched, wait_for
+from tests.sites import Site, crawl_process, html, read_published, tree_site
+
+PREVIOUS = b'<?xml version="1.0"?><urlset><!-- previously published --></urlset>\n'
+
+
+@pytest.fixture
+def site(serve):
+    site = Site({"/": html("/a"), "/a": html()})
+    site.url = serve(site.app).url + "/"  # type: ignore[attr-defined]
+    return site
+
+
+@pytest.fixture
+def published(tmp_path) -> Path:
+    """An output folder holding a previously published sitemap."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sitemap.xml").write_bytes(PREVIOUS)
+    return out
+
+
+def _refused(capsys, site, *args: str) -> str:
+    """Run the crawl, which must be refused before its first request: its one line."""
+    code = main(["crawl", site.url, "-q", *args])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("sitemap-crawler: ") and err.count("\n") == 1, err
+    assert site.requests == [], "a refused run made requests"
+    return err
+
+
+def test_an_output_folder_that_is_a_file(site, tmp_path, capsys):
+    out = tmp_path / "sitemap.xml"
+    out.write_bytes(PREVIOUS)
+    err = _refused(capsys, site, "-o", str(out))
+    assert f"output folder {out} is a file, not a folder" in err
+    assert out.read_bytes() == PREVIOUS
+
+
+def test_an_output_folder_under_a_file(site, tmp_path, capsys):
+    blocker = tmp_path / "notes"
+    blocker.write_text("keep me")
+    err = _refused(capsys, site, "-o", str(blocker / "out"))
+    assert f"output folder {blocker / 'out'}: {blocker} is a file, not a folder" in err
+    assert blocker.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("key", OUTPUT_FILES)
+def test_a_file_path_that_is_a_folder(site, published, tmp_path, capsys, key):
+    folder = tmp_path / f"{key}-folder"
+    folder.mkdir()
+    err = _refused(capsys, site, "-o", str(published), f"--{key}", str(folder))
+    assert f"{key} file {folder} is a folder, not a file" in err
+    assert (published / "sitemap.xml").read_bytes() == PREVIOUS
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize("key", OUTPUT_FILES)
+def test_a_file_path_under_a_file(site, published, tmp_path, capsys, key):
+    blocker = tmp_path / "notes"
+    blocker.write_text("keep me")
+    path = blocker / "deeper" / f"{key}.out"
+    err = _refused(capsys, site, "-o", str(published), f"--{key}", str(path))
+    assert f"{key} file {path}: {blocker} is a file, not a folder" in err
+    assert (published / "sitemap.xml").read_bytes() == PREVIOUS
+    assert blocker.read_text() == "keep me"
+
+
+def test_two_options_naming_one_file(site, published, tmp_path, capsys):
+    path = tmp_path / "out.json"
+    err = _refused(
+        capsys, site, "-o", str(published), "--report", str(path), "--decisions", str(path)
+    )
+    assert f"decisions file {path} is also the report file" in err
+    assert not path.exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes in a read-only folder all the same")
+def test_an_output_folder_that_cannot_be_written(site, published, capsys):
+    published.chmod(0o555)
+    try:
+        err = _refused(capsys, site, "-o", str(published))
+    finally:
+        published.chmod(0o755)
+    assert f"output folder {published}: cannot write in {published}" in err
+    assert (published / "sitemap.xml").read_bytes() == PREVIOUS
+
+
+def test_missing_folders_are_created_before_the_first_request(serve, tmp_path, xsd):
+    """The report's, decisions' and state's folders exist before the first request."""
+    site = tree_site(20, delay=0.3)
+    srv = serve(site.app)
+    out, deep = tmp_path / "new" / "out", tmp_path / "a" / "b"
+    files = {key: deep / key / f"{key}.out" for key in OUTPUT_FILES}
+    options = [arg for key, path in files.items() for arg in (f"--{key}", str(path))]
+    proc = crawl_process(srv.url + "/", "-o", str(out), "-q", *options)
+    wait_for(lambda: len(site.requests) >= 1, "the first request", proc=proc)
+    assert out.is_dir() and all(path.parent.is_dir() for path in files.values())
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert files["report"].is_file() and files["decisions"].is_file()
+    assert len(read_published(out, xsd).locs) == 20
+
+
+def test_a_second_run_on_the_same_output_folder_is_refused(serve, tmp_path, xsd, capsys):
+    """While a slow crawl writes to out, a second run to out (of another site, so that its
+    requests would show) is refused; the first publishes as if alone."""
+    slow = tree_site(30, delay=0.2)
+    first_server = serve(slow.app)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sitemap.xml").write_bytes(PREVIOUS)
+    first = Watched(crawl_process(first_server.url + "/", "-o", str(out), "--concurrency", "2"))
+    wait_for(lambda: len(slow.requests) >= 3, "the first run's requests", proc=first)
+
+    other = Site({"/": html("/a"), "/a": html()})
+    other.url = serve(other.app).url + "/"  # type: ignore[attr-defined]
+    err = _refused(capsys, other, "-o", str(out))
+    assert f"another sitemap-crawler run is writing to {out} (pid {first.pid})" in err
+    assert (out / "sitemap.xml").read_bytes() == PREVIOUS
+
+    _, first_err = first.communicate(timeout=60)
+    assert first.returncode == 0, first_err
+    assert len(read_published(out, xsd).locs) == 30
+    # the lock is released with the run: the next one publishes
+    assert main(["crawl", other.url, "-o", str(out), "-q", "--force"]) == 0
+    assert len(read_published(out, xsd).locs) == 2
