@@ -190,7 +190,10 @@ def test_normalize_rejects(url: str, reason: str) -> None:
         normalize(url)
     message = str(caught.value)
     assert reason in message
-    assert repr(url) in message, "the message names the URL"
+    if "://" in url and "@" in url:  # named, but never with its userinfo (a password?)
+        assert repr("http://***@" + url.split("@", 1)[1]) in message
+    else:
+        assert repr(url) in message, "the message names the URL"
     assert "\n" not in message, "one line"
     assert caught.value.exit_code == 2
     assert isinstance(caught.value, ValueError)
