@@ -45,8 +45,6 @@ never blocks the next one, which also deletes the killed run's staging folder.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import gzip as gziplib
 import json
 import os
@@ -60,6 +58,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Final, Literal
 
+from sitemap_out import locks
 from sitemap_out.entry import Entry, check_uri, lastmod_key
 from sitemap_out.errors import (
     EmptySitemapError,
@@ -170,27 +169,17 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _acquire_lock(out_dir: Path) -> int:
-    fd = os.open(out_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-        os.close(fd)
+        return locks.take(out_dir / LOCK_NAME)
+    except locks.LockHeld as held:
         raise WriterLockedError(
-            f"{out_dir} is being written by another run (pid {holder}); "
+            f"{out_dir} is being written by another run{held.who}; "
             "wait for it to finish, it holds the lock until it publishes or aborts"
         ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-    return fd
 
 
 def _release_lock(fd: int) -> None:
-    # The lock file stays: unlinking a flock file lets a third run lock a fresh inode
-    # while a second one still holds the old, and both would believe they own the folder.
-    with contextlib.suppress(OSError):
-        fcntl.flock(fd, fcntl.LOCK_UN)
-    os.close(fd)
+    locks.release(fd)
 
 
 def _remove_staging_leftovers(out_dir: Path) -> None:

@@ -125,3 +125,21 @@ def serve() -> Iterator[Callable[..., LiveServer]]:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def crawl(tmp_path, capsys, xsd):
+    """crawl(start, *args, out=None) -> (exit code, Published | None, stdout, stderr): the
+    real CLI in this process, every sitemap it publishes validated against the XSD. Test
+    modules with other needs define their own `crawl`."""
+    from crawler.cli import main
+    from tests.sites import read_published
+
+    def run(start: str, *args: str, out: Path | None = None):
+        out = out or tmp_path / "out"
+        code = main(["crawl", start, "-o", str(out), *args])
+        captured = capsys.readouterr()
+        published = read_published(out, xsd) if out.exists() and code == 0 else None
+        return code, published, captured.out, captured.err
+
+    return run

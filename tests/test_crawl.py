@@ -13,20 +13,6 @@ from crawler.cli import main
 from tests.sites import Page, Site, html, read_decisions, read_published, redirect
 
 
-@pytest.fixture
-def crawl(tmp_path, capsys, xsd):
-    """crawl(site_url_or_server, *args) -> (exit code, Published | None, stdout, stderr)."""
-
-    def run(start: str, *args: str, out: Path | None = None):
-        out = out or tmp_path / "out"
-        code = main(["crawl", start, "-o", str(out), *args])
-        captured = capsys.readouterr()
-        published = read_published(out, xsd) if out.exists() and code == 0 else None
-        return code, published, captured.out, captured.err
-
-    return run
-
-
 def test_crawls_site_and_publishes_valid_sitemap(serve, crawl, tmp_path):
     site = Site(
         {

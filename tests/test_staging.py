@@ -31,7 +31,7 @@ from crawler.config import Config
 from crawler.core.access import AUTH_ENV, Access, redact, secrets_of
 from crawler.errors import ConfigError
 from crawler.shell.fetch import Response, fetch_rules
-from tests.sites import Page, Site, crawl_process, html, read_decisions, read_published, tree_site
+from tests.sites import Page, Site, crawl_process, html, read_decisions, tree_site
 
 USER, PASSWORD = "deploy", "pw:Zq8-s3cret!"  # a colon in the password: only the first splits
 TOKEN = "tok-8c1d-4b2e-secret"
@@ -110,20 +110,6 @@ def rules_file(tmp_path: Path) -> Path:
     path = tmp_path / "production-robots.txt"
     path.write_text(PRODUCTION_RULES)
     return path
-
-
-@pytest.fixture
-def crawl(tmp_path, capsys, xsd):
-    """crawl(url, *args) -> (exit code, Published | None, stdout, stderr), in this process."""
-
-    def run(start: str, *args: str, out: Path | None = None):
-        out = out or tmp_path / "out"
-        code = main(["crawl", start, "-o", str(out), *args])
-        captured = capsys.readouterr()
-        published = read_published(out, xsd) if out.exists() and code == 0 else None
-        return code, published, captured.out, captured.err
-
-    return run
 
 
 def _saw_credentials(headers: dict[str, str]) -> bool:

@@ -15,8 +15,6 @@ output folder. Not knowable in advance: a disk that fills up during the crawl (e
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +22,7 @@ from typing import Final
 
 from crawler.config import Config
 from crawler.errors import ConfigError
+from sitemap_out import locks
 
 __all__ = ["LOCK_NAME", "OUTPUT_FILES", "held_outputs", "output_files"]
 
@@ -103,29 +102,15 @@ def _probe(folder: Path, what: str) -> None:
 def _lock(folder: Path) -> int:
     path = folder / LOCK_NAME
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        return locks.take(path)
+    except locks.LockHeld as held:
+        raise ConfigError(
+            f"another sitemap-crawler run is writing to {folder}{held.who}; wait for it to "
+            "end, or publish to another folder"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"output folder {folder}: cannot lock {path}: {exc.strerror}") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        os.close(fd)
-        if not isinstance(exc, BlockingIOError):
-            raise ConfigError(
-                f"output folder {folder}: cannot lock {path}: {exc.strerror}"
-            ) from None
-        who = f" (pid {holder})" if holder.isdigit() else ""
-        raise ConfigError(
-            f"another sitemap-crawler run is writing to {folder}{who}; wait for it to end, "
-            "or publish to another folder"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)  # for the message above only
-    return fd
 
 
 def _unlock(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        os.ftruncate(fd, 0)
-    os.close(fd)  # the only descriptor: closing it releases the flock
+    locks.release(fd)

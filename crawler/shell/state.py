@@ -31,10 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import json
 import operator
-import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -46,6 +44,7 @@ from typing import Any, Final, TypeVar
 from crawler.core.report import DecisionRecord
 from crawler.errors import SitemapCrawlerError
 from crawler.shell.listings import Listing
+from sitemap_out import locks
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -708,31 +707,18 @@ def _lock_path(path: Path) -> Path:
 def _lock(path: Path) -> int:
     """Take the file's exclusive lock, or refuse: two crawls on one state file would
     interleave checkpoints into something neither can resume."""
-    lock_path = _lock_path(path)
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        return locks.take(_lock_path(path))
+    except locks.LockHeld as held:
+        raise StateError(
+            f"state file {path} is in use by another running crawl{held.who}"
+        ) from None
     except OSError as exc:
         raise StateError(f"cannot lock state file {path}: {exc.strerror}") from exc
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.read(fd, 32).decode("ascii", "replace").strip()
-        os.close(fd)
-        who = f" (pid {holder})" if holder.isdigit() else ""
-        raise StateError(f"state file {path} is in use by another running crawl{who}") from None
-    except OSError as exc:
-        os.close(fd)
-        raise StateError(f"cannot lock state file {path}: {exc.strerror}") from exc
-    # The pid is only for the message above; the lock itself is the flock.
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
 
 
 def _unlock(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        os.ftruncate(fd, 0)
-    os.close(fd)  # closing the only descriptor releases the flock
+    locks.release(fd)
 
 
 def _remove_database(path: Path) -> None:
