@@ -229,12 +229,29 @@ def test_robots_file_needs_no_server_and_takes_any_origin(tmp_path: Path, capsys
     assert f"robots.txt {rules}: read from the file, {len(ROBOTS)} bytes" in out
 
 
-def test_html_robots_txt_is_flagged(serve, capsys) -> None:
-    page = Page("<!doctype html><html><body>Welcome</body></html>")
+@pytest.mark.parametrize(
+    ("page", "warning"),
+    [
+        (
+            Page("<!doctype html><html><body>Welcome</body></html>"),
+            "this looks like an HTML page, not a robots.txt",
+        ),
+        (
+            Page(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", content_type="image/png"),
+            "this looks like binary data, not a robots.txt",
+        ),
+        (
+            _txt("User-agent: *\n" + "Disallow: /x\n" * 60_000 + "Disallow: /a\n"),
+            "larger than 500 KiB: only the first 512000 bytes are read (RFC 9309)",
+        ),
+    ],
+    ids=["html", "binary", "huge"],
+)
+def test_a_body_that_is_not_robots_txt_is_flagged(serve, capsys, page: Page, warning: str):
     base = serve(Site({"/robots.txt": page}).app).url
-    code, out, _ = _run(capsys, f"{base}/a")
-    assert code == 0
-    assert "  warning: this looks like an HTML page, not a robots.txt" in out
+    code, out, err = _run(capsys, f"{base}/a")
+    assert code == 0 and err == ""  # the rules past the cap do not apply
+    assert f"  warning: {warning}" in out
 
 
 @pytest.mark.parametrize(
@@ -257,3 +274,19 @@ def test_no_url_is_a_usage_error(capsys) -> None:
         main(["robots"])
     assert exc.value.code == 2
     assert "robots" in capsys.readouterr().err
+
+
+def test_the_readme_example_is_what_it_prints(serve, capsys) -> None:
+    from tests.test_readme import README, _example_site
+
+    section = README[README.index("## Test robots.txt") :]
+    command = next(line for line in section.splitlines() if line.startswith("sitemap-crawler"))
+    shown = section[section.index("```text\n") + len("```text\n") :].split("```")[0]
+    base = serve(_example_site()).url
+    args = [arg.replace("http://127.0.0.1:8000", base) for arg in command.split()[1:]]
+    code = main(args)
+    out = capsys.readouterr().out.replace(base, "http://127.0.0.1:8000")
+    assert code == 1
+    # the first line names the version, which moves on
+    assert out.splitlines()[1:] == shown.splitlines()[1:]
+    assert shown.startswith("user agent: sitemap-crawler/")

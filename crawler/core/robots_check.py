@@ -47,6 +47,7 @@ class Source:
     content_type: str | None = None
     head: bytes = b""  # the body's first bytes: enough to tell HTML or binary from rules
     from_file: bool = False
+    truncated: bool = False  # the fetch stopped at the cap: there was more
     notes: tuple[str, ...] = ()  # one line per retry
 
     @property
@@ -192,7 +193,7 @@ def _warnings(source: Source) -> list[str]:
         )
     elif b"\x00" in source.head:
         found.append("this looks like binary data, not a robots.txt: most of it is ignored")
-    if source.robots.truncated:
+    if source.truncated or source.robots.truncated:
         found.append(
             f"larger than {MAX_ROBOTS_BYTES // 1024} KiB: only the first {MAX_ROBOTS_BYTES} "
             "bytes are read (RFC 9309), rules after them are not applied"

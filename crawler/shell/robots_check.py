@@ -72,6 +72,7 @@ async def _read(origin: str, http: HttpTransport, policy: RetryPolicy) -> Source
         size=len(last.body),
         content_type=last.headers.get("Content-Type"),
         head=last.body[:_HEAD],
+        truncated=last.truncated,
         notes=tuple(http.redact(note) for note in notes),
     )
 
