@@ -123,6 +123,26 @@ exit codes: 0 would be listed, 3 would not, 2 bad usage or config
 """
 
 
+#: The options `robots` takes: who asks, and how robots.txt is reached.
+ROBOTS_OPTIONS = frozenset(
+    {
+        "user_agent", "timeout", "retries", "max_retry_after", "auth", "header", "cookie",
+        "proxy", "ca_bundle", "insecure",
+    }
+)  # fmt: skip
+
+ROBOTS_EXAMPLES = """\
+examples:
+  sitemap-crawler robots https://example.com/private/x https://example.com/a
+  sitemap-crawler robots --user-agent 'Googlebot/2.1' https://example.com/a
+  sitemap-crawler robots --robots draft-robots.txt https://example.com/a https://other.org/b
+
+exit codes: 0 every URL allowed, 1 one or more blocked by a rule, 2 bad usage, URL or
+            --robots file (nothing fetched), 3 a robots.txt could not be read (5xx, 429,
+            unreachable, redirected off its site): RFC 9309 blocks all its URLs, as said
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     top = _Parser(
         prog="sitemap-crawler",
@@ -170,7 +190,36 @@ def _parser() -> argparse.ArgumentParser:
         "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
     )
     _add_config_options(explain, only=EXPLAIN_OPTIONS)
+    _add_robots_command(commands)
     return top
+
+
+def _add_robots_command(commands: Any) -> None:
+    robots = commands.add_parser(
+        "robots",
+        help="test URLs against robots.txt: allowed or blocked, by which group and line",
+        usage="%(prog)s [options] URL [URL ...]",
+        epilog=ROBOTS_EXAMPLES,
+        formatter_class=_HelpFormatter,
+        argument_default=argparse.SUPPRESS,
+        description="Fetch the robots.txt of each URL's origin (once per origin, as a crawl "
+        "does: RFC 9309's rules for redirects, 4xx and 5xx) and say for each URL whether the "
+        "user agent may fetch it, the group that applied and the rule that decided, with its "
+        "line; then each robots.txt's Crawl-delay and Sitemap lines. Only the URLs' origins "
+        "are contacted; credentials go to the first URL's origin only.",
+    )
+    robots.add_argument("target", nargs="+", metavar="URL", help="absolute http(s) URL to test")
+    robots.add_argument(
+        "--robots",
+        dest="robots_file",
+        type=Path,
+        metavar="FILE",
+        help="test the rules in this file instead of fetching robots.txt (URLs of any origin)",
+    )
+    robots.add_argument(
+        "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
+    )
+    _add_config_options(robots, only=ROBOTS_OPTIONS)
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -290,6 +339,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     secrets = _given_secrets(args)  # and the config file's, once read: never printed
     try:
+        if args.command == "robots":
+            return _robots_command(args, secrets)
         if args.command == "explain":
             return _explain(args, secrets)
         config = load_config(args)
@@ -408,6 +459,28 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     elif len(records) > 1 and records[-1].reason == LISTED:
         print(f"  (the sitemap would list {records[-1].url} instead)")
     return EXIT_OK if listed else EXIT_NOTHING
+
+
+def _robots_command(args: argparse.Namespace, secrets: list[str]) -> int:
+    from crawler.core.robots_check import check, exit_code, report
+    from crawler.core.urls import normalize
+    from crawler.shell.robots_check import origin_of, read_file_source, read_sources
+
+    given = dict(vars(args))
+    targets: list[str] = given.pop("target")
+    robots_file: Path | None = given.pop("robots_file", None)
+    urls = [normalize(target) for target in targets]  # a bad one: exit 2 before any request
+    config = load_config(argparse.Namespace(**given, url=urls[0]), only=ROBOTS_OPTIONS)
+    secrets += config.secrets
+    if robots_file is not None:
+        source = read_file_source(robots_file)
+        checks = [check(url, source, config.user_agent) for url in urls]
+    else:
+        _warn_insecure(config)
+        sources = _run(read_sources(urls, config))
+        checks = [check(url, sources[origin_of(url)], config.user_agent) for url in urls]
+    print("\n".join(report(checks, config.user_agent)))
+    return exit_code(checks)
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:

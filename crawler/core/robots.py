@@ -185,6 +185,8 @@ class UserAgentGroup:
     agents: tuple[str, ...]
     rules: tuple[RobotsRule, ...]
     crawl_delay: float | None = None
+    lines: tuple[int, ...] = ()
+    """The line of each of ``agents``' ``User-agent`` lines: a tester names the group."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +290,14 @@ class RobotsTxt:
                 return named
         return [g for g in self.groups if "*" in g.agents]
 
+    def applied_groups(self, user_agent: str) -> tuple[UserAgentGroup, ...]:
+        """The groups whose rules decide for ``user_agent``, in file order: those naming its
+        product token (merged, RFC 9309 2.2.1), else the ``*`` groups; () when neither
+        exists. For a tester saying which group applied; matching never needs it."""
+        if self.denial is not None:
+            return ()
+        return tuple(self._groups_for(product_token(user_agent)))
+
     def verdict(self, url: str, user_agent: str) -> Verdict:
         """May ``user_agent`` fetch ``url`` (absolute, or a bare path), and which line says so."""
         target = _match_target(url)
@@ -296,6 +306,19 @@ class RobotsTxt:
         if self.denial is not None:
             return Verdict(False, self.denial, None)
         return self._matcher(user_agent).verdict(target)
+
+    def matching_rules(self, url: str, user_agent: str) -> tuple[RobotsRule, ...]:
+        """Every rule of the applied groups that matches ``url``, in precedence order: the
+        first decides (it is :meth:`verdict`'s), the next ones are what it beat. Slow (one
+        regex per rule), for a tester showing why an Allow won; crawls use the verdict."""
+        target = _match_target(url)
+        if target == "/robots.txt" or self.denial is not None:
+            return ()
+        return tuple(
+            rule
+            for rule in self._matcher(user_agent).rules
+            if re.match(_pattern_regex(rule.pattern), target, re.DOTALL) is not None
+        )
 
     def can_fetch(self, url: str, user_agent: str) -> bool:
         return self.verdict(url, user_agent).allowed
@@ -397,10 +420,11 @@ class _GroupBuilder:
     agents: list[str] = field(default_factory=list)
     rules: list[RobotsRule] = field(default_factory=list)
     delays: list[float] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
 
     def build(self) -> UserAgentGroup:
         delay = max(self.delays) if self.delays else None
-        return UserAgentGroup(tuple(self.agents), tuple(self.rules), delay)
+        return UserAgentGroup(tuple(self.agents), tuple(self.rules), delay, tuple(self.lines))
 
 
 def _limit(text: str | bytes) -> tuple[str, bool]:
@@ -444,6 +468,7 @@ def parse_robots(text: str | bytes) -> RobotsTxt:
             token = _agent_token(value)
             if token:
                 current.agents.append(token)
+                current.lines.append(number)
         elif key == _SITEMAP:
             if value and not any(c.isspace() for c in value) and value not in sitemaps:
                 sitemaps.append(value)

@@ -1,0 +1,212 @@
+"""`sitemap-crawler robots`: a robots.txt tester's verdicts and report, as pure functions.
+
+A webmaster asks "may this agent fetch this URL, and which line of my robots.txt says so?";
+search engines answer only inside their consoles. The shell fetches each origin's robots.txt
+(or reads a file) into a :class:`Source`; everything here is plain data in, lines of text
+and an exit code out, so the wording is tested without a server.
+
+Exit codes: 0 every URL allowed, 1 one or more blocked by a rule, 3 a robots.txt could not be
+read (5xx, 429, unreachable, a redirect off its origin): RFC 9309 then blocks every URL of
+that origin, which the report says, but "your rules block it" and "we could not read your
+rules" call for different fixes, so a script can tell them apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from crawler.core.robots import MAX_ROBOTS_BYTES, RobotsRule, RobotsTxt, UserAgentGroup, Verdict
+from crawler.core.robots import product_token as _product_token
+
+__all__ = [
+    "EXIT_ALLOWED",
+    "EXIT_BLOCKED",
+    "EXIT_UNREADABLE",
+    "Source",
+    "UrlCheck",
+    "check",
+    "exit_code",
+    "report",
+]
+
+EXIT_ALLOWED, EXIT_BLOCKED, EXIT_UNREADABLE = 0, 1, 3
+
+_BLOCK_ALL = "everything blocked until it can be read (RFC 9309)"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One robots.txt and how it was obtained: the facts a report needs, nothing live."""
+
+    url: str  # the robots.txt URL (the last one asked, after redirects), or the file's path
+    robots: RobotsTxt
+    status: int | None = None  # the last HTTP status; None for no answer, or a file
+    size: int = 0  # bytes received (or read from the file)
+    content_type: str | None = None
+    head: bytes = b""  # the body's first bytes: enough to tell HTML or binary from rules
+    from_file: bool = False
+    truncated: bool = False  # the fetch stopped at the cap: there was more
+    notes: tuple[str, ...] = ()  # one line per retry
+
+    @property
+    def unreadable(self) -> bool:
+        """RFC 9309 2.3.1.4: the rules could not be read, so every URL is blocked."""
+        return self.robots.denial is not None
+
+    def outcome(self) -> str:
+        """How the fetch went, in the words the report uses for the source and its URLs."""
+        if self.robots.denial is not None:
+            return f"{self.robots.denial}: {_BLOCK_ALL}"
+        if self.from_file:
+            return f"read from the file, {self.size} bytes"
+        assert self.status is not None
+        if self.status >= 300:
+            why = "RFC 9309: an unavailable robots.txt allows all"
+            return f"robots.txt answered {self.status}: everything allowed ({why})"
+        return f"HTTP {self.status}, {self.size} bytes"
+
+
+@dataclass(frozen=True, slots=True)
+class UrlCheck:
+    """The verdict on one URL for one agent, with the group and the rules behind it."""
+
+    url: str
+    source: Source
+    verdict: Verdict
+    groups: tuple[UserAgentGroup, ...]
+    matched: tuple[RobotsRule, ...]  # every matching rule, the deciding one first
+
+    @property
+    def allowed(self) -> bool:
+        return self.verdict.allowed
+
+
+def check(url: str, source: Source, user_agent: str) -> UrlCheck:
+    robots = source.robots
+    return UrlCheck(
+        url,
+        source,
+        robots.verdict(url, user_agent),
+        robots.applied_groups(user_agent),
+        robots.matching_rules(url, user_agent),
+    )
+
+
+def exit_code(checks: Sequence[UrlCheck]) -> int:
+    if any(c.source.unreadable for c in checks):
+        return EXIT_UNREADABLE
+    return EXIT_ALLOWED if all(c.allowed for c in checks) else EXIT_BLOCKED
+
+
+def report(checks: Sequence[UrlCheck], user_agent: str) -> list[str]:
+    """The whole report: the agent, one block per URL, one per robots.txt, a summary."""
+    token = _product_token(user_agent) or "*"
+    lines = [f"user agent: {user_agent} (robots.txt token: {token})", ""]
+    for item in checks:
+        lines += _url_lines(item, token)
+    sources: list[Source] = []
+    for item in checks:
+        if all(item.source is not seen for seen in sources):
+            sources.append(item.source)
+    for source in sources:
+        lines += ["", *_source_lines(source, user_agent, token)]
+    lines += ["", _summary(checks)]
+    return lines
+
+
+def _url_lines(item: UrlCheck, token: str) -> list[str]:
+    word = "allowed" if item.allowed else "BLOCKED"
+    lines = [f"{item.url}  {word} for {token}"]
+    source = item.source
+    if source.unreadable:
+        return [
+            *lines,
+            "  group: none (robots.txt could not be read)",
+            f"  rule:  {source.outcome()}",
+        ]
+    if not source.from_file and source.status is not None and source.status >= 300:
+        return [*lines, "  group: none (no robots.txt)", f"  rule:  none: {source.outcome()}"]
+    lines.append(f"  group: {_group_text(item.groups, token)}")
+    if not item.matched:
+        itself = urlsplit(item.url).path == "/robots.txt"
+        why = "robots.txt itself is always allowed" if itself else "allowed by default"
+        lines.append(f"  rule:  none matched ({why})")
+        return lines
+    first = item.matched[0]
+    lines.append(f"  rule:  {first.text} (line {first.line})")
+    rival = next((rule for rule in item.matched[1:] if rule.allow != first.allow), None)
+    if rival is not None:
+        why = (
+            "longer pattern wins"
+            if first.specificity > rival.specificity
+            else "same length: Allow wins a tie"
+        )
+        lines.append(f"         beats {rival.text} (line {rival.line}): {why}")
+    return lines
+
+
+def _group_text(groups: Sequence[UserAgentGroup], token: str) -> str:
+    """``User-agent: googlebot (line 4)``; the lines of every group merged for the token."""
+    if not groups:
+        return f"none (no group names {token} and there is no User-agent: *): all allowed"
+    named = any(token in group.agents for group in groups)
+    name = token if named else "*"
+    numbers = [
+        line
+        for group in groups
+        for agent, line in zip(group.agents, group.lines, strict=False)
+        if agent == name
+    ]
+    where = f"line {numbers[0]}" if len(numbers) == 1 else f"lines {', '.join(map(str, numbers))}"
+    text = f"User-agent: {name} ({where})"
+    if not named and token != "*":
+        text += f"; no group names {token}"
+    return text
+
+
+def _source_lines(source: Source, user_agent: str, token: str) -> list[str]:
+    lines = [f"robots.txt {source.url}: {source.outcome()}"]
+    lines += [f"  retried: {note}" for note in source.notes]
+    if source.unreadable or (source.status is not None and source.status >= 300):
+        return lines
+    lines += [f"  warning: {warning}" for warning in _warnings(source)]
+    delay = source.robots.crawl_delay(user_agent)
+    if delay is not None:
+        lines.append(f"  Crawl-delay for {token}: {delay:g} s")
+    lines += [f"  Sitemap: {url}" for url in source.robots.sitemaps]
+    if not source.robots.sitemaps:
+        lines.append("  no Sitemap lines")
+    return lines
+
+
+def _warnings(source: Source) -> list[str]:
+    """What makes a robots.txt read as something other than its author meant."""
+    found: list[str] = []
+    head = source.head.lstrip()
+    kind = (source.content_type or "").split(";")[0].strip().lower()
+    if kind == "text/html" or head[:1] == b"<":
+        found.append(
+            "this looks like an HTML page, not a robots.txt: lines that are not rules are "
+            "ignored, as search engines do"
+        )
+    elif b"\x00" in source.head:
+        found.append("this looks like binary data, not a robots.txt: most of it is ignored")
+    if source.truncated or source.robots.truncated:
+        found.append(
+            f"larger than {MAX_ROBOTS_BYTES // 1024} KiB: only the first {MAX_ROBOTS_BYTES} "
+            "bytes are read (RFC 9309), rules after them are not applied"
+        )
+    if not source.robots.groups and source.size:
+        found.append("no User-agent group in it: everything allowed")
+    return found
+
+
+def _summary(checks: Sequence[UrlCheck]) -> str:
+    blocked = sum(not c.allowed for c in checks)
+    text = f"{len(checks)} URL(s): {len(checks) - blocked} allowed, {blocked} blocked"
+    unread = sum(c.source.unreadable for c in checks)
+    if unread:
+        text += f" ({unread} of them because their robots.txt could not be read)"
+    return text
