@@ -27,6 +27,7 @@ HOSTILE = [
     '</script><img src=x onerror="window.__pwned = 2">',
     "\"'><svg onload=window.__pwned=3>",
     "&lt;b&gt; \u2028\u2029 <!-- <script>",
+    "javascript:window.__pwned=4",
 ]
 
 
@@ -423,6 +424,12 @@ async def _drive(
         await page.goto(evil.as_uri())
         assert await page.evaluate("typeof window.__pwned") == "undefined"
         assert await page.evaluate("document.querySelectorAll('img, svg[onload]').length") == 0
+        # only http(s) URLs become links: a javascript: URL stays text
+        assert await page.evaluate("document.querySelectorAll('#findings a').length") == len(HOSTILE)
+        assert await page.evaluate(
+            "[...document.querySelectorAll('#findings a')].every(a => /^https:/.test(a.href))"
+        )
+        await page.click("#findings a")  # a new tab at most: nothing runs in this one
         details = await page.evaluate(cells("detail"))
         for h in HOSTILE:
             assert h in details
