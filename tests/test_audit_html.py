@@ -16,9 +16,11 @@ from collections import Counter
 from pathlib import Path
 
 import lxml.html
+import pytest
 
 from crawler.core.audit_html import PAGE_ROWS, render_html
 from crawler.core.findings import CODES, AuditSummary, Finding, ordered
+from tests import browser
 from tests.browser import Chromium
 
 SITE = "https://www.example-shop.com"
@@ -425,7 +427,9 @@ async def _drive(
         assert await page.evaluate("typeof window.__pwned") == "undefined"
         assert await page.evaluate("document.querySelectorAll('img, svg[onload]').length") == 0
         # only http(s) URLs become links: a javascript: URL stays text
-        assert await page.evaluate("document.querySelectorAll('#findings a').length") == len(HOSTILE)
+        assert await page.evaluate("document.querySelectorAll('#findings a').length") == len(
+            HOSTILE
+        )
         assert await page.evaluate(
             "[...document.querySelectorAll('#findings a')].every(a => /^https:/.test(a.href))"
         )
@@ -448,3 +452,15 @@ async def _drive(
         assert await page.evaluate(count) == PAGE_ROWS
         assert (await page.evaluate(cells("line")))[0] == str(PAGE_ROWS * 3 + 7)
         assert page.errors == []
+
+
+def test_a_missing_chromium_skips_outside_ci_and_fails_in_ci(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(browser.shutil, "which", lambda name: None)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no chromium"):
+        browser.chromium_or_skip()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match=r"\.ci/run installs it"):
+        browser.chromium_or_skip()
