@@ -220,19 +220,33 @@ def _add_audit_parser(commands: Any) -> None:
     )
     only = audit.add_argument_group("audit")
     only.add_argument(
-        "--no-fetch", dest="audit_no_fetch", action="store_true", default=False,
+        "--no-fetch",
+        dest="audit_no_fetch",
+        action="store_true",
+        default=False,
         help="check the files only: no listed URL is fetched",
     )
     only.add_argument(
-        "--crawl", dest="audit_crawl", action="store_true", default=False,
+        "--crawl",
+        dest="audit_crawl",
+        action="store_true",
+        default=False,
         help="also crawl the site and compare it with the sitemaps",
     )
     only.add_argument(
-        "--json", dest="audit_json", type=Path, metavar="FILE", default=None,
+        "--json",
+        dest="audit_json",
+        type=Path,
+        metavar="FILE",
+        default=None,
         help="write the summary and every finding as JSON",
     )
     only.add_argument(
-        "--html", dest="audit_html", type=Path, metavar="FILE", default=None,
+        "--html",
+        dest="audit_html",
+        type=Path,
+        metavar="FILE",
+        default=None,
         help="write the audit as one self-contained HTML page",
     )
     only.add_argument(
@@ -493,7 +507,7 @@ def _audit(args: argparse.Namespace, secrets: list[str]) -> int:
         _err(redact(str(exc), secrets))
         code = getattr(exc, "exit_code", EXIT_FAILURE)
         return EXIT_AUDIT_BUG if code == EXIT_FAILURE else code
-    except Exception as exc:  # noqa: BLE001 - the audit's one place for the unexpected
+    except Exception as exc:  # the audit's one place for the unexpected
         _unexpected(exc, secrets)
         return EXIT_AUDIT_BUG
 
@@ -531,9 +545,7 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
     log = (lambda _: None) if quiet else (lambda msg: print(msg, file=sys.stderr))
     progress = None if quiet else Renderer(sys.stderr, tty=sys.stderr.isatty())
     result = _run(
-        audit(
-            target, configure, fetch_urls=not no_fetch, crawl=crawl, log=log, progress=progress
-        )
+        audit(target, configure, fetch_urls=not no_fetch, crawl=crawl, log=log, progress=progress)
     )
     findings = ordered(result.findings)
     summary = result.summary

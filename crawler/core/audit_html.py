@@ -28,7 +28,7 @@ def render_html(summary: AuditSummary, findings: Sequence[Finding]) -> str:
     )
     counts = ", ".join(f"{n} {severity}" for severity, n in totals.items())
     return (
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>Sitemap audit of {escape(summary.target)}</title></head><body>\n"
         f"<h1>Sitemap audit of {escape(summary.target)}</h1>\n"
         f"<p>{summary.sitemaps_read} sitemap files read, {summary.urls_listed} URLs listed, "

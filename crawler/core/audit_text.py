@@ -31,10 +31,7 @@ def render_text(
         f"{summary.seconds:.1f} s",
     ]
     totals = summary.by_severity()
-    lines.append(
-        "findings: "
-        + ", ".join(_plural(n, severity) for severity, n in totals.items())
-    )
+    lines.append("findings: " + ", ".join(_plural(n, severity) for severity, n in totals.items()))
     groups: dict[str, list[Finding]] = {}
     for finding in ordered(findings):
         groups.setdefault(finding.code, []).append(finding)

@@ -81,9 +81,7 @@ def file_findings(sitemap: SitemapFile, result: ReadResult) -> list[Finding]:
     name = sitemap.name
     found: list[Finding] = []
     if sitemap.named_gz and not sitemap.gzipped:
-        found.append(
-            Finding("compression_error", name, None, "named .gz but not gzip-compressed")
-        )
+        found.append(Finding("compression_error", name, None, "named .gz but not gzip-compressed"))
     locs = {entry.line: entry.loc for entry in result.entries if entry.loc}
     for problem in result.problems:
         code = _audit_code(problem.code, problem.message, result.kind)
@@ -194,9 +192,8 @@ def duplicates(listed: Iterable[ListedUrl]) -> list[Finding]:
             continue
         where = "this file" if seen.sitemap == item.sitemap else seen.sitemap
         at = f", line {seen.line}" if seen.line is not None else ""
-        found.append(
-            Finding("duplicate_url", item.sitemap, item.loc, f"listed first in {where}{at}", item.line)
-        )
+        detail = f"listed first in {where}{at}"
+        found.append(Finding("duplicate_url", item.sitemap, item.loc, detail, item.line))
     return found
 
 

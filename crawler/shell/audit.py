@@ -288,9 +288,8 @@ async def _discover(
     for raw in robots.sitemaps[:MAX_SITEMAP_FILES]:
         crawl_url, why = where(raw, plan)
         if crawl_url is None:
-            reading.findings.append(
-                Finding("sitemap_unreachable", raw, None, f"named in robots.txt, not fetched: {why}")
-            )
+            detail = f"named in robots.txt, not fetched: {why}"
+            reading.findings.append(Finding("sitemap_unreachable", raw, None, detail))
         elif all(source.fetch != crawl_url for source in queue):
             queue.append(_Source(plan.public(crawl_url), crawl_url))
     if robots.sitemaps:
