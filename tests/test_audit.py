@@ -287,6 +287,15 @@ def test_too_large_gzip_bomb_in_bounded_memory(serve, tmp_path: Path) -> None:
     assert peak_mib < 300 or before / 1024 >= 300, f"peak RSS {peak_mib:.0f} MiB"
 
 
+def test_truncated_gzip_is_one_compression_error(tmp_path: Path) -> None:
+    packed = gzip.compress(urlset(*(f"https://example.com/p{n}" for n in range(500))).encode())
+    path = tmp_path / "sitemap.xml.gz"
+    path.write_bytes(packed[: len(packed) // 2])
+    exit_code, report = run_audit(tmp_path, str(path), "--no-fetch")
+    assert [f["code"] for f in report["findings"]] == ["compression_error"]
+    assert exit_code == 1
+
+
 # -- discovery ------------------------------------------------------------------------------
 
 

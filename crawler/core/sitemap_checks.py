@@ -87,6 +87,8 @@ def file_findings(sitemap: SitemapFile, result: ReadResult) -> list[Finding]:
         code = _audit_code(problem.code, problem.message, result.kind)
         if code is None:
             continue
+        if code == "parse_error" and "bad_gzip" in result.problem_counts:
+            continue  # XML cut short by a broken gzip stream: the gzip is the one problem
         detail = problem.message
         if code == "parse_error" and problem.code not in PROBLEM_CODES:
             detail = f"{detail} (reader code {problem.code})"
