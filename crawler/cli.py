@@ -23,6 +23,7 @@ from typing import Any, NoReturn, TypeVar
 from crawler.config import Config, build, default_of, fields, load_toml
 from crawler.core.access import AUTH_ENV, redact, secrets_of
 from crawler.errors import (
+    ConfigError,
     InterruptedCrawl,
     NothingListedError,
     OutputError,
@@ -142,6 +143,31 @@ exit codes: 0 every URL allowed, 1 one or more blocked by a rule, 2 bad usage, U
             unreachable, redirected off its site): RFC 9309 blocks all its URLs, as said
 """
 
+#: The crawl options `audit` shares: what and how politely it fetches, never what a crawl
+#: publishes. A config file's other keys are ignored.
+AUDIT_OPTIONS = frozenset(
+    {
+        "user_agent", "concurrency", "delay", "max_rps", "timeout", "retries", "public_url",
+        "auth", "header", "cookie", "proxy", "ca_bundle", "insecure", "quiet",
+    }
+)  # fmt: skip
+
+#: audit's exit codes: 1 is "findings", so an unexpected failure is 70 (sysexits' EX_SOFTWARE).
+EXIT_AUDIT_FINDINGS, EXIT_AUDIT_BUG = 1, 70
+
+AUDIT_EXAMPLES = """\
+examples:
+  sitemap-crawler audit https://example.com/
+  sitemap-crawler audit https://example.com/sitemap_index.xml --json audit.json
+  sitemap-crawler audit out/sitemap.xml --no-fetch
+  sitemap-crawler audit http://127.0.0.1:8080/ --public-url https://www.example.com/
+
+exit codes: 0 no finding at or above --fail-on, 1 there is one, 2 bad usage or config, or
+            a local file or output path that cannot be read or written, 3 nothing could be
+            audited (no sitemap found, site unreachable), 70 unexpected failure (a bug:
+            the line says so), 130 interrupted
+"""
+
 
 def _parser() -> argparse.ArgumentParser:
     top = _Parser(
@@ -191,6 +217,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_config_options(explain, only=EXPLAIN_OPTIONS)
     _add_robots_command(commands)
+    _add_audit_parser(commands)
     return top
 
 
@@ -220,6 +247,61 @@ def _add_robots_command(commands: Any) -> None:
         "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
     )
     _add_config_options(robots, only=ROBOTS_OPTIONS)
+
+
+def _add_audit_parser(commands: Any) -> None:
+    audit = commands.add_parser(
+        "audit",
+        help="check a site's sitemaps before a search engine does",
+        usage="%(prog)s [options] TARGET",
+        epilog=AUDIT_EXAMPLES,
+        formatter_class=_HelpFormatter,
+        argument_default=argparse.SUPPRESS,
+        description="Read the sitemaps at TARGET (a local file, a sitemap URL, or a site URL "
+        "whose sitemaps are found through robots.txt, else sitemap.xml, sitemap_index.xml, "
+        "sitemap.xml.gz, sitemap.txt) and report what a search engine would complain about: "
+        "the files, then the URLs they list, fetched politely like a crawl.",
+    )
+    audit.add_argument("target", metavar="TARGET", help="a sitemap file or URL, or a site URL")
+    audit.add_argument(
+        "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
+    )
+    only = audit.add_argument_group("audit")
+    only.add_argument(
+        "--no-fetch",
+        dest="audit_no_fetch",
+        action="store_true",
+        default=False,
+        help="check the files only: no listed URL is fetched",
+    )
+    only.add_argument(
+        "--crawl",
+        dest="audit_crawl",
+        action="store_true",
+        default=False,
+        help="also crawl the site and compare it with the sitemaps",
+    )
+    only.add_argument(
+        "--json",
+        dest="audit_json",
+        type=Path,
+        metavar="FILE",
+        default=None,
+        help="write the summary and every finding as JSON",
+    )
+    only.add_argument(
+        "--html",
+        dest="audit_html",
+        type=Path,
+        metavar="FILE",
+        default=None,
+        help="write the audit as one self-contained HTML page",
+    )
+    only.add_argument(
+        "--fail-on", dest="audit_fail_on", choices=("error", "warning", "notice"),
+        default="error", help="exit 1 on a finding this bad or worse (default: error)",
+    )  # fmt: skip
+    _add_config_options(audit, only=AUDIT_OPTIONS)
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -343,6 +425,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _robots_command(args, secrets)
         if args.command == "explain":
             return _explain(args, secrets)
+        if args.command == "audit":
+            return _audit(args, secrets)
         config = load_config(args)
         secrets += config.secrets
         args.output_folder = config.output  # named by a failure to write there
@@ -483,6 +567,83 @@ def _robots_command(args: argparse.Namespace, secrets: list[str]) -> int:
     return exit_code(checks)
 
 
+def _audit(args: argparse.Namespace, secrets: list[str]) -> int:
+    """`audit`, whose exit 1 means findings: its own failures never look like that (an
+    unexpected one is EXIT_AUDIT_BUG), and every path ends here with its own code."""
+    try:
+        return _audit_run(args, secrets)
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return EXIT_INTERRUPTED
+    except (SitemapCrawlerError, SitemapOutError) as exc:
+        _err(redact(str(exc), secrets))
+        code = getattr(exc, "exit_code", EXIT_FAILURE)
+        return EXIT_AUDIT_BUG if code == EXIT_FAILURE else code
+    except Exception as exc:  # the audit's one place for the unexpected
+        _unexpected(exc, secrets)
+        return EXIT_AUDIT_BUG
+
+
+def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
+    from crawler.core.audit_html import render_html
+    from crawler.core.audit_text import render_text
+    from crawler.core.findings import at_or_above, ordered
+    from crawler.shell.audit import audit, is_url
+
+    given = vars(args)
+    target: str = args.target
+    no_fetch, crawl = given.pop("audit_no_fetch"), given.pop("audit_crawl")
+    json_path, html_path = given.pop("audit_json"), given.pop("audit_html")
+    fail_on = given.pop("audit_fail_on")
+    if given.get("public_url") and not is_url(target):
+        raise ConfigError(
+            "--public-url needs TARGET to be the staging server's URL, not a local file"
+        )
+
+    warned: list[bool] = []
+
+    def configure(url: str, sitemap_url: str | None) -> Config:
+        values = argparse.Namespace(**{**given, "url": url})
+        if sitemap_url is not None:
+            values.sitemap_url = sitemap_url
+        config = load_config(values, only=AUDIT_OPTIONS)
+        secrets.extend(config.secrets)
+        if not warned:
+            warned.append(True)
+            _warn_insecure(config)
+        return config
+
+    quiet = bool(given.get("quiet"))
+    log = (lambda _: None) if quiet else (lambda msg: print(msg, file=sys.stderr))
+    progress = None if quiet else Renderer(sys.stderr, tty=sys.stderr.isatty())
+    result = _run(
+        audit(target, configure, fetch_urls=not no_fetch, crawl=crawl, log=log, progress=progress)
+    )
+    findings = ordered(result.findings)
+    summary = result.summary
+    if json_path is not None:
+        data = {"summary": summary.to_json(), "findings": [f.to_json() for f in findings]}
+        _write_json(json_path, data, usage=True)
+    if html_path is not None:
+        _write_text(html_path, render_html(summary, findings))
+    print(render_text(summary, findings), end="")
+    if result.why_nothing is not None:
+        _err(result.why_nothing)
+        return EXIT_NOTHING
+    return EXIT_AUDIT_FINDINGS if at_or_above(findings, fail_on) else EXIT_OK
+
+
+def _write_text(path: Path, text: str) -> None:
+    """An audit's output file, whole or not at all (a temporary file renamed over it)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 def _run(coro: Coroutine[Any, Any, T]) -> T:
     """Run on asyncio's loop, or on uvloop with SITEMAP_CRAWLER_LOOP=uvloop (measured: no
     gain for this workload, where aiohttp's C parser and our own code dominate)."""
@@ -498,7 +659,12 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
         return runner.run(coro)
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def _write_json(path: Path, data: dict[str, Any], *, usage: bool = False) -> None:
+    """`usage`: a path that cannot be written is the user's to fix (exit 2), not a disk
+    failing mid-crawl (the audit's --json)."""
+    if usage:
+        _write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")

@@ -45,3 +45,9 @@ class InterruptedCrawl(SitemapCrawlerError):
     """SIGINT or SIGTERM stopped the crawl; the previous sitemap is untouched."""
 
     exit_code = 130
+
+
+class AuditInputError(SitemapCrawlerError):
+    """`audit`: the local file to audit cannot be read (missing, unreadable)."""
+
+    exit_code = 2

@@ -452,6 +452,13 @@ class Crawl:
                 await self._judge(task)
         return records
 
+    @contextlib.asynccontextmanager
+    async def requests(self) -> AsyncIterator[Callable[[str, int | None], Awaitable[Response]]]:
+        """Polite GETs for work beside a crawl (the audit's sitemaps and robots.txt): the
+        crawl's transport, throttle and retries; one hop per call, redirects not followed."""
+        async with self._using_pages():
+            yield self._request
+
     def known_as(self, url: str) -> str:
         """The URL as the crawl would know it from a link: normalised, with strip_params'
         parameters removed (explain judges that URL, and says so when it differs)."""

@@ -1,0 +1,389 @@
+"""`sitemap-crawler audit`: find a site's sitemaps, read them politely and boundedly, and
+gather the findings. The checks themselves are pure (crawler.core.sitemap_checks for the
+files; crawler.shell.audit_urls for the URLs they list); this module does the I/O.
+
+Every request goes through a Crawl built from the audit's Config (its transport, throttle,
+retries and robots.txt), so an audit is exactly as polite as a crawl. Bounds: 50 MiB
+decompressed per file (the reader's max_bytes), MAX_SITEMAP_FILES files per audit, an index
+followed one level down, and no request off the audited origin.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+from urllib.parse import urlsplit
+
+from crawler.config import Config
+from crawler.core.findings import AuditSummary, Finding, ListedUrl
+from crawler.core.robots import RobotsTxt
+from crawler.core.screen import Plan
+from crawler.core.seeds import MAX_SITEMAP_REDIRECTS, where
+from crawler.core.sitemap_checks import (
+    SitemapFile,
+    duplicates,
+    file_findings,
+    index_problem,
+    listed_urls,
+    not_in_robots,
+)
+from crawler.core.urls import normalize, resolve, url_folder
+from crawler.errors import AuditInputError, ConfigError
+from crawler.shell.audit_urls import check_urls, compare_with_crawl
+from crawler.shell.fetch import REDIRECT_STATUSES, Response, fetch_robots
+from crawler.shell.progress import Renderer
+from sitemap_out.reader import ReadResult, read_sitemap
+from sitemap_out.writer import MAX_BYTES
+
+__all__ = ["GUESSES", "MAX_SITEMAP_FILES", "Audit", "audit", "is_url"]
+
+#: Sitemap files read at most in one audit, index children included: an index may name
+#: 50,000, each up to 50 MiB; a thousand is already hours of a polite crawler's time.
+MAX_SITEMAP_FILES: Final = 1_000
+#: Where a site's sitemap is looked for, under the audited folder, when robots.txt names none.
+GUESSES: Final = ("sitemap.xml", "sitemap_index.xml", "sitemap.xml.gz", "sitemap.txt")
+
+#: (crawl-space folder URL, public sitemap URL or None) -> the validated Config of the audit.
+Configure = Callable[[str, str | None], Config]
+Get = Callable[[str, int | None], Awaitable[Response]]
+Log = Callable[[str], None]
+
+
+@dataclass(slots=True)
+class Audit:
+    summary: AuditSummary
+    findings: list[Finding]
+    why_nothing: str | None = None  # set: no sitemap file could be read (exit 3)
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """A sitemap file to read."""
+
+    name: str  # public URL (or local path): the `sitemap` of its findings
+    fetch: str  # crawl-space URL (or local path)
+    parent: str | None = None  # the index that lists it
+    line: int | None = None  # its entry's line in that index
+
+
+@dataclass(slots=True)
+class _Reading:
+    """What the files read so far gave."""
+
+    findings: list[Finding] = field(default_factory=list)
+    listed: list[ListedUrl] = field(default_factory=list)
+    read: list[_Source] = field(default_factory=list)
+
+    def take(self, source: _Source, sitemap: SitemapFile, result: ReadResult) -> list[_Source]:
+        """Record one file read; returns an index's children to read next (none from an
+        index inside an index: one level is followed, the nesting is a finding)."""
+        self.read.append(source)
+        self.findings += file_findings(sitemap, result)
+        if result.kind != "sitemapindex":
+            self.listed += listed_urls(sitemap, result)
+            return []
+        if source.parent is not None:
+            self.findings.append(
+                Finding(
+                    "nested_index",
+                    source.parent,
+                    None,
+                    f"lists {source.name}, itself a sitemap index; the sitemaps it lists "
+                    "are not read (an index is followed one level only)",
+                    source.line,
+                )
+            )
+            return []
+        return [
+            _Source(entry.loc, entry.loc, source.name, entry.line)
+            for entry in result.entries
+            if entry.loc
+        ]
+
+
+def is_url(target: str) -> bool:
+    return target.lower().startswith(("http://", "https://"))
+
+
+def is_site(url: str) -> bool:
+    """A URL naming a site or folder, not a sitemap file: its path ends with / or its last
+    segment has no sitemap-like name (sitemap*, *.xml, *.txt, *.gz)."""
+    last = urlsplit(url).path.rsplit("/", 1)[-1].lower()
+    if not last:
+        return True
+    return "sitemap" not in last and not last.endswith((".xml", ".txt", ".gz"))
+
+
+async def audit(
+    target: str,
+    configure: Configure,
+    *,
+    fetch_urls: bool,
+    crawl: bool,
+    log: Log,
+    progress: Renderer | None,
+) -> Audit:
+    """Audit TARGET (a local file, a sitemap URL or a site URL)."""
+    started = time.monotonic()
+    reading = _Reading()
+    summary = AuditSummary(target=target)
+    if is_url(target):
+        config, why_nothing = await _remote(target, configure, reading, log)
+    else:
+        config, why_nothing = _local(target, configure, reading)
+    reading.findings += duplicates(reading.listed)
+    summary.sitemaps_read = len(reading.read)
+    summary.urls_listed = len(reading.listed)
+    if why_nothing is None and config is not None and reading.listed:
+        if fetch_urls:
+            checks = await check_urls(config, reading.listed, log=log, progress=progress)
+            reading.findings += checks.findings
+            summary.urls_checked = checks.checked
+        if crawl:
+            reading.findings += await compare_with_crawl(
+                config, reading.listed, log=log, progress=progress
+            )
+    summary.count(reading.findings)
+    summary.seconds = time.monotonic() - started
+    return Audit(summary, reading.findings, why_nothing)
+
+
+# -- local files ----------------------------------------------------------------------------
+
+
+def _local(
+    target: str, configure: Configure, reading: _Reading
+) -> tuple[Config | None, str | None]:
+    """A sitemap file on disk, read in chunks; an index's sitemaps are looked for beside it
+    by file name (what `crawl` publishes: sitemap.xml and its sitemap-N.xml parts)."""
+    path = Path(target)
+    result = _read_file(path, target)
+    children = reading.take(_Source(target, target), _local_file(path, target), result)
+    for child in children[:MAX_SITEMAP_FILES]:
+        name = urlsplit(child.fetch).path.rsplit("/", 1)[-1]
+        beside = path.parent / name
+        if not name or not beside.is_file():
+            reading.findings.append(
+                Finding(
+                    "sitemap_unreachable",
+                    child.name,
+                    None,
+                    f"listed by {target}, not found as {beside} (the sitemaps of a local "
+                    "index are read from its folder)",
+                )
+            )
+            continue
+        local = _Source(str(beside), str(beside), target, child.line)
+        reading.take(local, _local_file(beside, local.name), _read_file(beside, local.name))
+    if not reading.listed:
+        return None, None
+    first = normalize(reading.listed[0].loc)
+    parts = urlsplit(first)
+    return configure(f"{parts.scheme}://{parts.netloc}/", None), None
+
+
+def _read_file(path: Path, name: str) -> ReadResult:
+    try:
+        return read_sitemap(path)
+    except OSError as exc:
+        raise AuditInputError(f"cannot read {name}: {exc.strerror or exc}") from None
+
+
+def _local_file(path: Path, name: str) -> SitemapFile:
+    """A local file has no location: the location rule is not checked (what URL the file
+    will be served at is not known), every other rule is."""
+    try:
+        with path.open("rb") as file:
+            gzipped = file.read(2) == b"\x1f\x8b"
+    except OSError as exc:
+        raise AuditInputError(f"cannot read {name}: {exc.strerror or exc}") from None
+    return SitemapFile(name, None, path.name.endswith(".gz"), gzipped)
+
+
+# -- over HTTP ------------------------------------------------------------------------------
+
+
+async def _remote(
+    target: str, configure: Configure, reading: _Reading, log: Log
+) -> tuple[Config | None, str | None]:
+    from crawler.shell.engine import Crawl  # late: the engine is the heaviest import
+
+    url = normalize(target)
+    folder = url_folder(url)
+    config = configure(folder, None)
+    crawl = Crawl(config, log)
+    plan, agent = crawl.plan, config.user_agent
+    async with crawl.requests() as get:
+        answers: list[Response] = []
+
+        async def robots_get(robots_url: str, max_bytes: int) -> Response:
+            answers.append(await get(robots_url, max_bytes))
+            return answers[-1]
+
+        robots, note = await fetch_robots(plan.start, robots_get)
+        log(f"robots.txt: {note}")
+        robots_read = bool(answers) and answers[-1].status == 200
+        crawl.throttle.set_crawl_delay(robots.crawl_delay(agent))
+        fetched: dict[str, Response] = {}
+        if is_site(url):
+            queue, why_nothing = await _discover(plan, robots, agent, get, reading, fetched)
+            if why_nothing is not None:
+                return None, why_nothing
+        else:
+            queue = [_Source(plan.public(url), url)]
+        planned = {source.fetch for source in queue}
+        while queue:
+            source = queue.pop(0)
+            children = await _read_remote(source, plan, robots, agent, get, reading, fetched)
+            for child in children:
+                crawl_url, why = where(child.name, plan)
+                if crawl_url is None:
+                    if index_problem(child.name, source.name) is None:  # not said already
+                        reading.findings.append(
+                            Finding("sitemap_unreachable", child.name, None, f"not fetched: {why}")
+                        )
+                    continue
+                if crawl_url in planned:
+                    continue
+                if len(planned) >= MAX_SITEMAP_FILES:
+                    log(
+                        f"warning: {source.name} lists more sitemaps than are read: at most "
+                        f"{MAX_SITEMAP_FILES} files per audit"
+                    )
+                    break
+                planned.add(crawl_url)
+                queue.append(_Source(plan.public(crawl_url), crawl_url, source.name, child.line))
+    if robots_read:
+        for source in reading.read:
+            parents = (source.parent,) if source.parent else ()
+            finding = not_in_robots(source.name, parents, robots.sitemaps)
+            if finding is not None:
+                reading.findings.append(finding)
+    if not reading.read:
+        unreachable = [f.detail for f in reading.findings if f.code == "sitemap_unreachable"]
+        blocked = [f.detail for f in reading.findings if f.code == "sitemap_blocked"]
+        why = "; ".join(unreachable + blocked) or "nothing to read"
+        return None, f"no sitemap could be read ({why})"
+    top = reading.read[0].name
+    try:
+        return configure(folder, top), None
+    except ConfigError:  # the sitemap's folder does not hold the audited one: its default
+        return config, None
+
+
+async def _discover(
+    plan: Plan,
+    robots: RobotsTxt,
+    agent: str,
+    get: Get,
+    reading: _Reading,
+    fetched: dict[str, Response],
+) -> tuple[list[_Source], str | None]:
+    """The sitemaps of a site: those robots.txt names, else the first of GUESSES under the
+    audited folder that answers (its answer kept in `fetched`: not requested twice)."""
+    queue: list[_Source] = []
+    for raw in robots.sitemaps[:MAX_SITEMAP_FILES]:
+        crawl_url, why = where(raw, plan)
+        if crawl_url is None:
+            detail = f"named in robots.txt, not fetched: {why}"
+            reading.findings.append(Finding("sitemap_unreachable", raw, None, detail))
+        elif all(source.fetch != crawl_url for source in queue):
+            queue.append(_Source(plan.public(crawl_url), crawl_url))
+    if robots.sitemaps:
+        return queue, None
+    tried: list[str] = []
+    for guess in GUESSES:
+        url = plan.origins.crawl.root + guess
+        verdict = robots.verdict(url, agent)
+        if not verdict.allowed:
+            tried.append(f"{guess}: robots.txt forbids it ({verdict.rule})")
+            continue
+        resp, why = await _fetch(url, plan, robots, agent, get)
+        if resp is None:
+            tried.append(f"{guess}: {why}")
+            continue
+        fetched[url] = resp
+        return [_Source(plan.public(url), url)], None
+    where_ = plan.origins.public.root
+    return [], (
+        f"no sitemap found: robots.txt names none, and none was found under {where_} "
+        f"({'; '.join(tried)})"
+    )
+
+
+async def _read_remote(
+    source: _Source,
+    plan: Plan,
+    robots: RobotsTxt,
+    agent: str,
+    get: Get,
+    reading: _Reading,
+    fetched: dict[str, Response],
+) -> list[_Source]:
+    verdict = robots.verdict(source.fetch, agent)
+    if not verdict.allowed:
+        line = f" (line {verdict.line})" if verdict.line else ""
+        reading.findings.append(
+            Finding(
+                "sitemap_blocked",
+                source.name,
+                None,
+                f"robots.txt forbids it: {verdict.rule}{line}; not fetched",
+            )
+        )
+        return []
+    resp: Response | None = fetched.pop(source.fetch, None)
+    why = ""
+    if resp is None:
+        resp, why = await _fetch(source.fetch, plan, robots, agent, get)
+    if resp is None:
+        listed = f" (listed by {source.parent})" if source.parent else ""
+        reading.findings.append(Finding("sitemap_unreachable", source.name, None, why + listed))
+        return []
+    # a body the server sent with Content-Encoding: gzip arrives inflated, and counts as gzip
+    encoded = "gzip" in resp.headers.get("Content-Encoding", "").lower()
+    named_gz = urlsplit(source.name).path.endswith(".gz")
+    sitemap = SitemapFile(
+        source.name, source.name, named_gz, encoded or resp.body[:2] == b"\x1f\x8b"
+    )
+    if resp.truncated:  # only when the server compressed it (Content-Encoding): cut at 50 MiB
+        reading.read.append(source)
+        reading.findings.append(
+            Finding("too_large", source.name, None, f"more than {MAX_BYTES} bytes uncompressed")
+        )
+        return []
+    result = read_sitemap(resp.body)
+    resp.body = b""  # up to 50 MiB: not kept while the next file is read
+    return reading.take(source, sitemap, result)
+
+
+async def _fetch(
+    url: str, plan: Plan, robots: RobotsTxt, agent: str, get: Get
+) -> tuple[Response | None, str]:
+    """GET a sitemap, following redirects on the audited origin that robots.txt allows:
+    its 200 answer, or None and why not (for sitemap_unreachable's detail)."""
+    for _ in range(MAX_SITEMAP_REDIRECTS + 1):
+        resp = await get(url, MAX_BYTES)
+        if resp.error:
+            return None, resp.error
+        if resp.status not in REDIRECT_STATUSES:
+            break
+        location = (resp.location or "").strip()
+        target = resolve(url, location) if location else None
+        if target is None:
+            return None, f"HTTP {resp.status} without a usable Location"
+        moved, why = where(target, plan)
+        if moved is None:
+            return None, f"redirects to {plan.public(target)}, {why}"
+        verdict = robots.verdict(moved, agent)
+        if not verdict.allowed:
+            return None, f"redirects to {plan.public(moved)}, which robots.txt forbids"
+        url = moved
+    else:
+        return None, f"more than {MAX_SITEMAP_REDIRECTS} redirects"
+    if resp.status != 200:
+        return None, f"HTTP {resp.status}"
+    return resp, ""
