@@ -396,3 +396,26 @@ def test_the_pages_dates_confirm_a_lastmod_only_when_all_agree():
     checked.pages[items[6].loc] = PageSeen(200, "text/html", later, None)
     (finding,) = lastmod_findings(items, keys, checked, now=now)
     assert finding.code == "lastmod_all_same" and "1 of 11" in finding.detail
+
+
+def test_too_many_hops_and_a_target_outside_the_folder_are_said(serve):
+    site = Site(
+        {
+            **FINE,
+            "/r0": redirect("/r1"),
+            "/r1": redirect("/r2"),
+            "/r2": redirect("/r3"),
+            "/r3": html(),
+            "/docs/away": redirect("/a"),
+        }
+    )
+    srv = serve(site.app)
+    conf = config(srv.url + "/docs", max_redirects=2)  # the folder /docs/ audited
+    findings, _ = check(conf, listed(srv.url, "/r0", "/docs/away"))
+    detail = {f.url: f.detail for f in findings}
+    assert detail == {srv.url + "/docs/away": detail[srv.url + "/docs/away"]}  # /r0: outside
+    assert "out_of_scope" in detail[srv.url + "/docs/away"]
+    assert "/r0" not in site.paths and "/a" not in site.paths
+    findings, _ = check(config(srv.url, max_redirects=2), listed(srv.url, "/r0"))
+    assert findings[0].detail == f"more than 2 redirects from {srv.url}/r0"
+    assert "/r3" not in site.paths
