@@ -464,7 +464,7 @@ def _unexpected(exc: Exception, secrets: Sequence[str] = ()) -> int:
 
 def _crawl(config: Config) -> int:
     from crawler.shell.engine import Crawl  # late: keeps --help and config errors fast
-    from crawler.shell.pool import default_workers, forked
+    from crawler.shell.pool import forked
 
     _warn_insecure(config)
     log = (lambda _: None) if config.quiet else (lambda msg: print(msg, file=sys.stderr))
@@ -474,12 +474,10 @@ def _crawl(config: Config) -> int:
             sys.stderr, tty=sys.stderr.isatty(), json_lines=config.log_format == "json"
         )
     crawl = Crawl(config, log, progress)
-    workers = default_workers() if config.workers < 0 else config.workers
-    workers = min(workers, config.concurrency)  # each worker holds one request at least
-    if config.delay or config.max_rps:
-        workers = 0  # spaced requests: a crawl that waits is not CPU-bound
     try:
-        with forked(workers) as spares:  # before the event loop and any thread or socket
+        with forked(
+            _worker_count(config)
+        ) as spares:  # before the event loop and any thread or socket
             result = _run(crawl.run(spares))
     except (NothingListedError, InterruptedCrawl, PublishRefused) as exc:
         if config.report is not None:  # why nothing was published is what a report is for
@@ -512,6 +510,17 @@ def _crawl(config: Config) -> int:
         )
         print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}")
     return EXIT_OK
+
+
+def _worker_count(config: Config) -> int:
+    """Worker processes to fork for a crawl (or an audit's URL checks) with this config."""
+    from crawler.shell.pool import default_workers
+
+    workers = default_workers() if config.workers < 0 else config.workers
+    workers = min(workers, config.concurrency)  # each worker holds one request at least
+    if config.delay or config.max_rps:
+        workers = 0  # spaced requests: a crawl that waits is not CPU-bound
+    return workers
 
 
 def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
@@ -616,9 +625,23 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
     quiet = bool(given.get("quiet"))
     log = (lambda _: None) if quiet else (lambda msg: print(msg, file=sys.stderr))
     progress = None if quiet else Renderer(sys.stderr, tty=sys.stderr.isatty())
-    result = _run(
-        audit(target, configure, fetch_urls=not no_fetch, crawl=crawl, log=log, progress=progress)
-    )
+    from crawler.shell.pool import forked
+
+    # the worker processes are forked now, before the event loop, as for a crawl; the
+    # settings that decide how many are checked here already (a placeholder start URL)
+    settings = load_config(argparse.Namespace(**given, url="http://localhost/"), only=AUDIT_OPTIONS)
+    with forked(0 if no_fetch else _worker_count(settings)) as spares:
+        result = _run(
+            audit(
+                target,
+                configure,
+                fetch_urls=not no_fetch,
+                crawl=crawl,
+                log=log,
+                progress=progress,
+                workers=spares,
+            )
+        )
     findings = ordered(result.findings)
     summary = result.summary
     if json_path is not None:

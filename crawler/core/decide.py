@@ -120,6 +120,7 @@ class PageFacts:
     twin_of: str | None = None  # another URL answered the same body first (see duplicates)
     too_large: bool = False
     public: str | None = None  # the URL as the sitemap would list it, when not `url`
+    last_modified: str | None = None  # the Last-Modified header as sent (the audit's dates)
 
 
 def decide_page(facts: PageFacts, policy: Policy) -> Decision:

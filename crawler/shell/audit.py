@@ -34,6 +34,7 @@ from crawler.core.urls import normalize, resolve, url_folder
 from crawler.errors import AuditInputError, ConfigError
 from crawler.shell.audit_urls import check_urls, compare_with_crawl
 from crawler.shell.fetch import REDIRECT_STATUSES, Response, fetch_robots
+from crawler.shell.pool import Spare
 from crawler.shell.progress import Renderer
 from sitemap_out.reader import ReadResult, read_sitemap
 from sitemap_out.writer import MAX_BYTES
@@ -125,8 +126,10 @@ async def audit(
     crawl: bool,
     log: Log,
     progress: Renderer | None,
+    workers: list[Spare] | None = None,
 ) -> Audit:
-    """Audit TARGET (a local file, a sitemap URL or a site URL)."""
+    """Audit TARGET (a local file, a sitemap URL or a site URL). `workers`: forked before
+    the event loop (pool.forked), for checking the listed URLs as a crawl uses them."""
     started = time.monotonic()
     reading = _Reading()
     summary = AuditSummary(target=target)
@@ -139,7 +142,9 @@ async def audit(
     summary.urls_listed = len(reading.listed)
     if why_nothing is None and config is not None and reading.listed:
         if fetch_urls:
-            checks = await check_urls(config, reading.listed, log=log, progress=progress)
+            checks = await check_urls(
+                config, reading.listed, log=log, progress=progress, workers=workers
+            )
             reading.findings += checks.findings
             summary.urls_checked = checks.checked
         if crawl:

@@ -14,7 +14,7 @@ import functools
 import gc
 import signal
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -48,6 +48,7 @@ from crawler.core.report import DecisionRecord, Tally
 from crawler.core.robots import RobotsTxt, parse_robots, product_token
 from crawler.core.screen import Plan, Screen
 from crawler.core.seeds import MAX_SEED_URLS
+from crawler.core.url_checks import Checked, PageSeen
 from crawler.core.urls import join_parts, normalize, resolve, strip_params
 from crawler.errors import (
     ConfigError,
@@ -161,6 +162,8 @@ class Crawl:
         # --seed-sitemaps: URLs the site's sitemaps name, crawled once the links run out
         self._seed_sitemaps: list[SeedSitemap] = []
         self._seeded = False  # they were read and handed to the frontier (a resume knows)
+        self._checked: Checked | None = None  # Crawl.check: what the audit reads
+        self._following = True  # links and canonicals are followed (not by Crawl.check)
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -205,11 +208,7 @@ class Crawl:
             with self._signals_stop_the_crawl():
                 async with self._using_pages(workers) as pages:
                     await self._read_robots(plan.start)
-                    if isinstance(pages, PoolPages) and self.throttle.requested_interval == 0:
-                        pages.allow_workers()  # spaced requests are not CPU-bound: no workers
-                        self._pool = pages
-                        if self.identity:  # workers' links are in the space settled URLs are
-                            journal.settle = pages.settle
+                    self._take_workers(pages)
                     if config.resume:
                         await self._replay()
                     else:
@@ -266,6 +265,15 @@ class Crawl:
             }
         # the file actually published: sitemap.txt for a text sitemap in one file
         return CrawlResult(self.tally, published, published.sitemap_url or plan.sitemap_url)
+
+    def _take_workers(self, pages: LocalPages) -> None:
+        """Let worker processes take pages, when there are some and requests are not
+        spaced (a spaced crawl waits, it does not compute)."""
+        if isinstance(pages, PoolPages) and self.throttle.requested_interval == 0:
+            pages.allow_workers()
+            self._pool = pages
+            if self.identity:  # workers' links are in the space settled URLs are
+                self.journal.settle = pages.settle
 
     def _save_counters(self) -> None:
         """The figures a resumed crawl goes on from: max_pages' and the publish guard's."""
@@ -458,6 +466,52 @@ class Crawl:
         crawl's transport, throttle and retries; one hop per call, redirects not followed."""
         async with self._using_pages():
             yield self._request
+
+    async def check(
+        self, urls: Sequence[str], workers: list[Spare] | None = None, *, follow: bool = False
+    ) -> Checked:
+        """Judge `urls` (crawl space) exactly as a crawl would, politely, by the same
+        fetcher and workers, and publish nothing: the service behind `audit`.
+
+        Without `follow` (the URLs a sitemap lists), no link or canonical is followed, and
+        the URLs are screened for scope and robots.txt only: the sitemap names them, so no
+        trap, depth or pattern rule applies (a redirect's hops are screened alike). With
+        `follow` (audit --crawl), the URLs are start URLs and the crawl is run()'s, its
+        listings kept in memory rather than published. Every decision reaches the journal's
+        `echo` as in a crawl; the result keeps the last per URL, and each final page's facts.
+        """
+        checked = self._checked = Checked()
+        self._following = follow
+        decisions = checked.decisions
+        self.journal.echo = lambda record: decisions.__setitem__(record.url, record)
+        if not follow:
+            self.screen = Screen(
+                self.plan,
+                user_agent=self.config.user_agent,
+                max_url_length=1 << 30,
+                max_segment_repeats=1 << 30,
+                max_depth=-1,
+                budgets=TrapBudgets(),
+            )
+        started = time.monotonic()
+        try:
+            async with self._using_pages(workers) as pages:
+                await self._read_robots(self.plan.start)
+                self._take_workers(pages)
+                for url in urls:
+                    self._discover(url, 0, None)
+                showing = self._showing_progress(started)
+                with self._signals_stop_the_crawl(), showing, self._timed():
+                    await self._run_workers()
+        finally:
+            self.tally.seconds = time.monotonic() - started
+        if self._stop_signal is not None:
+            raise InterruptedCrawl(self._stopped_message())
+        checked.outage = self._outage
+        if follow:
+            starts = set(urls)
+            checked.reached = {self._public(u) for u in self.frontier.seen if u not in starts}
+        return checked
 
     def known_as(self, url: str) -> str:
         """The URL as the crawl would know it from a link: normalised, with strip_params'
@@ -735,6 +789,11 @@ class Crawl:
         if judged is None:
             return
         url, facts, page, decision = judged
+        if self._checked is not None:  # Crawl.check: the facts the audit compares
+            seen = PageSeen(facts.status, facts.mime, facts.last_modified, page.body_key)
+            self._checked.pages[facts.public or url] = seen
+            if not self._following:
+                return
         self._active.pop(task.url, None)  # judged: a link to it from its own page is no news
         if facts.canonical and not decision.listed and facts.canonical_in_scope:
             self._discover(facts.canonical, task.depth + 1, self._public(url))
@@ -755,6 +814,7 @@ class Crawl:
             return None
         facts = PageFacts(url, resp.status, page.mime, page.meta, page.header)
         facts.too_large = resp.truncated
+        facts.last_modified = resp.headers.get("Last-Modified")
         facts.public = self._public(url)
         if page.canonical is not None:
             canonical = self._to_crawl(page.canonical)
