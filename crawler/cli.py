@@ -467,12 +467,12 @@ def _crawl(config: Config) -> int:
     from crawler.shell.pool import forked
 
     _warn_insecure(config)
-    log = (lambda _: None) if config.quiet else (lambda msg: print(msg, file=sys.stderr))
     progress = None
     if not config.quiet:
         progress = Renderer(
             sys.stderr, tty=sys.stderr.isatty(), json_lines=config.log_format == "json"
         )
+    log = (lambda _: None) if progress is None else progress.log
     crawl = Crawl(config, log, progress)
     try:
         with forked(
@@ -581,8 +581,8 @@ def _audit(args: argparse.Namespace, secrets: list[str]) -> int:
     unexpected one is EXIT_AUDIT_BUG), and every path ends here with its own code."""
     try:
         return _audit_run(args, secrets)
-    except KeyboardInterrupt:
-        _err("interrupted")
+    except (KeyboardInterrupt, InterruptedCrawl):  # a crawl's message speaks of publishing
+        _err("audit interrupted: no report written")
         return EXIT_INTERRUPTED
     except (SitemapCrawlerError, SitemapOutError) as exc:
         _err(redact(str(exc), secrets))
@@ -623,8 +623,8 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
         return config
 
     quiet = bool(given.get("quiet"))
-    log = (lambda _: None) if quiet else (lambda msg: print(msg, file=sys.stderr))
     progress = None if quiet else Renderer(sys.stderr, tty=sys.stderr.isatty())
+    log = (lambda _: None) if progress is None else progress.log
     from crawler.shell.pool import forked
 
     # the worker processes are forked now, before the event loop, as for a crawl; the

@@ -365,6 +365,7 @@ _NOT_FINGERPRINTED = frozenset(
         "report",
         "decisions",
         "quiet",
+        "log_format",
         "state",
         "resume",
         "concurrency",

@@ -498,7 +498,7 @@ def test_a_resumed_crawl_counts_the_trap_budgets_as_before(tmp_path, budget, p4)
     assert not any("skip" in url for url in resumed.requested)
 
 
-def test_every_key_has_its_flag(capsys):
+def test_the_pattern_keys_have_their_flags(capsys):
     with pytest.raises(SystemExit):
         main(["crawl", "--help"])
     text = capsys.readouterr().out

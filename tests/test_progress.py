@@ -104,3 +104,13 @@ def test_quiet_prints_nothing(serve, tmp_path, capsys):
     assert main(["crawl", srv.url + "/", "-o", str(tmp_path / "o"), "--quiet"]) == 0
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""
+
+
+def test_a_log_line_clears_the_status_line_first():
+    out = io.StringIO()
+    r = Renderer(out, tty=True)
+    r(SNAP)
+    r.log("warning: something")
+    text = out.getvalue()
+    status = text.split("\r")[1]
+    assert text.endswith("\r" + " " * len(status) + "\r" + "warning: something\n")

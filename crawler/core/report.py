@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
-from crawler.core.decide import FETCH_ERROR, HTTP_ERROR, LISTED, REASONS
+from crawler.core.decide import HTTP_ERROR, LISTED, REASONS
 
 MAX_REFERRERS = 10
 #: The ``seed`` of a start URL (and of the URLs its redirects lead to) in the decisions file.
@@ -76,10 +76,6 @@ class Tally:
         return self.reasons[LISTED]
 
     @property
-    def errors(self) -> int:
-        return self.reasons[FETCH_ERROR] + sum(1 for s, _ in self.broken.values() if s >= 500)
-
-    @property
     def fetched_this_run(self) -> int:
         return self.fetched - self.fetched_before
 
@@ -115,7 +111,7 @@ class Tally:
             fetched = f"fetched {self.fetched_this_run} pages this run ({self.fetched} in all)"
         return (
             f"{fetched} in {self.seconds:.1f} s "
-            f"({self.pages_per_second:.0f} pages/s): {self.listed} URLs listed; "
+            f"({_rate(self.pages_per_second)} pages/s): {self.listed} URLs listed; "
             f"excluded: {excluded or 'none'}; "
             f"{self.failed} requests failed (5xx or no answer, after retries)"
         )
@@ -127,7 +123,6 @@ class Tally:
             "pages_fetched_this_run": self.fetched_this_run,  # as seconds and pages_per_second
             "requests_failed": self.failed,
             "urls_listed": self.listed,
-            "errors": self.errors,
             "seconds": round(self.seconds, 3),
             "pages_per_second": round(self.pages_per_second, 1),
             "robots_txt": self.robots_note,
@@ -144,3 +139,8 @@ class Tally:
 def is_broken(reason: str, status: int | None) -> bool:
     """4xx and 5xx answers are broken links; other exclusions are not."""
     return reason == HTTP_ERROR and status is not None and status >= 400
+
+
+def _rate(per_second: float) -> str:
+    """Whole pages per second, but not 0 for a slow crawl that fetched something."""
+    return f"{per_second:.0f}" if per_second >= 10 or per_second == 0 else f"{per_second:.2g}"

@@ -378,7 +378,8 @@ def crawl_findings(
 
 def _missing(record: DecisionRecord, start: str) -> Finding:
     if record.referrer:
-        via = f"linked from {record.referrer}, {record.depth} links from {start}"
+        hops = "1 link" if record.depth == 1 else f"{record.depth} links"
+        via = f"linked from {record.referrer}; {hops} from {start}"
     else:
         via = "the start URL"
     return Finding("missing_from_sitemap", None, record.url, f"the crawl lists it ({via})")

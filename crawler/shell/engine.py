@@ -620,6 +620,11 @@ class Crawl:
         return (
             f"stopped by {name} after {self.tally.fetched} pages; "
             f"the previously published sitemap is untouched"
+            + (
+                f" (--state {self.config.state} --resume goes on from here)"
+                if self.config.state is not None
+                else ""
+            )
         )
 
     async def _request(self, url: str, max_bytes: int | None = None) -> Response:

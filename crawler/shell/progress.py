@@ -120,6 +120,13 @@ class Renderer:
             self.stream.write("progress: " + format_text(snapshot) + "\n")
         self.stream.flush()
 
+    def log(self, message: str) -> None:
+        """A log line, on a line of its own: on a terminal the status line is cleared first
+        and drawn again at the next update."""
+        self.finish()
+        self.stream.write(message + "\n")
+        self.stream.flush()
+
     def finish(self) -> None:
         """End the refreshed line, so what is printed next starts on its own line."""
         if self.tty and self._width:
