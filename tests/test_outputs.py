@@ -1,8 +1,8 @@
 """Every output path checked before the first request (issue #17): an output folder that is a
 file or lies under one, a report, decisions or state path that is a folder or lies under a
-file, two options naming one file, and a second run writing to the same output folder each
-exit 2 with one line naming the path; the server sees no request and the published sitemap
-is untouched. A missing folder is created up front."""
+file, two options naming one file each exit 2 with one line naming the path, and a second run
+writing to the same output folder or state file exits 75 (busy); the server sees no request
+and the published sitemap is untouched. A missing folder is created up front."""
 
 from __future__ import annotations
 
@@ -35,11 +35,12 @@ def published(tmp_path) -> Path:
     return out
 
 
-def _refused(capsys, site, *args: str) -> str:
-    """Run the crawl, which must be refused before its first request: its one line."""
-    code = main(["crawl", site.url, "-q", *args])
+def _refused(capsys, site, *args: str, code: int = 2) -> str:
+    """Run the crawl, which must be refused before its first request (exit `code`): its one
+    line."""
+    got = main(["crawl", site.url, "-q", *args])
     err = capsys.readouterr().err
-    assert code == 2, err
+    assert got == code, err
     assert err.startswith("sitemap-crawler: ") and err.count("\n") == 1, err
     assert site.requests == [], "a refused run made requests"
     return err
@@ -131,7 +132,7 @@ def test_a_second_run_on_the_same_output_folder_is_refused(serve, tmp_path, xsd,
 
     other = Site({"/": html("/a"), "/a": html()})
     other.url = serve(other.app).url + "/"  # type: ignore[attr-defined]
-    err = _refused(capsys, other, "-o", str(out))
+    err = _refused(capsys, other, "-o", str(out), code=75)  # busy: try again later
     assert f"another sitemap-crawler run is writing to {out} (pid {first.pid})" in err
     assert (out / "sitemap.xml").read_bytes() == PREVIOUS
 
@@ -141,3 +142,24 @@ def test_a_second_run_on_the_same_output_folder_is_refused(serve, tmp_path, xsd,
     # the lock is released with the run: the next one publishes
     assert main(["crawl", other.url, "-o", str(out), "-q", "--force"]) == 0
     assert len(read_published(out, xsd).locs) == 2
+
+
+def test_a_second_run_on_the_same_state_file_is_refused(serve, tmp_path, xsd, capsys):
+    """Another output folder but the state file a running crawl uses: busy too (exit 75),
+    and the running crawl's state is untouched: it publishes as if alone."""
+    slow = tree_site(30, delay=0.2)
+    first_server = serve(slow.app)
+    state = tmp_path / "crawl.sqlite"
+    args = ["-o", str(tmp_path / "out"), "--concurrency", "2", "--state", str(state)]
+    first = Watched(crawl_process(first_server.url + "/", *args))
+    wait_for(lambda: len(slow.requests) >= 3, "the first run's requests", proc=first)
+
+    other = Site({"/": html("/a"), "/a": html()})
+    other.url = serve(other.app).url + "/"  # type: ignore[attr-defined]
+    err = _refused(capsys, other, "-o", str(tmp_path / "other"), "--state", str(state), code=75)
+    assert f"state file {state} is in use by another running crawl (pid {first.pid})" in err
+    assert not (tmp_path / "other" / "sitemap.xml").exists()
+
+    _, first_err = first.communicate(timeout=60)
+    assert first.returncode == 0, first_err
+    assert len(read_published(tmp_path / "out", xsd).locs) == 30

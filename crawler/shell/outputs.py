@@ -9,7 +9,8 @@ published sitemap untouched).
 Checked: the output folder is a folder (created if missing) that a file can be written in;
 each other file (`OUTPUT_FILES`) is not a folder and its folder exists or can be created,
 and a file can be written there; no two of them are the same file; no other run holds the
-output folder. Not knowable in advance: a disk that fills up during the crawl (exit 5).
+output folder (else BusyError: exit 75, nothing fetched, that run untouched). Not knowable
+in advance: a disk that fills up during the crawl (exit 5).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Final
 
 from crawler.config import Config
-from crawler.errors import ConfigError
+from crawler.errors import BusyError, ConfigError
 from sitemap_out import locks
 
 __all__ = ["LOCK_NAME", "OUTPUT_FILES", "held_outputs", "output_files"]
@@ -104,7 +105,7 @@ def _lock(folder: Path) -> int:
     try:
         return locks.take(path)
     except locks.LockHeld as held:
-        raise ConfigError(
+        raise BusyError(
             f"another sitemap-crawler run is writing to {folder}{held.who}; wait for it to "
             "end, or publish to another folder"
         ) from None

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from crawler.core.report import DecisionRecord
-from crawler.errors import SitemapCrawlerError
+from crawler.errors import BusyError, SitemapCrawlerError
 from crawler.shell.listings import Listing
 from sitemap_out import locks
 
@@ -154,7 +154,7 @@ _TABLES: Final = frozenset(
 
 class StateError(SitemapCrawlerError):
     """The state file cannot be used: it belongs to another crawl, is not a state file, is
-    missing when resuming, is in use by a live crawl, or cannot be written."""
+    missing when resuming, or cannot be written. (In use by a live crawl: BusyError.)"""
 
     exit_code = 2
 
@@ -710,9 +710,7 @@ def _lock(path: Path) -> int:
     try:
         return locks.take(_lock_path(path))
     except locks.LockHeld as held:
-        raise StateError(
-            f"state file {path} is in use by another running crawl{held.who}"
-        ) from None
+        raise BusyError(f"state file {path} is in use by another running crawl{held.who}") from None
     except OSError as exc:
         raise StateError(f"cannot lock state file {path}: {exc.strerror}") from exc
 
