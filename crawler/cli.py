@@ -659,14 +659,27 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
 
 
 def _write_text(path: Path, text: str) -> None:
-    """An audit's output file, whole or not at all (a temporary file renamed over it)."""
+    """An audit's output file, whole or not at all (see _replace)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        _replace(path, text)
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write path whole or not at all: a temporary file renamed over it. Written in place
+    when it is not a regular file (/dev/null, a FIFO, a symlink): a rename would replace
+    the device or the link."""
+    from crawler.shell.outputs import written_in_place
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if written_in_place(path):
+        with path.open("w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
@@ -691,10 +704,7 @@ def _write_json(path: Path, data: dict[str, Any], *, usage: bool = False) -> Non
         _write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        _replace(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     except OSError as exc:
         raise OutputError(f"cannot write report {path}: {exc.strerror or exc}") from None
 

@@ -759,12 +759,14 @@ def _check_replaceable(path: Path) -> None:
     """A fresh crawl replaces its old state file, but nothing else: a typo in ``--state``
     must not delete someone's database or sitemap."""
     try:
-        if not path.exists() or path.stat().st_size == 0:
+        if not path.exists():
+            return
+        if not path.is_file():  # before the size: /dev/null is empty, and must stay
+            raise StateError(f"cannot use {path} as a state file: it is not a regular file")
+        if path.stat().st_size == 0:
             return
     except OSError as exc:
         raise StateError(f"cannot replace state file {path}: {exc.strerror}") from exc
-    if not path.is_file():
-        raise StateError(f"cannot use {path} as a state file: it is not a regular file")
     try:
         # Read-write, not ?mode=ro: a read-only connection cannot recover the WAL a crashed
         # crawl left behind, and that is exactly the file a fresh crawl usually replaces.
