@@ -1,10 +1,11 @@
 """The `sitemap-crawler` command. Errors are caught here, once, and become exit codes.
 
-Exit codes: 0 published; 1 unexpected failure; 2 bad usage or config, an output path that
-cannot be written, or another run writing to the output folder (nothing fetched);
-3 nothing could be listed; 4 publishing refused (the site failed, or the sitemap would shrink
-too much); 5 a file could not be written while crawling (a full disk); 130 interrupted. Only
-0 touches the published sitemap (and 5 when its message says the sitemap was published).
+Exit codes: 0 published; 1 unexpected failure; 2 bad usage or config, or an output path that
+cannot be written (nothing fetched); 3 nothing could be listed; 4 publishing refused (the site
+failed, or the sitemap would shrink too much); 5 a file could not be written while crawling (a
+full disk); 75 busy: another run is writing to the output folder or using the state file
+(nothing fetched; try again later); 130 interrupted. Only 0 touches the published sitemap (and
+5 when its message says the sitemap was published).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from . import __version__
 T = TypeVar("T")
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOTHING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-EXIT_REFUSED, EXIT_IO = 4, 5
+EXIT_REFUSED, EXIT_IO, EXIT_BUSY = 4, 5, 75
 
 EXAMPLES = """\
 examples:
@@ -47,11 +48,12 @@ examples:
   sitemap-crawler crawl http://127.0.0.1:8080/ --public-url https://www.example.com/
   sitemap-crawler crawl -c nightly.toml
 
-exit codes: 0 published, 1 unexpected failure, 2 bad usage or config, an output path
-            that cannot be written or another run writing to the output folder (nothing
-            fetched), 3 nothing could be listed, 4 publishing refused (site failing, or sitemap
-            shrinking past --max-shrink), 5 a file could not be written (disk full),
-            130 interrupted; all but 0 leave the published sitemap as it was
+exit codes: 0 published, 1 unexpected failure, 2 bad usage or config, or an output path
+            that cannot be written (nothing fetched), 3 nothing could be listed, 4 publishing
+            refused (site failing, or sitemap shrinking past --max-shrink), 5 a file could
+            not be written (disk full), 75 another run is writing to the output folder or
+            using the state file (nothing fetched: try again later), 130 interrupted; all
+            but 0 leave the published sitemap as it was
 """
 
 
@@ -657,14 +659,27 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
 
 
 def _write_text(path: Path, text: str) -> None:
-    """An audit's output file, whole or not at all (a temporary file renamed over it)."""
+    """An audit's output file, whole or not at all (see _replace)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        _replace(path, text)
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write path whole or not at all: a temporary file renamed over it. Written in place
+    when it is not a regular file (/dev/null, a FIFO, a symlink): a rename would replace
+    the device or the link."""
+    from crawler.shell.outputs import written_in_place
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if written_in_place(path):
+        with path.open("w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
@@ -689,10 +704,7 @@ def _write_json(path: Path, data: dict[str, Any], *, usage: bool = False) -> Non
         _write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        _replace(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     except OSError as exc:
         raise OutputError(f"cannot write report {path}: {exc.strerror or exc}") from None
 

@@ -13,6 +13,14 @@ class ConfigError(SitemapCrawlerError):
     exit_code = 2
 
 
+class BusyError(SitemapCrawlerError):
+    """Another live run holds the output folder or the state file: nothing was fetched and
+    nothing of the other run was touched. Not a usage error: the same command works once
+    that run ends (75 is sysexits' EX_TEMPFAIL, "try again later")."""
+
+    exit_code = 75
+
+
 class InvalidURLError(SitemapCrawlerError, ValueError):
     """A URL that cannot be parsed or normalised."""
 

@@ -88,6 +88,7 @@ __all__ = [
     "PublishResult",
     "SitemapWriter",
     "WriterConfigError",
+    "is_reserved",
 ]
 
 MAX_URLS: Final = 50_000
@@ -158,6 +159,17 @@ def _normalise_base_url(base_url: str | None) -> str | None:
     if "?" in base_url or "#" in base_url:
         raise WriterConfigError(f"base_url {base_url!r} must be a folder URL, without ? or #")
     return base_url if base_url.endswith("/") else base_url + "/"
+
+
+def is_reserved(name: str) -> bool:
+    """Whether ``name`` in ``out_dir`` is one the writer publishes, replaces, deletes or
+    uses there: a sitemap file, the manifest or its temporary, the lock, a staging folder.
+    Another file of that name would be overwritten or deleted by a publish."""
+    return (
+        _OWN_NAME.fullmatch(name) is not None
+        or name in (LOCK_NAME, MANIFEST_NAME, MANIFEST_NAME + ".tmp")
+        or name.startswith(STAGING_PREFIX)
+    )
 
 
 def _fsync_dir(path: Path) -> None:

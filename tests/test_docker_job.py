@@ -15,11 +15,10 @@ ENTRYPOINT = Path(__file__).resolve().parents[1] / "docker" / "entrypoint.sh"
 PAGES = 400
 
 
-def test_stopped_job_resumes_next_time(serve, tmp_path, xsd):
-    site = tree_site(PAGES, 0.01)
-    srv = serve(site.app)
+def _job_env(url: str, tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
+    """The entrypoint's environment for a crawl of url: (env, out, state folder)."""
     config = tmp_path / "job.toml"
-    config.write_text(f'url = "{srv.url}/"\nconcurrency = 2\nquiet = true\n')
+    config.write_text(f'url = "{url}/"\nconcurrency = 2\nquiet = true\n')
     out, state = tmp_path / "out", tmp_path / "state"
     out.mkdir()
     state.mkdir()
@@ -32,6 +31,13 @@ def test_stopped_job_resumes_next_time(serve, tmp_path, xsd):
         SITEMAP_CRAWLER_OUT=str(out),
         SITEMAP_CRAWLER_STATE_DIR=str(state),
     )
+    return env, out, state
+
+
+def test_stopped_job_resumes_next_time(serve, tmp_path, xsd):
+    site = tree_site(PAGES, 0.01)
+    srv = serve(site.app)
+    env, out, state = _job_env(srv.url, tmp_path)
 
     job = subprocess.Popen(["sh", str(ENTRYPOINT)], env=env, stderr=subprocess.PIPE, text=True)
     wait_for(
@@ -54,3 +60,41 @@ def test_stopped_job_resumes_next_time(serve, tmp_path, xsd):
     assert not (state / "crawl.sqlite.unfinished").exists()
     assert (state / "last-report.json").exists()
     assert len(site.requests) - first < PAGES  # resumed, not started over
+
+
+def test_a_job_started_while_one_runs_leaves_it_alone(serve, tmp_path, xsd):
+    """Two overlapping jobs: the second finds the first busy (exit 75) and goes, leaving the
+    first's marker, so that the first, stopped later, is still resumed, not started over."""
+    site = tree_site(PAGES, 0.01)
+    srv = serve(site.app)
+    env, out, state = _job_env(srv.url, tmp_path)
+    marker = state / "crawl.sqlite.unfinished"
+
+    first = subprocess.Popen(["sh", str(ENTRYPOINT)], env=env, stderr=subprocess.PIPE, text=True)
+    wait_for(
+        lambda: len(site.requests) >= PAGES // 4,
+        f"the first job's crawl to make {PAGES // 4} requests",
+        proc=first,
+    )
+    second = subprocess.run(
+        ["sh", str(ENTRYPOINT)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert second.returncode == 75, second.stderr
+    assert "another sitemap-crawler run is writing to" in second.stderr
+    assert "another run is still going" in second.stderr
+    assert marker.exists() and (state / "crawl.sqlite").exists()
+    assert first.poll() is None, "the first job ended before the second one started"
+
+    first.send_signal(signal.SIGTERM)
+    _, err = first.communicate(timeout=30)
+    assert first.returncode == 130, err
+    assert marker.exists()
+    stopped = len(site.requests)
+
+    job = subprocess.run(
+        ["sh", str(ENTRYPOINT)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert job.returncode == 0, job.stderr
+    assert len(read_published(out, xsd).locs) == PAGES
+    assert not marker.exists()
+    assert len(site.requests) - stopped < PAGES  # resumed, not started over

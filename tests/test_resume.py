@@ -148,6 +148,25 @@ def test_resume_refuses_another_start_url_or_config(serve, tmp_path, capsys):
     assert len(site.requests) == fetched + 1
 
 
+def test_a_refused_resume_leaves_the_decisions_file_alone(serve, tmp_path, capsys):
+    """The decisions file is opened at the first decision: a --resume refused before any
+    (exit 2, nothing fetched) leaves the last run's file byte for byte."""
+    site = Site({"/": html("/a"), "/a": html()})
+    srv = serve(site.app)
+    state, decisions = tmp_path / "s.sqlite", tmp_path / "d.jsonl"
+    args = ["crawl", srv.url + "/", "-o", str(tmp_path / "o"), "-q", "--state", str(state)]
+    assert main([*args, "--decisions", str(decisions)]) == 0
+    before = decisions.read_bytes()
+    assert before.count(b"\n") == 2
+    fetched = len(site.requests)
+    # a finished crawl, then another config: each refused before anything is decided
+    for extra in ([], ["--max-depth", "1"]):
+        assert main([*args, "--resume", "--decisions", str(decisions), *extra]) == 2
+        assert "resume" in capsys.readouterr().err
+        assert decisions.read_bytes() == before
+    assert len(site.requests) == fetched
+
+
 def test_resume_needs_state(capsys):
     assert main(["crawl", "http://127.0.0.1:1/", "--resume"]) == 2
     assert "--state" in capsys.readouterr().err

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import crawler.core.report as report_module
 import crawler.shell.state as state_module
 from crawler.core.report import DecisionRecord
-from crawler.errors import SitemapCrawlerError
+from crawler.errors import BusyError, SitemapCrawlerError
 from crawler.shell.listings import Listing, from_micros, to_micros
 from crawler.shell.state import (
     CrawlState,
@@ -904,7 +904,7 @@ def test_refusals_release_the_lock(path: Path) -> None:
 
 
 def test_second_open_in_the_same_process_is_refused(path: Path) -> None:
-    with fresh(path), pytest.raises(StateError, match="in use by another running crawl"):
+    with fresh(path), pytest.raises(BusyError, match="in use by another running crawl"):
         resumed(path)
     resumed(path).close()
 
@@ -936,10 +936,10 @@ def test_a_live_process_holding_the_file_is_refused_until_it_dies(path: Path) ->
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(
-            StateError, match=rf"in use by another running crawl \(pid {holder.pid}\)"
+            BusyError, match=rf"in use by another running crawl \(pid {holder.pid}\)"
         ):
             resumed(path)
-        with pytest.raises(StateError, match="in use"):
+        with pytest.raises(BusyError, match="in use"):
             fresh(path)  # a fresh crawl must not delete a running crawl's file either
     finally:
         holder.kill()  # SIGKILL: the OS, not the holder, releases the lock

@@ -17,8 +17,6 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import IO
 
 from crawler.config import Config, fingerprint, robots_from_is_url, settings
 from crawler.core.access import AUTH_ENV
@@ -194,7 +192,7 @@ class Crawl:
         try:
             journal.spool = Spool(config.output)
             journal.sink = writer
-            journal.decisions = _open_text(config.decisions) if config.decisions else None
+            journal.decisions_path = config.decisions  # opened at the first decision
             if config.state is not None:
                 self.state = journal.state = CrawlState.open(
                     config.state,
@@ -1036,8 +1034,3 @@ def _with_notes(detail: str, resp: Response) -> str:
     if not resp.notes:
         return detail
     return f"{detail} (after {len(resp.notes)} retries: {'; '.join(resp.notes)})"
-
-
-def _open_text(path: Path) -> IO[str]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path.open("w", encoding="utf-8")

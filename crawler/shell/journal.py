@@ -18,6 +18,7 @@ the replayed lines come first). Sorting those too would take a second sort of ev
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Protocol
 
 from crawler.core.decide import DUPLICATE_OF, LISTED, OUT_OF_SCOPE, Decision
@@ -48,7 +49,10 @@ class Journal:
         self.tally = tally
         self.twins = Twins()
         self.state: CrawlState | None = None
-        self.decisions: IO[str] | None = None  # the --decisions file
+        # the --decisions file: opened (replacing the old one) at the first decision written,
+        # so that a run refused before deciding anything leaves the last run's file as it was
+        self.decisions_path: Path | None = None
+        self._decisions: IO[str] | None = None
         self.spool: Spool | None = None  # None when judging one URL: a listing is final at once
         self.sink: EntrySink | None = None  # the writer: listings go there at the end
         # tells workers a URL is judged, and the depth below which a link to it still counts
@@ -103,16 +107,24 @@ class Journal:
                 self.refs.pop(url, None)
             if self.settle is not None:
                 self.settle(url, 0)  # a link to url changes nothing now
-        if self.decisions is not None:
-            try:
-                self.decisions.write(record.to_json() + "\n")
-            except OSError as exc:
-                raise OutputError(
-                    f"cannot write the decisions file {self.decisions.name}: "
-                    f"{exc.strerror or exc}; the previously published sitemap is untouched"
-                ) from None
+        if self.decisions_path is not None:
+            self._write_decision(record.to_json() + "\n")
         if self.echo is not None:
             self.echo(record)
+
+    def _write_decision(self, line: str) -> None:
+        path = self.decisions_path
+        assert path is not None
+        try:
+            if self._decisions is None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._decisions = path.open("w", encoding="utf-8")
+            self._decisions.write(line)
+        except OSError as exc:
+            raise OutputError(
+                f"cannot write the decisions file {path}: {exc.strerror or exc}; the "
+                "previously published sitemap is untouched"
+            ) from None
 
     # -- pages linking to a URL ------------------------------------------------------------
 
@@ -171,7 +183,7 @@ class Journal:
                 if listing.body is not None:
                     twins.claim(listing.body, depths.get(listing.url, listing.depth), listing.url)
         # a listed page's decision goes nowhere but the tally (counted already) without these
-        recorded = self.decisions is not None or self.echo is not None
+        recorded = self.decisions_path is not None or self.echo is not None
         for listing in self.spool:
             url = listing.url
             winner = url if listing.body is None else twins.winner(listing.body)
@@ -199,12 +211,12 @@ class Journal:
         )  # fmt: skip
 
     def close(self) -> None:
-        if self.decisions is not None:
+        if self._decisions is not None:
             try:
-                self.decisions.close()
+                self._decisions.close()
             except OSError as exc:
                 raise OutputError(
-                    f"cannot write the decisions file {self.decisions.name}: {exc.strerror or exc}"
+                    f"cannot write the decisions file {self.decisions_path}: {exc.strerror or exc}"
                 ) from None
         if self.spool is not None:
             self.spool.close()

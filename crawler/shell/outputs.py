@@ -7,24 +7,34 @@ wrong is said in one line naming the path (ConfigError: exit 2, nothing fetched,
 published sitemap untouched).
 
 Checked: the output folder is a folder (created if missing) that a file can be written in;
-each other file (`OUTPUT_FILES`) is not a folder and its folder exists or can be created,
-and a file can be written there; no two of them are the same file; no other run holds the
-output folder. Not knowable in advance: a disk that fills up during the crawl (exit 5).
+each other file (`OUTPUT_FILES`) is not a folder and its folder exists or can be created;
+it is not, nor makes beside itself, a file the publish would replace or delete or the crawl
+uses in the output folder (`sitemap.xml`, `sitemap-2.xml.gz`, the manifest, the locks...);
+it can be written: a file written in place (the decisions file, and a report that exists and
+is not a regular file: a device, a FIFO, a symlink) is opened for append, else a file is
+written in its folder (a report replaces its file through a temporary one; the state makes
+SQLite's files and a lock beside its own); the state file, when it exists, is a regular file;
+no two of them are the same file; no other run holds the
+output folder (else BusyError: exit 75, nothing fetched, that run untouched). Not knowable
+in advance: a disk that fills up during the crawl (exit 5).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
 from crawler.config import Config
-from crawler.errors import ConfigError
+from crawler.errors import BusyError, ConfigError
 from sitemap_out import locks
+from sitemap_out.writer import is_reserved
 
-__all__ = ["LOCK_NAME", "OUTPUT_FILES", "held_outputs", "output_files"]
+__all__ = ["LOCK_NAME", "OUTPUT_FILES", "held_outputs", "output_files", "written_in_place"]
 
 #: The lock file in the output folder, held by the run writing there. Never deleted: a run
 #: deleting it while a second one waits would let a third lock a fresh file beside them.
@@ -32,6 +42,25 @@ LOCK_NAME: Final = ".sitemap-crawler.lock"
 
 #: The config keys naming files a crawl writes besides the sitemap: one line for a new one.
 OUTPUT_FILES: Final = ("report", "decisions", "state")
+
+
+#: The names each file makes beside its own: a report is written to `<report>.tmp`, renamed
+#: over it; a state file has SQLite's companions and its lock.
+_BESIDE: Final = {
+    "report": ("", ".tmp"),
+    "decisions": ("",),
+    "state": ("", "-wal", "-shm", "-journal", ".lock"),
+}
+
+
+def written_in_place(path: Path) -> bool:
+    """Whether a report (or an audit's file) at path is written in place rather than through
+    a temporary file renamed over it: when it exists and is not a regular file (a device,
+    a FIFO, a symlink), which a rename would replace."""
+    try:
+        return not stat.S_ISREG(path.lstat().st_mode)
+    except FileNotFoundError:
+        return False
 
 
 def output_files(config: Config) -> list[tuple[str, Path]]:
@@ -61,12 +90,60 @@ def _check_files(config: Config) -> None:
         what = f"{key} file {path}"
         if path.is_dir():
             raise ConfigError(f"{what} is a folder, not a file")
+        _check_clash(key, path, config.output, what)
         _make_folder(path.parent, what)
-        _probe(path.parent, what)
+        _check_writable(key, path, what)
         same = path.resolve()
         if same in seen:
             raise ConfigError(f"{what} is also the {seen[same]} file; name two different files")
         seen[same] = key
+
+
+def _check_clash(key: str, path: Path, output: Path, what: str) -> None:
+    """Refuse a file that is, or makes beside itself, one that the publish replaces or
+    deletes, or that the crawl uses, in the output folder (other names there are fine)."""
+    out, resolved = output.resolve(), path.resolve()
+    for suffix in _BESIDE[key]:
+        made = resolved.with_name(resolved.name + suffix)
+        if made == out or not made.is_relative_to(out):
+            continue
+        name = made.relative_to(out).parts[0]
+        if name == LOCK_NAME or is_reserved(name):
+            raise ConfigError(
+                f"{what} clashes with {name} in the output folder {output}: the crawl "
+                "publishes or uses that name there; name another file"
+            )
+
+
+def _check_writable(key: str, path: Path, what: str) -> None:
+    """Probe where the file will be written: the file itself when it exists and is written
+    in place, else its folder. A state file must be a regular file (SQLite's)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise ConfigError(f"{what}: cannot use it: {exc.strerror or exc}") from None
+    if mode is not None and key == "state" and not stat.S_ISREG(mode):
+        raise ConfigError(f"{what} is not a regular file; a state file is an SQLite database")
+    if mode is not None and (key == "decisions" or (key == "report" and written_in_place(path))):
+        _probe_file(path, mode, what)
+    else:
+        _probe(path.parent, what)
+
+
+def _probe_file(path: Path, mode: int, what: str) -> None:
+    """Open an existing file for append, writing nothing; a FIFO is only asked whether it
+    may be written: closing its write end would end the stream of a reader waiting on it."""
+    if stat.S_ISFIFO(mode):
+        if not os.access(path, os.W_OK):
+            raise ConfigError(f"{what}: cannot write it: permission denied")
+        return
+    flags = os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        os.close(os.open(path, flags))
+    except OSError as exc:
+        raise ConfigError(f"{what}: cannot write it: {exc.strerror or exc}") from None
 
 
 def _make_folder(folder: Path, what: str, *, itself: bool = False) -> None:
@@ -104,7 +181,7 @@ def _lock(folder: Path) -> int:
     try:
         return locks.take(path)
     except locks.LockHeld as held:
-        raise ConfigError(
+        raise BusyError(
             f"another sitemap-crawler run is writing to {folder}{held.who}; wait for it to "
             "end, or publish to another folder"
         ) from None

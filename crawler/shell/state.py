@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from crawler.core.report import DecisionRecord
-from crawler.errors import SitemapCrawlerError
+from crawler.errors import BusyError, SitemapCrawlerError
 from crawler.shell.listings import Listing
 from sitemap_out import locks
 
@@ -154,7 +154,7 @@ _TABLES: Final = frozenset(
 
 class StateError(SitemapCrawlerError):
     """The state file cannot be used: it belongs to another crawl, is not a state file, is
-    missing when resuming, is in use by a live crawl, or cannot be written."""
+    missing when resuming, or cannot be written. (In use by a live crawl: BusyError.)"""
 
     exit_code = 2
 
@@ -710,9 +710,7 @@ def _lock(path: Path) -> int:
     try:
         return locks.take(_lock_path(path))
     except locks.LockHeld as held:
-        raise StateError(
-            f"state file {path} is in use by another running crawl{held.who}"
-        ) from None
+        raise BusyError(f"state file {path} is in use by another running crawl{held.who}") from None
     except OSError as exc:
         raise StateError(f"cannot lock state file {path}: {exc.strerror}") from exc
 
@@ -761,12 +759,14 @@ def _check_replaceable(path: Path) -> None:
     """A fresh crawl replaces its old state file, but nothing else: a typo in ``--state``
     must not delete someone's database or sitemap."""
     try:
-        if not path.exists() or path.stat().st_size == 0:
+        if not path.exists():
+            return
+        if not path.is_file():  # before the size: /dev/null is empty, and must stay
+            raise StateError(f"cannot use {path} as a state file: it is not a regular file")
+        if path.stat().st_size == 0:
             return
     except OSError as exc:
         raise StateError(f"cannot replace state file {path}: {exc.strerror}") from exc
-    if not path.is_file():
-        raise StateError(f"cannot use {path} as a state file: it is not a regular file")
     try:
         # Read-write, not ?mode=ro: a read-only connection cannot recover the WAL a crashed
         # crawl left behind, and that is exactly the file a fresh crawl usually replaces.
