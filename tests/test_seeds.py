@@ -465,3 +465,27 @@ def test_a_resumed_crawl_keeps_its_seed_marks(serve, tmp_path, xsd, capsys, stop
     assert all(found[f"{u}/s{i}"]["seed"] == u + "/sitemap.xml" for i in range(30))
     assert found[u + "/l3"]["referrer"] == u + "/"
     assert sum(p == "/sitemap.xml" for p in site.paths) == (2 if stop_in == "/l" else 1)
+
+
+def test_start_urls_and_seed_sitemap_urls_lose_strip_params_as_links_do(serve, crawl):
+    def make(u: str) -> Site:
+        return Site(
+            {
+                "/robots.txt": robots(f"Sitemap: {u}/sitemap.xml"),
+                "/": html(),
+                "/orphan.html": html(),
+                "/landing.html": html(),
+                "/landing.html?id=7": html(),
+                "/sitemap.xml": urlset(u + "/landing.html?utm_source=news&amp;id=7"),
+            }
+        )
+
+    site, u = _serve_on_own_address(serve, make)
+    code, locs, decisions, err = crawl(
+        u + "/?utm_source=x", u + "/orphan.html?utm_source=x", "--seed-sitemaps"
+    )
+    assert code == 0, err
+    assert locs == sorted(u + p for p in ["/", "/orphan.html", "/landing.html?id=7"])
+    assert decisions[u + "/orphan.html"]["seed"] == "start"
+    assert decisions[u + "/landing.html?id=7"]["seed"] == u + "/sitemap.xml"
+    assert not any("utm_source" in path for path in site.paths)

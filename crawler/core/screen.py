@@ -23,7 +23,7 @@ from crawler.core.decide import (
 )
 from crawler.core.patterns import NO_PATTERNS, Patterns, path_and_query
 from crawler.core.robots import RobotsTxt
-from crawler.core.urls import OriginMap, Scope, normalize, url_folder
+from crawler.core.urls import OriginMap, Scope, known, normalize, url_folder
 from crawler.errors import ConfigError, InvalidURLError
 
 __all__ = ["Plan", "Screen"]
@@ -47,11 +47,13 @@ class Plan:
         public_url: str | None,
         sitemap_url: str | None,
         seeds: tuple[str, ...] = (),
+        strip: tuple[str, ...] = (),
     ) -> Plan:
         """The plan of a crawl from its start URL, --public-url, --sitemap-url and more
         start URLs (`seeds`, crawl space like the start; one under --public-url's folder is
-        taken as the page it names on the crawled server)."""
-        start = normalize(url)
+        taken as the page it names on the crawled server). Start URLs are known as links
+        are: without the strip_params parameters (`strip`)."""
+        start = known(url, strip)
         crawl_root = Scope.from_url(start)
         public_root = Scope.from_url(normalize(public_url)) if public_url else crawl_root
         origins = OriginMap(crawl_root, public_root)
@@ -63,7 +65,7 @@ class Plan:
                 f"start URL {public_start} is outside the sitemap's scope "
                 f"{scope.root} (see --sitemap-url)"
             )
-        more = dict.fromkeys(_seed(seed, origins, scope) for seed in seeds)
+        more = dict.fromkeys(_seed(seed, origins, scope, strip) for seed in seeds)
         more.pop(start, None)
         return cls(start, scope, origins, sitemap_url, url_folder(sitemap_url), tuple(more))
 
@@ -83,11 +85,11 @@ class Plan:
         return url if self.identity else self.origins.to_crawl(url)
 
 
-def _seed(seed: str, origins: OriginMap, scope: Scope) -> str:
+def _seed(seed: str, origins: OriginMap, scope: Scope, strip: tuple[str, ...]) -> str:
     """A start URL beyond the first, in crawl space; a ConfigError naming it when the crawl
     could not list it, before anything is fetched."""
     try:
-        url = origins.to_crawl(normalize(seed))
+        url = origins.to_crawl(known(seed, strip))
     except InvalidURLError as exc:
         raise ConfigError(f"seed URL: {exc}") from None
     public = url

@@ -49,7 +49,7 @@ from crawler.core.robots import RobotsTxt, parse_robots, product_token
 from crawler.core.screen import Plan, Screen
 from crawler.core.seeds import MAX_SEED_URLS
 from crawler.core.url_checks import Checked, PageSeen
-from crawler.core.urls import join_parts, normalize, resolve, strip_params
+from crawler.core.urls import join_parts, known, resolve
 from crawler.errors import (
     ConfigError,
     InterruptedCrawl,
@@ -108,7 +108,9 @@ class Crawl:
         self.log = log
         self.progress = progress
         assert config.url is not None
-        self.plan = Plan.make(config.url, config.public_url, config.sitemap_url, config.seeds)
+        self.plan = Plan.make(
+            config.url, config.public_url, config.sitemap_url, config.seeds, config.strip_params
+        )
         self.identity = self.plan.identity
         self.policy = Policy(
             frozenset(config.listed_types),
@@ -363,9 +365,10 @@ class Crawl:
         broken, that the sitemap lists it."""
         sitemaps, self._seed_sitemaps = self._seed_sitemaps, []
         met, broken, fresh = self.frontier.seen, self.tally.broken, 0
+        strip = self.config.strip_params
         for sitemap in sitemaps:
             for loc in sitemap.locs:
-                url = self._to_crawl(loc)
+                url = self._to_crawl(known(loc, strip))
                 if url not in met:
                     fresh += 1
                     self._discover(url, 0, sitemap.url)
@@ -516,7 +519,7 @@ class Crawl:
     def known_as(self, url: str) -> str:
         """The URL as the crawl would know it from a link: normalised, with strip_params'
         parameters removed (explain judges that URL, and says so when it differs)."""
-        return normalize(strip_params(normalize(url), self.config.strip_params))
+        return known(url, self.config.strip_params)
 
     @contextlib.contextmanager
     def _showing_progress(self, started: float) -> Iterator[None]:
