@@ -156,12 +156,19 @@ def _unlisted_by_pattern(url: str, policy: Policy) -> Decision | None:
     Last of the rules, so the site's own signals (noindex, canonical) are named first, and
     so only pages that would be listed are affected."""
     path = path_and_query(url)
+    pattern = policy.exclude_listing_only.match(path)
+    if pattern is not None:  # first: what had the page fetched though include leaves it out
+        return Decision(EXCLUDED_BY_PATTERN, f"exclude_listing_only {pattern}")
     if policy.include and policy.include.match(path) is None:
         return Decision(EXCLUDED_BY_PATTERN, not_included(policy.include))
-    pattern = policy.exclude_listing_only.match(path)
-    if pattern is not None:
-        return Decision(EXCLUDED_BY_PATTERN, f"exclude_listing_only {pattern}")
     return None
+
+
+def included(path: str, include: Patterns, listing_only: Patterns) -> bool:
+    """Whether a URL (its path and query) passes the include screen and may be fetched: it
+    matches an include pattern, or an exclude_listing_only one (a hub whose links lead to
+    the included pages: fetched and followed, never listed)."""
+    return include.match(path) is not None or listing_only.match(path) is not None
 
 
 def not_included(include: Patterns) -> str:

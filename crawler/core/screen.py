@@ -18,6 +18,7 @@ from crawler.core.decide import (
     TRAP,
     Decision,
     TrapBudgets,
+    included,
     not_included,
     repeats_segment,
 )
@@ -114,7 +115,8 @@ class Screen:
 
     `seeds` (crawl space): the URLs the user starts from, fetched whatever `include` says, so
     the crawl can reach the included pages from them (decide_page then leaves them out of
-    the sitemap unless they match); `exclude` applies to them as to any URL."""
+    the sitemap unless they match); `exclude` applies to them as to any URL. So are the URLs
+    `listing_only` (exclude_listing_only) matches: hubs, fetched and followed, never listed."""
 
     __slots__ = (
         "_agent",
@@ -124,6 +126,7 @@ class Screen:
         "budgets",
         "exclude",
         "include",
+        "listing_only",
         "plan",
         "robots",
         "seeds",
@@ -141,9 +144,11 @@ class Screen:
         include: Patterns = NO_PATTERNS,
         exclude: Patterns = NO_PATTERNS,
         seeds: frozenset[str] = frozenset(),
+        listing_only: Patterns = NO_PATTERNS,
     ) -> None:
         self.plan = plan
         self.include = include
+        self.listing_only = listing_only
         self.exclude = exclude
         self.seeds = seeds
         self.robots = RobotsTxt.allow_all()  # until the crawl has read the site's
@@ -191,6 +196,10 @@ class Screen:
         pattern = self.exclude.match(path)
         if pattern is not None:
             return Decision(EXCLUDED_BY_PATTERN, f"exclude {pattern}")
-        if self.include and url not in self.seeds and self.include.match(path) is None:
+        if (
+            self.include
+            and url not in self.seeds
+            and not included(path, self.include, self.listing_only)
+        ):
             return Decision(EXCLUDED_BY_PATTERN, not_included(self.include))
         return None

@@ -134,6 +134,7 @@ class Crawl:
             include=self.policy.include,
             exclude=Patterns.compile(config.exclude, "exclude"),
             seeds=frozenset({self.plan.start, *self.plan.seeds}),
+            listing_only=self.policy.exclude_listing_only,
         )
         self.tally = Tally()
         self.journal = Journal(self._public, self.tally)
