@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import IO
 
 from crawler.config import Config, fingerprint, robots_from_is_url, settings
-from crawler.core.access import AUTH_ENV
 from crawler.core.decide import (
+    CREDENTIALS_REFUSED,
     EXCLUDED_BY_PATTERN,
     FETCH_ERROR,
     HTTP_ERROR,
@@ -30,6 +30,7 @@ from crawler.core.decide import (
     OUT_OF_SCOPE,
     REDIRECT,
     ROBOTS_TXT,
+    STATUS_HINTS,
     TOO_LONG,
     TRAP,
     Decision,
@@ -700,7 +701,7 @@ class Crawl:
                 await pages.close()
 
     def _why_nothing(self) -> str:
-        start = self.plan.origins.to_public(self.plan.start)
+        start = self._start_named()
         if self.tally.reasons[ROBOTS_TXT] and not self.tally.fetched:
             note = self.tally.robots_note.removesuffix(", everything disallowed")
             if self.screen.robots.denial is not None and not self._site_answered:
@@ -733,31 +734,34 @@ class Crawl:
         chain = self._start_chain
         if not chain:
             return None
-        start = self.plan.origins.to_public(self.plan.start)
+        start = self._start_named()
         last = chain[-1]
         if len(chain) > 1 and chain[-2].reason == REDIRECT and last.reason == OUT_OF_SCOPE:
             return (
                 f"nothing listed: the start URL {start} redirects to {last.url}, outside the "
                 f"sitemap's scope {self.plan.scope.root}: start there"
             )
+        where = "" if len(chain) == 1 else f" (redirected to {last.url})"
         if last.reason == HTTP_ERROR and last.status is not None:
-            credentials = (
-                "the site refused the credentials given (--auth)"
-                if self.config.auth
-                else f"the site wants credentials: --auth USER:PASSWORD, or ${AUTH_ENV}"
-            )
-            hint = {
-                401: f" ({credentials})",
-                407: " (the proxy wants credentials: --proxy http://USER:PASSWORD@HOST:PORT)",
-                403: " (forbidden: a firewall or a User-Agent filter?)",
-                404: " (no page there: check the URL)",
-                410: " (gone: check the URL)",
-            }.get(last.status, "")
-            where = "" if last.url == start else f" (redirected to {last.url})"
-            return f"nothing listed: the start URL {start}{where} answered HTTP {last.status}{hint}"
+            if last.status == 401 and self.config.auth:
+                hint = CREDENTIALS_REFUSED
+            else:
+                hint = STATUS_HINTS.get(last.status, "")
+            said = f"HTTP {last.status}" + (f": {hint}" if hint else "")
+            return f"nothing listed: the start URL {start}{where} answered {said}"
+        if last.reason == EXCLUDED_BY_PATTERN and last.detail.startswith("exclude "):
+            return f"nothing listed: the start URL {start}{where} is excluded by --{last.detail}"
         if last.reason == FETCH_ERROR and len(chain) == 1:
             return f"nothing listed: the start URL {start} could not be fetched: {last.detail}"
         return None
+
+    def _start_named(self) -> str:
+        """The start URL as requested (crawl space), and as the sitemap names it when that is
+        another (--public-url): a message names the host that answered."""
+        start = self.plan.start
+        if self.identity:
+            return start
+        return f"{start} ({self.plan.origins.to_public(start)} in the sitemap)"
 
     async def _worker(self) -> None:
         max_pages = self.config.max_pages
@@ -992,10 +996,9 @@ class Crawl:
     # -- bookkeeping -----------------------------------------------------------------------
 
     def _record(self, url: str, status: int | None, decision: Decision, task: Task) -> None:
-        if task.url == self.plan.start and task.referrer is None:
-            public = url if decision.reason == OUT_OF_SCOPE else self._public(url)
+        if task.url == self.plan.start and task.referrer is None:  # crawl space: as requested
             self._start_chain.append(
-                DecisionRecord(public, status, decision.reason, decision.detail, 0, None)
+                DecisionRecord(url, status, decision.reason, decision.detail, 0, None)
             )
         self.journal.record(url, status, decision, task.depth, task.referrer)
 
