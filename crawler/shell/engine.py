@@ -209,9 +209,12 @@ class Crawl:
                 )
             # Signals are ours until the end: a signal during publish() is noted and the
             # publish completes (the new set is whole), rather than racing an abort.
-            with self._signals_stop_the_crawl():
+            # max_time counts from here: robots.txt and the seed sitemaps are the run's
+            with self._signals_stop_the_crawl(), contextlib.ExitStack() as clock:
+                clock.enter_context(self._timed())
                 async with self._using_pages(workers) as pages:
-                    await self._read_robots(plan.start)
+                    with contextlib.suppress(ThrottleClosed):  # up before robots.txt came
+                        await self._read_robots(plan.start)
                     self._take_workers(pages)
                     if config.resume:
                         await self._replay()
@@ -219,10 +222,11 @@ class Crawl:
                         self._discover(plan.start, 0, None)
                         for seed in plan.seeds:
                             self._discover(seed, 0, None)
-                    if config.seed_sitemaps and not self._seeded:
+                    if config.seed_sitemaps and not self._seeded and not self._timed_out:
                         await self._read_seed_sitemaps()
-                    with self._showing_progress(started), _fewer_gc_pauses(), self._timed():
+                    with self._showing_progress(started), _fewer_gc_pauses():
                         await self._run_workers()
+                clock.close()  # the crawl is over: publishing is not cut by max_time
                 if self._stop_signal is not None or self._outage is not None:
                     if self.state is not None:
                         self._save_counters()
@@ -232,9 +236,9 @@ class Crawl:
                     if self._outage is not None:
                         raise PublishRefused(self._outage_message())
                     raise InterruptedCrawl(self._stopped_message())
-                if self._seed_sitemaps:  # a limit ended the crawl first: they are `limit`
-                    self._release_seeds()
                 limit = "max_time reached" if self._timed_out else "max_pages reached"
+                if self._seed_sitemaps:  # a limit ended the crawl first: they are `limit`
+                    self._release_seeds(limit)
                 for task in self.frontier.drain():
                     self._record(task.url, None, Decision(LIMIT, limit), task)
                 await journal.publish_listings()
@@ -342,14 +346,23 @@ class Crawl:
         """--seed-sitemaps: read the site's sitemaps now, with robots.txt known; their URLs
         wait until the links run out (_release_seeds)."""
         config = self.config
+
+        async def get(url: str, max_bytes: int) -> Response:
+            try:
+                return await self._request(url, max_bytes)
+            except ThrottleClosed:  # max_time is up: never sent, the URLs taken are kept
+                return Response(url, error="max_time reached")
+
         seeds = await read_seed_sitemaps(
             self.screen.robots.sitemaps,
             self.plan,
             self.screen.robots,
             config.user_agent,
-            self._request,
+            get,
             max_urls=config.max_pages or MAX_SEED_URLS,
-            stopped=lambda: self._stop_signal is not None or self._outage is not None,
+            stopped=lambda: (
+                self._stop_signal is not None or self._outage is not None or self._timed_out
+            ),
         )
         self._seed_sitemaps = [sitemap for sitemap in seeds.sitemaps if sitemap.locs]
         self.tally.seed_notes = seeds.notes
@@ -359,12 +372,13 @@ class Crawl:
         if not self._seed_sitemaps:
             self._seeded = True  # nothing to wait for; a resume need not read them again
 
-    def _release_seeds(self) -> None:
+    def _release_seeds(self, limit: str | None = None) -> None:
         """The links have run out: the seed sitemaps' URLs that no link led to are queued at
         depth 0, the sitemap as their referrer, which marks them `seed` in the decisions
         file. Queued only now, so that the mark means exactly that the links alone would not
         have found them, at no cost per link; a URL met already only notes, when it is
-        broken, that the sitemap lists it."""
+        broken, that the sitemap lists it. `limit`: a limit ended the crawl first, so they
+        are queued to be recorded as `limit`, not crawled."""
         sitemaps, self._seed_sitemaps = self._seed_sitemaps, []
         met, broken, fresh = self.frontier.seen, self.tally.broken, 0
         strip = self.config.strip_params
@@ -379,7 +393,8 @@ class Crawl:
         self._seeded = True
         if self.state is not None:
             self.state.counter("seeded", 1)
-        self.log(f"seed sitemaps: {fresh} URLs no link led to, crawled from the sitemaps")
+        done = f"not crawled ({limit})" if limit else "crawled from the sitemaps"
+        self.log(f"seed sitemaps: {fresh} URLs no link led to, {done}")
 
     async def _rules_from(self, source: str) -> RobotsTxt:
         """--robots-from: production's rules for a staging site that disallows everything.
