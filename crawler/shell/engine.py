@@ -551,7 +551,8 @@ class Crawl:
             return Snapshot(
                 self.tally.fetched,
                 self.tally.listed,
-                len(self.frontier),
+                # not yet judged: workers waiting on the throttle have taken theirs already
+                len(self.frontier) + len(self._active),
                 self.tally.failed,
                 time.monotonic() - started,
                 throttle.pace,
