@@ -371,6 +371,8 @@ class Crawl:
             self.log(f"warning: {line}" if line in warnings else line)
         if not self._seed_sitemaps:
             self._seeded = True  # nothing to wait for; a resume need not read them again
+            if self.state is not None:
+                self.state.counter("seeded", 1)
 
     def _release_seeds(self, limit: str | None = None) -> None:
         """The links have run out: the seed sitemaps' URLs that no link led to are queued at
