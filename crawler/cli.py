@@ -209,9 +209,10 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=_HelpFormatter,
         argument_default=argparse.SUPPRESS,
         description="Fetch one URL (and its robots.txt) and print the decision a crawl would "
-        "make for it. The scope is the config's start URL (-c) if given, else the URL's own "
-        "folder. Only the options that change a decision are taken; a config file's other "
-        "keys are ignored.",
+        "make for it. The scope is the config's start URL (-c) if given, else the site's "
+        "root (https://host/), as for a crawl from there; the first line says which. Only "
+        "the options that change a decision are taken; a config file's other keys are "
+        "ignored.",
     )
     explain.add_argument("target", metavar="URL", help="the URL to judge")
     explain.add_argument(
@@ -527,16 +528,20 @@ def _worker_count(config: Config) -> int:
 
 def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     from crawler.core.decide import LISTED, REASON_TEXT
-    from crawler.core.urls import normalize
+    from crawler.core.urls import join_parts, normalize
     from crawler.shell.engine import Crawl
 
-    if "url" not in vars(args):
-        file_url = load_toml(args.config).get("url") if "config" in vars(args) else None
-        args.url = file_url or args.target
+    file_url = load_toml(args.config).get("url") if "config" in vars(args) else None
+    if file_url:
+        args.url, scope_is = file_url, f"the start URL of {args.config}"
+    else:  # as a crawl from the site's root, the usual one, would judge it
+        args.url = join_parts(normalize(args.target))[1] + "/"
+        scope_is = "the site's root; -c CONFIG for a crawl's own"
     config = load_config(args, only=EXPLAIN_OPTIONS)
     secrets += config.secrets
     _warn_insecure(config)
     crawl = Crawl(config)
+    print(f"scope: {crawl.plan.scope.root} ({scope_is})")
     known = crawl.plan.public(crawl.known_as(args.target))
     if known != crawl.plan.public(normalize(args.target)):
         print(f"a crawl knows this URL as {known} (strip_params removes the rest)")

@@ -727,14 +727,27 @@ def test_the_robots_txt_line_names_the_file_published(serve, tmp_path, capsys, a
 
 @pytest.mark.parametrize(
     ("status", "hint"),
-    [(404, "no page there: check the URL"), (401, "--auth"), (410, "gone"), (500, "")],
+    [
+        (404, ": no page there, check the URL"),
+        (401, ": the site wants credentials (--auth"),
+        (403, ": forbidden"),
+        (410, ": gone"),
+        (500, ""),
+    ],
 )
 def test_a_start_url_that_fails_says_so(serve, crawl, tmp_path, status, hint):
     srv = serve(Site({"/docs/": Page("x", status=status), "/docs/a": html()}).app)
     code, _, _, err = crawl(srv.url + "/docs/", "--retries", "0", "--max-error-rate", "1")
     assert code == 3
-    assert f"the start URL {srv.url}/docs/ answered HTTP {status}" in err
-    assert hint in err
+    assert f"the start URL {srv.url}/docs/ answered HTTP {status}{hint}" in err
+    assert "no indexable page" not in err
+
+
+def test_an_excluded_start_url_names_the_pattern(serve, crawl):
+    srv = serve(Site({"/x/": html("/x/a"), "/x/a": html()}).app)
+    code, _, _, err = crawl(srv.url + "/x/", "--exclude", "/x/*")
+    assert code == 3
+    assert f"the start URL {srv.url}/x/ is excluded by --exclude /x/*" in err
     assert "no indexable page" not in err
 
 

@@ -344,6 +344,31 @@ def test_exclude_listing_only_fetches_and_follows_but_never_lists(serve, crawl):
     assert why[u + "/hub/"]["status"] == 200
 
 
+def test_include_lets_the_exclude_listing_only_hubs_be_fetched_so_their_posts_are_found(
+    serve, crawl
+):
+    site = Site(
+        {
+            "/": html("/hub/", "/about"),
+            "/hub/": html("/posts/1", "/posts/2"),
+            "/posts/1": html(),
+            "/posts/2": html(),
+            "/about": html(),
+        }
+    )
+    srv = serve(site.app)
+    u = srv.url
+    code, locs, why, _, _ = crawl(
+        u + "/", "--include", "/posts/*", "--exclude-listing-only", "/hub/"
+    )
+    assert code == 0
+    assert sorted(locs) == [u + "/posts/1", u + "/posts/2"]
+    assert why[u + "/hub/"]["detail"] == "exclude_listing_only /hub/"
+    assert why[u + "/hub/"]["status"] == 200
+    assert why[u + "/about"]["detail"] == "not matched by include /posts/*"
+    assert "/about" not in site.paths
+
+
 @pytest.mark.parametrize("order", [("/hub", "/all"), ("/all", "/hub")])
 def test_a_page_left_out_by_pattern_never_hides_its_twin(serve, crawl, order):
     same = html("/p", body="<p>every post</p>")

@@ -327,3 +327,21 @@ def test_explain_ignores_a_crawl_configs_output_settings(serve, capsys, tmp_path
         main(["explain", srv.url + "/", "--gzip"])  # not an explain option
     assert exited.value.code == 2
     assert "unrecognized arguments: --gzip" in capsys.readouterr().err
+
+
+def test_explain_judges_in_the_scope_of_a_crawl_from_the_sites_root(serve, capsys, tmp_path):
+    about = html(head='<link rel="canonical" href="/about.html">')
+    srv = serve(Site({"/": html(), "/about.html": html(), "/print/about.html": about}).app)
+    assert main(["explain", srv.url + "/print/about.html"]) == 3
+    out = capsys.readouterr().out
+    assert (
+        out.splitlines()[0] == f"scope: {srv.url}/ (the site's root; -c CONFIG for a crawl's own)"
+    )
+    assert f"canonical is {srv.url}/about.html" in out and "out of scope" not in out
+    # a crawl's own scope, from its config
+    cfg = tmp_path / "print.toml"
+    cfg.write_text(f'url = "{srv.url}/print/"\n')
+    assert main(["explain", "-c", str(cfg), srv.url + "/print/about.html"]) == 3
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"scope: {srv.url}/print/ (the start URL of {cfg})"
+    assert f"canonical is {srv.url}/about.html (out of scope)" in out

@@ -191,3 +191,30 @@ def test_max_time_stops_taking_urls_and_publishes_what_was_found(serve, tmp_path
     for page in ("/a", "/b", "/c"):
         assert got[srv.url + page]["reason"] == "limit"
         assert got[srv.url + page]["detail"] == "max_time reached"
+
+
+def test_max_time_counts_robots_txt_and_the_seed_sitemaps(serve, tmp_path, capsys):
+    """With --delay 1 and --max-time 1.5, robots.txt goes at 0 s and /sitemap.xml at 1 s:
+    the time is up before the start page's turn at 2 s, so it is recorded as the limit, and
+    so is the URL the sitemap named, said as such."""
+    site = Site({"/": html(), "/orphan": html()})
+    srv = serve(site.app)
+    sitemap = (
+        '<?xml version="1.0"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{srv.url}/orphan</loc></url></urlset>"
+    )
+    site.pages["/sitemap.xml"] = Page(sitemap, content_type="application/xml")
+    out, decisions = tmp_path / "out", tmp_path / "d.jsonl"
+    args = ["crawl", srv.url + "/", "-o", str(out), "--decisions", str(decisions)]
+    started = time.monotonic()
+    code = main([*args, "--seed-sitemaps", "--delay", "1", "--max-time", "1.5"])
+    assert time.monotonic() - started < 2.5
+    assert code == 3  # nothing listed
+    assert site.paths == ["/robots.txt", "/sitemap.xml"]
+    got = read_decisions(decisions)
+    for page in ("/", "/orphan"):
+        assert got[srv.url + page]["reason"] == "limit"
+        assert got[srv.url + page]["detail"] == "max_time reached"
+    err = capsys.readouterr().err
+    assert "seed sitemaps: 1 URLs no link led to, not crawled (max_time reached)" in err
+    assert "crawled from the sitemaps" not in err

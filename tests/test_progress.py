@@ -10,7 +10,7 @@ from crawler.cli import main
 from crawler.config import Config
 from crawler.shell.engine import Crawl
 from crawler.shell.progress import Renderer, Snapshot, format_text
-from tests.sites import tree_site
+from tests.sites import Page, Site, html, tree_site
 
 SNAP = Snapshot(fetched=1200, listed=1100, queued=300, failed=2, elapsed=65.0)
 
@@ -114,3 +114,22 @@ def test_a_log_line_clears_the_status_line_first():
     text = out.getvalue()
     status = text.split("\r")[1]
     assert text.endswith("\r" + " " * len(status) + "\r" + "warning: something\n")
+
+
+def test_urls_waiting_on_a_crawl_delay_count_as_queued_with_the_time_left(serve, tmp_path):
+    """Workers take URLs from the queue, then wait for their turn: those are still to do."""
+    pages = {f"/{n}": html() for n in range(6)}
+    robots = Page("User-agent: *\nCrawl-delay: 0.5\n", content_type="text/plain")
+    site = Site({"/robots.txt": robots, "/": html(*pages), **pages})
+    srv = serve(site.app)
+    out = io.StringIO()
+    renderer = Renderer(out, tty=False, json_lines=True, interval=0.3)
+    config = Config(url=srv.url + "/", output=tmp_path / "o", concurrency=8).validate()
+    asyncio.run(Crawl(config, progress=renderer).run())
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    waiting = [line for line in lines if 1 <= line["fetched"] <= 4]
+    assert waiting, lines
+    for line in waiting:
+        assert line["queued"] > 0
+        assert line["interval"] >= 0.5
+        assert abs(line["seconds_left"] - line["queued"] * line["interval"]) <= 0.1

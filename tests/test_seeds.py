@@ -465,3 +465,45 @@ def test_a_resumed_crawl_keeps_its_seed_marks(serve, tmp_path, xsd, capsys, stop
     assert all(found[f"{u}/s{i}"]["seed"] == u + "/sitemap.xml" for i in range(30))
     assert found[u + "/l3"]["referrer"] == u + "/"
     assert sum(p == "/sitemap.xml" for p in site.paths) == (2 if stop_in == "/l" else 1)
+
+
+def test_start_urls_and_seed_sitemap_urls_lose_strip_params_as_links_do(serve, crawl):
+    def make(u: str) -> Site:
+        return Site(
+            {
+                "/robots.txt": robots(f"Sitemap: {u}/sitemap.xml"),
+                "/": html(),
+                "/orphan.html": html(),
+                "/landing.html": html(),
+                "/landing.html?id=7": html(),
+                "/sitemap.xml": urlset(u + "/landing.html?utm_source=news&amp;id=7"),
+            }
+        )
+
+    site, u = _serve_on_own_address(serve, make)
+    code, locs, decisions, err = crawl(
+        u + "/?utm_source=x", u + "/orphan.html?utm_source=x", "--seed-sitemaps"
+    )
+    assert code == 0, err
+    assert locs == sorted(u + p for p in ["/", "/orphan.html", "/landing.html?id=7"])
+    assert decisions[u + "/orphan.html"]["seed"] == "start"
+    assert decisions[u + "/landing.html?id=7"]["seed"] == u + "/sitemap.xml"
+    assert not any("utm_source" in path for path in site.paths)
+
+
+def test_a_resume_does_not_read_again_seed_sitemaps_that_gave_nothing(serve, tmp_path, xsd):
+    """The sitemap names no URL: nothing waits for the links to run out, so the state says
+    it was read, and a resumed crawl does not ask for it again."""
+    site, u = _serve_on_own_address(serve, _slow_site)
+    site.pages["/sitemap.xml"] = urlset()  # lists nothing: one warning
+    out, state = tmp_path / "out", tmp_path / "s.sqlite"
+    args = [u + "/", "-o", str(out), "--state", str(state), "--seed-sitemaps",
+            "--concurrency", "2", "--workers", "0"]  # fmt: skip
+    proc = Watched(crawl_process(*args))
+    wait_for(lambda: sum(p.startswith("/l") for p in site.paths) >= 4, "4 pages", proc=proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert main(["crawl", *args, "--resume", "-q"]) == 0
+    assert len(read_published(out, xsd).locs) == 31
+    assert site.paths.count("/sitemap.xml") == 1

@@ -216,14 +216,15 @@ def test_a_start_url_asking_for_credentials_says_so(serve, crawl, tmp_path):
     code, _, _, err = crawl(srv.url + "/", "-q", "--decisions", str(decisions))
     assert code == 3
     assert err.count("\n") == 1
-    assert f"{srv.url}/ answered HTTP 401 (the site wants credentials: --auth" in err
-    assert AUTH_ENV in err
+    hint = f"the site wants credentials (--auth USER:PASSWORD, or ${AUTH_ENV})"
+    assert f"the start URL {srv.url}/ answered HTTP 401: {hint}" in err
+    # the decision says the same, from the one table of hints
     detail = read_decisions(decisions)[srv.url + "/"]["detail"]
-    assert detail == "HTTP 401: the site wants credentials (--auth)"
+    assert detail == f"HTTP 401: {hint}"
     # wrong credentials: refused, said as such, and the password given is not repeated
     code, _, _, err = crawl(srv.url + "/", "-q", "--auth", f"{USER}:not-the-password")
     assert code == 3
-    assert "the site refused the credentials given (--auth)" in err
+    assert "answered HTTP 401: the site refused the credentials given (--auth)" in err
     assert "not-the-password" not in err
 
 
@@ -339,7 +340,7 @@ def test_a_proxy_asking_for_credentials_says_so(serve, crawl, rules_file, tmp_pa
     )
     assert code == 3
     assert err.count("\n") == 1
-    assert "answered HTTP 407 (the proxy wants credentials: --proxy http://USER:PASSWORD@" in err
+    assert "answered HTTP 407: the proxy wants credentials (--proxy http://USER:PASSWORD@" in err
     assert read_decisions(decisions)[srv.url + "/"]["detail"].startswith("HTTP 407: the proxy")
     assert site.requests == []
 
@@ -599,3 +600,14 @@ def test_a_password_in_the_start_url_is_refused_without_echoing_it(capsys):
     assert main(["crawl", "http://bob:s3cret-pw@127.0.0.1:9/", "-o", "/nonexistent/x"]) == 2
     err = capsys.readouterr().err
     assert "s3cret-pw" not in err and "--auth" in err and err.count("\n") == 1
+
+
+def test_a_start_url_refused_under_public_url_names_the_server_asked(serve, crawl):
+    site = staging_site()
+    srv = serve(site.app)
+    code, _, _, err = crawl(srv.url + "/", "-q", "--public-url", "https://www.example.com/")
+    assert code == 3
+    assert (
+        f"the start URL {srv.url}/ (https://www.example.com/ in the sitemap) answered HTTP 401"
+        in err
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from crawler.core.access import AUTH_ENV
 from crawler.core.directives import Directives
 from crawler.core.patterns import NO_PATTERNS, Patterns, path_and_query
 
@@ -73,11 +74,18 @@ REASON_TEXT = {
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
-#: Answers that an option of ours fixes: the decision's detail names it.
+#: What an answer usually means, and what to do: the start URL's error line says it.
 STATUS_HINTS = {
-    401: "the site wants credentials (--auth)",
+    401: f"the site wants credentials (--auth USER:PASSWORD, or ${AUTH_ENV})",
     407: "the proxy wants credentials (--proxy http://USER:PASSWORD@HOST:PORT)",
+    403: "forbidden, by a firewall or a User-Agent filter?",
+    404: "no page there, check the URL",
+    410: "gone, check the URL",
 }
+#: The answers an option of ours fixes: each decision's detail names it too.
+OPTION_STATUSES = frozenset({401, 407})
+#: A 401 when credentials were given: the run's message knows, a decision's detail does not.
+CREDENTIALS_REFUSED = "the site refused the credentials given (--auth)"
 
 
 @dataclass(slots=True, frozen=True)
@@ -129,7 +137,7 @@ def decide_page(facts: PageFacts, policy: Policy) -> Decision:
     A page listed here may still lose to a byte-identical twin once the crawl is over
     (DUPLICATE_OF, decided by crawler.core.duplicates): that needs every page, not this one."""
     if facts.status != 200:
-        hint = STATUS_HINTS.get(facts.status)
+        hint = STATUS_HINTS[facts.status] if facts.status in OPTION_STATUSES else ""
         return Decision(HTTP_ERROR, f"HTTP {facts.status}" + (f": {hint}" if hint else ""))
     if facts.too_large:
         return Decision(TOO_LARGE, "body larger than max_page_bytes")
@@ -156,12 +164,19 @@ def _unlisted_by_pattern(url: str, policy: Policy) -> Decision | None:
     Last of the rules, so the site's own signals (noindex, canonical) are named first, and
     so only pages that would be listed are affected."""
     path = path_and_query(url)
+    pattern = policy.exclude_listing_only.match(path)
+    if pattern is not None:  # first: what had the page fetched though include leaves it out
+        return Decision(EXCLUDED_BY_PATTERN, f"exclude_listing_only {pattern}")
     if policy.include and policy.include.match(path) is None:
         return Decision(EXCLUDED_BY_PATTERN, not_included(policy.include))
-    pattern = policy.exclude_listing_only.match(path)
-    if pattern is not None:
-        return Decision(EXCLUDED_BY_PATTERN, f"exclude_listing_only {pattern}")
     return None
+
+
+def included(path: str, include: Patterns, listing_only: Patterns) -> bool:
+    """Whether a URL (its path and query) passes the include screen and may be fetched: it
+    matches an include pattern, or an exclude_listing_only one (a hub whose links lead to
+    the included pages: fetched and followed, never listed)."""
+    return include.match(path) is not None or listing_only.match(path) is not None
 
 
 def not_included(include: Patterns) -> str:

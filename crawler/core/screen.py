@@ -18,12 +18,13 @@ from crawler.core.decide import (
     TRAP,
     Decision,
     TrapBudgets,
+    included,
     not_included,
     repeats_segment,
 )
 from crawler.core.patterns import NO_PATTERNS, Patterns, path_and_query
 from crawler.core.robots import RobotsTxt
-from crawler.core.urls import OriginMap, Scope, normalize, url_folder
+from crawler.core.urls import OriginMap, Scope, known, normalize, url_folder
 from crawler.errors import ConfigError, InvalidURLError
 
 __all__ = ["Plan", "Screen"]
@@ -47,11 +48,13 @@ class Plan:
         public_url: str | None,
         sitemap_url: str | None,
         seeds: tuple[str, ...] = (),
+        strip: tuple[str, ...] = (),
     ) -> Plan:
         """The plan of a crawl from its start URL, --public-url, --sitemap-url and more
         start URLs (`seeds`, crawl space like the start; one under --public-url's folder is
-        taken as the page it names on the crawled server)."""
-        start = normalize(url)
+        taken as the page it names on the crawled server). Start URLs are known as links
+        are: without the strip_params parameters (`strip`)."""
+        start = known(url, strip)
         crawl_root = Scope.from_url(start)
         public_root = Scope.from_url(normalize(public_url)) if public_url else crawl_root
         origins = OriginMap(crawl_root, public_root)
@@ -63,7 +66,7 @@ class Plan:
                 f"start URL {public_start} is outside the sitemap's scope "
                 f"{scope.root} (see --sitemap-url)"
             )
-        more = dict.fromkeys(_seed(seed, origins, scope) for seed in seeds)
+        more = dict.fromkeys(_seed(seed, origins, scope, strip) for seed in seeds)
         more.pop(start, None)
         return cls(start, scope, origins, sitemap_url, url_folder(sitemap_url), tuple(more))
 
@@ -83,11 +86,11 @@ class Plan:
         return url if self.identity else self.origins.to_crawl(url)
 
 
-def _seed(seed: str, origins: OriginMap, scope: Scope) -> str:
+def _seed(seed: str, origins: OriginMap, scope: Scope, strip: tuple[str, ...]) -> str:
     """A start URL beyond the first, in crawl space; a ConfigError naming it when the crawl
     could not list it, before anything is fetched."""
     try:
-        url = origins.to_crawl(normalize(seed))
+        url = origins.to_crawl(known(seed, strip))
     except InvalidURLError as exc:
         raise ConfigError(f"seed URL: {exc}") from None
     public = url
@@ -112,7 +115,8 @@ class Screen:
 
     `seeds` (crawl space): the URLs the user starts from, fetched whatever `include` says, so
     the crawl can reach the included pages from them (decide_page then leaves them out of
-    the sitemap unless they match); `exclude` applies to them as to any URL."""
+    the sitemap unless they match); `exclude` applies to them as to any URL. So are the URLs
+    `listing_only` (exclude_listing_only) matches: hubs, fetched and followed, never listed."""
 
     __slots__ = (
         "_agent",
@@ -122,6 +126,7 @@ class Screen:
         "budgets",
         "exclude",
         "include",
+        "listing_only",
         "plan",
         "robots",
         "seeds",
@@ -139,9 +144,11 @@ class Screen:
         include: Patterns = NO_PATTERNS,
         exclude: Patterns = NO_PATTERNS,
         seeds: frozenset[str] = frozenset(),
+        listing_only: Patterns = NO_PATTERNS,
     ) -> None:
         self.plan = plan
         self.include = include
+        self.listing_only = listing_only
         self.exclude = exclude
         self.seeds = seeds
         self.robots = RobotsTxt.allow_all()  # until the crawl has read the site's
@@ -189,6 +196,10 @@ class Screen:
         pattern = self.exclude.match(path)
         if pattern is not None:
             return Decision(EXCLUDED_BY_PATTERN, f"exclude {pattern}")
-        if self.include and url not in self.seeds and self.include.match(path) is None:
+        if (
+            self.include
+            and url not in self.seeds
+            and not included(path, self.include, self.listing_only)
+        ):
             return Decision(EXCLUDED_BY_PATTERN, not_included(self.include))
         return None

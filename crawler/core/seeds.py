@@ -73,13 +73,18 @@ def where(raw: str, plan: Plan) -> tuple[str | None, str]:
         url = plan.to_crawl(normalize(raw))
     except InvalidURLError as exc:
         return None, str(exc)
-    crawl = plan.origins.crawl
-    origin = crawl.root[: len(crawl.root) - len(crawl.prefix)]
+    origin = _crawled_origin(plan)
     if not url.startswith(origin + "/"):
         if plan.identity:
             return None, f"not on the crawled origin {origin}"
         return None, f"neither under {plan.origins.public.root} nor on the crawled server"
     return url, ""
+
+
+def _crawled_origin(plan: Plan) -> str:
+    """scheme://host[:port] of the crawled server, without a slash."""
+    crawl = plan.origins.crawl
+    return crawl.root[: len(crawl.root) - len(crawl.prefix)]
 
 
 def sources(
@@ -93,9 +98,8 @@ def sources(
     if named:
         candidates = [(raw, True) for raw in named]
     else:
-        crawl = plan.origins.crawl
-        origin = crawl.root[: len(crawl.root) - len(crawl.prefix)]
-        guesses = dict.fromkeys((origin + "/sitemap.xml", crawl.root + "sitemap.xml"))
+        origin = _crawled_origin(plan)
+        guesses = dict.fromkeys((origin + "/sitemap.xml", plan.origins.crawl.root + "sitemap.xml"))
         candidates = [(guess, False) for guess in guesses]
     for raw, is_named in candidates:
         url, why = where(raw, plan)

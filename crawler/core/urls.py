@@ -44,6 +44,7 @@ __all__ = [
     "OutOfScopeError",
     "Scope",
     "clear_resolve_cache",
+    "known",
     "normalize",
     "resolve",
     "strip_params",
@@ -366,6 +367,15 @@ def strip_params(url: str, patterns: tuple[str, ...]) -> str:
     if query is not None:
         url = f"{url}?{query}"
     return url + fragment
+
+
+def known(url: str, strip: tuple[str, ...]) -> str:
+    """A URL given by the user or a sitemap (start URLs, seeds, seed sitemaps' URLs, explain)
+    as the crawl knows it from a link: normalised, strip_params' parameters removed (as
+    :func:`resolve` does for links), normalised again. Raises :class:`InvalidURLError`."""
+    url = normalize(url)
+    stripped = strip_params(url, strip)
+    return url if stripped == url else normalize(stripped)
 
 
 def _name(param: str) -> str:

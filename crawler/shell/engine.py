@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from crawler.config import Config, fingerprint, robots_from_is_url, settings
-from crawler.core.access import AUTH_ENV
 from crawler.core.decide import (
+    CREDENTIALS_REFUSED,
     EXCLUDED_BY_PATTERN,
     FETCH_ERROR,
     HTTP_ERROR,
@@ -28,6 +28,7 @@ from crawler.core.decide import (
     OUT_OF_SCOPE,
     REDIRECT,
     ROBOTS_TXT,
+    STATUS_HINTS,
     TOO_LONG,
     TRAP,
     Decision,
@@ -47,7 +48,7 @@ from crawler.core.robots import RobotsTxt, parse_robots, product_token
 from crawler.core.screen import Plan, Screen
 from crawler.core.seeds import MAX_SEED_URLS
 from crawler.core.url_checks import Checked, PageSeen
-from crawler.core.urls import join_parts, normalize, resolve, strip_params
+from crawler.core.urls import join_parts, known, resolve
 from crawler.errors import (
     ConfigError,
     InterruptedCrawl,
@@ -106,7 +107,9 @@ class Crawl:
         self.log = log
         self.progress = progress
         assert config.url is not None
-        self.plan = Plan.make(config.url, config.public_url, config.sitemap_url, config.seeds)
+        self.plan = Plan.make(
+            config.url, config.public_url, config.sitemap_url, config.seeds, config.strip_params
+        )
         self.identity = self.plan.identity
         self.policy = Policy(
             frozenset(config.listed_types),
@@ -130,6 +133,7 @@ class Crawl:
             include=self.policy.include,
             exclude=Patterns.compile(config.exclude, "exclude"),
             seeds=frozenset({self.plan.start, *self.plan.seeds}),
+            listing_only=self.policy.exclude_listing_only,
         )
         self.tally = Tally()
         self.journal = Journal(self._public, self.tally)
@@ -203,9 +207,12 @@ class Crawl:
                 )
             # Signals are ours until the end: a signal during publish() is noted and the
             # publish completes (the new set is whole), rather than racing an abort.
-            with self._signals_stop_the_crawl():
+            # max_time counts from here: robots.txt and the seed sitemaps are the run's
+            with self._signals_stop_the_crawl(), contextlib.ExitStack() as clock:
+                clock.enter_context(self._timed())
                 async with self._using_pages(workers) as pages:
-                    await self._read_robots(plan.start)
+                    with contextlib.suppress(ThrottleClosed):  # up before robots.txt came
+                        await self._read_robots(plan.start)
                     self._take_workers(pages)
                     if config.resume:
                         await self._replay()
@@ -213,10 +220,11 @@ class Crawl:
                         self._discover(plan.start, 0, None)
                         for seed in plan.seeds:
                             self._discover(seed, 0, None)
-                    if config.seed_sitemaps and not self._seeded:
+                    if config.seed_sitemaps and not self._seeded and not self._timed_out:
                         await self._read_seed_sitemaps()
-                    with self._showing_progress(started), _fewer_gc_pauses(), self._timed():
+                    with self._showing_progress(started), _fewer_gc_pauses():
                         await self._run_workers()
+                clock.close()  # the crawl is over: publishing is not cut by max_time
                 if self._stop_signal is not None or self._outage is not None:
                     if self.state is not None:
                         self._save_counters()
@@ -226,9 +234,9 @@ class Crawl:
                     if self._outage is not None:
                         raise PublishRefused(self._outage_message())
                     raise InterruptedCrawl(self._stopped_message())
-                if self._seed_sitemaps:  # a limit ended the crawl first: they are `limit`
-                    self._release_seeds()
                 limit = "max_time reached" if self._timed_out else "max_pages reached"
+                if self._seed_sitemaps:  # a limit ended the crawl first: they are `limit`
+                    self._release_seeds(limit)
                 for task in self.frontier.drain():
                     self._record(task.url, None, Decision(LIMIT, limit), task)
                 await journal.publish_listings()
@@ -336,14 +344,23 @@ class Crawl:
         """--seed-sitemaps: read the site's sitemaps now, with robots.txt known; their URLs
         wait until the links run out (_release_seeds)."""
         config = self.config
+
+        async def get(url: str, max_bytes: int) -> Response:
+            try:
+                return await self._request(url, max_bytes)
+            except ThrottleClosed:  # max_time is up: never sent, the URLs taken are kept
+                return Response(url, error="max_time reached")
+
         seeds = await read_seed_sitemaps(
             self.screen.robots.sitemaps,
             self.plan,
             self.screen.robots,
             config.user_agent,
-            self._request,
+            get,
             max_urls=config.max_pages or MAX_SEED_URLS,
-            stopped=lambda: self._stop_signal is not None or self._outage is not None,
+            stopped=lambda: (
+                self._stop_signal is not None or self._outage is not None or self._timed_out
+            ),
         )
         self._seed_sitemaps = [sitemap for sitemap in seeds.sitemaps if sitemap.locs]
         self.tally.seed_notes = seeds.notes
@@ -352,18 +369,22 @@ class Crawl:
             self.log(f"warning: {line}" if line in warnings else line)
         if not self._seed_sitemaps:
             self._seeded = True  # nothing to wait for; a resume need not read them again
+            if self.state is not None:
+                self.state.counter("seeded", 1)
 
-    def _release_seeds(self) -> None:
+    def _release_seeds(self, limit: str | None = None) -> None:
         """The links have run out: the seed sitemaps' URLs that no link led to are queued at
         depth 0, the sitemap as their referrer, which marks them `seed` in the decisions
         file. Queued only now, so that the mark means exactly that the links alone would not
         have found them, at no cost per link; a URL met already only notes, when it is
-        broken, that the sitemap lists it."""
+        broken, that the sitemap lists it. `limit`: a limit ended the crawl first, so they
+        are queued to be recorded as `limit`, not crawled."""
         sitemaps, self._seed_sitemaps = self._seed_sitemaps, []
         met, broken, fresh = self.frontier.seen, self.tally.broken, 0
+        strip = self.config.strip_params
         for sitemap in sitemaps:
             for loc in sitemap.locs:
-                url = self._to_crawl(loc)
+                url = self._to_crawl(known(loc, strip))
                 if url not in met:
                     fresh += 1
                     self._discover(url, 0, sitemap.url)
@@ -372,7 +393,8 @@ class Crawl:
         self._seeded = True
         if self.state is not None:
             self.state.counter("seeded", 1)
-        self.log(f"seed sitemaps: {fresh} URLs no link led to, crawled from the sitemaps")
+        done = f"not crawled ({limit})" if limit else "crawled from the sitemaps"
+        self.log(f"seed sitemaps: {fresh} URLs no link led to, {done}")
 
     async def _rules_from(self, source: str) -> RobotsTxt:
         """--robots-from: production's rules for a staging site that disallows everything.
@@ -514,7 +536,7 @@ class Crawl:
     def known_as(self, url: str) -> str:
         """The URL as the crawl would know it from a link: normalised, with strip_params'
         parameters removed (explain judges that URL, and says so when it differs)."""
-        return normalize(strip_params(normalize(url), self.config.strip_params))
+        return known(url, self.config.strip_params)
 
     @contextlib.contextmanager
     def _showing_progress(self, started: float) -> Iterator[None]:
@@ -529,7 +551,8 @@ class Crawl:
             return Snapshot(
                 self.tally.fetched,
                 self.tally.listed,
-                len(self.frontier),
+                # not yet judged: workers waiting on the throttle have taken theirs already
+                len(self.frontier) + len(self._active),
                 self.tally.failed,
                 time.monotonic() - started,
                 throttle.pace,
@@ -699,7 +722,7 @@ class Crawl:
                 await pages.close()
 
     def _why_nothing(self) -> str:
-        start = self.plan.origins.to_public(self.plan.start)
+        start = self._start_named()
         if self.tally.reasons[ROBOTS_TXT] and not self.tally.fetched:
             note = self.tally.robots_note.removesuffix(", everything disallowed")
             if self.screen.robots.denial is not None and not self._site_answered:
@@ -732,31 +755,34 @@ class Crawl:
         chain = self._start_chain
         if not chain:
             return None
-        start = self.plan.origins.to_public(self.plan.start)
+        start = self._start_named()
         last = chain[-1]
         if len(chain) > 1 and chain[-2].reason == REDIRECT and last.reason == OUT_OF_SCOPE:
             return (
                 f"nothing listed: the start URL {start} redirects to {last.url}, outside the "
                 f"sitemap's scope {self.plan.scope.root}: start there"
             )
+        where = "" if len(chain) == 1 else f" (redirected to {last.url})"
         if last.reason == HTTP_ERROR and last.status is not None:
-            credentials = (
-                "the site refused the credentials given (--auth)"
-                if self.config.auth
-                else f"the site wants credentials: --auth USER:PASSWORD, or ${AUTH_ENV}"
-            )
-            hint = {
-                401: f" ({credentials})",
-                407: " (the proxy wants credentials: --proxy http://USER:PASSWORD@HOST:PORT)",
-                403: " (forbidden: a firewall or a User-Agent filter?)",
-                404: " (no page there: check the URL)",
-                410: " (gone: check the URL)",
-            }.get(last.status, "")
-            where = "" if last.url == start else f" (redirected to {last.url})"
-            return f"nothing listed: the start URL {start}{where} answered HTTP {last.status}{hint}"
+            if last.status == 401 and self.config.auth:
+                hint = CREDENTIALS_REFUSED
+            else:
+                hint = STATUS_HINTS.get(last.status, "")
+            said = f"HTTP {last.status}" + (f": {hint}" if hint else "")
+            return f"nothing listed: the start URL {start}{where} answered {said}"
+        if last.reason == EXCLUDED_BY_PATTERN and last.detail.startswith("exclude "):
+            return f"nothing listed: the start URL {start}{where} is excluded by --{last.detail}"
         if last.reason == FETCH_ERROR and len(chain) == 1:
             return f"nothing listed: the start URL {start} could not be fetched: {last.detail}"
         return None
+
+    def _start_named(self) -> str:
+        """The start URL as requested (crawl space), and as the sitemap names it when that is
+        another (--public-url): a message names the host that answered."""
+        start = self.plan.start
+        if self.identity:
+            return start
+        return f"{start} ({self.plan.origins.to_public(start)} in the sitemap)"
 
     async def _worker(self) -> None:
         max_pages = self.config.max_pages
@@ -991,10 +1017,9 @@ class Crawl:
     # -- bookkeeping -----------------------------------------------------------------------
 
     def _record(self, url: str, status: int | None, decision: Decision, task: Task) -> None:
-        if task.url == self.plan.start and task.referrer is None:
-            public = url if decision.reason == OUT_OF_SCOPE else self._public(url)
+        if task.url == self.plan.start and task.referrer is None:  # crawl space: as requested
             self._start_chain.append(
-                DecisionRecord(public, status, decision.reason, decision.detail, 0, None)
+                DecisionRecord(url, status, decision.reason, decision.detail, 0, None)
             )
         self.journal.record(url, status, decision, task.depth, task.referrer)
 
