@@ -197,9 +197,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="start URL; its folder is the scope (more URLs: more places to start from)",
     )
-    crawl.add_argument(
-        "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
-    )
+    _config_file_option(crawl)
     _add_config_options(crawl)
     explain = commands.add_parser(
         "explain",
@@ -215,13 +213,17 @@ def _parser() -> argparse.ArgumentParser:
         "ignored.",
     )
     explain.add_argument("target", metavar="URL", help="the URL to judge")
-    explain.add_argument(
-        "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
-    )
+    _config_file_option(explain)
     _add_config_options(explain, only=EXPLAIN_OPTIONS)
     _add_robots_command(commands)
     _add_audit_parser(commands)
     return top
+
+
+def _config_file_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
+    )
 
 
 def _add_robots_command(commands: Any) -> None:
@@ -246,9 +248,7 @@ def _add_robots_command(commands: Any) -> None:
         metavar="FILE",
         help="test the rules in this file instead of fetching robots.txt (URLs of any origin)",
     )
-    robots.add_argument(
-        "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
-    )
+    _config_file_option(robots)
     _add_config_options(robots, only=ROBOTS_OPTIONS)
 
 
@@ -266,9 +266,7 @@ def _add_audit_parser(commands: Any) -> None:
         "the files, then the URLs they list, fetched politely like a crawl.",
     )
     audit.add_argument("target", metavar="TARGET", help="a sitemap file or URL, or a site URL")
-    audit.add_argument(
-        "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
-    )
+    _config_file_option(audit)
     only = audit.add_argument_group("audit")
     only.add_argument(
         "--no-fetch",
@@ -304,7 +302,14 @@ def _add_audit_parser(commands: Any) -> None:
         "--fail-on", dest="audit_fail_on", choices=("error", "warning", "notice"),
         default="error", help="exit 1 on a finding this bad or worse (default: error)",
     )  # fmt: skip
-    _add_config_options(audit, only=AUDIT_OPTIONS)
+    _add_config_options(
+        audit,
+        only=AUDIT_OPTIONS,
+        helps={
+            "public_url": "the public origin the sitemap's locs name; they are fetched from "
+            "TARGET's server (a staging copy) instead"
+        },
+    )
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -315,8 +320,12 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def _add_config_options(
-    parser: argparse.ArgumentParser, only: frozenset[str] | None = None
+    parser: argparse.ArgumentParser,
+    only: frozenset[str] | None = None,
+    helps: dict[str, str] | None = None,
 ) -> None:
+    """The config keys as flags, by group. `helps`: a subcommand's own words for a key that
+    means something else there."""
     short = {"output": "-o", "quiet": "-q"}
     specs = {spec.name: spec for spec in fields() if spec.name != "url"}
     for title, names in GROUPS:
@@ -328,7 +337,10 @@ def _add_config_options(
             flags = [f"--{spec.name.replace('_', '-')}"]
             if spec.name in short:
                 flags.insert(0, short[spec.name])
-            group.add_argument(*flags, **_argument(spec))
+            kwargs = _argument(spec)
+            if helps and name in helps:
+                kwargs["help"] = helps[name]
+            group.add_argument(*flags, **kwargs)
 
 
 def _argument(spec: dataclasses.Field) -> dict[str, Any]:

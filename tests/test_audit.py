@@ -474,3 +474,33 @@ def test_every_reader_code_is_in_the_table() -> None:
     source = Path(__file__).parents[1].joinpath("sitemap_out", "reader.py").read_text()
     codes = set(re.findall(r'report\(\s*"([a-z_]+)"', source))
     assert codes and codes <= set(PROBLEM_CODES)
+
+
+def test_a_minified_sitemap_names_no_url_it_cannot_tell(tmp_path: Path) -> None:
+    """Problems carry their line; on a one-line sitemap that line holds every entry, so
+    the finding gives the line and no guessed URL (#12 review)."""
+    page = tmp_path / "sitemap.xml"
+    page.write_text(
+        f'{XML}<urlset xmlns="{NS}"><url><loc>http://a.example/ok</loc>'
+        "<changefreq>sometimes</changefreq></url><url><changefreq>daily</changefreq></url>"
+        "<url><loc>http://a.example/last</loc></url></urlset>\n"
+    )
+    code, report = run_audit(tmp_path, str(page), "--no-fetch")
+    by_code = {f["code"]: f for f in report["findings"]}
+    assert by_code["invalid_tag_value"]["url"] is None
+    assert by_code["missing_tag"]["url"] is None
+    assert by_code["invalid_tag_value"]["line"] == 2
+
+
+def test_a_gz_that_is_not_gzip_is_one_compression_error(tmp_path: Path) -> None:
+    page = tmp_path / "sitemap.xml.gz"
+    page.write_bytes(b"not gzip at all\nnor a list of URLs\n")
+    code, report = run_audit(tmp_path, str(page), "--no-fetch")
+    assert [f["code"] for f in report["findings"]] == ["compression_error"]
+
+
+def test_an_unreachable_site_is_said_once(tmp_path: Path, capsys) -> None:
+    code = main(["audit", "http://127.0.0.1:9/", "-q", "--retries", "0"])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert err.count("could not be read") == 1 and err.count("\n") == 1

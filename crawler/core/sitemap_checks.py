@@ -9,6 +9,7 @@ engine's wording (Search Console's sitemap report) is decided in one place.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -82,18 +83,22 @@ def file_findings(sitemap: SitemapFile, result: ReadResult) -> list[Finding]:
     found: list[Finding] = []
     if sitemap.named_gz and not sitemap.gzipped:
         found.append(Finding("compression_error", name, None, "named .gz but not gzip-compressed"))
-    locs = {entry.line: entry.loc for entry in result.entries if entry.loc}
+    # a problem names its line, not its entry: a URL is named only when its line holds one
+    # entry (a minified sitemap has them all on line 1, where a URL would be a guess)
+    per_line = Counter(entry.line for entry in result.entries)
+    locs = {e.line: e.loc for e in result.entries if e.loc and per_line[e.line] == 1}
+    broken_gzip = (sitemap.named_gz and not sitemap.gzipped) or "bad_gzip" in result.problem_counts
     for problem in result.problems:
         code = _audit_code(problem.code, problem.message, result.kind)
         if code is None:
             continue
-        if code == "parse_error" and "bad_gzip" in result.problem_counts:
-            continue  # XML cut short by a broken gzip stream: the gzip is the one problem
+        if broken_gzip and code not in ("compression_error", "too_large"):
+            continue  # what was read is not what the file meant: the gzip is the one problem
         detail = problem.message
         if code == "parse_error" and problem.code not in PROBLEM_CODES:
             detail = f"{detail} (reader code {problem.code})"
         url = None
-        if code in ("invalid_url", "invalid_date", "invalid_tag_value", "missing_tag"):
+        if code in ("invalid_url", "invalid_date", "invalid_tag_value"):
             url = locs.get(problem.line)
         found.append(Finding(code, name, url, detail, problem.line))
     for code, total in result.problem_counts.items():
@@ -102,7 +107,7 @@ def file_findings(sitemap: SitemapFile, result: ReadResult) -> list[Finding]:
             found.append(
                 Finding(audit, name, None, f"{more} more like the above ({code}) in this file")
             )
-    if sitemap.location is not None:
+    if sitemap.location is not None and not broken_gzip:
         check = index_problem if result.kind == "sitemapindex" else location_problem
         for entry in result.entries:
             if not entry.loc:

@@ -129,10 +129,8 @@ def _detail(record: DecisionRecord) -> str:
         return f"disallowed by robots.txt: {detail}"
     if reason == FETCH_ERROR and record.status is None:
         return f"no answer: {detail}"
-    if reason == HEADER_NOINDEX:
-        return f"X-Robots-Tag: {detail}"
-    if reason == META_NOINDEX:
-        return f"robots meta tag: {detail}"
+    if reason in (HEADER_NOINDEX, META_NOINDEX):
+        return detail  # names its source already: `meta robots "noindex"`, `X-Robots-Tag ...`
     if reason == CONTENT_TYPE:
         return f"Content-Type {detail}"
     return detail

@@ -303,6 +303,8 @@ async def _discover(
     for guess in GUESSES:
         url = plan.origins.crawl.root + guess
         verdict = robots.verdict(url, agent)
+        if not verdict.allowed and robots.denial is not None:  # no robots.txt: no site
+            return [], f"nothing audited: the site could not be read ({verdict.rule})"
         if not verdict.allowed:
             tried.append(f"{guess}: robots.txt forbids it ({verdict.rule})")
             continue
