@@ -486,6 +486,7 @@ def test_a_minified_sitemap_names_no_url_it_cannot_tell(tmp_path: Path) -> None:
         "<url><loc>http://a.example/last</loc></url></urlset>\n"
     )
     code, report = run_audit(tmp_path, str(page), "--no-fetch")
+    assert code == 1
     by_code = {f["code"]: f for f in report["findings"]}
     assert by_code["invalid_tag_value"]["url"] is None
     assert by_code["missing_tag"]["url"] is None
@@ -496,6 +497,7 @@ def test_a_gz_that_is_not_gzip_is_one_compression_error(tmp_path: Path) -> None:
     page = tmp_path / "sitemap.xml.gz"
     page.write_bytes(b"not gzip at all\nnor a list of URLs\n")
     code, report = run_audit(tmp_path, str(page), "--no-fetch")
+    assert code == 1
     assert [f["code"] for f in report["findings"]] == ["compression_error"]
 
 
