@@ -21,8 +21,17 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from crawler.config import Config, build, default_of, fields, load_toml
-from crawler.core.access import AUTH_ENV, redact, secrets_of
+from crawler.config import (
+    SECRET_KEYS,
+    Config,
+    build,
+    default_of,
+    env_var,
+    fields,
+    from_env,
+    load_toml,
+)
+from crawler.core.access import redact, secrets_of
 from crawler.errors import (
     ConfigError,
     InterruptedCrawl,
@@ -385,25 +394,47 @@ def load_config(args: argparse.Namespace, only: frozenset[str] | None = None) ->
     elif urls is not None:
         values["url"] = urls
     file_values = load_toml(path) if path is not None else {}
+    env_values = from_env(os.environ)  # SITEMAP_CRAWLER_<KEY>: over the file, under argv
     if only is not None:
         file_values = {k: v for k, v in file_values.items() if k in only or k == "url"}
-    if "auth" not in values and "auth" not in file_values and os.environ.get(AUTH_ENV):
-        values["auth"] = os.environ[AUTH_ENV]  # kept out of argv (ps) and of config files
-    return build(file_values, values)
+        env_values = {k: v for k, v in env_values.items() if k in only or k == "url"}
+    return _build_layers(file_values, env_values, values)
+
+
+def _build_layers(
+    file_values: dict[str, Any], env_values: dict[str, Any], values: dict[str, Any]
+) -> Config:
+    """File < environment < command line; a value the environment gave that fails
+    validation is named by its variable (SITEMAP_CRAWLER_CONCURRENCY must be ...)."""
+    try:
+        return build({**file_values, **env_values}, values)
+    except ConfigError as exc:
+        message = str(exc)
+        for key in env_values.keys() - values.keys():
+            if message.startswith(f"{key} "):
+                raise ConfigError(env_var(key) + message[len(key) :]) from None
+        raise
 
 
 def _given_secrets(args: argparse.Namespace) -> list[str]:
     """The secrets on the command line and in the environment, before any is checked: an
     error about a bad config must not print them either."""
     given = vars(args)
-    return list(
-        secrets_of(
-            given.get("auth") or os.environ.get(AUTH_ENV),
+    env = {key: os.environ.get(env_var(key)) or "" for key in SECRET_KEYS}
+    return [
+        *secrets_of(
+            given.get("auth"),
             given.get("header") or (),
             given.get("cookie") or (),
             given.get("proxy"),
-        )
-    )
+        ),
+        *secrets_of(  # read raw, before any is checked; header and cookie: one a line
+            env["auth"] or None,
+            env["header"].splitlines(),
+            env["cookie"].splitlines(),
+            env["proxy"] or None,
+        ),
+    ]
 
 
 def _warn_insecure(config: Config) -> None:
@@ -532,7 +563,7 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
 
     if "url" not in vars(args):
         file_url = load_toml(args.config).get("url") if "config" in vars(args) else None
-        args.url = file_url or args.target
+        args.url = from_env(os.environ).get("url") or file_url or args.target
     config = load_config(args, only=EXPLAIN_OPTIONS)
     secrets += config.secrets
     _warn_insecure(config)
