@@ -229,7 +229,112 @@ def _parser() -> argparse.ArgumentParser:
     _add_config_options(explain, only=EXPLAIN_OPTIONS)
     _add_robots_command(commands)
     _add_audit_parser(commands)
+    _add_job_parser(commands)
     return top
+
+
+#: The keys the job sets itself, from --data: it takes every other.
+JOB_SETS = frozenset({"output", "state", "resume", "report", "decisions"})
+#: The job's config file when -c is not given: $SITEMAP_CRAWLER_CONFIG, else this if present.
+JOB_CONFIG = Path("/config/sitemap-crawler.toml")
+
+JOB_EXAMPLES = """\
+examples:
+  sitemap-crawler job                      # /config/sitemap-crawler.toml, env, into /data
+  SITEMAP_CRAWLER_URL=https://example.com/ sitemap-crawler job --data /srv/sitemap
+  sitemap-crawler job --sites sites.txt --index 3 --data /data
+
+layout: DIR/out (published), DIR/state/crawl.sqlite, DIR/state/last-report.json,
+        DIR/state/last-decisions.jsonl; with --sites: DIR/sites/<host[_port][_path]>/out
+        and .../state
+
+exit codes: as crawl's (75: another run still holds the output folder or the state; it
+            is left alone)
+"""
+
+
+def _add_job_parser(commands: Any) -> None:
+    job = commands.add_parser(
+        "job",
+        help="the nightly job: resume a stopped crawl, else crawl afresh, under one folder",
+        usage="%(prog)s [options] [URL ...]",
+        epilog=JOB_EXAMPLES,
+        formatter_class=_HelpFormatter,
+        argument_default=argparse.SUPPRESS,
+        description="Crawl and publish as `crawl` does, with the output, state, report and "
+        "decisions under one data folder. When the state holds a crawl of the same settings "
+        "that stopped before its end (SIGTERM, killed, out of memory), it is resumed; "
+        "otherwise a fresh crawl starts. Settings: the command line over SITEMAP_CRAWLER_* "
+        f"variables over the config file (-c, $SITEMAP_CRAWLER_CONFIG, else {JOB_CONFIG} "
+        "when present).",
+    )
+    job.add_argument("url", nargs="*", metavar="URL", help="start URL (and more seeds)")
+    job.add_argument(
+        "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
+    )
+    only = job.add_argument_group("job")
+    only.add_argument(
+        "--data", dest="job_data", type=Path, metavar="DIR", default=Path("/data"),
+        help="the folder holding out/ and state/ (default: /data)",
+    )  # fmt: skip
+    only.add_argument(
+        "--sites", dest="job_sites", type=Path, metavar="FILE", default=None,
+        help="a list of sites, one start URL a line: crawl the one at --index, under "
+        "DIR/sites/<its folder>",
+    )  # fmt: skip
+    only.add_argument(
+        "--index", dest="job_index", type=int, metavar="N", default=None,
+        help="the line of --sites to crawl, from 0 (default: $JOB_COMPLETION_INDEX)",
+    )  # fmt: skip
+    _add_config_options(job, only=frozenset(f.name for f in fields()) - JOB_SETS)
+
+
+def _job(args: argparse.Namespace, secrets: list[str]) -> int:
+    """`job`: the settings as crawl's, the paths from --data, and --resume when the state
+    holds a stopped crawl of these settings (asked of the state file itself)."""
+    from crawler.config import fingerprint
+    from crawler.core.fleet import index_of, parse_sites, pick
+    from crawler.shell.state import CrawlState
+
+    given = dict(vars(args))
+    data: Path = given.pop("job_data")
+    sites, index = given.pop("job_sites"), given.pop("job_index")
+    if "config" not in given:
+        named = os.environ.get("SITEMAP_CRAWLER_CONFIG")
+        if named or JOB_CONFIG.is_file():
+            given["config"] = Path(named) if named else JOB_CONFIG
+    if sites is not None:
+        if given.get("url"):
+            raise ConfigError("give --sites or start URLs, not both")
+        try:
+            text = sites.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or exc
+            raise ConfigError(f"cannot read sites file {sites}: {reason}") from None
+        url, folder = pick(parse_sites(text), index_of(index, os.environ), str(sites))
+        given["url"], data = [url], data / "sites" / folder
+    elif index is not None:
+        raise ConfigError("--index needs --sites FILE: the list of sites it indexes")
+    given.update(
+        output=data / "out",
+        state=data / "state" / "crawl.sqlite",
+        report=data / "state" / "last-report.json",
+        decisions=data / "state" / "last-decisions.jsonl",
+    )
+    args.output_folder = data / "out"  # named by a failure to write there
+    config = load_config(argparse.Namespace(**given))
+    secrets += config.secrets
+    assert config.state is not None
+    for made in (config.output, config.state.parent):
+        made.mkdir(parents=True, exist_ok=True)  # an OSError names the folder (main)
+    config.resume = CrawlState.peek(config.state, fingerprint(config))
+    if not config.quiet and config.log_format == "text":
+        _err(
+            f"job: resuming the stopped crawl saved in {config.state}"
+            if config.resume
+            else f"job: crawling {config.url} afresh; state in {config.state}"
+        )
+    return _crawl(config)
 
 
 def _add_robots_command(commands: Any) -> None:
@@ -460,6 +565,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _explain(args, secrets)
         if args.command == "audit":
             return _audit(args, secrets)
+        if args.command == "job":
+            return _job(args, secrets)
         config = load_config(args)
         secrets += config.secrets
         args.output_folder = config.output  # named by a failure to write there

@@ -223,7 +223,8 @@ class Config:
         """Check every value; raise ConfigError naming the key. Returns self for chaining."""
         if not self.url:
             raise ConfigError(
-                "no start URL: give one on the command line or as `url` in the config"
+                "no start URL: give one on the command line, as SITEMAP_CRAWLER_URL or as "
+                "`url` in the config"
             )
         for key, low in (
             ("concurrency", 1),
