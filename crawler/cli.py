@@ -516,7 +516,7 @@ def _build_layers(
     except ConfigError as exc:
         message = str(exc)
         for key in env_values.keys() - values.keys():
-            if message.startswith(f"{key} "):
+            if message.startswith(f"{key} ") and not message.startswith(f"{key} ("):
                 raise ConfigError(env_var(key) + message[len(key) :]) from None
         raise
 
