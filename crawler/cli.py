@@ -21,8 +21,17 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from crawler.config import Config, build, default_of, fields, load_toml
-from crawler.core.access import AUTH_ENV, redact, secrets_of
+from crawler.config import (
+    SECRET_KEYS,
+    Config,
+    build,
+    default_of,
+    env_var,
+    fields,
+    from_env,
+    load_toml,
+)
+from crawler.core.access import redact, secrets_of
 from crawler.errors import (
     ConfigError,
     InterruptedCrawl,
@@ -217,6 +226,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_config_options(explain, only=EXPLAIN_OPTIONS)
     _add_robots_command(commands)
     _add_audit_parser(commands)
+    _add_job_parser(commands)
     return top
 
 
@@ -224,6 +234,108 @@ def _config_file_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-c", "--config", type=Path, metavar="CONFIG.toml", help="read settings from this TOML file"
     )
+
+
+#: The keys the job sets itself, from --data: it takes every other.
+JOB_SETS = frozenset({"output", "state", "resume", "report", "decisions"})
+#: The job's config file when -c is not given: $SITEMAP_CRAWLER_CONFIG, else this if present.
+JOB_CONFIG = Path("/config/sitemap-crawler.toml")
+
+JOB_EXAMPLES = """\
+examples:
+  sitemap-crawler job                      # /config/sitemap-crawler.toml, env, into /data
+  SITEMAP_CRAWLER_URL=https://example.com/ sitemap-crawler job --data /srv/sitemap
+  sitemap-crawler job --sites sites.txt --index 3 --data /data
+
+layout: DIR/out (published), DIR/state/crawl.sqlite, DIR/state/last-report.json,
+        DIR/state/last-decisions.jsonl; with --sites: DIR/sites/<host[_port][_path]>/out
+        and .../state
+
+exit codes: as crawl's (75: another run still holds the output folder or the state; it
+            is left alone)
+"""
+
+
+def _add_job_parser(commands: Any) -> None:
+    job = commands.add_parser(
+        "job",
+        help="the nightly job: resume a stopped crawl, else crawl afresh, under one folder",
+        usage="%(prog)s [options] [URL ...]",
+        epilog=JOB_EXAMPLES,
+        formatter_class=_HelpFormatter,
+        argument_default=argparse.SUPPRESS,
+        description="Crawl and publish as `crawl` does, with the output, state, report and "
+        "decisions under one data folder. When the state holds a crawl of the same settings "
+        "that stopped before its end (SIGTERM, killed, out of memory), it is resumed; "
+        "otherwise a fresh crawl starts. Settings: the command line over SITEMAP_CRAWLER_* "
+        f"variables over the config file (-c, $SITEMAP_CRAWLER_CONFIG, else {JOB_CONFIG} "
+        "when present).",
+    )
+    job.add_argument("url", nargs="*", metavar="URL", help="start URL (and more seeds)")
+    _config_file_option(job)
+    only = job.add_argument_group("job")
+    only.add_argument(
+        "--data", dest="job_data", type=Path, metavar="DIR", default=Path("/data"),
+        help="the folder holding out/ and state/ (default: /data)",
+    )  # fmt: skip
+    only.add_argument(
+        "--sites", dest="job_sites", type=Path, metavar="FILE", default=None,
+        help="a list of sites, one start URL a line: crawl the one at --index, under "
+        "DIR/sites/<its folder>",
+    )  # fmt: skip
+    only.add_argument(
+        "--index", dest="job_index", type=int, metavar="N", default=None,
+        help="the line of --sites to crawl, from 0 (default: $JOB_COMPLETION_INDEX)",
+    )  # fmt: skip
+    _add_config_options(job, only=frozenset(f.name for f in fields()) - JOB_SETS)
+
+
+def _job(args: argparse.Namespace, secrets: list[str]) -> int:
+    """`job`: the settings as crawl's, the paths from --data, and --resume when the state
+    holds a stopped crawl of these settings (asked of the state file itself)."""
+    from crawler.config import fingerprint
+    from crawler.core.fleet import index_of, parse_sites, pick
+    from crawler.shell.state import CrawlState
+
+    given = dict(vars(args))
+    data: Path = given.pop("job_data")
+    sites, index = given.pop("job_sites"), given.pop("job_index")
+    if "config" not in given:
+        named = os.environ.get("SITEMAP_CRAWLER_CONFIG")
+        if named or JOB_CONFIG.is_file():
+            given["config"] = Path(named) if named else JOB_CONFIG
+    if sites is not None:
+        if given.get("url"):
+            raise ConfigError("give --sites or start URLs, not both")
+        try:
+            text = sites.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or exc
+            raise ConfigError(f"cannot read sites file {sites}: {reason}") from None
+        url, folder = pick(parse_sites(text), index_of(index, os.environ), str(sites))
+        given["url"], data = [url], data / "sites" / folder
+    elif index is not None:
+        raise ConfigError("--index needs --sites FILE: the list of sites it indexes")
+    given.update(
+        output=data / "out",
+        state=data / "state" / "crawl.sqlite",
+        report=data / "state" / "last-report.json",
+        decisions=data / "state" / "last-decisions.jsonl",
+    )
+    args.output_folder = data / "out"  # named by a failure to write there
+    config = load_config(argparse.Namespace(**given))
+    secrets += config.secrets
+    assert config.state is not None
+    for made in (config.output, config.state.parent):
+        made.mkdir(parents=True, exist_ok=True)  # an OSError names the folder (main)
+    config.resume = CrawlState.peek(config.state, fingerprint(config))
+    if not config.quiet and config.log_format == "text":
+        _err(
+            f"job: resuming the stopped crawl saved in {config.state}"
+            if config.resume
+            else f"job: crawling {config.url} afresh; state in {config.state}"
+        )
+    return _crawl(config)
 
 
 def _add_robots_command(commands: Any) -> None:
@@ -398,25 +510,47 @@ def load_config(args: argparse.Namespace, only: frozenset[str] | None = None) ->
     elif urls is not None:
         values["url"] = urls
     file_values = load_toml(path) if path is not None else {}
+    env_values = from_env(os.environ)  # SITEMAP_CRAWLER_<KEY>: over the file, under argv
     if only is not None:
         file_values = {k: v for k, v in file_values.items() if k in only or k == "url"}
-    if "auth" not in values and "auth" not in file_values and os.environ.get(AUTH_ENV):
-        values["auth"] = os.environ[AUTH_ENV]  # kept out of argv (ps) and of config files
-    return build(file_values, values)
+        env_values = {k: v for k, v in env_values.items() if k in only or k == "url"}
+    return _build_layers(file_values, env_values, values)
+
+
+def _build_layers(
+    file_values: dict[str, Any], env_values: dict[str, Any], values: dict[str, Any]
+) -> Config:
+    """File < environment < command line; a value the environment gave that fails
+    validation is named by its variable (SITEMAP_CRAWLER_CONCURRENCY must be ...)."""
+    try:
+        return build({**file_values, **env_values}, values)
+    except ConfigError as exc:
+        message = str(exc)
+        for key in env_values.keys() - values.keys():
+            if message.startswith(f"{key} ") and not message.startswith(f"{key} ("):
+                raise ConfigError(env_var(key) + message[len(key) :]) from None
+        raise
 
 
 def _given_secrets(args: argparse.Namespace) -> list[str]:
     """The secrets on the command line and in the environment, before any is checked: an
     error about a bad config must not print them either."""
     given = vars(args)
-    return list(
-        secrets_of(
-            given.get("auth") or os.environ.get(AUTH_ENV),
+    env = {key: os.environ.get(env_var(key)) or "" for key in SECRET_KEYS}
+    return [
+        *secrets_of(
+            given.get("auth"),
             given.get("header") or (),
             given.get("cookie") or (),
             given.get("proxy"),
-        )
-    )
+        ),
+        *secrets_of(  # read raw, before any is checked; header and cookie: one a line
+            env["auth"] or None,
+            env["header"].splitlines(),
+            env["cookie"].splitlines(),
+            env["proxy"] or None,
+        ),
+    ]
 
 
 def _warn_insecure(config: Config) -> None:
@@ -442,6 +576,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _explain(args, secrets)
         if args.command == "audit":
             return _audit(args, secrets)
+        if args.command == "job":
+            return _job(args, secrets)
         config = load_config(args)
         secrets += config.secrets
         args.output_folder = config.output  # named by a failure to write there
@@ -543,9 +679,11 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     from crawler.core.urls import join_parts, normalize
     from crawler.shell.engine import Crawl
 
-    file_url = load_toml(args.config).get("url") if "config" in vars(args) else None
-    if file_url:
-        args.url, scope_is = file_url, f"the start URL of {args.config}"
+    configured, scope_is = from_env(os.environ).get("url"), "the start URL of $SITEMAP_CRAWLER_URL"
+    if configured is None and "config" in vars(args):
+        configured, scope_is = load_toml(args.config).get("url"), f"the start URL of {args.config}"
+    if configured:
+        args.url = configured
     else:  # as a crawl from the site's root, the usual one, would judge it
         args.url = join_parts(normalize(args.target))[1] + "/"
         scope_is = "the site's root; -c CONFIG for a crawl's own"

@@ -1,7 +1,8 @@
 """Crawl settings: one table of options drives the TOML loader, the CLI flags and validation.
 
-Precedence is defaults < TOML file (`-c`) < command line. Every value is checked here, before
-any request is sent, so a typo in a nightly job's config fails fast with exit code 2.
+Precedence is defaults < TOML file (`-c`) < environment (`SITEMAP_CRAWLER_<KEY>`) < command
+line. Every value is checked here, before any request is sent, so a typo in a nightly job's
+config fails fast with exit code 2.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import ssl
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -221,7 +223,8 @@ class Config:
         """Check every value; raise ConfigError naming the key. Returns self for chaining."""
         if not self.url:
             raise ConfigError(
-                "no start URL: give one on the command line or as `url` in the config"
+                "no start URL: give one on the command line, as SITEMAP_CRAWLER_URL or as "
+                "`url` in the config"
             )
         for key, low in (
             ("concurrency", 1),
@@ -466,7 +469,78 @@ def load_toml(path: Path) -> dict[str, Any]:
     return {key: coerce(key, value) for key, value in raw.items()}
 
 
+#: The prefix of the environment variables that set config keys: SITEMAP_CRAWLER_<KEY>.
+ENV_PREFIX = "SITEMAP_CRAWLER_"
+#: SITEMAP_CRAWLER_* variables that are not config keys: the tool's own switches
+#: (a traceback, the event loop, the job's config file) and docker/entrypoint.sh's folders.
+ENV_NOT_KEYS = frozenset(
+    ENV_PREFIX + name for name in ("DEBUG", "LOOP", "CONFIG", "OUT", "STATE_DIR")
+)
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def env_var(key: str) -> str:
+    """The environment variable that sets a config key."""
+    return ENV_PREFIX + key.upper()
+
+
+def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The config keys set in `environ` as SITEMAP_CRAWLER_<KEY>, parsed to each key's type.
+    Lists are comma-separated, except the repeatable keys (header, cookie, include, exclude,
+    exclude_listing_only), whose values may hold commas: one item per line. An empty variable
+    counts as unset. A bad value or an unknown SITEMAP_CRAWLER_* variable is a ConfigError
+    naming the variable (never quoting a secret's value)."""
+    specs = {env_var(spec.name): spec for spec in fields()}
+    values: dict[str, Any] = {}
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name in ENV_NOT_KEYS:
+            continue
+        spec = specs.get(name)
+        if spec is None:
+            raise ConfigError(
+                f"unknown environment variable {name}: no config key "
+                f"{name[len(ENV_PREFIX) :].lower()!r} (unset it, or see docs/reference.md)"
+            )
+        text = environ[name]
+        if text.strip() == "":
+            continue
+        values[spec.name] = _parse_env(name, spec, text)
+    return values
+
+
+def _parse_env(name: str, spec: dataclasses.Field, text: str) -> Any:
+    kind = _kind(spec)
+    shown = "(the value is not shown)" if spec.name in SECRET_KEYS else f"got {text!r}"
+    word = text.strip()
+    if kind == "bool":
+        if word.lower() in _TRUE:
+            return True
+        if word.lower() in _FALSE:
+            return False
+        raise ConfigError(f"{name} must be true or false, {shown}")
+    if kind == "int":
+        try:
+            return int(word)
+        except ValueError:
+            raise ConfigError(f"{name} must be a whole number, {shown}") from None
+    if kind == "float":
+        try:
+            number = float(word)
+        except ValueError:
+            raise ConfigError(f"{name} must be a number, {shown}") from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise ConfigError(f"{name} must be a finite number, {shown}")
+        return number
+    if kind == "tuple":
+        separator = "\n" if spec.metadata["repeat"] else ","
+        return tuple(part.strip() for part in text.split(separator) if part.strip())
+    if kind == "path":
+        return Path(word)
+    return text if spec.name in SECRET_KEYS else word
+
+
 def build(file_values: dict[str, Any], cli_values: dict[str, Any]) -> Config:
-    """Defaults < file < command line, then validated."""
+    """Defaults < file (and the environment, merged over it by the caller) < command line,
+    then validated."""
     values = {**file_values, **{k: coerce(k, v) for k, v in cli_values.items()}}
     return Config(**values).validate()

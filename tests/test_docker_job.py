@@ -1,100 +1,179 @@
-"""The container job's entrypoint (docker/entrypoint.sh), run here without Docker: a run
-stopped by SIGTERM is resumed by the next one, which publishes the full sitemap."""
+"""The nightly job, `sitemap-crawler job` (what the container runs), through the CLI in child
+processes against a slow local site: a run stopped by SIGTERM or killed is resumed by the
+next one, which publishes the full sitemap; a finished run, a run of other settings and a run
+that ended without publishing are not resumed; a run started while one is going exits 75
+and leaves it alone. The resume decision is asked of the state file (CrawlState.peek)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 from pathlib import Path
 
-from tests.procs import child_env, cli_shim, wait_for
-from tests.sites import read_published, tree_site
+from crawler.config import Config, fingerprint
+from crawler.shell.state import CrawlState
+from tests.procs import CLI, child_env, wait_for
+from tests.sites import Site, html, read_published, tree_site
 
-ENTRYPOINT = Path(__file__).resolve().parents[1] / "docker" / "entrypoint.sh"
 PAGES = 400
 
 
-def _job_env(url: str, tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
-    """The entrypoint's environment for a crawl of url: (env, out, state folder)."""
-    config = tmp_path / "job.toml"
-    config.write_text(f'url = "{url}/"\nconcurrency = 2\nquiet = true\n')
-    out, state = tmp_path / "out", tmp_path / "state"
-    out.mkdir()
-    state.mkdir()
-    # The entrypoint calls `sitemap-crawler` by name: a shim first on PATH makes that this
-    # checkout's CLI under the interpreter running the tests, installed script or not.
-    shim = cli_shim(tmp_path / "bin")
-    env = child_env(
-        PATH=os.pathsep.join([str(shim), os.environ.get("PATH", "")]),
-        SITEMAP_CRAWLER_CONFIG=str(config),
-        SITEMAP_CRAWLER_OUT=str(out),
-        SITEMAP_CRAWLER_STATE_DIR=str(state),
+def _env(url: str, **extra: str) -> dict[str, str]:
+    """A job configured by the environment only."""
+    return child_env(
+        SITEMAP_CRAWLER_URL=url + "/",
+        SITEMAP_CRAWLER_CONCURRENCY="2",
+        SITEMAP_CRAWLER_WORKERS="0",
+        **extra,
     )
-    return env, out, state
+
+
+def _start(data: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*CLI, "job", "--data", str(data), *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _job(data: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, "job", "--data", str(data), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _stop_midway(site: Site, job: subprocess.Popen[str], sig: int = signal.SIGTERM) -> None:
+    start = len(site.requests)
+    wait_for(
+        lambda: len(site.requests) - start >= PAGES // 3,
+        f"the job's crawl to make {PAGES // 3} requests",
+        proc=job,
+    )
+    job.send_signal(sig)
+    _, err = job.communicate(timeout=30)
+    assert job.returncode == (130 if sig == signal.SIGTERM else -sig), err
 
 
 def test_stopped_job_resumes_next_time(serve, tmp_path, xsd):
     site = tree_site(PAGES, 0.01)
     srv = serve(site.app)
-    env, out, state = _job_env(srv.url, tmp_path)
+    data, env = tmp_path / "data", _env(srv.url)
 
-    job = subprocess.Popen(["sh", str(ENTRYPOINT)], env=env, stderr=subprocess.PIPE, text=True)
-    wait_for(
-        lambda: len(site.requests) >= PAGES // 3,
-        f"the job's crawl to make {PAGES // 3} requests",
-        proc=job,
-    )
-    job.send_signal(signal.SIGTERM)
-    _, err = job.communicate(timeout=30)
-    assert job.returncode == 130, err
-    assert (state / "crawl.sqlite.unfinished").exists()
-    assert not (out / "sitemap.xml").exists()
+    _stop_midway(site, _start(data, env))
+    assert (data / "state" / "crawl.sqlite").is_file()
+    assert not (data / "out" / "sitemap.xml").exists()
     first = len(site.requests)
 
-    job = subprocess.run(
-        ["sh", str(ENTRYPOINT)], env=env, capture_output=True, text=True, timeout=60
-    )
+    job = _job(data, env)
     assert job.returncode == 0, job.stderr
-    assert len(read_published(out, xsd).locs) == PAGES
-    assert not (state / "crawl.sqlite.unfinished").exists()
-    assert (state / "last-report.json").exists()
+    assert "job: resuming the stopped crawl saved in" in job.stderr
+    assert len(read_published(data / "out", xsd).locs) == PAGES
+    assert (data / "state" / "last-report.json").is_file()
+    assert (data / "state" / "last-decisions.jsonl").is_file()
     assert len(site.requests) - first < PAGES  # resumed, not started over
+
+    # a finished crawl is not resumed: the next night crawls afresh
+    before = len(site.requests)
+    job = _job(data, env)
+    assert job.returncode == 0, job.stderr
+    assert "afresh" in job.stderr
+    assert len(site.requests) - before >= PAGES
+    assert len(read_published(data / "out", xsd).locs) == PAGES
+
+
+def test_a_killed_job_resumes_and_other_settings_start_afresh(serve, tmp_path, xsd):
+    site = tree_site(PAGES, 0.03)
+    srv = serve(site.app)
+    data, env = tmp_path / "data", _env(srv.url)
+    state = data / "state" / "crawl.sqlite"
+    config = Config(url=srv.url + "/", concurrency=2, workers=0, state=state)
+
+    job = _start(data, env)
+    # the state file says it holds a stopped crawl once its first checkpoint is written
+    wait_for(lambda: CrawlState.peek(state, fingerprint(config)), "a checkpoint", proc=job)
+    job.kill()  # as the OOM killer does: no last checkpoint, no clean-up
+    job.communicate(timeout=30)
+    assert CrawlState.peek(state, fingerprint(config))
+    assert not CrawlState.peek(state, fingerprint(Config(url=srv.url + "/", max_depth=3)))
+    assert not CrawlState.peek(tmp_path / "missing.sqlite", fingerprint(config))
+    killed = len(site.requests)
+    done = _job(data, env)
+    assert done.returncode == 0, done.stderr
+    assert "job: resuming the stopped crawl" in done.stderr
+    assert len(read_published(data / "out", xsd).locs) == PAGES
+    assert len(site.requests) - killed < PAGES
+
+    # stopped again, then run with other settings (on the command line here): a fresh
+    # crawl of those, not a refused resume
+    _stop_midway(site, _start(data, env))
+    before = len(site.requests)
+    done = _job(data, env, "--max-depth", "3", "--force")  # --force: the sitemap shrinks
+    assert done.returncode == 0, done.stderr
+    assert "afresh" in done.stderr
+    assert len(read_published(data / "out", xsd).locs) == 15  # 1 + 2 + 4 + 8
+    assert site.paths[before:].count("/") == 1  # started over from the start URL
+
+
+def test_a_job_that_published_nothing_is_not_resumed(serve, tmp_path, xsd):
+    site = Site({"/": html("/a"), "/a": html("/"), "/robots.txt": ""})
+    srv = serve(site.app)
+    data, env = tmp_path / "data", _env(srv.url, SITEMAP_CRAWLER_QUIET="true")
+    site.pages["/"] = html(head='<meta name="robots" content="noindex, nofollow">')
+    job = _job(data, env)
+    assert job.returncode == 3, job.stderr
+    site.pages["/"] = html("/a")
+    job = _job(data, env)
+    assert job.returncode == 0, job.stderr
+    assert len(read_published(data / "out", xsd).locs) == 2
 
 
 def test_a_job_started_while_one_runs_leaves_it_alone(serve, tmp_path, xsd):
     """Two overlapping jobs: the second finds the first busy (exit 75) and goes, leaving the
-    first's marker, so that the first, stopped later, is still resumed, not started over."""
-    site = tree_site(PAGES, 0.01)
+    first's state, so that the first, stopped later, is still resumed, not started over."""
+    site = tree_site(PAGES, 0.03)
     srv = serve(site.app)
-    env, out, state = _job_env(srv.url, tmp_path)
-    marker = state / "crawl.sqlite.unfinished"
+    data, env = tmp_path / "data", _env(srv.url)
 
-    first = subprocess.Popen(["sh", str(ENTRYPOINT)], env=env, stderr=subprocess.PIPE, text=True)
+    first = _start(data, env)
     wait_for(
         lambda: len(site.requests) >= PAGES // 4,
         f"the first job's crawl to make {PAGES // 4} requests",
         proc=first,
     )
-    second = subprocess.run(
-        ["sh", str(ENTRYPOINT)], env=env, capture_output=True, text=True, timeout=60
-    )
+    second = _job(data, env)
     assert second.returncode == 75, second.stderr
     assert "another sitemap-crawler run is writing to" in second.stderr
-    assert "another run is still going" in second.stderr
-    assert marker.exists() and (state / "crawl.sqlite").exists()
     assert first.poll() is None, "the first job ended before the second one started"
 
     first.send_signal(signal.SIGTERM)
     _, err = first.communicate(timeout=30)
     assert first.returncode == 130, err
-    assert marker.exists()
     stopped = len(site.requests)
-
-    job = subprocess.run(
-        ["sh", str(ENTRYPOINT)], env=env, capture_output=True, text=True, timeout=60
-    )
+    job = _job(data, env)
     assert job.returncode == 0, job.stderr
-    assert len(read_published(out, xsd).locs) == PAGES
-    assert not marker.exists()
+    assert "resuming" in job.stderr
+    assert len(read_published(data / "out", xsd).locs) == PAGES
     assert len(site.requests) - stopped < PAGES  # resumed, not started over
+
+
+def test_the_job_reads_its_config_file_under_the_environment(serve, tmp_path, xsd):
+    site = tree_site(31)
+    srv = serve(site.app)
+    config = tmp_path / "job.toml"
+    config.write_text(f'url = "{srv.url}/"\nmax_depth = 1\ngzip = true\nquiet = true\n')
+    data = tmp_path / "data"
+    env = child_env(SITEMAP_CRAWLER_CONFIG=str(config), SITEMAP_CRAWLER_MAX_DEPTH="2")
+    job = _job(data, env)
+    assert job.returncode == 0, job.stderr
+    published = read_published(data / "out", xsd)
+    assert len(published.locs) == 7  # the environment's max_depth over the file's
+    assert any(f.name.endswith(".gz") for f in published.files)  # the file's gzip
+    job = _job(data, env, "--max-depth", "0", "--force")  # the command line over both
+    assert job.returncode == 0, job.stderr
+    assert len(read_published(data / "out", xsd).locs) == 1

@@ -320,6 +320,41 @@ class CrawlState:
             _unlock(lock_fd)
             raise
 
+    @staticmethod
+    def peek(path: Path, fingerprint: str) -> bool:
+        """Read-only, for the nightly job: does ``path`` hold a crawl of this configuration
+        (``fingerprint``) that stopped before its end (SIGTERM, killed, out of memory), so
+        that a resume would continue it? False for anything else: no file, not a state
+        file, another schema version or configuration, a finished crawl, one that ran to
+        its end but published nothing (nothing listed, refused by the publish guard), or one
+        ended by an outage: those are over, and the next run starts afresh. Never writes,
+        never takes the lock: a crawl running on the file is left alone (its own lock
+        refuses the run that follows, exit 75)."""
+        path = Path(path)
+        if not path.is_file():
+            return False
+        try:
+            conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+        except sqlite3.Error:
+            return False
+        try:
+            (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            if app_id != APPLICATION_ID or version != SCHEMA_VERSION:
+                return False
+            meta = dict(conn.execute("SELECT key, value FROM meta"))
+            if meta.get("fingerprint") != fingerprint or int(meta.get("finished") or 0):
+                return False
+            outage = conn.execute("SELECT value FROM counters WHERE name = 'outage'").fetchone()
+            if outage is not None and outage[0]:
+                return False
+            waiting = conn.execute("SELECT 1 FROM urls WHERE state = ? LIMIT 1", (_QUEUED,))
+            return waiting.fetchone() is not None
+        except (sqlite3.Error, ValueError, TypeError):
+            return False
+        finally:
+            conn.close()
+
     # -- recording (hot path: memory only) -----------------------------------------------
 
     def _intern(self, url: str) -> int:
