@@ -17,7 +17,7 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -421,6 +421,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    _LOG.json = args.command == "crawl" and vars(args).get("log_format") == "json"
+    _LOG.figures = None
+    code = _command(args)
+    _finish(code)
+    return code
+
+
+def _command(args: argparse.Namespace) -> int:
     secrets = _given_secrets(args)  # and the config file's, once read: never printed
     try:
         if args.command == "robots":
@@ -432,20 +440,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args)
         secrets += config.secrets
         args.output_folder = config.output  # named by a failure to write there
+        _start(config, secrets)
         return _crawl(config)
     except KeyboardInterrupt:  # before the crawl's own signal handling is in place
-        _err("interrupted; the previously published sitemap is untouched")
+        _err("interrupted; the previously published sitemap is untouched", EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
     except (SitemapCrawlerError, SitemapOutError) as exc:
-        _err(redact(str(exc), secrets))
-        return getattr(exc, "exit_code", EXIT_FAILURE)
+        code = getattr(exc, "exit_code", EXIT_FAILURE)
+        _err(redact(str(exc), secrets), code)
+        return code
     except OSError as exc:
         if isinstance(exc, ConnectionError | TimeoutError | socket.gaierror):
             return _unexpected(exc, secrets)  # the network's: caught where they occur
         # our own files: the sitemap's, in the output folder (the others name themselves)
         where = exc.filename or getattr(args, "output_folder", None) or "the output folder"
         reason = exc.strerror or str(exc) or type(exc).__name__
-        _err(f"cannot write {where}: {reason}; the published sitemap is untouched")
+        _err(f"cannot write {where}: {reason}; the published sitemap is untouched", EXIT_IO)
         return EXIT_IO
     except Exception as exc:  # the one place an unexpected error is turned into a line
         return _unexpected(exc, secrets)
@@ -459,7 +469,8 @@ def _unexpected(exc: Exception, secrets: Sequence[str] = ()) -> int:
             f"unexpected failure: {type(exc).__name__}: {exc} "
             f"(set SITEMAP_CRAWLER_DEBUG=1 for a traceback)",
             secrets,
-        )
+        ),
+        EXIT_FAILURE,
     )
     return EXIT_FAILURE
 
@@ -476,6 +487,8 @@ def _crawl(config: Config) -> int:
         )
     log = (lambda _: None) if progress is None else progress.log
     crawl = Crawl(config, log, progress)
+    figures: dict[str, Any] = {"start_url": config.url, "published": False}
+    _LOG.figures = lambda: crawl.tally.to_json(figures)
     try:
         with forked(
             _worker_count(config)
@@ -491,20 +504,19 @@ def _crawl(config: Config) -> int:
             _write_json(config.report, crawl.tally.to_json(failed))
         raise
     tally = result.tally
+    figures.update(
+        published=True,
+        sitemap_url=result.sitemap_url,
+        files=[str(p) for p in result.published.files],
+    )
     if config.report is not None:
-        extra: dict[str, Any] = {
-            "start_url": config.url,
-            "published": True,
-            "sitemap_url": result.sitemap_url,
-            "files": [str(p) for p in result.published.files],
-        }
         try:
-            _write_json(config.report, tally.to_json(extra))
+            _write_json(config.report, tally.to_json(figures))
         except OutputError as exc:
             raise OutputError(
                 f"published {result.published.url_count} URLs to {config.output}, but {exc}"
             ) from None
-    if not config.quiet:
+    if not config.quiet and not _LOG.json:  # JSON logs: the summary event says it all
         print(tally.summary())
         print(
             f"published {result.published.url_count} URLs in "
@@ -709,7 +721,47 @@ def _write_json(path: Path, data: dict[str, Any], *, usage: bool = False) -> Non
         raise OutputError(f"cannot write report {path}: {exc.strerror or exc}") from None
 
 
-def _err(message: str) -> None:
+class _Log:
+    """Where the CLI's own lines go: plain text, or with --log-format json (a crawl's, once
+    the command line or the config asks for it) only JSON events on stderr, in one place."""
+
+    json = False
+    #: the report's figures of the crawl under way, for the summary event
+    figures: Callable[[], dict[str, Any]] | None = None
+
+
+_LOG = _Log()
+
+
+def _start(config: Config, secrets: Sequence[str]) -> None:
+    from crawler.core.events import start_line
+
+    _LOG.json = config.log_format == "json"
+    if _LOG.json:
+        _event(start_line(config, __version__, secrets))
+
+
+def _finish(code: int) -> None:
+    """The run's last line in JSON mode: its figures (when a crawl began) and exit code."""
+    from crawler.core.events import summary_line
+
+    if _LOG.json:
+        _event(summary_line(_LOG.figures() if _LOG.figures else {}, code))
+
+
+def _event(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _err(message: str, exit_code: int | None = None) -> None:
+    """A line for the user on stderr: an error when it comes with its exit code, else a
+    warning or a note; an event of its own with JSON logs."""
+    if _LOG.json:
+        from crawler.core.events import error_line, log_line
+
+        _event(log_line(message) if exit_code is None else error_line(message, exit_code))
+        return
     print(f"sitemap-crawler: {message}", file=sys.stderr)
 
 

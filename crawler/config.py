@@ -134,7 +134,9 @@ class Config:
         None, "write one JSON line per URL met: listed or why not", metavar="FILE.jsonl"
     )
     quiet: bool = _opt(False, "print only errors")
-    log_format: str = _opt("text", "progress lines as plain text or JSON", choices=("text", "json"))
+    log_format: str = _opt(
+        "text", "stderr as plain text, or one JSON event a line", choices=("text", "json")
+    )
     timeout: float = _opt(30.0, "seconds allowed for one whole response", metavar="SECONDS")
     max_page_bytes: int = _opt(
         10 * 1024 * 1024,
