@@ -17,6 +17,7 @@ import json
 import os
 import socket
 import sys
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -96,7 +97,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("state and resume", ("state", "resume")),
-    ("logging", ("quiet", "log_format")),
+    ("logging", ("quiet", "log_format", "metrics")),
     (
         "advanced",
         (
@@ -422,10 +423,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     _LOG.json = args.command == "crawl" and vars(args).get("log_format") == "json"
-    _LOG.figures = None
-    code = _command(args)
-    _finish(code)
-    return code
+    _LOG.figures, _LOG.metrics, _LOG.began = None, None, time.monotonic()
+    return _finish(_command(args))
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -726,8 +725,10 @@ class _Log:
     the command line or the config asks for it) only JSON events on stderr, in one place."""
 
     json = False
-    #: the report's figures of the crawl under way, for the summary event
+    #: the report's figures of the crawl under way, for the summary event and the metrics
     figures: Callable[[], dict[str, Any]] | None = None
+    metrics: Path | None = None  # --metrics, once the config is read
+    began = 0.0  # time.monotonic() at the start of the run
 
 
 _LOG = _Log()
@@ -737,16 +738,49 @@ def _start(config: Config, secrets: Sequence[str]) -> None:
     from crawler.core.events import start_line
 
     _LOG.json = config.log_format == "json"
+    _LOG.metrics = config.metrics
     if _LOG.json:
         _event(start_line(config, __version__, secrets))
 
 
-def _finish(code: int) -> None:
-    """The run's last line in JSON mode: its figures (when a crawl began) and exit code."""
+def _finish(code: int) -> int:
+    """The end of every run: the metrics file, then (JSON mode) the summary event, the last
+    line, with the figures (when a crawl began) and the exit code, which is returned (5
+    instead of 0 when the metrics could not be written)."""
     from crawler.core.events import summary_line
 
+    figures = _LOG.figures() if _LOG.figures else {}
+    if _LOG.metrics is not None and code != EXIT_BUSY:  # busy: the other run's file
+        try:
+            _write_metrics(_LOG.metrics, figures, code)
+        except OSError as exc:
+            if code == EXIT_USAGE:  # the line said what is wrong, maybe with this path
+                return code
+            done = "the sitemap was published, but " if figures.get("published") else ""
+            failed = EXIT_IO if code == EXIT_OK else code
+            reason = exc.strerror or exc
+            _err(f"{done}cannot write metrics {_LOG.metrics}: {reason}", failed)
+            code = failed
     if _LOG.json:
-        _event(summary_line(_LOG.figures() if _LOG.figures else {}, code))
+        _event(summary_line(figures, code))
+    return code
+
+
+def _write_metrics(path: Path, figures: dict[str, Any], code: int) -> None:
+    """Atomically, as the report; the last publish time carried over from the file's
+    previous version when this run did not publish."""
+    from crawler.core.metrics import last_publish_of, render
+
+    now = time.time()
+    if figures.get("published"):
+        last: float | None = now
+    else:
+        try:
+            last = last_publish_of(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            last = None
+    seconds = time.monotonic() - _LOG.began
+    _replace(path, render(figures, exit_code=code, seconds=seconds, ended=now, last_publish=last))
 
 
 def _event(line: str) -> None:

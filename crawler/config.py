@@ -137,6 +137,9 @@ class Config:
     log_format: str = _opt(
         "text", "stderr as plain text, or one JSON event a line", choices=("text", "json")
     )
+    metrics: Path | None = _opt(
+        None, "write the run's figures here for Prometheus (textfile collector)", metavar="FILE"
+    )
     timeout: float = _opt(30.0, "seconds allowed for one whole response", metavar="SECONDS")
     max_page_bytes: int = _opt(
         10 * 1024 * 1024,
@@ -368,6 +371,7 @@ _NOT_FINGERPRINTED = frozenset(
         "decisions",
         "quiet",
         "log_format",
+        "metrics",
         "state",
         "resume",
         "concurrency",
