@@ -3,9 +3,10 @@
 Exit codes: 0 published; 1 unexpected failure; 2 bad usage or config, or an output path that
 cannot be written (nothing fetched); 3 nothing could be listed; 4 publishing refused (the site
 failed, or the sitemap would shrink too much); 5 a file could not be written while crawling (a
-full disk); 75 busy: another run is writing to the output folder or using the state file
-(nothing fetched; try again later); 130 interrupted. Only 0 touches the published sitemap (and
-5 when its message says the sitemap was published).
+full disk); 6 published, but the --on-publish command failed (non-zero exit, not found, or
+past its 900 s timeout); 75 busy: another run is writing to the output folder or using the
+state file (nothing fetched; try again later); 130 interrupted. Only 0 and 6 touch the
+published sitemap (and 5 when its message says the sitemap was published).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from crawler.errors import (
     ConfigError,
     InterruptedCrawl,
     NothingListedError,
+    OnPublishError,
     OutputError,
     PublishRefused,
     SitemapCrawlerError,
@@ -40,7 +42,7 @@ from . import __version__
 T = TypeVar("T")
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOTHING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-EXIT_REFUSED, EXIT_IO, EXIT_BUSY = 4, 5, 75
+EXIT_REFUSED, EXIT_IO, EXIT_ON_PUBLISH, EXIT_BUSY = 4, 5, 6, 75
 
 EXAMPLES = """\
 examples:
@@ -48,13 +50,16 @@ examples:
   sitemap-crawler crawl https://example.com/ --gzip --max-pages 100000 --report report.json
   sitemap-crawler crawl http://127.0.0.1:8080/ --public-url https://www.example.com/
   sitemap-crawler crawl -c nightly.toml
+  sitemap-crawler crawl -c nightly.toml --log-format json --metrics /var/lib/node/sitemap.prom
+  sitemap-crawler crawl -c nightly.toml --on-publish 'rsync -a "$SITEMAP_CRAWLER_OUTPUT/" web:/srv/'
 
 exit codes: 0 published, 1 unexpected failure, 2 bad usage or config, or an output path
             that cannot be written (nothing fetched), 3 nothing could be listed, 4 publishing
             refused (site failing, or sitemap shrinking past --max-shrink), 5 a file could
-            not be written (disk full), 75 another run is writing to the output folder or
-            using the state file (nothing fetched: try again later), 130 interrupted; all
-            but 0 leave the published sitemap as it was
+            not be written (disk full), 6 published, but the --on-publish command failed
+            (or ran past its 900 s timeout), 75 another run is writing to the output folder
+            or using the state file (nothing fetched: try again later), 130 interrupted; all
+            but 0 and 6 leave the published sitemap as it was
 """
 
 
@@ -93,7 +98,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file",
             "changefreq", "priority_by_depth", "report", "decisions", "max_shrink",
-            "max_error_rate", "force",
+            "max_error_rate", "force", "on_publish",
         ),
     ),
     ("state and resume", ("state", "resume")),
@@ -508,6 +513,14 @@ def _crawl(config: Config) -> int:
         sitemap_url=result.sitemap_url,
         files=[str(p) for p in result.published.files],
     )
+    if not config.quiet and not _LOG.json:  # JSON logs: the summary event says it all
+        print(tally.summary())
+        print(
+            f"published {result.published.url_count} URLs in "
+            f"{len(result.published.files)} file(s) to {config.output}"
+        )
+        print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}", flush=True)
+    hook_failed = _on_publish(config, result, figures)
     if config.report is not None:
         try:
             _write_json(config.report, tally.to_json(figures))
@@ -515,14 +528,28 @@ def _crawl(config: Config) -> int:
             raise OutputError(
                 f"published {result.published.url_count} URLs to {config.output}, but {exc}"
             ) from None
-    if not config.quiet and not _LOG.json:  # JSON logs: the summary event says it all
-        print(tally.summary())
-        print(
-            f"published {result.published.url_count} URLs in "
-            f"{len(result.published.files)} file(s) to {config.output}"
+    if hook_failed is not None:
+        raise OnPublishError(
+            f"published {result.published.url_count} URLs to {config.output}, but the "
+            f"on-publish command failed: {hook_failed}"
         )
-        print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}")
     return EXIT_OK
+
+
+def _on_publish(config: Config, result: Any, figures: dict[str, Any]) -> str | None:
+    """Run --on-publish, if set, after a publish; its outcome goes into the figures (the
+    report's, the metrics'). Returns why it failed, or None. With JSON logs its output is
+    captured and logged a line an event, so that stderr stays JSON."""
+    from crawler.shell import on_publish
+
+    if not config.on_publish:
+        return None
+    env = on_publish.environment(config.output, result.sitemap_url, result.published.files)
+    outcome = on_publish.run(config.on_publish, env, capture=_LOG.json)
+    for line in outcome.output:  # captured (JSON logs), or sh could not be started
+        _err(f"on-publish: {line}")
+    figures["on_publish_exit_code"] = outcome.exit_code
+    return None if outcome.ok else outcome.why()
 
 
 def _worker_count(config: Config) -> int:

@@ -140,6 +140,10 @@ class Config:
     metrics: Path | None = _opt(
         None, "write the run's figures here for Prometheus (textfile collector)", metavar="FILE"
     )
+    on_publish: str | None = _opt(
+        None, "run this shell command after a successful publish (exit 6 if it fails)",
+        metavar="COMMAND",
+    )  # fmt: skip
     timeout: float = _opt(30.0, "seconds allowed for one whole response", metavar="SECONDS")
     max_page_bytes: int = _opt(
         10 * 1024 * 1024,
@@ -372,6 +376,7 @@ _NOT_FINGERPRINTED = frozenset(
         "quiet",
         "log_format",
         "metrics",
+        "on_publish",
         "state",
         "resume",
         "concurrency",
