@@ -545,7 +545,13 @@ def _on_publish(config: Config, result: Any, figures: dict[str, Any]) -> str | N
     if not config.on_publish:
         return None
     env = on_publish.environment(config.output, result.sitemap_url, result.published.files)
-    outcome = on_publish.run(config.on_publish, env, capture=_LOG.json)
+    try:
+        outcome = on_publish.run(config.on_publish, env, capture=_LOG.json)
+    except KeyboardInterrupt:  # SIGINT or SIGTERM: the command was killed, the sitemap stays
+        raise InterruptedCrawl(
+            f"interrupted while the on-publish command ran (killed); the sitemap was "
+            f"published to {config.output}"
+        ) from None
     for line in outcome.output:  # captured (JSON logs), or sh could not be started
         _err(f"on-publish: {line}")
     figures["on_publish_exit_code"] = outcome.exit_code

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 from pathlib import Path
 
 from crawler.shell.on_publish import TIMED_OUT, run
-from tests.procs import CLI, child_env
+from tests.procs import CLI, child_env, wait_for
 from tests.sites import Page, Site, tree_site
 
 WRITE_ENV = (
@@ -90,3 +92,32 @@ def test_a_command_past_its_timeout_is_killed():
     outcome = run("sleep 30", {}, capture=True, timeout=0.5)
     assert outcome.exit_code == TIMED_OUT and not outcome.ok
     assert outcome.why(0.5) == "timed out after 0.5 s and was killed"
+
+
+def test_sigterm_while_the_command_runs_kills_it_and_exits_130(serve, tmp_path):
+    url = serve(tree_site(3).app).url + "/"
+    out, marker = tmp_path / "o", tmp_path / "marker"
+    started = tmp_path / "started"
+    proc = subprocess.Popen(
+        [*CLI, "crawl", url, "-o", str(out), "-q", "--on-publish",
+         f'echo $$ > "{started}"; sleep 60; echo done > "$MARKER"'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=child_env(MARKER=str(marker)),
+    )  # fmt: skip
+    wait_for(lambda: started.exists() and started.read_text().strip(), "the command", proc=proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted while the on-publish command ran" in err
+    assert "published" in err and (out / "sitemap.xml").is_file()
+    pid = int(started.read_text())
+    wait_for(lambda: not _alive(pid), "the command to be gone")
+    assert not marker.exists()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"  # not a zombie
+    except (ProcessLookupError, FileNotFoundError):
+        return False

@@ -72,6 +72,7 @@ def run(
         )
     except OSError as exc:  # no sh
         return Outcome(127, [f"cannot run sh: {exc.strerror or exc}"])
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # else the command outlives us
     try:
         out, _ = proc.communicate(timeout=timeout)
         code = proc.returncode
@@ -83,7 +84,13 @@ def run(
         _kill(proc)
         proc.wait()
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return Outcome(code, (out or "").splitlines())
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:
