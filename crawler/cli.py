@@ -3,9 +3,10 @@
 Exit codes: 0 published; 1 unexpected failure; 2 bad usage or config, or an output path that
 cannot be written (nothing fetched); 3 nothing could be listed; 4 publishing refused (the site
 failed, or the sitemap would shrink too much); 5 a file could not be written while crawling (a
-full disk); 75 busy: another run is writing to the output folder or using the state file
-(nothing fetched; try again later); 130 interrupted. Only 0 touches the published sitemap (and
-5 when its message says the sitemap was published).
+full disk); 6 published, but the --on-publish command failed (non-zero exit, not found, or
+past its 900 s timeout); 75 busy: another run is writing to the output folder or using the
+state file (nothing fetched; try again later); 130 interrupted. Only 0 and 6 touch the
+published sitemap (and 5 when its message says the sitemap was published).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Coroutine, Sequence
+import time
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -36,6 +38,7 @@ from crawler.errors import (
     ConfigError,
     InterruptedCrawl,
     NothingListedError,
+    OnPublishError,
     OutputError,
     PublishRefused,
     SitemapCrawlerError,
@@ -48,7 +51,7 @@ from . import __version__
 T = TypeVar("T")
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOTHING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-EXIT_REFUSED, EXIT_IO, EXIT_BUSY = 4, 5, 75
+EXIT_REFUSED, EXIT_IO, EXIT_ON_PUBLISH, EXIT_BUSY = 4, 5, 6, 75
 
 EXAMPLES = """\
 examples:
@@ -56,13 +59,16 @@ examples:
   sitemap-crawler crawl https://example.com/ --gzip --max-pages 100000 --report report.json
   sitemap-crawler crawl http://127.0.0.1:8080/ --public-url https://www.example.com/
   sitemap-crawler crawl -c nightly.toml
+  sitemap-crawler crawl -c nightly.toml --log-format json --metrics /var/lib/node/sitemap.prom
+  sitemap-crawler crawl -c nightly.toml --on-publish 'rsync -a "$SITEMAP_CRAWLER_OUTPUT/" web:/srv/'
 
 exit codes: 0 published, 1 unexpected failure, 2 bad usage or config, or an output path
             that cannot be written (nothing fetched), 3 nothing could be listed, 4 publishing
             refused (site failing, or sitemap shrinking past --max-shrink), 5 a file could
-            not be written (disk full), 75 another run is writing to the output folder or
-            using the state file (nothing fetched: try again later), 130 interrupted; all
-            but 0 leave the published sitemap as it was
+            not be written (disk full), 6 published, but the --on-publish command failed
+            (or ran past its 900 s timeout), 75 another run is writing to the output folder
+            or using the state file (nothing fetched: try again later), 130 interrupted; all
+            but 0 and 6 leave the published sitemap as it was
 """
 
 
@@ -101,11 +107,11 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file",
             "changefreq", "priority_by_depth", "report", "decisions", "max_shrink",
-            "max_error_rate", "force",
+            "max_error_rate", "force", "on_publish",
         ),
     ),
     ("state and resume", ("state", "resume")),
-    ("logging", ("quiet", "log_format")),
+    ("logging", ("quiet", "log_format", "metrics")),
     (
         "advanced",
         (
@@ -568,6 +574,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    _LOG.json = args.command == "crawl" and vars(args).get("log_format") == "json"
+    _LOG.figures, _LOG.metrics, _LOG.began = None, None, time.monotonic()
+    return _finish(_command(args))
+
+
+def _command(args: argparse.Namespace) -> int:
     secrets = _given_secrets(args)  # and the config file's, once read: never printed
     try:
         if args.command == "robots":
@@ -581,20 +593,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args)
         secrets += config.secrets
         args.output_folder = config.output  # named by a failure to write there
+        _start(config, secrets)
         return _crawl(config)
     except KeyboardInterrupt:  # before the crawl's own signal handling is in place
-        _err("interrupted; the previously published sitemap is untouched")
+        _err("interrupted; the previously published sitemap is untouched", EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
     except (SitemapCrawlerError, SitemapOutError) as exc:
-        _err(redact(str(exc), secrets))
-        return getattr(exc, "exit_code", EXIT_FAILURE)
+        code = getattr(exc, "exit_code", EXIT_FAILURE)
+        _err(redact(str(exc), secrets), code)
+        return code
     except OSError as exc:
         if isinstance(exc, ConnectionError | TimeoutError | socket.gaierror):
             return _unexpected(exc, secrets)  # the network's: caught where they occur
         # our own files: the sitemap's, in the output folder (the others name themselves)
         where = exc.filename or getattr(args, "output_folder", None) or "the output folder"
         reason = exc.strerror or str(exc) or type(exc).__name__
-        _err(f"cannot write {where}: {reason}; the published sitemap is untouched")
+        _err(f"cannot write {where}: {reason}; the published sitemap is untouched", EXIT_IO)
         return EXIT_IO
     except Exception as exc:  # the one place an unexpected error is turned into a line
         return _unexpected(exc, secrets)
@@ -608,7 +622,8 @@ def _unexpected(exc: Exception, secrets: Sequence[str] = ()) -> int:
             f"unexpected failure: {type(exc).__name__}: {exc} "
             f"(set SITEMAP_CRAWLER_DEBUG=1 for a traceback)",
             secrets,
-        )
+        ),
+        EXIT_FAILURE,
     )
     return EXIT_FAILURE
 
@@ -625,6 +640,8 @@ def _crawl(config: Config) -> int:
         )
     log = (lambda _: None) if progress is None else progress.log
     crawl = Crawl(config, log, progress)
+    figures: dict[str, Any] = {"start_url": config.url, "published": False}
+    _LOG.figures = lambda: crawl.tally.to_json(figures)
     try:
         with forked(
             _worker_count(config)
@@ -640,27 +657,54 @@ def _crawl(config: Config) -> int:
             _write_json(config.report, crawl.tally.to_json(failed))
         raise
     tally = result.tally
-    if config.report is not None:
-        extra: dict[str, Any] = {
-            "start_url": config.url,
-            "published": True,
-            "sitemap_url": result.sitemap_url,
-            "files": [str(p) for p in result.published.files],
-        }
-        try:
-            _write_json(config.report, tally.to_json(extra))
-        except OutputError as exc:
-            raise OutputError(
-                f"published {result.published.url_count} URLs to {config.output}, but {exc}"
-            ) from None
-    if not config.quiet:
+    figures.update(
+        published=True,
+        sitemap_url=result.sitemap_url,
+        files=[str(p) for p in result.published.files],
+    )
+    if not config.quiet and not _LOG.json:  # JSON logs: the summary event says it all
         print(tally.summary())
         print(
             f"published {result.published.url_count} URLs in "
             f"{len(result.published.files)} file(s) to {config.output}"
         )
-        print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}")
+        print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}", flush=True)
+    hook_failed = _on_publish(config, result, figures)
+    if config.report is not None:
+        try:
+            _write_json(config.report, tally.to_json(figures))
+        except OutputError as exc:
+            raise OutputError(
+                f"published {result.published.url_count} URLs to {config.output}, but {exc}"
+            ) from None
+    if hook_failed is not None:
+        raise OnPublishError(
+            f"published {result.published.url_count} URLs to {config.output}, but the "
+            f"on-publish command failed: {hook_failed}"
+        )
     return EXIT_OK
+
+
+def _on_publish(config: Config, result: Any, figures: dict[str, Any]) -> str | None:
+    """Run --on-publish, if set, after a publish; its outcome goes into the figures (the
+    report's, the metrics'). Returns why it failed, or None. With JSON logs its output is
+    captured and logged a line an event, so that stderr stays JSON."""
+    from crawler.shell import on_publish
+
+    if not config.on_publish:
+        return None
+    env = on_publish.environment(config.output, result.sitemap_url, result.published.files)
+    try:
+        outcome = on_publish.run(config.on_publish, env, capture=_LOG.json)
+    except KeyboardInterrupt:  # SIGINT or SIGTERM: the command was killed, the sitemap stays
+        raise InterruptedCrawl(
+            f"interrupted while the on-publish command ran (killed); the sitemap was "
+            f"published to {config.output}"
+        ) from None
+    for line in outcome.output:  # captured (JSON logs), or sh could not be started
+        _err(f"on-publish: {line}")
+    figures["on_publish_exit_code"] = outcome.exit_code
+    return None if outcome.ok else outcome.why()
 
 
 def _worker_count(config: Config) -> int:
@@ -864,7 +908,82 @@ def _write_json(path: Path, data: dict[str, Any], *, usage: bool = False) -> Non
         raise OutputError(f"cannot write report {path}: {exc.strerror or exc}") from None
 
 
-def _err(message: str) -> None:
+class _Log:
+    """Where the CLI's own lines go: plain text, or with --log-format json (a crawl's, once
+    the command line or the config asks for it) only JSON events on stderr, in one place."""
+
+    json = False
+    #: the report's figures of the crawl under way, for the summary event and the metrics
+    figures: Callable[[], dict[str, Any]] | None = None
+    metrics: Path | None = None  # --metrics, once the config is read
+    began = 0.0  # time.monotonic() at the start of the run
+
+
+_LOG = _Log()
+
+
+def _start(config: Config, secrets: Sequence[str]) -> None:
+    from crawler.core.events import start_line
+
+    _LOG.json = config.log_format == "json"
+    _LOG.metrics = config.metrics
+    if _LOG.json:
+        _event(start_line(config, __version__, secrets))
+
+
+def _finish(code: int) -> int:
+    """The end of every run: the metrics file, then (JSON mode) the summary event, the last
+    line, with the figures (when a crawl began) and the exit code, which is returned (5
+    instead of 0 when the metrics could not be written)."""
+    from crawler.core.events import summary_line
+
+    figures = _LOG.figures() if _LOG.figures else {}
+    if _LOG.metrics is not None and code != EXIT_BUSY:  # busy: the other run's file
+        try:
+            _write_metrics(_LOG.metrics, figures, code)
+        except OSError as exc:
+            if code == EXIT_USAGE:  # the line said what is wrong, maybe with this path
+                return code
+            done = "the sitemap was published, but " if figures.get("published") else ""
+            failed = EXIT_IO if code == EXIT_OK else code
+            reason = exc.strerror or exc
+            _err(f"{done}cannot write metrics {_LOG.metrics}: {reason}", failed)
+            code = failed
+    if _LOG.json:
+        _event(summary_line(figures, code))
+    return code
+
+
+def _write_metrics(path: Path, figures: dict[str, Any], code: int) -> None:
+    """Atomically, as the report; the last publish time carried over from the file's
+    previous version when this run did not publish."""
+    from crawler.core.metrics import last_publish_of, render
+
+    now = time.time()
+    if figures.get("published"):
+        last: float | None = now
+    else:
+        try:
+            last = last_publish_of(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            last = None
+    seconds = time.monotonic() - _LOG.began
+    _replace(path, render(figures, exit_code=code, seconds=seconds, ended=now, last_publish=last))
+
+
+def _event(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _err(message: str, exit_code: int | None = None) -> None:
+    """A line for the user on stderr: an error when it comes with its exit code, else a
+    warning or a note; an event of its own with JSON logs."""
+    if _LOG.json:
+        from crawler.core.events import error_line, log_line
+
+        _event(log_line(message) if exit_code is None else error_line(message, exit_code))
+        return
     print(f"sitemap-crawler: {message}", file=sys.stderr)
 
 

@@ -136,7 +136,16 @@ class Config:
         None, "write one JSON line per URL met: listed or why not", metavar="FILE.jsonl"
     )
     quiet: bool = _opt(False, "print only errors")
-    log_format: str = _opt("text", "progress lines as plain text or JSON", choices=("text", "json"))
+    log_format: str = _opt(
+        "text", "stderr as plain text, or one JSON event a line", choices=("text", "json")
+    )
+    metrics: Path | None = _opt(
+        None, "write the run's figures here for Prometheus (textfile collector)", metavar="FILE"
+    )
+    on_publish: str | None = _opt(
+        None, "run this shell command after a successful publish (exit 6 if it fails)",
+        metavar="COMMAND",
+    )  # fmt: skip
     timeout: float = _opt(30.0, "seconds allowed for one whole response", metavar="SECONDS")
     max_page_bytes: int = _opt(
         10 * 1024 * 1024,
@@ -369,6 +378,8 @@ _NOT_FINGERPRINTED = frozenset(
         "decisions",
         "quiet",
         "log_format",
+        "metrics",
+        "on_publish",
         "state",
         "resume",
         "concurrency",
@@ -472,9 +483,11 @@ def load_toml(path: Path) -> dict[str, Any]:
 #: The prefix of the environment variables that set config keys: SITEMAP_CRAWLER_<KEY>.
 ENV_PREFIX = "SITEMAP_CRAWLER_"
 #: SITEMAP_CRAWLER_* variables that are not config keys: the tool's own switches
-#: (a traceback, the event loop, the job's config file) and docker/entrypoint.sh's folders.
+#: (a traceback, the event loop, the job's config file), docker/entrypoint.sh's folders, and
+#: what --on-publish tells its command (SITEMAP_CRAWLER_OUTPUT and _SITEMAP_URL are keys of
+#: the same meaning, so a hook that runs sitemap-crawler again inherits them harmlessly).
 ENV_NOT_KEYS = frozenset(
-    ENV_PREFIX + name for name in ("DEBUG", "LOOP", "CONFIG", "OUT", "STATE_DIR")
+    ENV_PREFIX + name for name in ("DEBUG", "LOOP", "CONFIG", "OUT", "STATE_DIR", "FILES")
 )
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 

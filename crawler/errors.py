@@ -49,6 +49,13 @@ class OutputError(SitemapCrawlerError):
     exit_code = 5
 
 
+class OnPublishError(SitemapCrawlerError):
+    """The sitemap was published, but the --on-publish command failed (non-zero exit, not
+    found, timed out). The published files are as the publish left them."""
+
+    exit_code = 6
+
+
 class InterruptedCrawl(SitemapCrawlerError):
     """SIGINT or SIGTERM stopped the crawl; the previous sitemap is untouched."""
 

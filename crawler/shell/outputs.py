@@ -10,11 +10,11 @@ Checked: the output folder is a folder (created if missing) that a file can be w
 each other file (`OUTPUT_FILES`) is not a folder and its folder exists or can be created;
 it is not, nor makes beside itself, a file the publish would replace or delete or the crawl
 uses in the output folder (`sitemap.xml`, `sitemap-2.xml.gz`, the manifest, the locks...);
-it can be written: a file written in place (the decisions file, and a report that exists and
-is not a regular file: a device, a FIFO, a symlink) is opened for append, else a file is
-written in its folder (a report replaces its file through a temporary one; the state makes
-SQLite's files and a lock beside its own); the state file, when it exists, is a regular file;
-no two of them are the same file; no other run holds the
+it can be written: a file written in place (the decisions file, and a report or metrics file
+that exists and is not a regular file: a device, a FIFO, a symlink) is opened for append,
+else a file is written in its folder (a report or metrics file replaces its file through a
+temporary one; the state makes SQLite's files and a lock beside its own); the state file,
+when it exists, is a regular file; no two of them are the same file; no other run holds the
 output folder (else BusyError: exit 75, nothing fetched, that run untouched). Not knowable
 in advance: a disk that fills up during the crawl (exit 5).
 """
@@ -41,13 +41,14 @@ __all__ = ["LOCK_NAME", "OUTPUT_FILES", "held_outputs", "output_files", "written
 LOCK_NAME: Final = ".sitemap-crawler.lock"
 
 #: The config keys naming files a crawl writes besides the sitemap: one line for a new one.
-OUTPUT_FILES: Final = ("report", "decisions", "state")
+OUTPUT_FILES: Final = ("report", "decisions", "state", "metrics")
 
 
 #: The names each file makes beside its own: a report is written to `<report>.tmp`, renamed
 #: over it; a state file has SQLite's companions and its lock.
 _BESIDE: Final = {
     "report": ("", ".tmp"),
+    "metrics": ("", ".tmp"),
     "decisions": ("",),
     "state": ("", "-wal", "-shm", "-journal", ".lock"),
 }
@@ -126,7 +127,8 @@ def _check_writable(key: str, path: Path, what: str) -> None:
         raise ConfigError(f"{what}: cannot use it: {exc.strerror or exc}") from None
     if mode is not None and key == "state" and not stat.S_ISREG(mode):
         raise ConfigError(f"{what} is not a regular file; a state file is an SQLite database")
-    if mode is not None and (key == "decisions" or (key == "report" and written_in_place(path))):
+    in_place = key == "decisions" or (key in ("report", "metrics") and written_in_place(path))
+    if mode is not None and in_place:
         _probe_file(path, mode, what)
     else:
         _probe(path.parent, what)

@@ -12,6 +12,8 @@ import shutil
 from dataclasses import asdict, dataclass
 from typing import TextIO
 
+from crawler.core.events import log_line
+
 #: Seconds between updates: a person watches a terminal; a log wants few lines.
 TTY_INTERVAL = 0.5
 LOG_INTERVAL = 10.0
@@ -124,7 +126,7 @@ class Renderer:
         """A log line, on a line of its own: on a terminal the status line is cleared first
         and drawn again at the next update."""
         self.finish()
-        self.stream.write(message + "\n")
+        self.stream.write((log_line(message) if self.json_lines else message) + "\n")
         self.stream.flush()
 
     def finish(self) -> None:
