@@ -333,7 +333,7 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
     secrets += config.secrets
     assert config.state is not None
     for made in (config.output, config.state.parent):
-        made.mkdir(parents=True, exist_ok=True)  # an OSError names the folder (main)
+        _writable_folder(made)
     config.resume = CrawlState.peek(config.state, fingerprint(config))
     if not config.quiet and config.log_format == "text":
         _err(
@@ -566,6 +566,25 @@ def _warn_insecure(config: Config) -> None:
             "warning: --insecure: TLS certificates are not checked; anyone between here and "
             "the site can read and change what the crawl sees"
         )
+
+
+def _writable_folder(folder: Path) -> None:
+    """Make `folder` (and its parents) or fail with one line naming it and what to do: a
+    host folder mounted at /data is often owned by another user than the one running."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.access(folder, os.W_OK | os.X_OK):
+            return
+        reason = "Permission denied"
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        if exc.filename and Path(exc.filename) != folder:
+            folder = Path(exc.filename)
+    who = f"uid {os.getuid()} gid {os.getgid()}" if hasattr(os, "getuid") else "this user"
+    raise OutputError(
+        f"cannot use the data folder {folder} ({reason}): it must be a folder writable by "
+        f"{who}; chown it, or run as its owner (docker run --user UID:GID)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

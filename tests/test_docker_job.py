@@ -177,3 +177,32 @@ def test_the_job_reads_its_config_file_under_the_environment(serve, tmp_path, xs
     job = _job(data, env, "--max-depth", "0", "--force")  # the command line over both
     assert job.returncode == 0, job.stderr
     assert len(read_published(data / "out", xsd).locs) == 1
+
+
+def test_a_data_folder_that_is_a_file_is_named_in_one_line(tmp_path):
+    data = tmp_path / "data"
+    data.write_text("not a folder")
+    done = _job(data, child_env(SITEMAP_CRAWLER_URL="http://127.0.0.1:9/"))
+    assert done.returncode == 5, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"data folder {data / 'out'}" in lines[0] and "--user" in lines[0]
+
+
+def test_an_unwritable_out_folder_says_to_chown_it_or_run_as_its_owner(
+    tmp_path, monkeypatch, capsys
+):
+    """As root here permissions are not enforced: the check (os.access) is made to say no."""
+    import os
+
+    from crawler.cli import main
+
+    real = os.access
+    out = tmp_path / "data" / "out"
+    monkeypatch.setattr(os, "access", lambda p, m, **kw: Path(p) != out and real(p, m, **kw))
+    code = main(["job", "--data", str(tmp_path / "data"), "http://127.0.0.1:9/", "--quiet"])
+    assert code == 5
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert f"data folder {out} (Permission denied)" in err
+    assert "chown it" in err and "--user UID:GID" in err and f"uid {os.getuid()}" in err
