@@ -483,12 +483,10 @@ def load_toml(path: Path) -> dict[str, Any]:
 #: The prefix of the environment variables that set config keys: SITEMAP_CRAWLER_<KEY>.
 ENV_PREFIX = "SITEMAP_CRAWLER_"
 #: SITEMAP_CRAWLER_* variables that are not config keys: the tool's own switches
-#: (a traceback, the event loop, the job's config file), docker/entrypoint.sh's folders, and
-#: what --on-publish tells its command (SITEMAP_CRAWLER_OUTPUT and _SITEMAP_URL are keys of
-#: the same meaning, so a hook that runs sitemap-crawler again inherits them harmlessly).
-ENV_NOT_KEYS = frozenset(
-    ENV_PREFIX + name for name in ("DEBUG", "LOOP", "CONFIG", "OUT", "STATE_DIR", "FILES")
-)
+#: (a traceback, the event loop, the job's config file), and what --on-publish tells its
+#: command (SITEMAP_CRAWLER_OUTPUT and _SITEMAP_URL are keys of the same meaning, so a hook
+#: that runs sitemap-crawler again inherits them harmlessly).
+ENV_NOT_KEYS = frozenset(ENV_PREFIX + name for name in ("DEBUG", "LOOP", "CONFIG", "FILES"))
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 

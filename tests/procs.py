@@ -11,7 +11,6 @@ for when the deadline passes.
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import sys
 import threading
@@ -28,17 +27,6 @@ def child_env(**extra: str) -> dict[str, str]:
     """os.environ for a child process that imports this checkout's code, plus `extra`."""
     path = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(path), **extra}
-
-
-def cli_shim(directory: Path) -> Path:
-    """A `sitemap-crawler` script in `directory` that runs this checkout's CLI with the
-    interpreter running the tests: put `directory` first on a child's PATH for scripts (such as
-    docker/entrypoint.sh) that call the console script by name. Returns `directory`."""
-    directory.mkdir(parents=True, exist_ok=True)
-    shim = directory / "sitemap-crawler"
-    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m crawler.cli "$@"\n')
-    shim.chmod(0o755)
-    return directory
 
 
 def _ended(proc: subprocess.Popen[str] | Watched) -> str:

@@ -5,7 +5,6 @@ runtime failures, and what an unreachable site is told."""
 from __future__ import annotations
 
 import json
-import os
 import resource
 import signal
 import socket
@@ -13,15 +12,11 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
 from aiohttp import web
 
 from crawler.cli import main
-from tests.procs import CLI, child_env, cli_shim
+from tests.procs import CLI, child_env
 from tests.sites import Page, Site, html, read_published
-
-REPO = Path(__file__).resolve().parents[1]
-ENTRYPOINT = REPO / "docker" / "entrypoint.sh"
 
 
 def _files(out: Path) -> dict[str, bytes]:
@@ -218,47 +213,34 @@ def test_a_report_that_cannot_be_written_after_publishing_exits_5(serve, tmp_pat
     assert read_published(out, xsd).locs == [srv.url + "/"]
 
 
-# -- the container job reads the codes ------------------------------------------------------
+# -- the nightly job and the guard ---------------------------------------------------------
 
 
-@pytest.fixture
-def job_env(tmp_path: Path) -> dict[str, str]:
-    shim = cli_shim(tmp_path / "bin")
-    (tmp_path / "state").mkdir()
-    return child_env(
-        PATH=f"{shim}:{os.environ.get('PATH', '')}",
-        SITEMAP_CRAWLER_CONFIG=str(tmp_path / "job.toml"),
-        SITEMAP_CRAWLER_OUT=str(tmp_path / "out"),
-        SITEMAP_CRAWLER_STATE_DIR=str(tmp_path / "state"),
-    )
-
-
-def _job(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _job(data: Path, url: str) -> subprocess.CompletedProcess[str]:
+    env = child_env(SITEMAP_CRAWLER_URL=url, SITEMAP_CRAWLER_RETRIES="0")
     return subprocess.run(
-        ["sh", str(ENTRYPOINT)], env=env, capture_output=True, text=True, timeout=60
+        [*CLI, "job", "--data", str(data)], env=env, capture_output=True, text=True, timeout=60
     )
 
 
-def test_the_job_ends_a_refused_crawl_and_starts_afresh_after_a_finished_one(
-    serve, tmp_path, job_env, xsd
+def test_the_job_keeps_the_sitemap_a_refused_crawl_would_shrink_and_starts_afresh_next(
+    serve, tmp_path, xsd
 ):
     site = Switchable()
     srv = serve(site.app)
-    (tmp_path / "job.toml").write_text(f'url = "{srv.url}/"\nquiet = true\nretries = 0\n')
-    marker = tmp_path / "state" / "crawl.sqlite.unfinished"
-    assert _job(job_env).returncode == 0
-    assert not marker.exists()
+    data = tmp_path / "data"
+    assert _job(data, srv.url + "/").returncode == 0
+    before = _files(data / "out")
+    assert len(read_published(data / "out", xsd).locs) == 31
 
-    # a finished crawl left with its marker (say the job was killed right after publishing):
-    # the resume is refused, and a fresh crawl runs at once
-    marker.touch()
-    job = _job(job_env)
-    assert job.returncode == 0, job.stderr
-    assert "nothing to resume" in job.stderr
-    assert not marker.exists()
-
-    site.status = 404
-    job = _job(job_env)
+    site.status = 404  # a broken deploy: refused, the published sitemap stays
+    job = _job(data, srv.url + "/")
     assert job.returncode == 4, job.stderr
-    assert not marker.exists()  # refused: this crawl is over, the next one starts afresh
-    assert len(read_published(tmp_path / "out", xsd).locs) == 31
+    assert "not published" in job.stderr
+    assert _files(data / "out") == before
+
+    site.status = 200  # a refused crawl is over: the next night crawls afresh, not resumes
+    job = _job(data, srv.url + "/")
+    assert job.returncode == 0, job.stderr
+    assert "afresh" in job.stderr and "resuming" not in job.stderr
+    assert len(read_published(data / "out", xsd).locs) == 31
