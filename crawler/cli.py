@@ -331,6 +331,7 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
     args.output_folder = data / "out"  # named by a failure to write there
     config = load_config(argparse.Namespace(**given))
     secrets += config.secrets
+    _start(config, secrets)  # JSON logs and --metrics, as for crawl
     assert config.state is not None
     for made in (config.output, config.state.parent):
         _writable_folder(made)
@@ -593,7 +594,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    _LOG.json = args.command == "crawl" and vars(args).get("log_format") == "json"
+    _LOG.json = args.command in ("crawl", "job") and vars(args).get("log_format") == "json"
     _LOG.figures, _LOG.metrics, _LOG.began = None, None, time.monotonic()
     return _finish(_command(args))
 

@@ -206,3 +206,28 @@ def test_an_unwritable_out_folder_says_to_chown_it_or_run_as_its_owner(
     assert len(err.splitlines()) == 1, err
     assert f"data folder {out} (Permission denied)" in err
     assert "chown it" in err and "--user UID:GID" in err and f"uid {os.getuid()}" in err
+
+
+def test_the_job_writes_json_logs_and_metrics_as_crawl_does(serve, tmp_path):
+    """The container's config sets log_format = "json": the job's stderr is JSON lines only,
+    from the start event to the summary, and --metrics is written."""
+    import json
+
+    site = Site({"/": html("/a"), "/a": html()})
+    srv = serve(site.app)
+    data, metrics = tmp_path / "data", tmp_path / "metrics.prom"
+    env = _env(srv.url, SITEMAP_CRAWLER_LOG_FORMAT="json")
+    done = _job(data, env, "--metrics", str(metrics))
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stderr.splitlines()]
+    assert events[0]["event"] == "start" and events[-1]["event"] == "summary"
+    assert events[0]["settings"]["output"] == str(data / "out")
+    assert events[-1]["exit_code"] == 0
+    assert "_last_publish_timestamp_seconds" in metrics.read_text()
+
+    (tmp_path / "file").write_text("")
+    failed = _job(tmp_path / "file", env)
+    assert failed.returncode == 5
+    events = [json.loads(line) for line in failed.stderr.splitlines()]
+    assert [e["event"] for e in events] == ["start", "error", "summary"], failed.stderr
+    assert "data folder" in events[1]["message"]
