@@ -6,9 +6,15 @@ and leaves it alone. The resume decision is asked of the state file (CrawlState.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from crawler.config import Config, fingerprint
 from crawler.shell.state import CrawlState
@@ -193,8 +199,6 @@ def test_an_unwritable_out_folder_says_to_chown_it_or_run_as_its_owner(
     tmp_path, monkeypatch, capsys
 ):
     """As root here permissions are not enforced: the check (os.access) is made to say no."""
-    import os
-
     from crawler.cli import main
 
     real = os.access
@@ -211,8 +215,6 @@ def test_an_unwritable_out_folder_says_to_chown_it_or_run_as_its_owner(
 def test_the_job_writes_json_logs_and_metrics_as_crawl_does(serve, tmp_path):
     """The container's config sets log_format = "json": the job's stderr is JSON lines only,
     from the start event to the summary, and --metrics is written."""
-    import json
-
     site = Site({"/": html("/a"), "/a": html()})
     srv = serve(site.app)
     data, metrics = tmp_path / "data", tmp_path / "metrics.prom"
@@ -231,3 +233,34 @@ def test_the_job_writes_json_logs_and_metrics_as_crawl_does(serve, tmp_path):
     events = [json.loads(line) for line in failed.stderr.splitlines()]
     assert [e["event"] for e in events] == ["start", "error", "summary"], failed.stderr
     assert "data folder" in events[1]["message"]
+
+
+def test_the_job_writes_nothing_outside_its_data_folder(serve, tmp_path):
+    """The image runs with a read-only root filesystem: here the whole root (even /tmp) is
+    made read-only in a mount namespace of its own (root and unshare(1) needed), with only
+    the data folder, on a separate tmpfs, writable."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare(1) to make a read-only root")
+    site = Site({"/": html("/a"), "/a": html()})
+    srv = serve(site.app)
+    data = f"/dev/shm/sitemap-crawler-ro-test-{os.getpid()}"
+    script = (
+        f"mount -t tmpfs tmpfs {data} && mount -o remount,bind,ro / && cd / && "
+        f"! touch /tmp/probe 2>/dev/null && {sys.executable} -m crawler.cli job "
+        f"--data {data} --metrics {data}/state/metrics.prom"
+    )
+    os.makedirs(data, exist_ok=True)
+    try:
+        probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+        if probe.returncode != 0:
+            pytest.skip(f"unshare -m refused: {probe.stderr.decode().strip()}")
+        env = _env(srv.url, PYTHONDONTWRITEBYTECODE="1", HOME="/nonexistent")
+        done = subprocess.run(
+            ["unshare", "-m", "--propagation", "private", "sh", "-c",
+             script + f" ; ls -A {data}/out {data}/state >&2"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert "published 2 URLs" in done.stdout, done.stderr
+        assert ".sitemap-manifest.json" in done.stderr and "metrics.prom" in done.stderr
+    finally:
+        os.rmdir(data)
