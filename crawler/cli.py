@@ -581,6 +581,9 @@ def _writable_folder(folder: Path) -> None:
         reason = exc.strerror or str(exc) or type(exc).__name__
         if exc.filename and Path(exc.filename) != folder:
             folder = Path(exc.filename)
+        if isinstance(exc, PermissionError):  # name the folder it could not make one in
+            while not folder.exists() and folder.parent != folder:
+                folder = folder.parent
     who = f"uid {os.getuid()} gid {os.getgid()}" if hasattr(os, "getuid") else "this user"
     raise OutputError(
         f"cannot use the data folder {folder} ({reason}): it must be a folder writable by "

@@ -264,3 +264,25 @@ def test_the_job_writes_nothing_outside_its_data_folder(serve, tmp_path):
         assert ".sitemap-manifest.json" in done.stderr and "metrics.prom" in done.stderr
     finally:
         os.rmdir(data)
+
+
+def test_a_data_folder_it_cannot_make_its_out_folder_in_is_the_one_named(
+    tmp_path, monkeypatch, capsys
+):
+    """A host folder owned by another user, mounted at /data: /data is named, not /data/out."""
+    from crawler.cli import main
+
+    data = tmp_path / "data"
+    data.mkdir()
+    real = Path.mkdir
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> None:
+        if self.parent == data:
+            raise PermissionError(13, "Permission denied", str(self))
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    code = main(["job", "--data", str(data), "http://127.0.0.1:9/", "--quiet"])
+    assert code == 5
+    err = capsys.readouterr().err.strip()
+    assert f"data folder {data} (Permission denied)" in err and "chown it" in err, err
