@@ -10,14 +10,16 @@ for when the deadline passes.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, NoReturn
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = (sys.executable, "-m", "crawler.cli")
@@ -137,3 +139,36 @@ class Watched:
             reader.join(timeout)
         with self._changed:
             return "".join(self._out), "".join(self._err)
+
+
+def missing(why: str) -> NoReturn:
+    """A test's tool or condition is missing: skip with the reason on a developer's
+    machine, fail in CI (CI=true), where .ci/run installs everything a test needs."""
+    import pytest
+
+    if os.environ.get("CI", "").lower() in ("true", "1"):
+        pytest.fail(f"{why}; CI must have it (.ci/run installs what the tests need)")
+    pytest.skip(why)
+
+
+@contextlib.contextmanager
+def unwritable(path: Path) -> Iterator[Path]:
+    """`path` (a file or folder) made unwritable for this process, even as root: the mode
+    bits for a user, the immutable attribute (chattr +i) for root, who ignores the bits."""
+    if os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(0o555 if path.is_dir() else 0o444)
+        try:
+            yield path
+        finally:
+            path.chmod(mode)
+        return
+    if shutil.which("chattr") is None:
+        missing("chattr(1) (e2fsprogs) to make a path unwritable for root")
+    made = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
+    if made.returncode != 0:
+        missing(f"chattr +i refused on {path}: {made.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)

@@ -462,5 +462,5 @@ def test_a_missing_chromium_skips_outside_ci_and_fails_in_ci(
     with pytest.raises(pytest.skip.Exception, match="no chromium"):
         browser.chromium_or_skip()
     monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match=r"\.ci/run installs it"):
+    with pytest.raises(pytest.fail.Exception, match=r"\.ci/run installs what the tests need"):
         browser.chromium_or_skip()

@@ -14,11 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from crawler.config import Config, fingerprint
 from crawler.shell.state import CrawlState
-from tests.procs import CLI, child_env, wait_for
+from tests.procs import CLI, child_env, missing, wait_for
 from tests.sites import Site, html, read_published, tree_site
 
 PAGES = 400
@@ -240,7 +238,7 @@ def test_the_job_writes_nothing_outside_its_data_folder(serve, tmp_path):
     made read-only in a mount namespace of its own (root and unshare(1) needed), with only
     the data folder, on a separate tmpfs, writable."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
-        pytest.skip("needs root and unshare(1) to make a read-only root")
+        missing("needs root and unshare(1) to make a read-only root")
     site = Site({"/": html("/a"), "/a": html()})
     srv = serve(site.app)
     data = f"/dev/shm/sitemap-crawler-ro-test-{os.getpid()}"
@@ -253,7 +251,7 @@ def test_the_job_writes_nothing_outside_its_data_folder(serve, tmp_path):
     try:
         probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
         if probe.returncode != 0:
-            pytest.skip(f"unshare -m refused: {probe.stderr.decode().strip()}")
+            missing(f"unshare -m refused: {probe.stderr.decode().strip()}")
         env = _env(srv.url, PYTHONDONTWRITEBYTECODE="1", HOME="/nonexistent")
         done = subprocess.run(
             ["unshare", "-m", "--propagation", "private", "sh", "-c",

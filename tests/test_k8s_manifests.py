@@ -16,6 +16,7 @@ import yaml
 from crawler.config import Config, build, coerce, default_of, fields, from_env, load_toml
 from crawler.core.fleet import parse_sites, pick
 from crawler.shell.engine import STOP_GRACE_SECONDS
+from tests.procs import missing
 
 DOCKER = Path(__file__).resolve().parents[1] / "docker"
 K8S = DOCKER / "k8s"
@@ -47,6 +48,14 @@ def _mounts(pod: dict[str, Any]) -> dict[str, tuple[dict[str, Any], dict[str, An
     return {m["mountPath"]: (m, volumes[m["name"]]) for m in container["volumeMounts"]}
 
 
+def _kubernetes_validate() -> Any:
+    try:
+        import kubernetes_validate
+    except ImportError:
+        missing("kubernetes-validate (the dev extra)")
+    return kubernetes_validate
+
+
 def _memory_mib(text: str) -> float:
     number, unit = re.fullmatch(r"(\d+)(Mi|Gi)", text).groups()
     return int(number) * (1024 if unit == "Gi" else 1)
@@ -54,13 +63,13 @@ def _memory_mib(text: str) -> float:
 
 @pytest.mark.parametrize("name", ["cronjob.yaml", "fleet.yaml"])
 def test_the_manifests_validate_strictly_against_the_kubernetes_schemas(name):
-    kv = pytest.importorskip("kubernetes_validate", reason="the dev extra's kubernetes-validate")
+    kv = _kubernetes_validate()
     for doc in _docs(name).values():
         kv.validate(doc, K8S_VERSION, strict=True)  # raises naming what is wrong
 
 
 def test_strict_validation_catches_a_misspelt_key():
-    kv = pytest.importorskip("kubernetes_validate", reason="the dev extra's kubernetes-validate")
+    kv = _kubernetes_validate()
     cron = _docs("cronjob.yaml")["CronJob"]
     _pod(cron)["containers"][0]["securtyContext"] = {"readOnlyRootFilesystem": True}
     with pytest.raises(kv.ValidationError, match="securtyContext"):

@@ -14,7 +14,7 @@ import pytest
 
 from crawler.cli import main
 from crawler.shell.outputs import OUTPUT_FILES
-from tests.procs import Watched, wait_for
+from tests.procs import Watched, unwritable, wait_for
 from tests.sites import Site, crawl_process, html, read_published, tree_site
 
 PREVIOUS = b'<?xml version="1.0"?><urlset><!-- previously published --></urlset>\n'
@@ -93,13 +93,9 @@ def test_two_options_naming_one_file(site, published, tmp_path, capsys):
     assert not path.exists()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes in a read-only folder all the same")
 def test_an_output_folder_that_cannot_be_written(site, published, capsys):
-    published.chmod(0o555)
-    try:
+    with unwritable(published):
         err = _refused(capsys, site, "-o", str(published))
-    finally:
-        published.chmod(0o755)
     assert f"output folder {published}: cannot write in {published}" in err
     assert (published / "sitemap.xml").read_bytes() == PREVIOUS
 
@@ -234,11 +230,10 @@ def test_a_state_file_that_is_not_a_regular_file(site, published, tmp_path, caps
     assert (published / "sitemap.xml").read_bytes() == PREVIOUS
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes in a read-only file all the same")
 def test_a_decisions_file_that_cannot_be_written(site, published, tmp_path, capsys):
     path = tmp_path / "d.jsonl"
     path.write_text("keep me\n")
-    path.chmod(0o444)
-    err = _refused(capsys, site, "-o", str(published), "--decisions", str(path))
+    with unwritable(path):
+        err = _refused(capsys, site, "-o", str(published), "--decisions", str(path))
     assert f"decisions file {path}: cannot write it" in err
     assert path.read_text() == "keep me\n"
