@@ -105,3 +105,5 @@ def test_a_hand_written_sitemap_gets_the_url_findings_and_the_crawl_comparison(
         assert expected in found, (expected, sorted(found, key=str))
     text = capsys.readouterr().out
     assert "http_error" in text and "errors" in text
+    # the sitemaps, the URL checks and the crawl comparison share one reading of robots.txt
+    assert site.paths.count("/robots.txt") == 1

@@ -33,7 +33,8 @@ from crawler.core.sitemap_checks import (
 from crawler.core.urls import normalize, resolve, url_folder
 from crawler.errors import AuditInputError, ConfigError
 from crawler.shell.audit_urls import check_urls, compare_with_crawl
-from crawler.shell.fetch import REDIRECT_STATUSES, Response, fetch_robots
+from crawler.shell.engine import Crawl, Robots
+from crawler.shell.fetch import REDIRECT_STATUSES, Response
 from crawler.shell.pool import Spare
 from crawler.shell.progress import Renderer
 from sitemap_out.reader import ReadResult, read_sitemap
@@ -77,6 +78,7 @@ class _Reading:
     findings: list[Finding] = field(default_factory=list)
     listed: list[ListedUrl] = field(default_factory=list)
     read: list[_Source] = field(default_factory=list)
+    robots: Robots | None = None  # the site's, once read
 
     def take(self, source: _Source, sitemap: SitemapFile, result: ReadResult) -> list[_Source]:
         """Record one file read; returns an index's children to read next (none from an
@@ -143,13 +145,14 @@ async def audit(
     if why_nothing is None and config is not None and reading.listed:
         if fetch_urls:
             checks = await check_urls(
-                config, reading.listed, log=log, progress=progress, workers=workers
-            )
+                config, reading.listed, log=log, progress=progress, workers=workers,
+                robots=reading.robots,
+            )  # fmt: skip
             reading.findings += checks.findings
             summary.urls_checked = checks.checked
         if crawl:
             reading.findings += await compare_with_crawl(
-                config, reading.listed, log=log, progress=progress
+                config, reading.listed, log=log, progress=progress, robots=reading.robots
             )
     summary.count(reading.findings)
     summary.seconds = time.monotonic() - started
@@ -214,7 +217,6 @@ def _local_file(path: Path, name: str) -> SitemapFile:
 async def _remote(
     target: str, configure: Configure, reading: _Reading, log: Log
 ) -> tuple[Config | None, str | None]:
-    from crawler.shell.engine import Crawl  # late: the engine is the heaviest import
 
     url = normalize(target)
     folder = url_folder(url)
@@ -222,16 +224,8 @@ async def _remote(
     crawl = Crawl(config, log)
     plan, agent = crawl.plan, config.user_agent
     async with crawl.requests() as get:
-        answers: list[Response] = []
-
-        async def robots_get(robots_url: str, max_bytes: int) -> Response:
-            answers.append(await get(robots_url, max_bytes))
-            return answers[-1]
-
-        robots, note = await fetch_robots(plan.start, robots_get)
-        log(f"robots.txt: {note}")
-        robots_read = bool(answers) and answers[-1].status == 200
-        crawl.throttle.set_crawl_delay(robots.crawl_delay(agent))
+        reading.robots = await crawl.read_robots()  # the URL checks are given it, not refetch
+        robots, robots_read = reading.robots.rules, reading.robots.status == 200
         fetched: dict[str, Response] = {}
         if is_site(url):
             queue, why_nothing = await _discover(plan, robots, agent, get, reading, fetched)

@@ -26,7 +26,7 @@ from crawler.core.url_checks import (
 )
 from crawler.core.urls import url_folder
 from crawler.errors import InvalidURLError, SitemapCrawlerError
-from crawler.shell.engine import Crawl
+from crawler.shell.engine import Crawl, Robots
 from crawler.shell.pool import Spare
 from crawler.shell.progress import Renderer
 
@@ -55,11 +55,12 @@ async def check_urls(
     log: Callable[[str], None],
     progress: Renderer | None,
     workers: list[Spare] | None = None,
+    robots: Robots | None = None,
 ) -> UrlChecks:
     """Judge every listed URL once, as a crawl would, and say what a search engine would
     complain about. `workers`: forked with pool.forked() before the event loop, as the
     crawl command does (none: pages are fetched and analysed in this process)."""
-    crawl = Crawl(config, log, progress)
+    crawl = Crawl(config, log, progress, robots=robots)  # `robots`: as the audit read it
     keys, urls = _in_scope(crawl, listed)
     probe = _soft_404_probe(crawl, config)
     checked = await crawl.check([*urls, *([probe] if probe else [])], workers)
@@ -89,12 +90,13 @@ async def compare_with_crawl(
     log: Callable[[str], None],
     progress: Renderer | None,
     workers: list[Spare] | None = None,
+    robots: Robots | None = None,
 ) -> list[Finding]:
     """Crawl the site from config.url as `crawl` would, publishing nothing, and compare:
     the pages it would list that no sitemap lists, and the listed URLs no link reaches.
     A crawl of its own: the listed URLs a link reaches are fetched again (simple, and a
     listed URL no link reaches must not be fetched by it, or it would seem reached)."""
-    crawl = Crawl(config, log, progress)
+    crawl = Crawl(config, log, progress, robots=robots)
     keys, _ = _in_scope(crawl, listed)
     crawled = await crawl.check([crawl.plan.start, *crawl.plan.seeds], workers, follow=True)
     if crawled.outage is not None:

@@ -86,6 +86,16 @@ SPACING_MARGIN = 0.05
 STOP_GRACE_SECONDS = 10.0
 
 
+@dataclass(slots=True, frozen=True)
+class Robots:
+    """A site's robots.txt as read: its rules, the note the log and report give, and the
+    status of the last answer (None: no answer, or rules from --robots-from)."""
+
+    rules: RobotsTxt
+    note: str
+    status: int | None
+
+
 @dataclass(slots=True)
 class CrawlResult:
     tally: Tally
@@ -100,9 +110,13 @@ class Crawl:
         log: Callable[[str], None] = lambda _: None,
         progress: Renderer | None = None,
         transport: Transport | None = None,
+        robots: Robots | None = None,
     ) -> None:
-        """`transport`: where requests go; by default HTTP (an in-memory one for tests)."""
+        """`transport`: where requests go; by default HTTP (an in-memory one for tests).
+        `robots`: the site's robots.txt as another Crawl of the same origin read it (the
+        audit's stages), so that it is asked for once."""
         self.config = config
+        self.robots: Robots | None = robots  # as read by this crawl, or given
         self._transport = transport
         self.log = log
         self.progress = progress
@@ -319,6 +333,18 @@ class Crawl:
             raise group.exceptions[0] from None
 
     async def _read_robots(self, url: str) -> None:
+        if self.robots is None:
+            self.robots = await self._fetch_robots(url)
+            self.log(f"robots.txt: {self.robots.note}")
+        robots = self.robots.rules
+        self.tally.robots_note = self.robots.note
+        self._site_answered = self.robots.status is not None
+        self.screen.robots = robots
+        self.throttle.set_crawl_delay(robots.crawl_delay(self.config.user_agent))
+        for warning in self.throttle.warnings:
+            self.log(f"warning: {warning}")
+
+    async def _fetch_robots(self, url: str) -> Robots:
         answers: list[Response] = []
 
         async def get(robots_url: str, max_bytes: int) -> Response:
@@ -327,18 +353,18 @@ class Crawl:
 
         source = self.config.robots_from
         if source is not None:  # then the site's own robots.txt is never requested
-            robots = await self._rules_from(source)
-            self.tally.robots_note = (
-                f"rules from {source} (--robots-from); the site's robots.txt was not used"
-            )
-        else:
-            robots, self.tally.robots_note = await fetch_robots(url, get)
-        self._site_answered = any(answer.status for answer in answers)
-        self.screen.robots = robots
-        self.log(f"robots.txt: {self.tally.robots_note}")
-        self.throttle.set_crawl_delay(robots.crawl_delay(self.config.user_agent))
-        for warning in self.throttle.warnings:
-            self.log(f"warning: {warning}")
+            note = f"rules from {source} (--robots-from); the site's robots.txt was not used"
+            return Robots(await self._rules_from(source), note, None)
+        rules, note = await fetch_robots(url, get)
+        status = next((a.status for a in reversed(answers) if a.status), None)
+        return Robots(rules, note, status)
+
+    async def read_robots(self) -> Robots:
+        """The start URL's robots.txt, read as a crawl reads it: for work beside a crawl
+        (the audit), inside requests(); later Crawls of the origin can be given it."""
+        await self._read_robots(self.plan.start)
+        assert self.robots is not None
+        return self.robots
 
     async def _read_seed_sitemaps(self) -> None:
         """--seed-sitemaps: read the site's sitemaps now, with robots.txt known; their URLs
