@@ -234,3 +234,40 @@ def test_pages_linking_to_a_broken_url_survive_a_resume(serve, tmp_path):
     report = tmp_path / "cut.json"
     assert main(["crawl", *args(srv, "cut"), "--resume", "--report", str(report)]) == 0
     assert broken_links(report, srv.url) == expected
+
+
+def test_sigterm_while_robots_txt_never_answers_stops_within_the_grace(serve, tmp_path):
+    """The stop grace cuts what runs before the workers too: a robots.txt that never
+    answers would otherwise hold a SIGTERM for its retries' whole timeouts (3 x 30 s),
+    longer than a container's stop timeout (#13)."""
+    import signal
+    import subprocess
+
+    from aiohttp import web
+
+    from crawler.shell.engine import STOP_GRACE_SECONDS
+
+    asked: list[str] = []
+
+    async def hang(request: web.Request) -> web.Response:
+        asked.append(request.path)
+        await asyncio.sleep(3600)
+        return web.Response()
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", hang)
+    srv = serve(app)
+    out, state = tmp_path / "out", tmp_path / "s.sqlite"
+    proc = crawl_process(srv.url + "/", "-o", str(out), "--state", str(state), "--timeout", "30")
+    wait_for(lambda: asked, "the robots.txt request", proc=proc)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_GRACE_SECONDS + 15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("SIGTERM was not honoured within the stop grace") from None
+    err = proc.stderr.read() if proc.stderr else ""
+    assert proc.returncode == 130, err
+    assert "stopped by SIGTERM" in err
+    assert asked == ["/robots.txt"]
+    assert not (out / "sitemap.xml").exists()

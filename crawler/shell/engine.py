@@ -161,6 +161,7 @@ class Crawl:
         self._outage: str | None = None  # why the site looks down, when it does
         self._site_answered = False  # any HTTP answer to the robots.txt requests
         self._workers: list[asyncio.Task[None]] = []
+        self._steps: list[asyncio.Future[None]] = []  # what a stop's cut ends before workers
         self._requested = 0  # page requests started, redirect hops included (max_pages)
         self._done_requests = 0  # requests whose outcome is recorded: the state's "fetched"
         self._pool: PoolPages | None = None  # when worker processes may take pages
@@ -226,7 +227,7 @@ class Crawl:
                 clock.enter_context(self._timed())
                 async with self._using_pages(workers) as pages:
                     with contextlib.suppress(ThrottleClosed):  # up before robots.txt came
-                        await self._read_robots(plan.start)
+                        await self._cuttable(self._read_robots(plan.start))
                     self._take_workers(pages)
                     if config.resume:
                         await self._replay()
@@ -235,7 +236,7 @@ class Crawl:
                         for seed in plan.seeds:
                             self._discover(seed, 0, None)
                     if config.seed_sitemaps and not self._seeded and not self._timed_out:
-                        await self._read_seed_sitemaps()
+                        await self._cuttable(self._read_seed_sitemaps())
                     with self._showing_progress(started), _fewer_gc_pauses():
                         await self._run_workers()
                 clock.close()  # the crawl is over: publishing is not cut by max_time
@@ -649,7 +650,25 @@ class Crawl:
         else:
             self._cut()
 
+    async def _cuttable(self, step: Awaitable[None]) -> None:
+        """A step before the workers start (robots.txt, the seed sitemaps), which a stop
+        signal's cut must end as it ends the workers: a robots.txt that never answers would
+        otherwise hold a SIGTERM for its retries' whole timeouts. Cut, the step is dropped
+        and the run stops as after any signal (the workers take nothing)."""
+        task = asyncio.ensure_future(step)
+        self._steps.append(task)
+        try:
+            await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if self._stop_signal is None or (current is not None and current.cancelling()):
+                raise  # not ours: the run itself is being cancelled
+        finally:
+            self._steps.remove(task)
+
     def _cut(self) -> None:
+        for step in self._steps:
+            step.cancel()
         for worker in self._workers:
             worker.cancel()
         if self._pool is not None:
