@@ -331,12 +331,14 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
     args.output_folder = data / "out"  # named by a failure to write there
     config = load_config(argparse.Namespace(**given))
     secrets += config.secrets
-    _start(config, secrets)  # JSON logs and --metrics, as for crawl
     assert config.state is not None
+    # decided before the start event, whose settings must say whether this run resumes: with
+    # JSON logs they are the only record of it (peek only reads, and a missing file is False)
+    config.resume = CrawlState.peek(config.state, fingerprint(config))
+    _start(config, secrets)  # JSON logs and --metrics, as for crawl
     for made in (config.output, config.state.parent):
         _writable_folder(made)
-    config.resume = CrawlState.peek(config.state, fingerprint(config))
-    if not config.quiet and config.log_format == "text":
+    if not config.quiet:  # a log event with JSON logs
         _err(
             f"job: resuming the stopped crawl saved in {config.state}"
             if config.resume
