@@ -22,7 +22,13 @@ set -euo pipefail
 
 [[ $EUID -eq 0 ]] || exec sudo -E "$0" "$@"
 
-STARTED=$SECONDS
+# microseconds since the epoch, and seconds since such a time (one decimal)
+now() { echo "${EPOCHREALTIME/[.,]/}"; }
+since() {
+    local us=$(($(now) - $1))
+    printf '%d.%d s' $((us / 1000000)) $((us % 1000000 / 100000))
+}
+STARTED=$(now)
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SCHEMAS=${SCHEMAS:-$REPO/../shared/schemas}
 BASE_IMAGE=${BASE_IMAGE:-localhost/debian-py:bookworm}
@@ -58,7 +64,7 @@ fail() {
 }
 die() {
     echo "FAIL: $*"
-    echo "stopped after $((SECONDS - STARTED)) s: the checks after this one did not run"
+    echo "stopped after $(since "$STARTED"): the checks after this one did not run"
     exit 1
 }
 # check WHAT COMMAND...: ok or FAIL, with the command's output indented under a failure
@@ -74,10 +80,10 @@ check() {
 }
 # timed NAME COMMAND...: run it, and note how long it took for the summary at the end
 timed() {
-    local name=$1 t0=$SECONDS
+    local name=$1 t0=$(now)
     shift
     "$@"
-    TIMES+=("$name: $((SECONDS - t0)) s")
+    TIMES+=("$name: $(since "$t0")")
 }
 show() { sed 's/^/    | /' "$1" | tail -n "${2:-20}"; }
 
@@ -227,6 +233,10 @@ def jsonlog(err: str, out: str, code: str, resume: str) -> None:
         before = summary.get("pages_fetched", 0) - summary.get("pages_fetched_this_run", 0)
         if (before > 0) is not (resume == "true"):
             raise SystemExit(f"summary: {before} pages fetched before this run")
+        said = [e["message"] for e in events if e["event"] == "log"]
+        line = "job: resuming" if resume == "true" else "job: crawling"
+        if not any(m.startswith(line) for m in said):
+            raise SystemExit(f"no log event {line}...: {said}")
     kinds = sorted({e["event"] for e in events})
     detail = f"{len(lines)} JSON lines ({', '.join(kinds)}), stdout empty"
     if "pages_fetched" in summary:
@@ -320,7 +330,10 @@ base() {
         die "debootstrap bookworm from $DEBIAN_MIRROR"
     }
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-    tar -C "$rootfs" -c . | "${PODMAN[@]}" import - "$BASE_IMAGE" >/dev/null
+    tar -C "$rootfs" -c . | "${PODMAN[@]}" import - "$BASE_IMAGE" >"$T/import.log" 2>&1 || {
+        show "$T/import.log"
+        die "podman import of $BASE_IMAGE"
+    }
     rm -rf "$rootfs"
     ok "base image $BASE_IMAGE built with debootstrap and imported"
 }
@@ -443,10 +456,10 @@ JSON=(-e SITEMAP_CRAWLER_LOG_FORMAT=json -e SITEMAP_CRAWLER_METRICS=/data/state/
 DATA=$(data_folder data 10001:0 2775)
 
 first_run() {
-    local rc=0 t0=$SECONDS
+    local rc=0 t0=$(now)
     job run1 "$DATA" "${JSON[@]}" || rc=$?
     if ((rc == 0)); then
-        ok "run 1 (configured by SITEMAP_CRAWLER_* variables only, as 10001:0, --read-only): exit 0 in $((SECONDS - t0)) s"
+        ok "run 1 (configured by SITEMAP_CRAWLER_* variables only, as 10001:0, --read-only): exit 0 in $(since "$t0")"
     else
         fail "run 1: exit $rc"
         show "$T/run1.err"
@@ -460,7 +473,7 @@ timed "run 1 (a whole crawl)" first_run
 # runs 2 and 3: the same settings (a resume needs them), slowed by max_rps to be stopped
 SLOW=("${JSON[@]}" -e SITEMAP_CRAWLER_MAX_RPS=40)
 stopped_run() {
-    local rc=0 before start t0=$SECONDS
+    local rc=0 before start t0=$(now)
     checks hashes "$DATA/out" >"$T/before.sha256"
     start=$(requests)
     CONTAINERS+=("$(container run2)")
@@ -475,11 +488,13 @@ stopped_run() {
         sleep 0.2
     done
     before=$(($(requests) - start))
-    local t1=$SECONDS
+    local until t1
+    until=$(since "$t0")
+    t1=$(now)
     "${PODMAN[@]}" stop -t 30 "$(container run2)" >/dev/null
     wait "$pid" || rc=$?
     if ((rc == 130)); then
-        ok "run 2 stopped by podman stop -t 30 after $before of $PAGES requests: exit 130 (SIGTERM handled) in $((SECONDS - t1)) s"
+        ok "run 2 stopped by podman stop -t 30 after $before of $PAGES requests: exit 130 (SIGTERM handled) in $(since "$t1")"
     else
         fail "run 2 stopped by podman stop: exit $rc, not 130"
         show "$T/run2.err"
@@ -493,17 +508,17 @@ stopped_run() {
     fi
     check "run 2 JSON logs (a fresh crawl, stopped)" checks jsonlog "$T/run2.err" "$T/run2.out" 130 false
     check "run 1's sitemap still valid and whole" checks sitemap "$DATA/out" "$SCHEMAS" "$T/expected.txt"
-    TIMES+=("  run 2 until stopped: $((t1 - t0)) s")
+    TIMES+=("  run 2 until stopped: $until")
 }
 timed "run 2 (stopped)" stopped_run
 
 resumed_run() {
-    local rc=0 start t0=$SECONDS
+    local rc=0 start t0=$(now)
     start=$(requests)
     job run3 "$DATA" "${SLOW[@]}" || rc=$?
     local made=$(($(requests) - start))
     if ((rc == 0 && made < PAGES)); then
-        ok "run 3 finished: exit 0 in $((SECONDS - t0)) s, $made requests (not started over)"
+        ok "run 3 finished: exit 0 in $(since "$t0"), $made requests (not started over)"
     else
         fail "run 3: exit $rc, $made requests"
         show "$T/run3.err"
@@ -554,7 +569,7 @@ timed "unwritable /data" unwritable
 
 printf 'time: %s\n' "${TIMES[@]}"
 if ((FAILS)); then
-    echo "FAILED: $FAILS check(s), in $((SECONDS - STARTED)) s"
+    echo "FAILED: $FAILS check(s), in $(since "$STARTED")"
     exit 1
 fi
-echo "all checks passed in $((SECONDS - STARTED)) s"
+echo "all checks passed in $(since "$STARTED")"
