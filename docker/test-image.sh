@@ -548,7 +548,7 @@ as_user() { # as_user WHO UID:GID FOLDER-OWNER: a quiet text-log run on a fresh 
     fi
 }
 HOST_USER="${SUDO_UID:-$(id -u)}:${SUDO_GID:-$(id -g)}"
-timed "other uids" as_user "an arbitrary uid in group 0, as OpenShift gives" 4242:0 10001:0
+timed "uid 4242:0" as_user "an arbitrary uid in group 0, as OpenShift gives" 4242:0 10001:0
 timed "host uid" as_user "the host user" "$HOST_USER" "$HOST_USER"
 
 unwritable() {
