@@ -46,20 +46,25 @@ never blocks the next one, which also deletes the killed run's staging folder.
 from __future__ import annotations
 
 import gzip as gziplib
+import hashlib
+import heapq
+import itertools
 import json
 import os
 import re
 import shutil
+import struct
 import tempfile
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from datetime import date, datetime
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, Final, Literal
+from typing import TYPE_CHECKING, BinaryIO, Final, Literal
 
 from sitemap_out import locks
-from sitemap_out.entry import Entry, check_uri, lastmod_key
+from sitemap_out.changes import ChangeLog
+from sitemap_out.entry import Entry, check_uri, format_lastmod, lastmod_key
 from sitemap_out.errors import (
     EmptySitemapError,
     EntryError,
@@ -84,6 +89,7 @@ __all__ = [
     "MAX_SITEMAPS_PER_INDEX",
     "MAX_URLS",
     "STAGING_PREFIX",
+    "ChangeCounts",
     "PartInfo",
     "PublishResult",
     "SitemapWriter",
@@ -99,6 +105,11 @@ MANIFEST_NAME: Final = ".sitemap-manifest.json"
 STAGING_PREFIX: Final = ".sitemap-staging-"
 _OWN_NAME: Final = re.compile(r"sitemap(?:-[1-9][0-9]*)?\.(?:xml|txt)(?:\.gz)?")
 _COPY_CHUNK: Final = 1 << 20
+#: A routed entry in a scratch file: loc length, serialised length, images, xhtml.
+_RECORD: Final = struct.Struct("<IIBB")
+
+if TYPE_CHECKING:
+    from sitemap_out.previous import OldPart, PreviousSet
 
 Format = Literal["xml", "txt"]
 
@@ -114,12 +125,27 @@ class WriterConfigError(SitemapOutError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class PartInfo:
-    """One finished part file; ``newest_lastmod`` feeds the index's ``<lastmod>``."""
+    """One finished part file; ``newest_lastmod`` feeds the index's ``<lastmod>``.
+    ``kept``: a stable layout left the published file untouched (same entries, same bytes),
+    and its index ``<lastmod>`` is the one the index gave it before."""
 
     name: str
     url_count: int
     uncompressed_bytes: int
     newest_lastmod: datetime | date | None
+    kept: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeCounts:
+    """What a stable run found against the set published before it: URLs added (not listed
+    before), removed (listed before, not now) and changed (listed in both, with another
+    ``<lastmod>``). ``layout``: why the part files were laid out afresh, or ""."""
+
+    added: int = 0
+    removed: int = 0
+    changed: int = 0
+    layout: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +158,8 @@ class PublishResult:
     sitemap_url: str | None
     parts: tuple[PartInfo, ...]
     is_index: bool
+    changes: ChangeCounts | None = None  # stable runs only
+    extra: dict[str, Path] = field(default_factory=dict)  # e.g. the feed, by name
 
 
 class _Part:
@@ -148,6 +176,68 @@ class _Part:
         self.xhtml = False
         self.newest: datetime | date | None = None
         self.newest_key: datetime | None = None
+
+
+class _Bucket:
+    """The entries routed to one part of a stable layout (0: the new URLs), in loc order,
+    in a scratch file of records (``_RECORD`` then loc then the serialised entry)."""
+
+    __slots__ = ("count", "fh", "path")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fh: BinaryIO | None = open(path, "wb", buffering=_COPY_CHUNK)  # noqa: SIM115
+        self.count = 0
+
+    def write(self, loc: str, data: bytes, images: bool, xhtml: bool) -> None:
+        assert self.fh is not None
+        raw = loc.encode()
+        self.fh.write(_RECORD.pack(len(raw), len(data), images, xhtml) + raw + data)
+        self.count += 1
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+            self.fh = None
+
+
+#: A routed entry read back: loc, serialised bytes, images, xhtml.
+_Rec = tuple[str, bytes, bool, bool]
+
+
+def _records(path: Path, skip: int = 0) -> Iterator[_Rec]:
+    """The records of a bucket file in order, after the first ``skip``."""
+    head = _RECORD.size
+    with open(path, "rb", buffering=_COPY_CHUNK) as fh:
+        n = 0
+        while header := fh.read(head):
+            loc_len, size, images, xhtml = _RECORD.unpack(header)
+            loc = fh.read(loc_len)
+            data = fh.read(size)
+            if n >= skip:
+                yield loc.decode(), data, bool(images), bool(xhtml)
+            n += 1
+
+
+def _loc_of(rec: _Rec) -> str:
+    return rec[0]
+
+
+def _tagged_merge(first: Iterator[_Rec], second: Iterator[_Rec]) -> Iterator[tuple[int, _Rec]]:
+    """Two record streams in loc order merged, each record tagged 0 or 1 by its source."""
+    return heapq.merge(
+        ((0, rec) for rec in first), ((1, rec) for rec in second), key=lambda t: t[1][0]
+    )
+
+
+def _parse_lastmod(text: str | None) -> datetime | date | None:
+    """An index ``<lastmod>`` as written back to a value that formats to the same text."""
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(text) if "T" in text else date.fromisoformat(text)
+    except ValueError:
+        return None
 
 
 def _normalise_base_url(base_url: str | None) -> str | None:
@@ -212,10 +302,27 @@ def read_manifest(out_dir: Path) -> list[str]:
     return [f for f in files if isinstance(f, str) and _OWN_NAME.fullmatch(f)]
 
 
-def _write_manifest(out_dir: Path, names: Iterable[str]) -> None:
+def _same_bytes(a: Path, b: Path) -> bool:
+    """Whether two small files (an index) hold the same bytes; False if either is missing."""
+    try:
+        if a.stat().st_size != b.stat().st_size:
+            return False
+        return a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False
+
+
+def _write_manifest(
+    out_dir: Path, names: Iterable[str], layout: dict[str, object] | None = None
+) -> None:
+    """``layout``: the settings the set was made with, written only once the set is whole,
+    so that a run killed while publishing leaves a set the next run lays out afresh."""
     tmp = out_dir / (MANIFEST_NAME + ".tmp")
+    data: dict[str, object] = {"version": 1, "files": list(names)}
+    if layout is not None:
+        data["layout"] = layout
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump({"version": 1, "files": list(names)}, fh)
+        json.dump(data, fh)
         fh.write("\n")
         fh.flush()
         os.fsync(fh.fileno())
@@ -240,7 +347,14 @@ class SitemapWriter:
         max_urls: int = MAX_URLS,
         max_bytes: int = MAX_BYTES,
         compresslevel: int = 6,
+        stable: bool = False,
+        now: datetime | None = None,
+        changes: ChangeLog | None = None,
     ) -> None:
+        """``stable``: entries come in increasing loc order, and the part files published
+        before keep their URLs (see the module docstring); ``now``: the run's time, the
+        ``<lastmod>`` a re-written part gets in the index (default: the clock);
+        ``changes``: where a stable run records the URLs added, removed and changed."""
         if fmt not in ("xml", "txt"):
             raise WriterConfigError(f"fmt must be 'xml' or 'txt', not {fmt!r}")
         if not isinstance(max_urls, int) or not 1 <= max_urls <= MAX_URLS:
@@ -289,8 +403,27 @@ class SitemapWriter:
             raise
         self._parts: list[PartInfo] = []
         self._part: _Part | None = None
+        self._next_number = 1
         self._count = 0
         self._open = True
+        self._now = (now or datetime.now(UTC)).replace(microsecond=0)
+        if self._now.tzinfo is None:
+            raise WriterConfigError("now must be timezone-aware")
+        self._stable = stable
+        self._changes = changes if changes is not None else (ChangeLog() if stable else None)
+        self._last_loc: str | None = None
+        self._routing = False
+        self._previous: PreviousSet | None = None
+        self._old: Iterator[tuple[str, str | None, int]] = iter(())
+        self._old_head: tuple[str, str | None, int] | None = None
+        self._buckets: dict[int, _Bucket] = {}
+        self._digests: dict[str, bytes] = {}  # routed parts' uncompressed SHA-256, by name
+        if stable:
+            try:
+                self._read_previous()
+            except BaseException:
+                self.abort()
+                raise
 
     # -- appending -------------------------------------------------------------------------
 
@@ -311,34 +444,49 @@ class SitemapWriter:
             raise TypeError(f"expected an Entry, got {type(entry).__name__}")
         data = self._serialise(entry).encode()
         size = len(data)
+        images, xhtml = bool(entry.images), bool(entry.alternates)
+        if self._fixed[images, xhtml] + size > self._max_bytes:
+            # Checked before rolling over, so no empty (invalid) part is ever left open.
+            self._too_big(entry, size)
+        if self._stable:
+            number = self._compare(entry)
+            if self._routing:
+                bucket = self._buckets.get(number if number is not None else 0)
+                if bucket is None:  # an old part read for the changes only: a new URL here
+                    bucket = self._buckets[0]
+                bucket.write(entry.loc, data, images, xhtml)
+                self._count += 1
+                return
+        self._append(data, images, xhtml, entry.lastmod)
+        self._count += 1
+
+    def _append(
+        self, data: bytes, images: bool, xhtml: bool, lastmod: datetime | date | None
+    ) -> None:
+        """Put one serialised entry in the open part, rolling over first at either limit."""
+        size = len(data)
         part = self._part
         if part is None:
             part = self._new_part()
-        images = part.images or bool(entry.images)
-        xhtml = part.xhtml or bool(entry.alternates)
+        both_images = part.images or images
+        both_xhtml = part.xhtml or xhtml
         if (
             part.count >= self._max_urls
-            or self._fixed[images, xhtml] + part.body_bytes + size > self._max_bytes
+            or self._fixed[both_images, both_xhtml] + part.body_bytes + size > self._max_bytes
         ):
-            images = bool(entry.images)
-            xhtml = bool(entry.alternates)
-            if self._fixed[images, xhtml] + size > self._max_bytes:
-                # Checked before rolling over, so no empty (invalid) part is ever left open.
-                self._too_big(entry, size)
             self._close_part()
             part = self._new_part()
+            both_images, both_xhtml = images, xhtml
         part.body.write(data)
         part.body_bytes += size
         part.count += 1
-        part.images = images
-        part.xhtml = xhtml
-        lastmod = entry.lastmod
+        part.images = both_images
+        part.xhtml = both_xhtml
         if lastmod is not None:
             key = lastmod_key(lastmod)
             if part.newest_key is None or key > part.newest_key:
                 part.newest_key = key
                 part.newest = lastmod
-        self._count += 1
 
     def check(self, entry: Entry) -> None:
         """Raise EntryError now if entry could never be written (too big even for a file of
@@ -363,8 +511,9 @@ class SitemapWriter:
         )
 
     def _new_part(self) -> _Part:
-        number = len(self._parts) + 1
-        if number > MAX_SITEMAPS_PER_INDEX:
+        number = self._next_number
+        self._next_number += 1
+        if len(self._parts) + 1 > MAX_SITEMAPS_PER_INDEX:
             raise IndexLimitError(
                 f"this run needs more than {MAX_SITEMAPS_PER_INDEX} sitemap files, the most one "
                 f"index may list (indexes must not nest); {self._count} URLs written so far"
@@ -410,6 +559,206 @@ class SitemapWriter:
             )
         )
 
+    # -- a stable layout -------------------------------------------------------------------
+
+    @property
+    def layout_note(self) -> str:
+        """Why a stable run lays its part files out afresh, when it does and a set was
+        published before; "" otherwise."""
+        return self._previous.note if self._previous is not None else ""
+
+    def _layout(self) -> dict[str, object]:
+        """The settings a layout depends on, recorded in the manifest."""
+        return {
+            "base_url": self._base_url,
+            "format": "xml" if self._xml else "txt",
+            "gzip": self._gzip,
+            "max_urls": self._max_urls,
+            "max_bytes": self._max_bytes,
+        }
+
+    def _read_previous(self) -> None:
+        from sitemap_out.previous import old_locs, read_previous  # the reader imports us
+
+        previous = read_previous(self._out, self._staging, self._layout())
+        self._previous = previous
+        assert self._changes is not None
+        self._changes.open(self._staging)
+        self._changes.previous = bool(previous.parts)
+        self._old = heapq.merge(*(old_locs(p) for p in previous.parts))
+        self._old_head = next(self._old, None)
+        if previous.reusable:
+            self._routing = True
+            self._buckets = {0: _Bucket(self._staging / "new.records")}
+            for part in previous.parts:
+                path = self._staging / f"keep-{part.number}.records"
+                self._buckets[part.number] = _Bucket(path)
+
+    def _compare(self, entry: Entry) -> int | None:
+        """Record what became of entry's URL, and of the old URLs before it; return the
+        number of the old part that listed it, None for a URL not listed before."""
+        loc = entry.loc
+        if self._last_loc is not None and loc <= self._last_loc:
+            raise SitemapOutError(
+                f"a stable layout takes entries in increasing loc order; {loc[:200]!r} "
+                f"came after {self._last_loc[:200]!r}"
+            )
+        self._last_loc = loc
+        changes = self._changes
+        assert changes is not None
+        lastmod = None
+        if self._xml and entry.lastmod is not None:
+            lastmod = format_lastmod(entry.lastmod)
+        head = self._old_head
+        while head is not None and head[0] < loc:
+            changes.record("removed", head[0], head[1])
+            head = next(self._old, None)
+        number = None
+        if head is not None and head[0] == loc:
+            number = head[2]
+            if head[1] != lastmod:
+                changes.record("changed", loc, lastmod, head[1], self._when(entry))
+            while head is not None and head[0] == loc:
+                head = next(self._old, None)
+        else:
+            changes.record("added", loc, lastmod, None, self._when(entry))
+        self._old_head = head
+        return number
+
+    def _when(self, entry: Entry) -> datetime:
+        """An entry's date in the feed: its lastmod, else the run's time."""
+        return lastmod_key(entry.lastmod) if entry.lastmod is not None else self._now
+
+    def _finish_comparing(self) -> None:
+        changes = self._changes
+        assert changes is not None
+        head = self._old_head
+        while head is not None:
+            changes.record("removed", head[0], head[1])
+            head = next(self._old, None)
+        self._old_head = None
+
+    def _fits(self, count: int, body: int, images: bool, xhtml: bool, rec: _Rec) -> bool:
+        """Whether rec fits in a part holding count entries of body bytes (exact rules)."""
+        return (
+            count < self._max_urls
+            and self._fixed[images or rec[2], xhtml or rec[3]] + body + len(rec[1])
+            <= self._max_bytes
+        )
+
+    def _relayout(self) -> None:
+        """Lay the routed entries out in the old parts: each keeps its URLs; a part (not the
+        last) left with fewer than a quarter of max_urls gives them to the last part; the
+        new URLs fill the last part, then new parts numbered after the highest old one."""
+        previous = self._previous
+        assert previous is not None
+        for bucket in self._buckets.values():
+            bucket.close()
+        quarter = self._max_urls // 4
+        incoming: list[Iterator[_Rec]] = [_records(self._buckets[0].path)]
+        alive = [p for p in previous.parts if self._buckets[p.number].count > 0]
+        self._next_number = max((p.number for p in previous.parts), default=0) + 1
+        if alive:
+            *body, tail = alive
+            for part in body:
+                bucket = self._buckets[part.number]
+                if bucket.count < quarter:
+                    incoming.append(_records(bucket.path))
+                    continue
+                taken = self._write_routed(part, _records(bucket.path), iter(()))
+                if taken < bucket.count:  # grew past max_bytes: the rest moves on
+                    incoming.append(_records(bucket.path, skip=taken))
+            bucket = self._buckets[tail.number]
+            count, body_bytes, images, xhtml = 0, 0, False, False
+            for rec in _records(bucket.path):
+                if not self._fits(count, body_bytes, images, xhtml, rec):
+                    break
+                count, body_bytes = count + 1, body_bytes + len(rec[1])
+                images, xhtml = images or rec[2], xhtml or rec[3]
+            if count < bucket.count:
+                incoming.append(_records(bucket.path, skip=count))
+            stream: Iterator[_Rec] = heapq.merge(*incoming, key=_loc_of)
+            extra = _Bucket(self._staging / "tail.records")
+            for rec in stream:
+                if not self._fits(count, body_bytes, images, xhtml, rec):
+                    stream = itertools.chain([rec], stream)
+                    break
+                extra.write(*rec)
+                count, body_bytes = count + 1, body_bytes + len(rec[1])
+                images, xhtml = images or rec[2], xhtml or rec[3]
+            extra.close()
+            kept = itertools.islice(_records(bucket.path), count - extra.count)
+            self._write_routed(tail, kept, _records(extra.path))
+        else:
+            stream = heapq.merge(*incoming, key=_loc_of)
+        for _loc, data, images, xhtml in stream:
+            self._append(data, images, xhtml, None)
+        self._close_part()
+        # every part written is new as of now (those left unchanged get their old date back)
+        self._parts = [replace(info, newest_lastmod=self._now) for info in self._parts]
+
+    def _write_routed(self, part: OldPart, first: Iterator[_Rec], second: Iterator[_Rec]) -> int:
+        """Write an old part's new content (first and second merged, each in loc order,
+        cut where the limits are reached) to the staging folder; return how many of
+        `first` it took."""
+        name = f"sitemap-{part.number}{self._suffix}"
+        taken = 0
+        count, body_bytes, images, xhtml = 0, 0, False, False
+        chosen = _Bucket(self._staging / f"part-{part.number}.records")
+        for which, rec in _tagged_merge(first, second):
+            if not self._fits(count, body_bytes, images, xhtml, rec):
+                break
+            chosen.write(*rec)
+            taken += which == 0
+            count, body_bytes = count + 1, body_bytes + len(rec[1])
+            images, xhtml = images or rec[2], xhtml or rec[3]
+        chosen.close()
+        header = self._headers[images, xhtml]
+        sha = hashlib.sha256(header)
+        with open(self._staging / name, "wb") as raw:
+            sink: BinaryIO = raw
+            if self._gzip:
+                sink = gziplib.GzipFile(  # type: ignore[assignment]
+                    filename="", mode="wb", fileobj=raw, compresslevel=self._compresslevel, mtime=0
+                )
+            sink.write(header)
+            for rec in _records(chosen.path):
+                sink.write(rec[1])
+                sha.update(rec[1])
+            sink.write(self._footer)
+            sha.update(self._footer)
+            if sink is not raw:
+                sink.close()
+            raw.flush()
+            os.fsync(raw.fileno())
+        chosen.path.unlink()
+        self._digests[name] = sha.digest()
+        self._parts.append(
+            PartInfo(
+                name=name,
+                url_count=count,
+                uncompressed_bytes=len(header) + body_bytes + len(self._footer),
+                newest_lastmod=self._now,
+            )
+        )
+        return taken
+
+    def _keep_unchanged(self, parts: list[PartInfo]) -> list[PartInfo]:
+        """A routed part whose bytes and name are those published keeps the published file
+        (left untouched) and its index lastmod; every other part is new as of now."""
+        previous = self._previous
+        assert previous is not None
+        old = {p.name: p for p in previous.parts}
+        out = []
+        for info in parts:
+            digest = self._digests.get(info.name)
+            before = old.get(info.name)
+            if digest is not None and before is not None and before.digest == digest:
+                (self._staging / info.name).unlink()
+                info = replace(info, kept=True, newest_lastmod=_parse_lastmod(before.index_lastmod))
+            out.append(info)
+        return out
+
     # -- finishing -------------------------------------------------------------------------
 
     def publish(self) -> PublishResult:
@@ -423,7 +772,12 @@ class SitemapWriter:
                 "is invalid); the previously published sitemap, if any, is unchanged"
             )
         try:
-            self._close_part()
+            if self._stable:
+                self._finish_comparing()
+            if self._routing:
+                self._relayout()
+            else:
+                self._close_part()
             result = self._finish()
         finally:
             self.abort()
@@ -432,19 +786,25 @@ class SitemapWriter:
     def _finish(self) -> PublishResult:
         parts = self._parts
         is_index = len(parts) > 1 or self._gzip
+        if is_index and self._base_url is None:
+            raise WriterConfigError(
+                f"{self._count} URLs needed {len(parts)} files, and the sitemap.xml index "
+                "listing them needs absolute URLs: pass base_url"
+            )
+        if not is_index:
+            entry_name = "sitemap.xml" if self._xml else "sitemap.txt"
+            os.replace(self._staging / parts[0].name, self._staging / entry_name)
+            digest = self._digests.pop(parts[0].name, None)
+            if digest is not None:
+                self._digests[entry_name] = digest
+            parts[0] = replace(parts[0], name=entry_name)
+        if self._routing:
+            parts[:] = self._keep_unchanged(parts)
         if is_index:
-            if self._base_url is None:
-                raise WriterConfigError(
-                    f"{self._count} URLs needed {len(parts)} files, and the sitemap.xml index "
-                    "listing them needs absolute URLs: pass base_url"
-                )
             entry_name = "sitemap.xml"
             self._write_index(entry_name)
             names = [p.name for p in parts] + [entry_name]
         else:
-            entry_name = "sitemap.xml" if self._xml else "sitemap.txt"
-            os.replace(self._staging / parts[0].name, self._staging / entry_name)
-            parts[0] = replace(parts[0], name=entry_name)
             names = [entry_name]
         _fsync_dir(self._staging)
         self._install(names)
@@ -455,7 +815,16 @@ class SitemapWriter:
             sitemap_url=None if self._base_url is None else self._base_url + entry_name,
             parts=tuple(parts),
             is_index=is_index,
+            changes=self._change_counts(),
         )
+
+    def _change_counts(self) -> ChangeCounts | None:
+        changes = self._changes
+        if not self._stable or changes is None:
+            return None
+        counts = changes.counts
+        note = self.layout_note
+        return ChangeCounts(counts["added"], counts["removed"], counts["changed"], note)
 
     def _write_index(self, name: str) -> None:
         assert self._base_url is not None
@@ -475,16 +844,24 @@ class SitemapWriter:
             )
 
     def _install(self, names: list[str]) -> None:
+        """Steps 1 to 4 of the module docstring. A name with no file in the staging folder
+        is a part left as published (a stable layout); an entry point whose bytes are those
+        published is left untouched too, so that its mtime and ETag say nothing changed."""
         old = read_manifest(self._out)
         new = set(names)
+        entry = names[-1]
+        if _same_bytes(self._staging / entry, self._out / entry):
+            (self._staging / entry).unlink()
         _write_manifest(self._out, [*old, *(n for n in names if n not in old)])
         for name in names:  # entry point last
-            os.replace(self._staging / name, self._out / name)
+            staged = self._staging / name
+            if staged.exists():
+                os.replace(staged, self._out / name)
         _fsync_dir(self._out)
         for name in old:
             if name not in new:
                 (self._out / name).unlink(missing_ok=True)
-        _write_manifest(self._out, names)
+        _write_manifest(self._out, names, self._layout())
 
     def abort(self) -> None:
         """Discard this run's staging folder and release the lock; the published set is as was."""

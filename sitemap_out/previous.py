@@ -1,0 +1,156 @@
+"""The set published before this run, read back from ``out_dir`` for a stable layout.
+
+What search engines saw is the truth to keep stable, so the previous assignment of URLs to
+part files is read from the published files themselves (the manifest, the index and its
+parts, read with our own bounded reader), not from a crawl's state file: it works with or
+without ``--state``. Memory stays flat on millions of URLs: each part (at most 50,000 URLs)
+is read, sorted by loc and written to a scratch file in the staging folder, and the writer
+merges those sorted files (``heapq.merge``) against its own sorted input, so no dict of
+every old loc is ever built.
+"""
+
+from __future__ import annotations
+
+import gzip as gziplib
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from sitemap_out.reader import read_sitemap
+from sitemap_out.writer import MANIFEST_NAME, read_manifest
+
+__all__ = ["OldPart", "PreviousSet", "digest_of", "old_locs", "read_layout", "read_previous"]
+
+_PART_RE: Final = re.compile(r"sitemap-([1-9][0-9]*)(\.(?:xml|txt)(?:\.gz)?)")
+_CHUNK: Final = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
+class OldPart:
+    """One published part: its number (1 for a single-file sitemap), file name, URL count,
+    the SHA-256 of its uncompressed bytes, its ``<lastmod>`` in the index as written (None
+    for a single file or none given) and the scratch file of its ``[loc, lastmod]`` lines."""
+
+    number: int
+    name: str
+    url_count: int
+    digest: bytes
+    index_lastmod: str | None
+    locs: Path
+
+
+@dataclass(frozen=True, slots=True)
+class PreviousSet:
+    """``parts`` hold every URL the published set lists (for the changes); ``reusable``
+    says whether its layout can be kept (same settings), and ``note`` why not, when not."""
+
+    parts: tuple[OldPart, ...]
+    reusable: bool
+    note: str
+
+
+def read_layout(out_dir: Path) -> dict[str, object] | None:
+    """The settings the published set was made with, as the manifest records them."""
+    try:
+        data = json.loads((out_dir / MANIFEST_NAME).read_text("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    layout = data.get("layout") if isinstance(data, dict) else None
+    return layout if isinstance(layout, dict) else None
+
+
+def digest_of(path: Path, max_bytes: int) -> bytes:
+    """SHA-256 of a file's uncompressed bytes (gzip detected by its magic number)."""
+    sha = hashlib.sha256()
+    with open(path, "rb") as raw:
+        gz = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        source = gziplib.GzipFile(fileobj=raw, mode="rb") if gz else raw
+        size = 0
+        while chunk := source.read(_CHUNK):
+            size += len(chunk)
+            if size > max_bytes:
+                raise ValueError("larger than a sitemap may be")
+            sha.update(chunk)
+    return sha.digest()
+
+
+def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> PreviousSet:
+    """Read what is published in out_dir. A set that is missing or unreadable counts as
+    empty (every URL is then added), with a note saying why; a readable set made with other
+    settings (``layout``: base URL, format, gzip, limits) gives its URLs for the changes
+    but not its layout."""
+    names = read_manifest(out_dir)
+    if not names:
+        return PreviousSet((), False, "")
+    entry = "sitemap.xml" if "sitemap.xml" in names else names[-1]
+    try:
+        top = read_sitemap(out_dir / entry)
+    except OSError as exc:
+        return _unreadable(f"{entry}: {exc.strerror or exc}")
+    if not top.ok:
+        return _unreadable(f"{entry}: {top.problems[0].message}")
+    base = layout.get("base_url")
+    found: list[tuple[int, str, str | None]] = []
+    if top.kind == "sitemapindex":
+        for item in top.entries:
+            name = item.loc.removeprefix(base) if isinstance(base, str) else item.loc
+            match = _PART_RE.fullmatch(name)
+            if not isinstance(base, str) or not item.loc.startswith(base) or match is None:
+                return _unreadable(f"{entry} lists {item.loc[:200]}, not a part of this set")
+            found.append((int(match.group(1)), name, item.lastmod))
+    else:
+        found.append((1, entry, None))
+    parts: list[OldPart] = []
+    numbers: set[int] = set()
+    for number, name, lastmod in found:
+        if number in numbers:
+            return _unreadable(f"{entry} lists part {number} twice")
+        numbers.add(number)
+        path = out_dir / name
+        try:
+            read = read_sitemap(path)
+            digest = digest_of(path, read.uncompressed_bytes + 1)
+        except (OSError, ValueError, EOFError, gziplib.BadGzipFile) as exc:
+            return _unreadable(f"{name}: {exc}")
+        if not read.ok or read.kind == "sitemapindex":
+            why = read.problems[0].message if read.problems else "an index inside an index"
+            return _unreadable(f"{name}: {why}")
+        rows = sorted({e.loc: e.lastmod for e in read.entries}.items())
+        locs = scratch / f"old-{number}.locs"
+        with open(locs, "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        parts.append(OldPart(number, name, len(rows), digest, lastmod, locs))
+    parts.sort(key=lambda p: p.number)
+    old = read_layout(out_dir)
+    if old != layout:
+        what = _what_differs(old, layout)
+        return PreviousSet(tuple(parts), False, f"{what}: a fresh layout of part files")
+    return PreviousSet(tuple(parts), True, "")
+
+
+def _what_differs(old: dict[str, object] | None, new: dict[str, object]) -> str:
+    if old is None:
+        return "the published sitemap does not record its settings (an older version made it)"
+    keys = [k for k in sorted({*old, *new}) if old.get(k) != new.get(k)]
+    return "the published sitemap was made with another " + ", ".join(keys)
+
+
+def _unreadable(why: str) -> PreviousSet:
+    return PreviousSet(
+        (), False, f"the published sitemap cannot be read back ({why}): a fresh layout, "
+        "and every URL counts as added"
+    )  # fmt: skip
+
+
+def old_locs(part: OldPart) -> Iterator[tuple[str, str | None, int]]:
+    """(loc, lastmod as written, part number) of one old part, in loc order."""
+    number = part.number
+    with open(part.locs, encoding="utf-8") as fh:
+        for line in fh:
+            loc, lastmod = json.loads(line)
+            yield loc, lastmod, number
