@@ -77,10 +77,11 @@ class ChangeLog:
             yield line.rstrip("\n")
         fh.seek(0, os.SEEK_END)
 
-    def write_json(self, path: Path, extra: dict[str, object]) -> None:
+    def write_json(self, path: Path, extra: dict[str, object], *, in_place: bool = False) -> None:
         """{extra..., previous, counts, added: [...], removed: [...], changed: [...]},
-        streamed to path through a temporary file renamed over it."""
-        tmp = path.with_name(path.name + ".tmp")
+        streamed to path through a temporary file renamed over it (`in_place`: to path
+        itself, a FIFO or a device that a rename would replace)."""
+        tmp = path if in_place else path.with_name(path.name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as out:
             head = {**extra, "previous": self.previous, "counts": self.counts}
             out.write(json.dumps(head, ensure_ascii=False)[:-1])
@@ -91,8 +92,10 @@ class ChangeLog:
                 out.write("\n]" if self.counts[kind] else "]")
             out.write("}\n")
             out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
+            if not in_place:
+                os.fsync(out.fileno())
+        if not in_place:
+            os.replace(tmp, path)
 
     def close(self) -> None:
         for fh in self._files.values():

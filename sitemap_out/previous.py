@@ -87,7 +87,9 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
     names = read_manifest(out_dir)
     if not names:
         return PreviousSet((), False, "")
-    entry = "sitemap.xml" if "sitemap.xml" in names else names[-1]
+    entry = next((n for n in ("sitemap.xml", "sitemap.txt") if n in names), None)
+    if entry is None:
+        return PreviousSet((), False, "")
     try:
         top = read_sitemap(out_dir / entry)
     except OSError as exc:

@@ -56,8 +56,8 @@ import shutil
 import struct
 import tempfile
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, BinaryIO, Final, Literal
@@ -72,6 +72,7 @@ from sitemap_out.errors import (
     SitemapOutError,
     WriterLockedError,
 )
+from sitemap_out.feed import FEED_NAME, MAX_ENTRIES, FeedEntry, feed_document, read_feed
 from sitemap_out.xml import (
     URLSET_CLOSE,
     index_close,
@@ -103,7 +104,7 @@ MAX_SITEMAPS_PER_INDEX: Final = 50_000
 LOCK_NAME: Final = ".sitemap.lock"
 MANIFEST_NAME: Final = ".sitemap-manifest.json"
 STAGING_PREFIX: Final = ".sitemap-staging-"
-_OWN_NAME: Final = re.compile(r"sitemap(?:-[1-9][0-9]*)?\.(?:xml|txt)(?:\.gz)?")
+_OWN_NAME: Final = re.compile(r"sitemap(?:-[1-9][0-9]*)?\.(?:xml|txt)(?:\.gz)?|changes\.atom")
 _COPY_CHUNK: Final = 1 << 20
 #: A routed entry in a scratch file: loc length, serialised length, images, xhtml.
 _RECORD: Final = struct.Struct("<IIBB")
@@ -159,7 +160,7 @@ class PublishResult:
     parts: tuple[PartInfo, ...]
     is_index: bool
     changes: ChangeCounts | None = None  # stable runs only
-    extra: dict[str, Path] = field(default_factory=dict)  # e.g. the feed, by name
+    feed_url: str | None = None  # changes.atom, when published
 
 
 class _Part:
@@ -350,11 +351,14 @@ class SitemapWriter:
         stable: bool = False,
         now: datetime | None = None,
         changes: ChangeLog | None = None,
+        feed_days: int | None = None,
     ) -> None:
         """``stable``: entries come in increasing loc order, and the part files published
         before keep their URLs (see the module docstring); ``now``: the run's time, the
         ``<lastmod>`` a re-written part gets in the index (default: the clock);
-        ``changes``: where a stable run records the URLs added, removed and changed."""
+        ``changes``: where a stable run records the URLs added, removed and changed;
+        ``feed_days``: also publish ``changes.atom``, the URLs added or changed in the last
+        that many days (stable runs only: the feed is made of the changes)."""
         if fmt not in ("xml", "txt"):
             raise WriterConfigError(f"fmt must be 'xml' or 'txt', not {fmt!r}")
         if not isinstance(max_urls, int) or not 1 <= max_urls <= MAX_URLS:
@@ -390,6 +394,12 @@ class SitemapWriter:
             self._footer = b""
         self._fixed = {key: len(h) + len(self._footer) for key, h in self._headers.items()}
 
+        if feed_days is not None:
+            if not stable or self._base_url is None:
+                raise WriterConfigError("feed_days needs stable=True and base_url")
+            if not isinstance(feed_days, int) or not 1 <= feed_days <= 3650:
+                raise WriterConfigError(f"feed_days must be from 1 to 3650, not {feed_days!r}")
+        self._feed_days = feed_days
         self._out = Path(out_dir)
         self._out.mkdir(parents=True, exist_ok=True)
         self._lock_fd: int | None = _acquire_lock(self._out)
@@ -410,7 +420,13 @@ class SitemapWriter:
         if self._now.tzinfo is None:
             raise WriterConfigError("now must be timezone-aware")
         self._stable = stable
-        self._changes = changes if changes is not None else (ChangeLog() if stable else None)
+        if stable and changes is None:
+            changes = ChangeLog()
+        if changes is not None and feed_days is not None:
+            changes.keep = max(changes.keep, MAX_ENTRIES)
+        self._changes = changes
+        self._carried: dict[str, FeedEntry] = {}  # the last feed's entries still in the window
+        self._feed_updated: datetime | None = None
         self._last_loc: str | None = None
         self._routing = False
         self._previous: PreviousSet | None = None
@@ -420,6 +436,8 @@ class SitemapWriter:
         self._digests: dict[str, bytes] = {}  # routed parts' uncompressed SHA-256, by name
         if stable:
             try:
+                if feed_days is not None:
+                    self._read_feed(feed_days)
                 self._read_previous()
             except BaseException:
                 self.abort()
@@ -611,7 +629,7 @@ class SitemapWriter:
             lastmod = format_lastmod(entry.lastmod)
         head = self._old_head
         while head is not None and head[0] < loc:
-            changes.record("removed", head[0], head[1])
+            self._removed(head)
             head = next(self._old, None)
         number = None
         if head is not None and head[0] == loc:
@@ -634,9 +652,43 @@ class SitemapWriter:
         assert changes is not None
         head = self._old_head
         while head is not None:
-            changes.record("removed", head[0], head[1])
+            self._removed(head)
             head = next(self._old, None)
         self._old_head = None
+
+    def _removed(self, head: tuple[str, str | None, int]) -> None:
+        assert self._changes is not None
+        self._changes.record("removed", head[0], head[1])
+        self._carried.pop(head[0], None)  # a removed URL leaves the feed too
+
+    # -- the feed --------------------------------------------------------------------------
+
+    def _read_feed(self, days: int) -> None:
+        entries, updated = read_feed(self._out / FEED_NAME)
+        since = self._now - timedelta(days=days)
+        self._carried = {e.loc: e for e in entries if e.updated >= since}
+        self._feed_updated = updated
+
+    def _write_feed(self) -> str:
+        """The feed in the staging folder: this run's URLs added or changed, then the last
+        feed's still in the window, newest first, at most MAX_ENTRIES; returns its URL."""
+        assert self._base_url is not None and self._changes is not None
+        carried = self._carried
+        entries: list[FeedEntry] = []
+        for when, loc, kind in self._changes.newest():
+            carried.pop(loc, None)
+            entries.append(FeedEntry(when, loc, kind))
+        entries += carried.values()
+        entries.sort(reverse=True)
+        del entries[MAX_ENTRIES:]
+        updated = entries[0].updated if entries else (self._feed_updated or self._now)
+        url = self._base_url + FEED_NAME
+        text = feed_document(url, self._base_url, entries, updated)
+        with open(self._staging / FEED_NAME, "wb") as fh:
+            fh.write(text.encode())
+            fh.flush()
+            os.fsync(fh.fileno())
+        return url
 
     def _fits(self, count: int, body: int, images: bool, xhtml: bool, rec: _Rec) -> bool:
         """Whether rec fits in a part holding count entries of body bytes (exact rules)."""
@@ -806,6 +858,10 @@ class SitemapWriter:
             names = [p.name for p in parts] + [entry_name]
         else:
             names = [entry_name]
+        feed_url = None
+        if self._feed_days is not None:
+            feed_url = self._write_feed()
+            names.insert(-1, FEED_NAME)
         _fsync_dir(self._staging)
         self._install(names)
         return PublishResult(
@@ -816,6 +872,7 @@ class SitemapWriter:
             parts=tuple(parts),
             is_index=is_index,
             changes=self._change_counts(),
+            feed_url=feed_url,
         )
 
     def _change_counts(self) -> ChangeCounts | None:
@@ -849,9 +906,9 @@ class SitemapWriter:
         published is left untouched too, so that its mtime and ETag say nothing changed."""
         old = read_manifest(self._out)
         new = set(names)
-        entry = names[-1]
-        if _same_bytes(self._staging / entry, self._out / entry):
-            (self._staging / entry).unlink()
+        for small in (names[-1], FEED_NAME):
+            if _same_bytes(self._staging / small, self._out / small):
+                (self._staging / small).unlink()
         _write_manifest(self._out, [*old, *(n for n in names if n not in old)])
         for name in names:  # entry point last
             staged = self._staging / name
