@@ -241,6 +241,11 @@ def _parse_lastmod(text: str | None) -> datetime | date | None:
         return None
 
 
+def _clock() -> datetime:
+    """The run's time, when the caller gives none (tests replace it to move through days)."""
+    return datetime.now(UTC)
+
+
 def _normalise_base_url(base_url: str | None) -> str | None:
     if base_url is None:
         return None
@@ -416,7 +421,7 @@ class SitemapWriter:
         self._next_number = 1
         self._count = 0
         self._open = True
-        self._now = (now or datetime.now(UTC)).replace(microsecond=0)
+        self._now = (now or _clock()).replace(microsecond=0)
         if self._now.tzinfo is None:
             raise WriterConfigError("now must be timezone-aware")
         self._stable = stable
