@@ -130,6 +130,9 @@ def test_the_job_writes_last_changes(serve, tmp_path, monkeypatch):
 
 # -- the feed ----------------------------------------------------------------------------------
 
+#: RFC 3339 date-time, as Atom's dates must be (section 3.3).
+RFC3339 = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+\-]\d{2}:\d{2})"
+
 #: RFC 4287's structure, as RELAX NG (the subset of appendix B a feed of ours may use: every
 #: element the RFC requires, in any order, with the cardinalities it gives).
 ATOM_RNG = f"""
@@ -150,7 +153,7 @@ ATOM_RNG = f"""
   </start>
   <define name="date">
     <data type="string">
-      <param name="pattern">\\d{{4}}-\\d{{2}}-\\d{{2}}T\\d{{2}}:\\d{{2}}:\\d{{2}}(\\.\\d+)?(Z|[+\\-]\\d{{2}}:\\d{{2}})</param>
+      <param name="pattern">{RFC3339}</param>
     </data>
   </define>
   <define name="author">
