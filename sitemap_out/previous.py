@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Final
 
 from sitemap_out.reader import read_sitemap
-from sitemap_out.writer import MANIFEST_NAME, read_manifest
+from sitemap_out.writer import MANIFEST_NAME, read_chunks, read_manifest
 
 __all__ = ["OldPart", "PreviousSet", "digest_of", "old_locs", "read_layout", "read_previous"]
 
@@ -150,9 +150,15 @@ def _unreadable(why: str) -> PreviousSet:
 
 
 def old_locs(part: OldPart) -> Iterator[tuple[str, str | None, int]]:
-    """(loc, lastmod as written, part number) of one old part, in loc order."""
+    """(loc, lastmod as written, part number) of one old part, in loc order; the file is
+    read a chunk at a time without holding it open (a merge of thousands of parts)."""
     number = part.number
-    with open(part.locs, encoding="utf-8") as fh:
-        for line in fh:
+    pending = b""
+    for chunk in read_chunks(part.locs):
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
             loc, lastmod = json.loads(line)
             yield loc, lastmod, number
+    if pending:
+        loc, lastmod = json.loads(pending)
+        yield loc, lastmod, number

@@ -179,45 +179,92 @@ class _Part:
         self.newest_key: datetime | None = None
 
 
+#: Scratch files of a stable layout open at once for writing (one per part would exhaust the
+#: descriptors and, at 64 KiB of buffer each, the memory of a run of thousands of parts);
+#: the input comes in loc order and old parts hold ranges of it, so few are busy at a time.
+_MAX_OPEN_BUCKETS: Final = 64
+_SCRATCH_CHUNK: Final = 1 << 16
+
+
 class _Bucket:
     """The entries routed to one part of a stable layout (0: the new URLs), in loc order,
-    in a scratch file of records (``_RECORD`` then loc then the serialised entry)."""
+    in a scratch file of records (``_RECORD`` then loc then the serialised entry). Opened
+    when written to, and closed by the least recently used rule of ``open``."""
 
-    __slots__ = ("count", "fh", "path")
+    __slots__ = ("count", "fh", "open", "path")
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, open_buckets: dict[_Bucket, None]) -> None:
         self.path = path
-        self.fh: BinaryIO | None = open(path, "wb", buffering=_COPY_CHUNK)  # noqa: SIM115
+        self.open = open_buckets  # shared by a writer's buckets, oldest first
+        self.fh: BinaryIO | None = None
         self.count = 0
+        path.touch()
 
     def write(self, loc: str, data: bytes, images: bool, xhtml: bool) -> None:
-        assert self.fh is not None
+        fh = self.fh
+        if fh is None:
+            if len(self.open) >= _MAX_OPEN_BUCKETS:
+                next(iter(self.open)).close()
+            fh = self.fh = open(self.path, "ab", buffering=_SCRATCH_CHUNK)  # noqa: SIM115
+        else:
+            del self.open[self]
+        self.open[self] = None  # the most recently used, last
         raw = loc.encode()
-        self.fh.write(_RECORD.pack(len(raw), len(data), images, xhtml) + raw + data)
+        fh.write(_RECORD.pack(len(raw), len(data), images, xhtml) + raw + data)
         self.count += 1
 
     def close(self) -> None:
         if self.fh is not None:
             self.fh.close()
             self.fh = None
+            self.open.pop(self, None)
 
 
 #: A routed entry read back: loc, serialised bytes, images, xhtml.
 _Rec = tuple[str, bytes, bool, bool]
 
 
+def read_chunks(path: Path, size: int | None = None) -> Iterator[bytes]:
+    """A file's bytes a chunk at a time, opening it for each chunk: a merge of thousands of
+    scratch files then holds no descriptor between reads."""
+    size = size or _SCRATCH_CHUNK
+    pos = 0
+    while True:
+        with open(path, "rb", buffering=0) as fh:
+            fh.seek(pos)
+            chunk = fh.read(size)
+        if not chunk:
+            return
+        pos += len(chunk)
+        yield chunk
+
+
 def _records(path: Path, skip: int = 0) -> Iterator[_Rec]:
     """The records of a bucket file in order, after the first ``skip``."""
     head = _RECORD.size
-    with open(path, "rb", buffering=_COPY_CHUNK) as fh:
-        n = 0
-        while header := fh.read(head):
-            loc_len, size, images, xhtml = _RECORD.unpack(header)
-            loc = fh.read(loc_len)
-            data = fh.read(size)
-            if n >= skip:
-                yield loc.decode(), data, bool(images), bool(xhtml)
-            n += 1
+    unpack = _RECORD.unpack_from
+    buffer = b""
+    at = 0
+    n = 0
+    chunks = read_chunks(path)
+    while True:
+        if len(buffer) - at >= head:
+            loc_len, size, images, xhtml = unpack(buffer, at)
+            end = at + head + loc_len + size
+            if len(buffer) >= end:
+                if n >= skip:
+                    loc = buffer[at + head : at + head + loc_len].decode()
+                    yield loc, buffer[end - size : end], bool(images), bool(xhtml)
+                n += 1
+                at = end
+                continue
+        chunk = next(chunks, None)
+        if chunk is None:
+            if at != len(buffer):
+                raise SitemapOutError(f"scratch file {path.name} ends inside a record")
+            return
+        buffer = buffer[at:] + chunk
+        at = 0
 
 
 def _loc_of(rec: _Rec) -> str:
@@ -438,6 +485,7 @@ class SitemapWriter:
         self._old: Iterator[tuple[str, str | None, int]] = iter(())
         self._old_head: tuple[str, str | None, int] | None = None
         self._buckets: dict[int, _Bucket] = {}
+        self._open_buckets: dict[_Bucket, None] = {}
         self._digests: dict[str, bytes] = {}  # routed parts' uncompressed SHA-256, by name
         if stable:
             try:
@@ -612,10 +660,10 @@ class SitemapWriter:
         self._old_head = next(self._old, None)
         if previous.reusable:
             self._routing = True
-            self._buckets = {0: _Bucket(self._staging / "new.records")}
+            self._buckets = {0: _Bucket(self._staging / "new.records", self._open_buckets)}
             for part in previous.parts:
                 path = self._staging / f"keep-{part.number}.records"
-                self._buckets[part.number] = _Bucket(path)
+                self._buckets[part.number] = _Bucket(path, self._open_buckets)
 
     def _compare(self, entry: Entry) -> int | None:
         """Record what became of entry's URL, and of the old URLs before it; return the
@@ -735,7 +783,7 @@ class SitemapWriter:
             if count < bucket.count:
                 incoming.append(_records(bucket.path, skip=count))
             stream: Iterator[_Rec] = heapq.merge(*incoming, key=_loc_of)
-            extra = _Bucket(self._staging / "tail.records")
+            extra = _Bucket(self._staging / "tail.records", self._open_buckets)
             for rec in stream:
                 if not self._fits(count, body_bytes, images, xhtml, rec):
                     stream = itertools.chain([rec], stream)
@@ -761,7 +809,7 @@ class SitemapWriter:
         name = f"sitemap-{part.number}{self._suffix}"
         taken = 0
         count, body_bytes, images, xhtml = 0, 0, False, False
-        chosen = _Bucket(self._staging / f"part-{part.number}.records")
+        chosen = _Bucket(self._staging / f"part-{part.number}.records", self._open_buckets)
         for which, rec in _tagged_merge(first, second):
             if not self._fits(count, body_bytes, images, xhtml, rec):
                 break
@@ -933,6 +981,8 @@ class SitemapWriter:
         if self._part is not None:
             self._part.body.close()
             self._part = None
+        for bucket in list(self._open_buckets):
+            bucket.close()
         shutil.rmtree(self._staging, ignore_errors=True)
         self._unlock()
 

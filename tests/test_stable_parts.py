@@ -282,3 +282,21 @@ def test_every_url_in_exactly_one_part_within_the_limits(tmp_path_factory, runs,
                     assert url in parts[name] or name == names[-1]
         previous = parts
         before = files(out)
+
+
+def test_many_parts_with_few_files_open(tmp_path, xsd, monkeypatch: pytest.MonkeyPatch):
+    """Scratch files are opened as needed, at most _MAX_OPEN_BUCKETS at a time, and read a
+    chunk at a time: a layout of thousands of parts needs no descriptor per part."""
+    monkeypatch.setattr(writer_mod, "_MAX_OPEN_BUCKETS", 2)
+    monkeypatch.setattr(writer_mod, "_SCRATCH_CHUNK", 7)
+    first = {loc(i): day(1) for i in range(0, 80, 2)}
+    run(tmp_path, first, 1, lastmods=first, max_urls=4)  # 10 parts
+    before = files(tmp_path)
+    second = {**first, **{loc(i): day(2) for i in range(1, 80, 8)}, loc(40): day(2)}
+    result = run(tmp_path, second, 2, lastmods=second, max_urls=4)
+    assert (result.changes.added, result.changes.changed) == (10, 1)
+    parts = part_locs(tmp_path, xsd)
+    assert sorted(u for p in parts.values() for u in p) == sorted(second)
+    assert all(len(p) <= 4 and p == sorted(p) for p in parts.values())
+    for n in (1, 2, 3, 4, 5, 7, 8, 9):  # part 6 holds loc(40); new URLs fill 10, then 11..
+        assert files(tmp_path)[f"sitemap-{n}.xml"] == before[f"sitemap-{n}.xml"]
