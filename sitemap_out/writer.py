@@ -38,6 +38,20 @@ step 3 leaves extra, unlisted files that the manifest still records, so the next
 deletes them. Only names that match the sitemap naming pattern are ever deleted, so an
 unrelated file in ``out_dir`` is never touched, even with a tampered manifest.
 
+Stable layout (``stable=True``, what the crawler uses; entries must come in loc order).
+The set published before is read back (``sitemap_out.previous``) and its layout kept: a URL
+stays in its part, new URLs fill the last part and then new parts numbered after the
+highest, removed URLs leave theirs, and a part (not the last) left with fewer than a quarter
+of ``max_urls`` gives its URLs to the last part and is dropped, leaving a gap in the
+numbers. A part whose uncompressed bytes and name are those published is not staged at all
+(step 2 leaves the published file untouched) and keeps its index ``<lastmod>``; a part
+written again gets the run's time there. The index and the feed are left untouched when
+their bytes are those published. The manifest records the settings of the layout (base URL,
+format, gzip, limits) only at step 4, so a set left half-published by a kill, or made with
+other settings, is laid out afresh by the next run. The URLs added, removed and changed go
+to a :class:`~sitemap_out.changes.ChangeLog`; with ``feed_days`` the feed ``changes.atom``
+is staged and published with the set (``sitemap_out.feed``).
+
 A second writer on the same folder is refused through ``fcntl.flock`` on
 ``out_dir/.sitemap.lock``; the kernel drops that lock when its holder dies, so a killed run
 never blocks the next one, which also deletes the killed run's staging folder.
