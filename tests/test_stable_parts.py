@@ -300,3 +300,36 @@ def test_many_parts_with_few_files_open(tmp_path, xsd, monkeypatch: pytest.Monke
     assert all(len(p) <= 4 and p == sorted(p) for p in parts.values())
     for n in (1, 2, 3, 4, 5, 7, 8, 9):  # part 6 holds loc(40); new URLs fill 10, then 11..
         assert files(tmp_path)[f"sitemap-{n}.xml"] == before[f"sitemap-{n}.xml"]
+
+
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        (b"<urlset", "not well-formed"),
+        (
+            b'<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"/>',
+            "not a urlset",
+        ),
+        (
+            b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://example.com/a</loc></url>'
+            b"<url><loc>https://example.com/a</loc></url></urlset>",
+            "listed twice",
+        ),
+        (
+            b'<!DOCTYPE u [<!ENTITY e "x">]><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            b"<url><loc>https://example.com/&e;</loc></url></urlset>",
+            "DOCTYPE",
+        ),
+    ],
+)
+def test_a_part_edited_by_hand_means_a_fresh_layout(tmp_path, xsd, body, why):
+    """The published parts are read back fast but bounded (no DTD, no entities expanded):
+    anything but a urlset of distinct URLs is unreadable, and the run starts afresh."""
+    run(tmp_path, LASTMODS, 1, lastmods=LASTMODS)
+    (tmp_path / "sitemap-2.xml").write_bytes(body)
+    with SitemapWriter(tmp_path, BASE, stable=True, now=day(2), max_urls=10) as w:
+        assert "cannot be read back" in w.layout_note and why in w.layout_note
+        for url in sorted(LASTMODS):
+            w.add(Entry(url, lastmod=LASTMODS[url]))
+        w.publish()
+    assert sorted(u for p in part_locs(tmp_path, xsd).values() for u in p) == sorted(LASTMODS)
