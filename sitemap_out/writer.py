@@ -536,10 +536,8 @@ class SitemapWriter:
         if self._stable:
             number = self._compare(entry)
             if self._routing:
-                bucket = self._buckets.get(number if number is not None else 0)
-                if bucket is None:  # an old part read for the changes only: a new URL here
-                    bucket = self._buckets[0]
-                bucket.write(entry.loc, data, images, xhtml)
+                # its old part's scratch file, or the new URLs' (0)
+                self._buckets[number or 0].write(entry.loc, data, images, xhtml)
                 self._count += 1
                 return
         self._append(data, images, xhtml, entry.lastmod)
@@ -776,7 +774,8 @@ class SitemapWriter:
         quarter = self._max_urls // 4
         incoming: list[Iterator[_Rec]] = [_records(self._buckets[0].path)]
         alive = [p for p in previous.parts if self._buckets[p.number].count > 0]
-        self._next_number = max((p.number for p in previous.parts), default=0) + 1
+        # new parts never take a number in use; with no old part left, start again from 1
+        self._next_number = 1 + (max(p.number for p in previous.parts) if alive else 0)
         if alive:
             *body, tail = alive
             for part in body:

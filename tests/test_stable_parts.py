@@ -336,3 +336,12 @@ def test_a_part_edited_by_hand_means_a_fresh_layout(tmp_path, xsd, body, why):
             w.add(Entry(url, lastmod=LASTMODS[url]))
         w.publish()
     assert sorted(u for p in part_locs(tmp_path, xsd).values() for u in p) == sorted(LASTMODS)
+
+
+def test_when_every_old_url_is_gone_numbering_starts_again(tmp_path, xsd):
+    run(tmp_path, LASTMODS, 1, lastmods=LASTMODS)
+    others = {f"{BASE}q/{i}": day(2) for i in range(15)}
+    result = run(tmp_path, others, 2, lastmods=others)
+    assert (result.changes.added, result.changes.removed) == (15, 35)
+    assert list(part_locs(tmp_path, xsd)) == ["sitemap-1.xml", "sitemap-2.xml"]
+    assert not (tmp_path / "sitemap-3.xml").exists()
