@@ -85,7 +85,9 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
         return _unreadable(f"{entry}: {exc.strerror or exc}")
     if not top.ok:
         return _unreadable(f"{entry}: {top.problems[0].message}")
-    base = layout.get("base_url")
+    recorded = read_layout(out_dir)
+    # the index names its parts under the base URL it was made with
+    base = (recorded or layout).get("base_url")
     found: list[tuple[int, str, str | None]] = []
     if top.kind == "sitemapindex":
         for item in top.entries:
@@ -98,7 +100,7 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
         found.append((1, entry, None))
     parts: list[OldPart] = []
     numbers: set[int] = set()
-    for number, name, lastmod in found:
+    for number, name, index_lastmod in found:
         if number in numbers:
             return _unreadable(f"{entry} lists part {number} twice")
         numbers.add(number)
@@ -114,11 +116,10 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
             fh.writelines(
                 f"{loc}\n" if lastmod is None else f"{loc}\t{lastmod}\n" for loc, lastmod in rows
             )
-        parts.append(OldPart(number, name, len(rows), digest, lastmod, locs))
+        parts.append(OldPart(number, name, len(rows), digest, index_lastmod, locs))
     parts.sort(key=lambda p: p.number)
-    old = read_layout(out_dir)
-    if old != layout:
-        what = _what_differs(old, layout)
+    if recorded != layout:
+        what = _what_differs(recorded, layout)
         return PreviousSet(tuple(parts), False, f"{what}: a fresh layout of part files")
     return PreviousSet(tuple(parts), True, "")
 

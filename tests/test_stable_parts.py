@@ -345,3 +345,14 @@ def test_when_every_old_url_is_gone_numbering_starts_again(tmp_path, xsd):
     assert (result.changes.added, result.changes.removed) == (15, 35)
     assert list(part_locs(tmp_path, xsd)) == ["sitemap-1.xml", "sitemap-2.xml"]
     assert not (tmp_path / "sitemap-3.xml").exists()
+
+
+def test_another_base_url_lays_out_afresh_but_still_counts_the_changes(tmp_path, xsd):
+    run(tmp_path, LASTMODS, 1, lastmods=LASTMODS)
+    more = {**LASTMODS, loc(5) + "a": day(2)}
+    with SitemapWriter(tmp_path, BASE + "maps/", stable=True, now=day(2), max_urls=10) as w:
+        assert "base_url" in w.layout_note
+        for url in sorted(more):
+            w.add(Entry(url, lastmod=more[url]))
+        result = w.publish()
+    assert (result.changes.added, result.changes.removed, result.changes.changed) == (1, 0, 0)
