@@ -208,7 +208,9 @@ def check_atom(path: Path) -> list[tuple[str, str]]:
     return entries
 
 
-def test_the_feed_across_three_runs_keeps_a_window_of_days(serve, tmp_path, monkeypatch, capsys):
+def test_the_feed_across_three_runs_keeps_a_window_of_days(
+    serve, tmp_path, monkeypatch, capsys, xsd
+):
     night = Nightly(serve, tmp_path, monkeypatch)
     _, report, printed = night.run(1, "--feed", "--feed-days", "2", capsys=capsys)
     feed = night.out / FEED_NAME
@@ -225,6 +227,7 @@ def test_the_feed_across_three_runs_keeps_a_window_of_days(serve, tmp_path, monk
     night.pages["/p/50"] = page(50, day(2) - timedelta(hours=1))
     night.link()
     night.run(2, "--feed", "--feed-days", "2")
+    read_published(night.out, xsd)  # the sitemap files beside the feed, against the XSDs
     entries = check_atom(feed)
     assert entries[:2] == [
         (night.url("/p/03"), "2026-03-02T06:00:00Z"),
@@ -236,6 +239,7 @@ def test_the_feed_across_three_runs_keeps_a_window_of_days(serve, tmp_path, monk
     # day 5: one page changed; what happened on days 1 and 2 is past the window
     night.pages["/p/04"] = page(4, day(5))
     night.run(5, "--feed", "--feed-days", "2")
+    read_published(night.out, xsd)
     assert check_atom(feed) == [(night.url("/p/04"), "2026-03-05T06:00:00Z")]
     manifest = json.loads((night.out / ".sitemap-manifest.json").read_text())
     assert FEED_NAME in manifest["files"]
