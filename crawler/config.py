@@ -135,6 +135,15 @@ class Config:
     decisions: Path | None = _opt(
         None, "write one JSON line per URL met: listed or why not", metavar="FILE.jsonl"
     )
+    changes: Path | None = _opt(
+        None,
+        "write the URLs added, removed and changed since the last published sitemap as JSON",
+        metavar="FILE.json",
+    )
+    feed: bool = _opt(
+        False, "also publish changes.atom: an Atom feed of the URLs added or changed lately"
+    )
+    feed_days: int = _opt(7, "how many days of changes changes.atom covers", metavar="N")
     quiet: bool = _opt(False, "print only errors")
     log_format: str = _opt(
         "text", "stderr as plain text, or one JSON event a line", choices=("text", "json")
@@ -269,6 +278,8 @@ class Config:
         for key in ("delay", "max_rps", "max_crawl_delay", "max_retry_after"):
             if not 0 <= getattr(self, key) < 86_400:
                 raise ConfigError(f"{key} must be between 0 and 86400, got {getattr(self, key)}")
+        if not 1 <= self.feed_days <= 3650:
+            raise ConfigError(f"feed_days must be from 1 to 3650, got {self.feed_days}")
         for key in ("max_shrink", "max_error_rate"):
             if not 0 <= getattr(self, key) <= 1:
                 raise ConfigError(f"{key} must be between 0 and 1, got {getattr(self, key)}")
@@ -376,6 +387,9 @@ _NOT_FINGERPRINTED = frozenset(
         "max_bytes_per_file",
         "report",
         "decisions",
+        "changes",
+        "feed",
+        "feed_days",
         "quiet",
         "log_format",
         "metrics",

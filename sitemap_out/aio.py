@@ -14,9 +14,11 @@ run is reported before the crawl starts rather than at the first flush.
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
+from sitemap_out.changes import ChangeLog
 from sitemap_out.entry import Entry
 from sitemap_out.writer import MAX_BYTES, MAX_URLS, Format, PublishResult, SitemapWriter
 
@@ -45,6 +47,10 @@ class AsyncSitemapWriter:
         max_bytes: int = MAX_BYTES,
         compresslevel: int = 6,
         batch_size: int = DEFAULT_BATCH,
+        stable: bool = False,
+        now: datetime | None = None,
+        changes: ChangeLog | None = None,
+        feed_days: int | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -56,11 +62,19 @@ class AsyncSitemapWriter:
             max_urls=max_urls,
             max_bytes=max_bytes,
             compresslevel=compresslevel,
+            stable=stable,
+            now=now,
+            changes=changes,
+            feed_days=feed_days,
         )
         self._batch: list[Entry] = []
         self._batch_size = batch_size
         # Concurrent tasks may share one writer; the sync writer must see one batch at a time.
         self._lock = asyncio.Lock()
+
+    @property
+    def layout_note(self) -> str:
+        return self._writer.layout_note
 
     @property
     def count(self) -> int:

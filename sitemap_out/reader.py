@@ -513,6 +513,8 @@ def count_published(out_dir: str | os.PathLike[str]) -> int | None:
         return None
     total = 0
     for name in names:
+        if not name.startswith("sitemap"):
+            continue  # the feed
         try:
             result = read_sitemap(os.path.join(folder, name))
         except OSError:

@@ -70,6 +70,9 @@ class Tally:
     robots_note: str = ""
     seed_notes: list[str] = field(default_factory=list)  # a line per seed sitemap read or not
     requests: dict[str, Any] = field(default_factory=dict)  # the throttle's figures
+    # URLs added, removed and changed against the sitemap published before (once published)
+    changes: dict[str, int] | None = None
+    feed_url: str | None = None  # changes.atom, when published
 
     @property
     def listed(self) -> int:
@@ -114,7 +117,14 @@ class Tally:
             f"({_rate(self.pages_per_second)} pages/s): {self.listed} URLs listed; "
             f"excluded: {excluded or 'none'}; "
             f"{self.failed} requests failed (5xx or no answer, after retries)"
+            + self._changes_summary()
         )
+
+    def _changes_summary(self) -> str:
+        if self.changes is None:
+            return ""
+        c = self.changes
+        return f"; {c['added']} added, {c['removed']} removed, {c['changed']} changed"
 
     def to_json(self, extra: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -128,6 +138,8 @@ class Tally:
             "robots_txt": self.robots_note,
             "seed_sitemaps": self.seed_notes,
             "requests": self.requests,
+            "changes": self.changes,
+            "feed_url": self.feed_url,
             "reasons": {r: self.reasons[r] for r in REASONS},
             "broken_links": [
                 {"url": url, "status": status, "linked_from": refs}

@@ -67,7 +67,7 @@ from crawler.shell.fetch import (
 )
 from crawler.shell.journal import Journal
 from crawler.shell.listings import Listing, Spool, to_micros
-from crawler.shell.outputs import held_outputs
+from crawler.shell.outputs import held_outputs, written_in_place
 from crawler.shell.pages import Fetched, LocalPages
 from crawler.shell.pool import PIPELINE_DEPTH, PoolPages, Spare
 from crawler.shell.progress import Renderer, Snapshot
@@ -76,6 +76,7 @@ from crawler.shell.seeds import SeedSitemap, read_seed_sitemaps
 from crawler.shell.state import CrawlState, StateError
 from crawler.shell.throttle import Throttle, ThrottleClosed
 from sitemap_out import AsyncSitemapWriter, EntryError, PublishResult, count_published
+from sitemap_out.changes import ChangeLog
 
 #: Fraction added to any requested spacing between requests: starts are timed here, and a
 #: send delayed by a busy machine must not bring two requests closer than --delay at the
@@ -199,6 +200,7 @@ class Crawl:
         started = time.monotonic()
         guarded = not config.force and config.max_shrink < 1
         previous = count_published(config.output) if guarded else None
+        changes = ChangeLog()
         writer = AsyncSitemapWriter(
             config.output,
             plan.base_url,
@@ -206,6 +208,9 @@ class Crawl:
             fmt="txt" if config.format == "txt" else "xml",
             max_urls=config.max_urls_per_file,
             max_bytes=config.max_bytes_per_file,
+            stable=True,  # the listings come out of the spool in loc order
+            changes=changes,
+            feed_days=config.feed_days if config.feed else None,
         )
         self._writer = writer
         try:
@@ -264,6 +269,7 @@ class Crawl:
                 if not config.force:
                     self._guard(previous, writer.count)
                 published = await writer.publish()
+                self._report_changes(published, changes)
                 if self.state is not None:
                     try:
                         self.state.finish()
@@ -273,6 +279,7 @@ class Crawl:
             await writer.abort()
             raise
         finally:
+            changes.close()
             try:
                 journal.close()
             finally:
@@ -286,6 +293,30 @@ class Crawl:
             }
         # the file actually published: sitemap.txt for a text sitemap in one file
         return CrawlResult(self.tally, published, published.sitemap_url or plan.sitemap_url)
+
+    def _report_changes(self, published: PublishResult, changes: ChangeLog) -> None:
+        """The changes into the tally, and into --changes FILE.json when asked for."""
+        counts = published.changes
+        if counts is not None and counts.layout:
+            self.log(counts.layout)
+        if counts is not None:
+            self.tally.changes = {
+                "added": counts.added, "removed": counts.removed, "changed": counts.changed,
+            }  # fmt: skip
+        self.tally.feed_url = published.feed_url
+        path = self.config.changes
+        if path is None:
+            return
+        extra: dict[str, object] = {"sitemap_url": published.sitemap_url}
+        if published.feed_url is not None:
+            extra["feed_url"] = published.feed_url
+        try:
+            changes.write_json(path, extra, in_place=written_in_place(path))
+        except OSError as exc:
+            raise OutputError(
+                f"the sitemap is published, but cannot write the changes file {path}: "
+                f"{exc.strerror or exc}"
+            ) from None
 
     def _take_workers(self, pages: LocalPages) -> None:
         """Let worker processes take pages, when there are some and requests are not
