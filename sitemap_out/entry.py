@@ -23,9 +23,15 @@ __all__ = [
     "CHANGEFREQS",
     "MAX_IMAGES_PER_URL",
     "MAX_LOC_CHARS",
+    "MAX_VIDEO_DESCRIPTION",
+    "MAX_VIDEO_DURATION",
+    "MAX_VIDEO_TITLE",
     "MIN_LOC_CHARS",
+    "NEWS_LANGUAGE",
     "Alternate",
     "Entry",
+    "News",
+    "Video",
     "check_uri",
     "encode_uri",
     "format_lastmod",
@@ -40,6 +46,13 @@ MAX_LOC_CHARS: Final = 2048
 MIN_LOC_CHARS: Final = 12
 #: Google's documented ceiling for ``image:image`` per ``url``.
 MAX_IMAGES_PER_URL: Final = 1000
+#: sitemap-video.xsd: ``video:title`` at most 100 characters, ``video:description`` 2,048,
+#: ``video:duration`` at most 28,800 seconds (8 hours).
+MAX_VIDEO_TITLE: Final = 100
+MAX_VIDEO_DESCRIPTION: Final = 2048
+MAX_VIDEO_DURATION: Final = 28_800
+#: sitemap-news.xsd's ``news:language``: ISO 639 two or three letters, or zh-cn / zh-tw.
+NEWS_LANGUAGE: Final = re.compile(r"zh-cn|zh-tw|[a-z]{2,3}")
 
 # RFC 3986 characters only: unreserved, reserved and "%" (whose escapes are checked apart).
 _URI_CHARS = r"A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%"
@@ -148,6 +161,64 @@ class Alternate:
 
 
 @dataclass(frozen=True, slots=True)
+class Video:
+    """A video on the page (``video:video``) with the fields Google requires (thumbnail,
+    title, description, and a content or player location) and the optional ones we know."""
+
+    thumbnail_loc: str
+    title: str
+    description: str
+    content_loc: str | None = None
+    player_loc: str | None = None
+    duration: int | None = None  # seconds
+    publication_date: datetime | date | None = None
+
+    def __post_init__(self) -> None:
+        where = self.content_loc or self.player_loc or str(self.thumbnail_loc)
+        for name in ("thumbnail_loc", "content_loc", "player_loc"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            problem = check_uri(value)
+            if problem is not None:
+                raise EntryError(where, f"video {name}", problem)
+        if self.content_loc is None and self.player_loc is None:
+            raise EntryError(where, "video", "needs a content_loc or a player_loc")
+        for name, limit in (("title", MAX_VIDEO_TITLE), ("description", MAX_VIDEO_DESCRIPTION)):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip() or len(value) > limit:
+                raise EntryError(where, f"video {name}", f"must be 1 to {limit} characters")
+        duration = self.duration
+        if duration is not None and (
+            isinstance(duration, bool)
+            or not isinstance(duration, int)
+            or not 0 <= duration <= MAX_VIDEO_DURATION
+        ):
+            raise EntryError(where, "video duration", f"{duration!r} is not 0 to 28800 seconds")
+        if self.publication_date is not None:
+            _check_lastmod(where, self.publication_date)
+
+
+@dataclass(frozen=True, slots=True)
+class News:
+    """A news article (``news:news``): its publication, when it was published, its title."""
+
+    name: str
+    language: str
+    publication_date: datetime | date
+    title: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise EntryError(self.title, "news name", "must not be empty")
+        if not isinstance(self.language, str) or not NEWS_LANGUAGE.fullmatch(self.language):
+            raise EntryError(self.title, "news language", f"{self.language!r} is not ISO 639")
+        if not isinstance(self.title, str) or not self.title.strip():
+            raise EntryError(str(self.title), "news title", "must not be empty")
+        _check_lastmod(self.title, self.publication_date)
+
+
+@dataclass(frozen=True, slots=True)
 class Entry:
     """One ``<url>`` of a sitemap. Invalid values raise :class:`EntryError` on construction.
 
@@ -161,6 +232,8 @@ class Entry:
     priority: float | None = None
     images: tuple[str, ...] = field(default=())
     alternates: tuple[Alternate, ...] = field(default=())
+    videos: tuple[Video, ...] = field(default=())
+    news: News | None = None
 
     def __post_init__(self) -> None:
         loc = self.loc
@@ -183,6 +256,24 @@ class Entry:
             self._check_images()
         if self.alternates:
             self._check_alternates()
+        if self.videos:
+            videos = self.videos if type(self.videos) is tuple else tuple(self.videos)
+            object.__setattr__(self, "videos", videos)
+            for video in videos:
+                if not isinstance(video, Video):
+                    raise EntryError(loc, "videos", f"{video!r:.80} is not a Video")
+        if self.news is not None and not isinstance(self.news, News):
+            raise EntryError(loc, "news", f"{self.news!r:.80} is not a News")
+
+    @property
+    def namespaces(self) -> int:
+        """The extension namespaces this entry uses, as xml.NS_* bits."""
+        return (
+            bool(self.images)
+            | bool(self.alternates) << 1
+            | bool(self.videos) << 2
+            | (self.news is not None) << 3
+        )
 
     def _check_images(self) -> None:
         images = self.images if type(self.images) is tuple else tuple(self.images)

@@ -68,19 +68,21 @@ from sitemap_out.errors import (
     WriterLockedError,
 )
 from sitemap_out.xml import (
+    NS_ALL,
     URLSET_CLOSE,
     index_close,
     index_entry,
     index_open,
     text_line,
     url_element,
-    urlset_open,
+    urlset_open_for,
 )
 
 __all__ = [
     "LOCK_NAME",
     "MANIFEST_NAME",
     "MAX_BYTES",
+    "MAX_NEWS_URLS",
     "MAX_SITEMAPS_PER_INDEX",
     "MAX_URLS",
     "STAGING_PREFIX",
@@ -97,7 +99,10 @@ MAX_SITEMAPS_PER_INDEX: Final = 50_000
 LOCK_NAME: Final = ".sitemap.lock"
 MANIFEST_NAME: Final = ".sitemap-manifest.json"
 STAGING_PREFIX: Final = ".sitemap-staging-"
-_OWN_NAME: Final = re.compile(r"sitemap(?:-[1-9][0-9]*)?\.(?:xml|txt)(?:\.gz)?")
+_OWN_NAME: Final = re.compile(r"sitemap(?:-[1-9][0-9]*|-news)?\.(?:xml|txt)(?:\.gz)?")
+#: Google reads at most 1,000 URLs in a news sitemap.
+MAX_NEWS_URLS: Final = 1000
+NEWS_STEM: Final = "sitemap-news"
 _COPY_CHUNK: Final = 1 << 20
 
 Format = Literal["xml", "txt"]
@@ -132,20 +137,20 @@ class PublishResult:
     sitemap_url: str | None
     parts: tuple[PartInfo, ...]
     is_index: bool
+    news: PartInfo | None = None  # sitemap-news.xml[.gz], listed in the index, when written
 
 
 class _Part:
     """The open part: its scratch body file and the running exact counts."""
 
-    __slots__ = ("body", "body_bytes", "count", "images", "newest", "newest_key", "number", "xhtml")
+    __slots__ = ("body", "body_bytes", "count", "newest", "newest_key", "ns", "number")
 
     def __init__(self, number: int, body: BinaryIO) -> None:
         self.number = number
         self.body = body
         self.count = 0
         self.body_bytes = 0
-        self.images = False
-        self.xhtml = False
+        self.ns = 0  # the extension namespaces its entries use (xml.NS_* bits)
         self.newest: datetime | date | None = None
         self.newest_key: datetime | None = None
 
@@ -263,16 +268,10 @@ class SitemapWriter:
         self._suffix = (".xml" if self._xml else ".txt") + (".gz" if gzip else "")
         self._serialise = url_element if self._xml else text_line
         if self._xml:
-            self._headers = {
-                (i, x): urlset_open(images=i, xhtml=x).encode()
-                for i in (False, True)
-                for x in (False, True)
-            }
+            self._headers = {ns: urlset_open_for(ns).encode() for ns in range(NS_ALL + 1)}
             self._footer = URLSET_CLOSE.encode()
         else:
-            self._headers = dict.fromkeys(
-                [(False, False), (False, True), (True, False), (True, True)], b""
-            )
+            self._headers = dict.fromkeys(range(NS_ALL + 1), b"")
             self._footer = b""
         self._fixed = {key: len(h) + len(self._footer) for key, h in self._headers.items()}
 
@@ -289,6 +288,8 @@ class SitemapWriter:
             raise
         self._parts: list[PartInfo] = []
         self._part: _Part | None = None
+        self._news: _Part | None = None  # sitemap-news.xml, when add_news was called
+        self._news_info: PartInfo | None = None
         self._count = 0
         self._open = True
 
@@ -314,15 +315,14 @@ class SitemapWriter:
         part = self._part
         if part is None:
             part = self._new_part()
-        images = part.images or bool(entry.images)
-        xhtml = part.xhtml or bool(entry.alternates)
+        own = entry.namespaces
+        ns = part.ns | own
         if (
             part.count >= self._max_urls
-            or self._fixed[images, xhtml] + part.body_bytes + size > self._max_bytes
+            or self._fixed[ns] + part.body_bytes + size > self._max_bytes
         ):
-            images = bool(entry.images)
-            xhtml = bool(entry.alternates)
-            if self._fixed[images, xhtml] + size > self._max_bytes:
+            ns = own
+            if self._fixed[ns] + size > self._max_bytes:
                 # Checked before rolling over, so no empty (invalid) part is ever left open.
                 self._too_big(entry, size)
             self._close_part()
@@ -330,8 +330,7 @@ class SitemapWriter:
         part.body.write(data)
         part.body_bytes += size
         part.count += 1
-        part.images = images
-        part.xhtml = xhtml
+        part.ns = ns
         lastmod = entry.lastmod
         if lastmod is not None:
             key = lastmod_key(lastmod)
@@ -343,11 +342,11 @@ class SitemapWriter:
     def check(self, entry: Entry) -> None:
         """Raise EntryError now if entry could never be written (too big even for a file of
         its own), so a caller that batches entries learns it at that entry, not a later one."""
-        plain = not entry.images and not entry.alternates
-        if plain and self._max_bytes - self._fixed[False, False] >= _PLAIN_ENTRY_BOUND:
+        ns = entry.namespaces
+        if not ns and self._max_bytes - self._fixed[0] >= _PLAIN_ENTRY_BOUND:
             return  # a loc of at most 2,048 characters and three short fields always fits
         size = len(self._serialise(entry).encode())
-        if self._fixed[bool(entry.images), bool(entry.alternates)] + size > self._max_bytes:
+        if self._fixed[ns] + size > self._max_bytes:
             self._too_big(entry, size)
 
     def add_many(self, entries: Iterable[Entry]) -> None:
@@ -356,8 +355,60 @@ class SitemapWriter:
         for entry in entries:
             add(entry)
 
+    def add_news(self, entry: Entry) -> None:
+        """Append one entry to the news sitemap, ``sitemap-news.xml[.gz]``: a file of its own
+        that the index lists beside the parts (so a run with news always publishes an
+        index), published with them or not at all. At most MAX_NEWS_URLS entries, each with
+        ``news``; the entry is usually also added to the parts with :meth:`add`."""
+        if not self._open:
+            raise SitemapOutError("this writer has already published or aborted")
+        if not self._xml:
+            raise WriterConfigError("a news sitemap is XML: text sitemaps cannot carry news tags")
+        if self._base_url is None:
+            raise WriterConfigError("a news sitemap is listed by an index, which needs base_url")
+        if not isinstance(entry, Entry) or entry.news is None:
+            raise TypeError("add_news takes an Entry with news")
+        part = self._news
+        if part is None:
+            body = open(self._staging / "news.body", "wb", buffering=_COPY_CHUNK)  # noqa: SIM115
+            part = self._news = _Part(0, body)
+        if part.count >= MAX_NEWS_URLS:
+            raise EntryError(
+                entry.loc, "news", f"a news sitemap lists at most {MAX_NEWS_URLS} URLs"
+            )
+        data = url_element(entry).encode()
+        ns = part.ns | entry.namespaces
+        if self._fixed[ns] + part.body_bytes + len(data) > self._max_bytes:
+            raise EntryError(entry.loc, "news", "the news sitemap would pass max_bytes")
+        part.body.write(data)
+        part.body_bytes += len(data)
+        part.count += 1
+        part.ns = ns
+        if entry.lastmod is not None:
+            key = lastmod_key(entry.lastmod)
+            if part.newest_key is None or key > part.newest_key:
+                part.newest_key, part.newest = key, entry.lastmod
+
+    @property
+    def news_count(self) -> int:
+        """Entries added to the news sitemap so far."""
+        return 0 if self._news is None else self._news.count
+
+    def _close_news(self) -> None:
+        part, self._news = self._news, None
+        if part is None:
+            return
+        part.body.close()
+        body_path = Path(part.body.name)
+        name = NEWS_STEM + self._suffix
+        header = self._headers[part.ns]
+        self._write_part_file(name, header, body_path)
+        self._news_info = PartInfo(
+            name, part.count, len(header) + part.body_bytes + len(self._footer), part.newest
+        )
+
     def _too_big(self, entry: Entry, size: int) -> None:
-        need = self._fixed[bool(entry.images), bool(entry.alternates)] + size
+        need = self._fixed[entry.namespaces] + size
         raise EntryError(
             entry.loc, "loc", f"a file holding only this URL takes {need} bytes, over max_bytes"
         )
@@ -385,7 +436,20 @@ class SitemapWriter:
             body_path.unlink()
             return
         name = f"sitemap-{part.number}{self._suffix}"
-        header = self._headers[part.images, part.xhtml]
+        header = self._headers[part.ns]
+        self._write_part_file(name, header, body_path)
+        self._parts.append(
+            PartInfo(
+                name=name,
+                url_count=part.count,
+                uncompressed_bytes=len(header) + part.body_bytes + len(self._footer),
+                newest_lastmod=part.newest,
+            )
+        )
+
+    def _write_part_file(self, name: str, header: bytes, body_path: Path) -> None:
+        """The staged file name: header, the body streamed from body_path, footer; fsynced.
+        The body file is deleted."""
         with open(self._staging / name, "wb") as raw:
             sink: BinaryIO = raw
             if self._gzip:
@@ -401,14 +465,6 @@ class SitemapWriter:
             raw.flush()
             os.fsync(raw.fileno())
         body_path.unlink()
-        self._parts.append(
-            PartInfo(
-                name=name,
-                url_count=part.count,
-                uncompressed_bytes=len(header) + part.body_bytes + len(self._footer),
-                newest_lastmod=part.newest,
-            )
-        )
 
     # -- finishing -------------------------------------------------------------------------
 
@@ -424,6 +480,7 @@ class SitemapWriter:
             )
         try:
             self._close_part()
+            self._close_news()
             result = self._finish()
         finally:
             self.abort()
@@ -431,7 +488,8 @@ class SitemapWriter:
 
     def _finish(self) -> PublishResult:
         parts = self._parts
-        is_index = len(parts) > 1 or self._gzip
+        news = self._news_info
+        is_index = len(parts) > 1 or self._gzip or news is not None
         if is_index:
             if self._base_url is None:
                 raise WriterConfigError(
@@ -441,6 +499,8 @@ class SitemapWriter:
             entry_name = "sitemap.xml"
             self._write_index(entry_name)
             names = [p.name for p in parts] + [entry_name]
+            if news is not None:
+                names.insert(-1, news.name)
         else:
             entry_name = "sitemap.xml" if self._xml else "sitemap.txt"
             os.replace(self._staging / parts[0].name, self._staging / entry_name)
@@ -455,6 +515,7 @@ class SitemapWriter:
             sitemap_url=None if self._base_url is None else self._base_url + entry_name,
             parts=tuple(parts),
             is_index=is_index,
+            news=news,
         )
 
     def _write_index(self, name: str) -> None:
@@ -462,7 +523,8 @@ class SitemapWriter:
         size = 0
         with open(self._staging / name, "wb", buffering=_COPY_CHUNK) as fh:
             size += fh.write(index_open().encode())
-            for part in self._parts:
+            listed = self._parts if self._news_info is None else [*self._parts, self._news_info]
+            for part in listed:
                 piece = index_entry(self._base_url + part.name, part.newest_lastmod)
                 size += fh.write(piece.encode())
             size += fh.write(index_close().encode())
@@ -491,9 +553,10 @@ class SitemapWriter:
         if not self._open:
             return
         self._open = False
-        if self._part is not None:
-            self._part.body.close()
-            self._part = None
+        for part in (self._part, self._news):
+            if part is not None:
+                part.body.close()
+        self._part = self._news = None
         shutil.rmtree(self._staging, ignore_errors=True)
         self._unlock()
 
