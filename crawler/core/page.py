@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
@@ -77,9 +77,12 @@ def analyse(
         return PageResult(mime)
     header = header_directives(headers.getall("X-Robots-Tag", ()), policy.agent)
     links = headers.getall("Link", ())
+    header_alternates = link_header_alternates(links) if links else []
     if mime not in HTML_TYPES:
-        extras = _extras(url, url, None, link_header_alternates(links) if links else [], policy)
-        return PageResult(mime, header, extras=extras)
+        extras = _extras(url, url, None, header_alternates, policy)
+        # a Link header's alternates are links to follow, like the <link>s of a page
+        targets = [href for _, href in extras.alternates] if extras is not None else []
+        return PageResult(mime, header, targets=targets, extras=extras)
     strip = policy.strip_params
     page = digest_page(
         body,
@@ -93,8 +96,11 @@ def analyse(
     if canonical is None:
         raw = link_header_canonical(links)
         canonical = resolve(url, raw, strip) if raw else None
-    targets = resolve_links(page.base, page.hrefs, strip, known or {})
-    extras = _extras(url, page.base, page, link_header_alternates(links) if links else [], policy)
+    hrefs = page.hrefs
+    if header_alternates:
+        hrefs = hrefs + [urljoin(url, href) for _, href in header_alternates]
+    targets = resolve_links(page.base, hrefs, strip, known or {})
+    extras = _extras(url, page.base, page, header_alternates, policy)
     return PageResult(mime, header, page.directives, canonical, targets, page.body_key, extras)
 
 
