@@ -21,7 +21,13 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from crawler import PRODUCT_TOKEN
 from crawler.core.directives import NO_DIRECTIVES, Directives, ascii_lower, meta_directives
 from crawler.core.encodings import BOMS, UTF8_QUERIES, decode, encode_query, encoding_for_label
-from crawler.core.media import RawVideo, is_pixel, jsonld_facts, largest_candidate
+from crawler.core.media import (
+    RawVideo,
+    is_pixel,
+    jsonld_facts,
+    largest_candidate,
+    player_video,
+)
 from crawler.core.urls import resolve
 
 __all__ = [
@@ -462,7 +468,13 @@ def _media(
             attrs = node.attributes
             src = (attrs.get("src") or "").strip(_URL_STRIP)
             if src and ("youtu" in src or "vimeo" in src):
-                videos.append((None, attrs.get("title"), None, None, src, None, None))
+                try:
+                    absolute = urljoin(data.base, src)
+                except ValueError:
+                    continue
+                video = player_video(absolute, attrs.get("title"))
+                if video is not None:
+                    videos.append(video)
     data.videos = videos
     data.published = published
     if videos or published:
