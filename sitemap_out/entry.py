@@ -35,6 +35,7 @@ __all__ = [
     "check_uri",
     "encode_uri",
     "format_lastmod",
+    "is_hreflang",
     "lastmod_key",
 ]
 
@@ -66,6 +67,19 @@ _URI_RE: Final = re.compile(
 _BAD_PERCENT: Final = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # xs:language, which is what xhtml:link's hreflang is validated against ("x-default" fits).
 _LANGUAGE_RE: Final = re.compile(r"[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*")
+# hreflang as Google reads it (BCP 47): a language (ISO 639, 2 or 3 letters), an optional
+# script (4 letters: zh-Hant) and an optional region (2 letters or 3 digits: es-419); or
+# x-default. Narrower than xs:language, which also admits "english".
+_HREFLANG_RE: Final = re.compile(
+    r"[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?|(?i:x-default)"
+)
+
+
+def is_hreflang(value: str) -> bool:
+    """Whether value is an hreflang search engines accept (case does not matter)."""
+    return _HREFLANG_RE.fullmatch(value) is not None
+
+
 _UTC: Final = UTC
 
 

@@ -24,6 +24,7 @@ from sitemap_out.entry import (
     MAX_VIDEO_TITLE,
     Video,
     check_uri,
+    is_hreflang,
 )
 from sitemap_out.errors import EntryError
 
@@ -75,16 +76,11 @@ class PageExtras:
 
 # --- hreflang ------------------------------------------------------------------------------
 
-# BCP 47 as Google reads hreflang: a language (ISO 639, 2 or 3 letters), an optional script
-# (4 letters: zh-Hant) and an optional region (2 letters or 3 digits: es-419); or x-default.
-_HREFLANG_RE: Final = re.compile(
-    r"(?:[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?|[Xx]-[Dd][Ee][Ff][Aa][Uu][Ll][Tt])"
-)
-
 
 def valid_hreflang(value: str) -> bool:
-    """Whether value is an hreflang Google accepts (case does not matter)."""
-    return _HREFLANG_RE.fullmatch(value) is not None
+    """Whether value is an hreflang Google accepts: BCP 47 language[-script][-region], or
+    x-default (sitemap_out.entry.is_hreflang, the audit's rule too)."""
+    return is_hreflang(value)
 
 
 # --- images --------------------------------------------------------------------------------
