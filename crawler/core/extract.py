@@ -370,23 +370,8 @@ def extract_page(
     data = PageData(base, links, alternates, canonical, directives, encoding)
     if images:
         data.images = _images(parser, props)
-    _media(parser, source, props, metas, data)
+    _media(parser, props, metas, data)
     return data
-
-
-# elements and attributes whose presence a byte search tells before any tree walk: most
-# pages have no video, no player and no JSON-LD, and a walk of the tree costs a few us
-_MEDIA_MARKS: tuple[tuple[str, ...], ...] = (
-    ("<video", "<VIDEO", "<Video"),
-    ("<iframe", "<IFRAME", "<Iframe"),
-    ("ld+json", "LD+JSON", "ld+JSON"),
-)
-
-
-def _has(source: bytes | str, marks: tuple[str, ...]) -> bool:
-    if isinstance(source, bytes):
-        return any(mark.encode() in source for mark in marks)
-    return any(mark in source for mark in marks)
 
 
 def _images(parser: LexborHTMLParser, props: dict[str, str]) -> list[str]:
@@ -396,7 +381,8 @@ def _images(parser: LexborHTMLParser, props: dict[str, str]) -> list[str]:
     found: list[str] = []
     for node in parser.tags("img"):
         attrs = node.attributes
-        if is_pixel(attrs.get("width"), attrs.get("height")):
+        width = attrs.get("width")
+        if width is not None and is_pixel(width, attrs.get("height")):
             continue
         src = attrs.get("src")
         if src:
@@ -406,7 +392,7 @@ def _images(parser: LexborHTMLParser, props: dict[str, str]) -> list[str]:
             best = largest_candidate(srcset)
             if best:
                 found.append(best)
-    if found or parser.tags("picture"):
+    if parser.tags("picture"):  # a walk that finds none costs less than one of the sources
         for node in parser.tags("source"):
             parent = node.parent
             if parent is None or parent.tag != "picture":
@@ -428,7 +414,6 @@ def _images(parser: LexborHTMLParser, props: dict[str, str]) -> list[str]:
 
 def _media(
     parser: LexborHTMLParser,
-    source: bytes | str,
     props: dict[str, str],
     metas: list[tuple[str | None, str | None]],
     data: PageData,
@@ -438,43 +423,41 @@ def _media(
     videos: list[RawVideo] = []
     published = props.get("article:published_time") or None
     headline: str | None = None
-    if _has(source, _MEDIA_MARKS[2]):
-        for node in parser.tags("script"):
-            kind = node.attributes.get("type")
-            if not kind or ascii_lower(kind.strip()) != "application/ld+json":
+    # a tags() walk of the tree, in C, costs a few us: cheaper than a byte search of the page
+    for node in parser.tags("script"):
+        kind = node.attributes.get("type")
+        if not kind or ascii_lower(kind.strip()) != "application/ld+json":
+            continue
+        found, date, title = jsonld_facts(node.text(deep=True))
+        videos += found
+        if published is None and date:
+            published = date
+        headline = headline or title
+    for node in parser.tags("video"):
+        attrs = node.attributes
+        src = (attrs.get("src") or "").strip(_URL_STRIP)
+        if not src:
+            for child in node.iter():
+                if child.tag == "source":
+                    src = (child.attributes.get("src") or "").strip(_URL_STRIP)
+                    if src:
+                        break
+        if not src:
+            continue
+        poster = (attrs.get("poster") or "").strip(_URL_STRIP) or None
+        title = attrs.get("title") or attrs.get("aria-label")
+        videos.append((poster, title, None, src, None, None, None))
+    for node in parser.tags("iframe"):
+        attrs = node.attributes
+        src = (attrs.get("src") or "").strip(_URL_STRIP)
+        if src and ("youtu" in src or "vimeo" in src):
+            try:
+                absolute = urljoin(data.base, src)
+            except ValueError:
                 continue
-            found, date, title = jsonld_facts(node.text(deep=True))
-            videos += found
-            if published is None and date:
-                published = date
-            headline = headline or title
-    if _has(source, _MEDIA_MARKS[0]):
-        for node in parser.tags("video"):
-            attrs = node.attributes
-            src = (attrs.get("src") or "").strip(_URL_STRIP)
-            if not src:
-                for child in node.iter():
-                    if child.tag == "source":
-                        src = (child.attributes.get("src") or "").strip(_URL_STRIP)
-                        if src:
-                            break
-            if not src:
-                continue
-            poster = (attrs.get("poster") or "").strip(_URL_STRIP) or None
-            title = attrs.get("title") or attrs.get("aria-label")
-            videos.append((poster, title, None, src, None, None, None))
-    if _has(source, _MEDIA_MARKS[1]):
-        for node in parser.tags("iframe"):
-            attrs = node.attributes
-            src = (attrs.get("src") or "").strip(_URL_STRIP)
-            if src and ("youtu" in src or "vimeo" in src):
-                try:
-                    absolute = urljoin(data.base, src)
-                except ValueError:
-                    continue
-                video = player_video(absolute, attrs.get("title"))
-                if video is not None:
-                    videos.append(video)
+            video = player_video(absolute, attrs.get("title"))
+            if video is not None:
+                videos.append(video)
     data.videos = videos
     data.published = published
     if videos or published:

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from sitemap_out.entry import (
     MAX_VIDEO_DESCRIPTION,
@@ -34,6 +33,7 @@ __all__ = [
     "PageExtras",
     "RawVideo",
     "host_accepted",
+    "host_of",
     "is_pixel",
     "iso_duration",
     "jsonld_facts",
@@ -86,45 +86,43 @@ def valid_hreflang(value: str) -> bool:
 # --- images --------------------------------------------------------------------------------
 
 _DESCRIPTOR_RE: Final = re.compile(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)([wxhWXH])")
+_CANDIDATE_URL_RE: Final = re.compile(r"[\t\n\f\r ,]*([^\t\n\f\r ]+)")
 
 
 def largest_candidate(srcset: str) -> str | None:
     """The URL of the largest candidate of a ``srcset`` (widest ``w``, else densest ``x``),
-    parsed as the HTML Standard does: a URL runs to whitespace, a URL ending in commas ends
-    its candidate, descriptors run to the next comma outside parentheses."""
+    parsed as the HTML Standard does: a URL runs to whitespace (commas inside it are kept:
+    CDN URLs hold them), a URL ending in commas ends its candidate, and the descriptors run
+    to the next comma."""
     best: str | None = None
     best_size = -1.0
     pos, end = 0, len(srcset)
+    match_url = _CANDIDATE_URL_RE.match
     while pos < end:
-        while pos < end and (srcset[pos] in " \t\n\f\r,"):
-            pos += 1
-        if pos >= end:
+        found = match_url(srcset, pos)
+        if found is None:
             break
-        start = pos
-        while pos < end and srcset[pos] not in " \t\n\f\r":
-            pos += 1
-        url = srcset[start:pos]
+        url = found.group(1)
+        pos = found.end()
         descriptor = ""
         if url.endswith(","):
             url = url.rstrip(",")
         else:
-            depth = 0
-            start = pos
-            while pos < end and (srcset[pos] != "," or depth):
-                char = srcset[pos]
-                depth += char == "("
-                depth -= char == ")" and depth > 0
-                pos += 1
-            descriptor = srcset[start:pos].strip()
+            comma = srcset.find(",", pos)
+            if comma < 0:
+                comma = end
+            descriptor = srcset[pos:comma]
+            pos = comma + 1
         if not url:
             continue
         size = 1.0  # no descriptor: 1x
-        match = _DESCRIPTOR_RE.search(descriptor)
-        if match is not None:
-            value = float(match.group(1))
-            unit = match.group(2).lower()
-            # a width (w) is worth more than any density: compare widths among themselves
-            size = value * 1e6 if unit == "w" else value if unit == "x" else size
+        if descriptor:
+            match = _DESCRIPTOR_RE.search(descriptor)
+            if match is not None:
+                value = float(match.group(1))
+                unit = match.group(2).lower()
+                # a width (w) is worth more than any density: widths rank among themselves
+                size = value * 1e6 if unit == "w" else value if unit == "x" else size
         if size > best_size:
             best, best_size = url, size
     return best
@@ -140,14 +138,23 @@ def is_pixel(width: str | None, height: str | None) -> bool:
     )
 
 
-def host_accepted(url: str, page_host: str, patterns: tuple[str, ...]) -> bool:
-    """Whether an image at url may be listed for a page on page_host. No patterns: the page's
-    host and its subdomains. A pattern is a host (``cdn.example.com``), or a host and its
-    subdomains (``.example.com`` or ``*.example.com``); ``*`` accepts every host."""
-    try:
-        host = (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return False
+def host_of(url: str) -> str:
+    """The host of a normalised URL (scheme://host[:port]/path, lower-case host), by string
+    operations: urlsplit costs ten times more, and runs for every image of every page."""
+    start = url.find("//") + 2
+    end = url.find("/", start)
+    netloc = url[start:] if end < 0 else url[start:end]
+    if netloc.startswith("["):
+        return netloc[: netloc.find("]") + 1]
+    colon = netloc.find(":")
+    return netloc if colon < 0 else netloc[:colon]
+
+
+def host_accepted(host: str, page_host: str, patterns: tuple[str, ...]) -> bool:
+    """Whether an image on host (lower-case) may be listed for a page on page_host. No
+    patterns: the page's host and its subdomains. A pattern is a host (``cdn.example.com``),
+    or a host and its subdomains (``.example.com`` or ``*.example.com``); ``*`` accepts every
+    host."""
     if not host:
         return False
     if not patterns:

@@ -8,9 +8,10 @@ and normalised), and the key that finds byte-identical twins.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
@@ -23,8 +24,15 @@ from crawler.core.directives import (
     link_header_canonical,
 )
 from crawler.core.extract import PageDigest, digest_page, parse_content_type
-from crawler.core.media import MAX_IMAGES, PageExtras, RawVideo, host_accepted, valid_hreflang
-from crawler.core.urls import resolve, resolve_links
+from crawler.core.media import (
+    MAX_IMAGES,
+    PageExtras,
+    RawVideo,
+    host_accepted,
+    host_of,
+    valid_hreflang,
+)
+from crawler.core.urls import join_parts, resolve, resolve_links
 
 __all__ = ["PagePolicy", "PageResult", "analyse"]
 
@@ -132,11 +140,27 @@ def _extras(
     extras = PageExtras(alternates=pairs, bad_hreflang=tuple(bad))
     if page is not None:
         if page.images:
-            host = (urlsplit(url).hostname or "").lower()
+            page_host = host_of(url)
+            hosts = policy.image_hosts
+            accepted: dict[str, bool] = {}  # host -> accepted: a page's images share a few
             images: dict[str, None] = {}
+            scheme, origin, folder = join_parts(base)
+            own = host_of(origin + "/")  # the base's host: a <base href> may name another
+            own_ok = accepted[own] = host_accepted(own, page_host, hosts)
             for raw in page.images:
-                image = resolve(base, raw)
-                if image is not None and host_accepted(image, host, policy.image_hosts):
+                image = _same_origin(raw, base, scheme, origin, folder)
+                if image is not None:
+                    ok = own_ok
+                else:
+                    image = resolve(base, raw)
+                    if image is None:
+                        continue
+                    host = host_of(image)
+                    known = accepted.get(host)
+                    if known is None:
+                        known = accepted[host] = host_accepted(host, page_host, hosts)
+                    ok = known
+                if ok:
                     images[image] = None
                     if len(images) >= MAX_IMAGES:
                         break
@@ -146,6 +170,28 @@ def _extras(
         extras.published = page.published
         extras.title = page.title
     return extras if extras else None
+
+
+# what a path and query made of these is already in normal form, given no dot segment
+_PLAIN_TAIL = re.compile(r"[A-Za-z0-9\-_~!$&'()*+,;=:@/?]*(?:\.[A-Za-z0-9\-_~!$&'()*+,;=:@/?]+)*")
+
+
+def _same_origin(raw: str, base: str, scheme: str, origin: str, folder: str) -> str | None:
+    """An image on the page's own origin, joined by string operations when the result is
+    already a normalised URL (a plain path: no dot segment, escape, fragment or odd
+    character); None for the others, which take resolve(). Images are many per page and
+    most are written plainly; resolve() normalises each unique URL from scratch."""
+    if raw[:1] == "/":
+        if raw[1:2] == "/":
+            return None  # another host, maybe
+        tail = raw
+    elif ":" in raw or raw[:1] in ".?#":
+        return None
+    else:
+        tail = folder[len(origin) :] + raw
+    if "/." in tail or _PLAIN_TAIL.fullmatch(tail) is None:
+        return None
+    return origin + tail
 
 
 def _video(base: str, video: RawVideo) -> RawVideo:

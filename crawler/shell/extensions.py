@@ -27,12 +27,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from crawler.core.media import PageExtras, listed_images, listed_videos, parse_datetime
+from crawler.core.media import (
+    PageExtras,
+    listed_images,
+    listed_videos,
+    parse_datetime,
+)
 from crawler.core.patterns import Patterns, path_and_query
 from crawler.core.report import MAX_EXAMPLES, ExtensionTally
 from crawler.errors import OutputError
 from crawler.shell.listings import Listing, from_micros
-from sitemap_out import Alternate, Entry
+from sitemap_out import Alternate, Entry, EntryError
 from sitemap_out.entry import News
 from sitemap_out.writer import MAX_NEWS_URLS
 
@@ -228,7 +233,7 @@ class Extensions:
         images: tuple[str, ...] = ()
         videos: list = []
         if extras is not None:
-            images = listed_images(extras)
+            images = extras.images
             videos, missing = listed_videos(extras)
             for field in missing:
                 tally.left_out_video(listing.loc, field)
@@ -243,12 +248,27 @@ class Extensions:
             tally.images += len(images)
         tally.videos += len(videos)
         tally.alternates += len(alternates)
+        try:  # Entry checks every image: the resolved URLs nearly always pass
+            return Entry(
+                base.loc,
+                base.lastmod,
+                base.changefreq,
+                base.priority,
+                images=images,
+                alternates=alternates,
+                videos=tuple(videos),
+            )
+        except EntryError as exc:
+            if exc.field != "images" or extras is None:
+                raise
+        kept = listed_images(extras)
+        tally.images -= len(images) - len(kept)
         return Entry(
             base.loc,
             base.lastmod,
             base.changefreq,
             base.priority,
-            images=images,
+            images=kept,
             alternates=alternates,
             videos=tuple(videos),
         )
