@@ -169,3 +169,23 @@ def test_same_origin_fast_join_is_resolve_or_nothing(href: str) -> None:
     for base in ("http://127.0.0.1:8795/s01/p/12.html", "https://www.example.com/"):
         fast = _same_origin(href, base, *join_parts(base))
         assert fast is None or fast == resolve(base, href), (href, base)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.text(alphabet="abc/.,_?=", min_size=1, max_size=8),
+            st.sampled_from(["", " 1x", " 2x", " 1.5x", " 480w", " 1200w", " 10w", "  3x "]),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    st.sampled_from([", ", ",\n", " , ", ","]),
+)
+def test_srcset_split_parse_is_the_standard_parse(candidates, comma) -> None:
+    """The split taken for the common srcset picks what the full HTML parse picks."""
+    from crawler.core.media import _SPLIT_SAFE, _largest_full, _largest_simple
+
+    srcset = comma.join(url + descriptor for url, descriptor in candidates)
+    if _SPLIT_SAFE.search(srcset) is None:
+        assert _largest_simple(srcset) == _largest_full(srcset)

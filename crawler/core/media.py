@@ -94,6 +94,12 @@ def largest_candidate(srcset: str) -> str | None:
     parsed as the HTML Standard does: a URL runs to whitespace (commas inside it are kept:
     CDN URLs hold them), a URL ending in commas ends its candidate, and the descriptors run
     to the next comma."""
+    if _SPLIT_SAFE.search(srcset) is None:
+        return _largest_simple(srcset)
+    return _largest_full(srcset)
+
+
+def _largest_full(srcset: str) -> str | None:
     best: str | None = None
     best_size = -1.0
     pos, end = 0, len(srcset)
@@ -125,6 +131,30 @@ def largest_candidate(srcset: str) -> str | None:
                 size = value * 1e6 if unit == "w" else value if unit == "x" else size
         if size > best_size:
             best, best_size = url, size
+    return best
+
+
+# a comma not followed by whitespace (it may be inside a URL), or a parenthesis: the full
+# parse; without either, splitting at the commas is the same parse, about three times faster
+_SPLIT_SAFE: Final = re.compile(r",(?![\t\n\f\r ])|\(")
+
+
+def _largest_simple(srcset: str) -> str | None:
+    best: str | None = None
+    best_size = -1.0
+    for part in srcset.split(","):
+        tokens = part.split()
+        if not tokens:
+            continue
+        size = 1.0
+        if len(tokens) > 1:
+            match = _DESCRIPTOR_RE.search(tokens[1])
+            if match is not None:
+                value = float(match.group(1))
+                unit = match.group(2).lower()
+                size = value * 1e6 if unit == "w" else value if unit == "x" else size
+        if size > best_size:
+            best, best_size = tokens[0], size
     return best
 
 
