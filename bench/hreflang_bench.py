@@ -65,6 +65,7 @@ def run(pages: int, langs: int, alternates: bool) -> None:
     before = rss_mb()
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     started = time.perf_counter()
+    cpu = time.process_time()
     ext = Extensions(ExtensionTally(), None, datetime.now(UTC))
     for c in range(pages // langs // 10):
         ext.decided(f"https://www.example.com/ja/gone-{c * 10 + 3}.html", "http_error", "404")
@@ -83,6 +84,7 @@ def run(pages: int, langs: int, alternates: bool) -> None:
     for item in items:
         written += len(ext.entry(item).alternates)
     done = time.perf_counter()
+    cpu = time.process_time() - cpu
     ext.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     tally = ext.tally
@@ -92,7 +94,7 @@ def run(pages: int, langs: int, alternates: bool) -> None:
         f"{tally.missing_return:,} one-way\n"
         f"  crawl-time {decided - started:6.1f} s  prepare {prepared - decided:6.1f} s  "
         f"entries {done - prepared:6.1f} s  ({(done - started) / len(items) * 1e6:.1f} us a "
-        f"listing)\n"
+        f"listing; CPU {cpu:.1f} s, {cpu / len(items) * 1e6:.1f} us a listing)\n"
         f"  temporary database {disk / 2**20:,.0f} MB ({disk / len(items):.0f} bytes a "
         f"listing); RSS {before:,.0f} MB before, peak {max(peak, peak_before):,.0f} MB "
         f"(the listings themselves held in this bench's memory)"
