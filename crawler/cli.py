@@ -110,6 +110,10 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "feed_days", "max_shrink", "max_error_rate", "force", "on_publish",
         ),
     ),
+    (
+        "sitemap extensions",
+        ("images", "image_hosts", "news_name", "news_language", "news_articles"),
+    ),
     ("state and resume", ("state", "resume")),
     ("logging", ("quiet", "log_format", "metrics")),
     (

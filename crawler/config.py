@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import ssl
 import tomllib
 from collections.abc import Mapping
@@ -30,6 +31,9 @@ DEFAULT_LISTED_TYPES = ("text/html", "application/xhtml+xml", "application/pdf")
 DEFAULT_STRIP_PARAMS = ("jsessionid", "phpsessid", "sid", "utm_*", "gclid", "fbclid")
 PROTOCOL_MAX_URLS = 50_000
 PROTOCOL_MAX_BYTES = 52_428_800
+_IMAGE_HOST_RE = re.compile(r"\*|(?:\*?\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
+# Google News: ISO 639 two or three letters, and zh-cn / zh-tw
+_NEWS_LANGUAGE_RE = re.compile(r"[a-z]{2,3}|zh-cn|zh-tw")
 
 
 def _opt(
@@ -222,6 +226,29 @@ class Config:
         0, "fetch at most this many URLs carrying one query parameter (0: no limit)", metavar="N"
     )
     priority_by_depth: bool = _opt(False, "write priority = max(0.1, 0.8 ** depth)")
+    images: bool = _opt(True, "list the images each page shows (image sitemap extension)")
+    image_hosts: tuple[str, ...] = _opt(
+        (),
+        "hosts listed images may live on: a host, or .example.com / *.example.com for it and "
+        "its subdomains, or * (default: the page's host and its subdomains)",
+        metavar="HOST",
+    )
+    news_name: str | None = _opt(
+        None,
+        "news sitemap: the publication's name ([news] name); set with news_language and "
+        "news_articles to write sitemap-news.xml",
+        metavar="NAME",
+    )
+    news_language: str | None = _opt(
+        None, "news sitemap: the publication's language, e.g. en ([news] language)", metavar="LANG"
+    )
+    news_articles: tuple[str, ...] = _opt(
+        (),
+        "news sitemap: the pages that are articles, by path pattern like include's "
+        "([news] articles; repeatable)",
+        metavar="PATTERN",
+        repeat=True,
+    )
     changefreq: str | None = _opt(None, "write this changefreq for every URL", choices=CHANGEFREQS)
     max_shrink: float = _opt(
         0.5,
@@ -285,6 +312,26 @@ class Config:
                 raise ConfigError(f"{key} must be between 0 and 1, got {getattr(self, key)}")
         if self.resume and self.state is None:
             raise ConfigError("--resume needs --state FILE: the saved crawl to continue")
+        for host in self.image_hosts:
+            if not _IMAGE_HOST_RE.fullmatch(host):
+                raise ConfigError(
+                    f"image_hosts: {host!r} is not a host, .host or *.host pattern (or *)"
+                )
+        news = (self.news_name, self.news_language, self.news_articles)
+        if any(news) and not all(news):
+            raise ConfigError(
+                "the news sitemap needs all of [news] name, language and articles "
+                "(news_name, news_language, news_articles)"
+            )
+        if self.news_language is not None and not _NEWS_LANGUAGE_RE.fullmatch(self.news_language):
+            raise ConfigError(
+                f"news_language must be an ISO 639 code (en, de, zh-cn, zh-tw), "
+                f"got {self.news_language!r}"
+            )
+        if self.news_articles:
+            Patterns.compile(self.news_articles, "news_articles")
+            if self.format == "txt":
+                raise ConfigError("the news sitemap is XML: it cannot be written with format = txt")
         if not self.user_agent.strip() or any(c in self.user_agent for c in "\r\n"):
             raise ConfigError("user_agent must be one non-empty line")
         self.access()  # auth, header, cookie, proxy: the error names which, never the value
@@ -491,7 +538,24 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    news = raw.pop("news", None)
+    if news is not None:
+        if not isinstance(news, dict):
+            raise ConfigError(
+                f"news must be a table ([news] with name, language, articles), got {news!r}"
+            )
+        for key, value in news.items():
+            if key not in NEWS_KEYS:
+                raise ConfigError(f"unknown key {key!r} in [news] (known: {', '.join(NEWS_KEYS)})")
+            name = f"news_{key}"
+            if name in raw:
+                raise ConfigError(f"{name} is set twice: as a key and in [news]")
+            raw[name] = value
     return {key: coerce(key, value) for key, value in raw.items()}
+
+
+#: The keys of the config file's [news] table: [news] name = ... is the key news_name.
+NEWS_KEYS = ("name", "language", "articles")
 
 
 #: The prefix of the environment variables that set config keys: SITEMAP_CRAWLER_<KEY>.

@@ -99,6 +99,16 @@ class AsyncSitemapWriter:
             if batch:
                 await asyncio.to_thread(self._writer.add_many, batch)
 
+    async def add_news(self, entries: list[Entry]) -> None:
+        """SitemapWriter.add_news for each entry (at most 1,000: one thread hop)."""
+        await self._flush()
+        async with self._lock:
+            await asyncio.to_thread(self._add_news, entries)
+
+    def _add_news(self, entries: list[Entry]) -> None:
+        for entry in entries:
+            self._writer.add_news(entry)
+
     async def publish(self) -> PublishResult:
         try:
             await self._flush()

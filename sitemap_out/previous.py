@@ -30,6 +30,7 @@ from sitemap_out.xml import SITEMAP_NS
 __all__ = ["OldPart", "PreviousSet", "old_locs", "read_layout", "read_previous"]
 
 _PART_RE: Final = re.compile(r"sitemap-([1-9][0-9]*)(\.(?:xml|txt)(?:\.gz)?)")
+_NEWS_RE: Final = re.compile(r"sitemap-news\.xml(?:\.gz)?")
 _CHUNK: Final = 1 << 16
 _SPACE: Final = re.compile(r"\s")
 
@@ -92,6 +93,8 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
     if top.kind == "sitemapindex":
         for item in top.entries:
             name = item.loc.removeprefix(base) if isinstance(base, str) else item.loc
+            if _NEWS_RE.fullmatch(name) and item.loc.startswith(str(base)):
+                continue  # the news sitemap: written afresh every run, not a part
             match = _PART_RE.fullmatch(name)
             if not isinstance(base, str) or not item.loc.startswith(base) or match is None:
                 return _unreadable(f"{entry} lists {item.loc[:200]}, not a part of this set")

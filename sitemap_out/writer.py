@@ -88,19 +88,21 @@ from sitemap_out.errors import (
 )
 from sitemap_out.feed import FEED_NAME, MAX_ENTRIES, FeedEntry, feed_document, read_feed
 from sitemap_out.xml import (
+    NS_ALL,
     URLSET_CLOSE,
     index_close,
     index_entry,
     index_open,
     text_line,
     url_element,
-    urlset_open,
+    urlset_open_for,
 )
 
 __all__ = [
     "LOCK_NAME",
     "MANIFEST_NAME",
     "MAX_BYTES",
+    "MAX_NEWS_URLS",
     "MAX_SITEMAPS_PER_INDEX",
     "MAX_URLS",
     "STAGING_PREFIX",
@@ -118,10 +120,13 @@ MAX_SITEMAPS_PER_INDEX: Final = 50_000
 LOCK_NAME: Final = ".sitemap.lock"
 MANIFEST_NAME: Final = ".sitemap-manifest.json"
 STAGING_PREFIX: Final = ".sitemap-staging-"
-_OWN_NAME: Final = re.compile(r"sitemap(?:-[1-9][0-9]*)?\.(?:xml|txt)(?:\.gz)?|changes\.atom")
+_OWN_NAME: Final = re.compile(r"sitemap(?:-[1-9][0-9]*|-news)?\.(?:xml|txt)(?:\.gz)?|changes\.atom")
+#: Google reads at most 1,000 URLs in a news sitemap.
+MAX_NEWS_URLS: Final = 1000
+NEWS_STEM: Final = "sitemap-news"
 _COPY_CHUNK: Final = 1 << 20
-#: A routed entry in a scratch file: loc length, serialised length, images, xhtml.
-_RECORD: Final = struct.Struct("<IIBB")
+#: A routed entry in a scratch file: loc length, serialised length, namespaces (xml.NS_*).
+_RECORD: Final = struct.Struct("<IIB")
 
 if TYPE_CHECKING:
     from sitemap_out.previous import OldPart, PreviousSet
@@ -175,20 +180,20 @@ class PublishResult:
     is_index: bool
     changes: ChangeCounts | None = None  # stable runs only
     feed_url: str | None = None  # changes.atom, when published
+    news: PartInfo | None = None  # sitemap-news.xml[.gz], listed in the index, when written
 
 
 class _Part:
     """The open part: its scratch body file and the running exact counts."""
 
-    __slots__ = ("body", "body_bytes", "count", "images", "newest", "newest_key", "number", "xhtml")
+    __slots__ = ("body", "body_bytes", "count", "newest", "newest_key", "ns", "number")
 
     def __init__(self, number: int, body: BinaryIO) -> None:
         self.number = number
         self.body = body
         self.count = 0
         self.body_bytes = 0
-        self.images = False
-        self.xhtml = False
+        self.ns = 0  # the extension namespaces its entries use (xml.NS_* bits)
         self.newest: datetime | date | None = None
         self.newest_key: datetime | None = None
 
@@ -214,7 +219,7 @@ class _Bucket:
         self.count = 0
         path.touch()
 
-    def write(self, loc: str, data: bytes, images: bool, xhtml: bool) -> None:
+    def write(self, loc: str, data: bytes, ns: int) -> None:
         fh = self.fh
         if fh is None:
             if len(self.open) >= _MAX_OPEN_BUCKETS:
@@ -224,7 +229,7 @@ class _Bucket:
             del self.open[self]
         self.open[self] = None  # the most recently used, last
         raw = loc.encode()
-        fh.write(_RECORD.pack(len(raw), len(data), images, xhtml) + raw + data)
+        fh.write(_RECORD.pack(len(raw), len(data), ns) + raw + data)
         self.count += 1
 
     def close(self) -> None:
@@ -234,8 +239,8 @@ class _Bucket:
             self.open.pop(self, None)
 
 
-#: A routed entry read back: loc, serialised bytes, images, xhtml.
-_Rec = tuple[str, bytes, bool, bool]
+#: A routed entry read back: loc, serialised bytes, namespaces.
+_Rec = tuple[str, bytes, int]
 
 
 def read_chunks(path: Path, size: int | None = None) -> Iterator[bytes]:
@@ -263,12 +268,12 @@ def _records(path: Path, skip: int = 0) -> Iterator[_Rec]:
     chunks = read_chunks(path)
     while True:
         if len(buffer) - at >= head:
-            loc_len, size, images, xhtml = unpack(buffer, at)
+            loc_len, size, ns = unpack(buffer, at)
             end = at + head + loc_len + size
             if len(buffer) >= end:
                 if n >= skip:
                     loc = buffer[at + head : at + head + loc_len].decode()
-                    yield loc, buffer[end - size : end], bool(images), bool(xhtml)
+                    yield loc, buffer[end - size : end], ns
                 n += 1
                 at = end
                 continue
@@ -447,16 +452,10 @@ class SitemapWriter:
         self._suffix = (".xml" if self._xml else ".txt") + (".gz" if gzip else "")
         self._serialise = url_element if self._xml else text_line
         if self._xml:
-            self._headers = {
-                (i, x): urlset_open(images=i, xhtml=x).encode()
-                for i in (False, True)
-                for x in (False, True)
-            }
+            self._headers = {ns: urlset_open_for(ns).encode() for ns in range(NS_ALL + 1)}
             self._footer = URLSET_CLOSE.encode()
         else:
-            self._headers = dict.fromkeys(
-                [(False, False), (False, True), (True, False), (True, True)], b""
-            )
+            self._headers = dict.fromkeys(range(NS_ALL + 1), b"")
             self._footer = b""
         self._fixed = {key: len(h) + len(self._footer) for key, h in self._headers.items()}
 
@@ -480,6 +479,8 @@ class SitemapWriter:
         self._parts: list[PartInfo] = []
         self._part: _Part | None = None
         self._next_number = 1
+        self._news: _Part | None = None  # sitemap-news.xml, when add_news was called
+        self._news_info: PartInfo | None = None
         self._count = 0
         self._open = True
         self._now = (now or _clock()).replace(microsecond=0)
@@ -529,42 +530,38 @@ class SitemapWriter:
             raise TypeError(f"expected an Entry, got {type(entry).__name__}")
         data = self._serialise(entry).encode()
         size = len(data)
-        images, xhtml = bool(entry.images), bool(entry.alternates)
-        if self._fixed[images, xhtml] + size > self._max_bytes:
+        ns = entry.namespaces
+        if self._fixed[ns] + size > self._max_bytes:
             # Checked before rolling over, so no empty (invalid) part is ever left open.
             self._too_big(entry, size)
         if self._stable:
             number = self._compare(entry)
             if self._routing:
                 # its old part's scratch file, or the new URLs' (0)
-                self._buckets[number or 0].write(entry.loc, data, images, xhtml)
+                self._buckets[number or 0].write(entry.loc, data, ns)
                 self._count += 1
                 return
-        self._append(data, images, xhtml, entry.lastmod)
+        self._append(data, ns, entry.lastmod)
         self._count += 1
 
-    def _append(
-        self, data: bytes, images: bool, xhtml: bool, lastmod: datetime | date | None
-    ) -> None:
+    def _append(self, data: bytes, own: int, lastmod: datetime | date | None) -> None:
         """Put one serialised entry in the open part, rolling over first at either limit."""
         size = len(data)
         part = self._part
         if part is None:
             part = self._new_part()
-        both_images = part.images or images
-        both_xhtml = part.xhtml or xhtml
+        ns = part.ns | own
         if (
             part.count >= self._max_urls
-            or self._fixed[both_images, both_xhtml] + part.body_bytes + size > self._max_bytes
+            or self._fixed[ns] + part.body_bytes + size > self._max_bytes
         ):
             self._close_part()
             part = self._new_part()
-            both_images, both_xhtml = images, xhtml
+            ns = own
         part.body.write(data)
         part.body_bytes += size
         part.count += 1
-        part.images = both_images
-        part.xhtml = both_xhtml
+        part.ns = ns
         if lastmod is not None:
             key = lastmod_key(lastmod)
             if part.newest_key is None or key > part.newest_key:
@@ -574,11 +571,11 @@ class SitemapWriter:
     def check(self, entry: Entry) -> None:
         """Raise EntryError now if entry could never be written (too big even for a file of
         its own), so a caller that batches entries learns it at that entry, not a later one."""
-        plain = not entry.images and not entry.alternates
-        if plain and self._max_bytes - self._fixed[False, False] >= _PLAIN_ENTRY_BOUND:
+        ns = entry.namespaces
+        if not ns and self._max_bytes - self._fixed[0] >= _PLAIN_ENTRY_BOUND:
             return  # a loc of at most 2,048 characters and three short fields always fits
         size = len(self._serialise(entry).encode())
-        if self._fixed[bool(entry.images), bool(entry.alternates)] + size > self._max_bytes:
+        if self._fixed[ns] + size > self._max_bytes:
             self._too_big(entry, size)
 
     def add_many(self, entries: Iterable[Entry]) -> None:
@@ -587,8 +584,60 @@ class SitemapWriter:
         for entry in entries:
             add(entry)
 
+    def add_news(self, entry: Entry) -> None:
+        """Append one entry to the news sitemap, ``sitemap-news.xml[.gz]``: a file of its own
+        that the index lists beside the parts (so a run with news always publishes an
+        index), published with them or not at all. At most MAX_NEWS_URLS entries, each with
+        ``news``; the entry is usually also added to the parts with :meth:`add`."""
+        if not self._open:
+            raise SitemapOutError("this writer has already published or aborted")
+        if not self._xml:
+            raise WriterConfigError("a news sitemap is XML: text sitemaps cannot carry news tags")
+        if self._base_url is None:
+            raise WriterConfigError("a news sitemap is listed by an index, which needs base_url")
+        if not isinstance(entry, Entry) or entry.news is None:
+            raise TypeError("add_news takes an Entry with news")
+        part = self._news
+        if part is None:
+            body = open(self._staging / "news.body", "wb", buffering=_COPY_CHUNK)  # noqa: SIM115
+            part = self._news = _Part(0, body)
+        if part.count >= MAX_NEWS_URLS:
+            raise EntryError(
+                entry.loc, "news", f"a news sitemap lists at most {MAX_NEWS_URLS} URLs"
+            )
+        data = url_element(entry).encode()
+        ns = part.ns | entry.namespaces
+        if self._fixed[ns] + part.body_bytes + len(data) > self._max_bytes:
+            raise EntryError(entry.loc, "news", "the news sitemap would pass max_bytes")
+        part.body.write(data)
+        part.body_bytes += len(data)
+        part.count += 1
+        part.ns = ns
+        if entry.lastmod is not None:
+            key = lastmod_key(entry.lastmod)
+            if part.newest_key is None or key > part.newest_key:
+                part.newest_key, part.newest = key, entry.lastmod
+
+    @property
+    def news_count(self) -> int:
+        """Entries added to the news sitemap so far."""
+        return 0 if self._news is None else self._news.count
+
+    def _close_news(self) -> None:
+        part, self._news = self._news, None
+        if part is None:
+            return
+        part.body.close()
+        body_path = Path(part.body.name)
+        name = NEWS_STEM + self._suffix
+        header = self._headers[part.ns]
+        self._write_part_file(name, header, body_path)
+        self._news_info = PartInfo(
+            name, part.count, len(header) + part.body_bytes + len(self._footer), part.newest
+        )
+
     def _too_big(self, entry: Entry, size: int) -> None:
-        need = self._fixed[bool(entry.images), bool(entry.alternates)] + size
+        need = self._fixed[entry.namespaces] + size
         raise EntryError(
             entry.loc, "loc", f"a file holding only this URL takes {need} bytes, over max_bytes"
         )
@@ -617,7 +666,20 @@ class SitemapWriter:
             body_path.unlink()
             return
         name = f"sitemap-{part.number}{self._suffix}"
-        header = self._headers[part.images, part.xhtml]
+        header = self._headers[part.ns]
+        self._write_part_file(name, header, body_path)
+        self._parts.append(
+            PartInfo(
+                name=name,
+                url_count=part.count,
+                uncompressed_bytes=len(header) + part.body_bytes + len(self._footer),
+                newest_lastmod=part.newest,
+            )
+        )
+
+    def _write_part_file(self, name: str, header: bytes, body_path: Path) -> None:
+        """The staged file name: header, the body streamed from body_path, footer; fsynced.
+        The body file is deleted."""
         with open(self._staging / name, "wb") as raw:
             sink: BinaryIO = raw
             if self._gzip:
@@ -633,14 +695,6 @@ class SitemapWriter:
             raw.flush()
             os.fsync(raw.fileno())
         body_path.unlink()
-        self._parts.append(
-            PartInfo(
-                name=name,
-                url_count=part.count,
-                uncompressed_bytes=len(header) + part.body_bytes + len(self._footer),
-                newest_lastmod=part.newest,
-            )
-        )
 
     # -- a stable layout -------------------------------------------------------------------
 
@@ -755,12 +809,11 @@ class SitemapWriter:
             os.fsync(fh.fileno())
         return url
 
-    def _fits(self, count: int, body: int, images: bool, xhtml: bool, rec: _Rec) -> bool:
+    def _fits(self, count: int, body: int, ns: int, rec: _Rec) -> bool:
         """Whether rec fits in a part holding count entries of body bytes (exact rules)."""
         return (
             count < self._max_urls
-            and self._fixed[images or rec[2], xhtml or rec[3]] + body + len(rec[1])
-            <= self._max_bytes
+            and self._fixed[ns | rec[2]] + body + len(rec[1]) <= self._max_bytes
         )
 
     def _relayout(self) -> None:
@@ -787,30 +840,30 @@ class SitemapWriter:
                 if taken < bucket.count:  # grew past max_bytes: the rest moves on
                     incoming.append(_records(bucket.path, skip=taken))
             bucket = self._buckets[tail.number]
-            count, body_bytes, images, xhtml = 0, 0, False, False
+            count, body_bytes, ns = 0, 0, 0
             for rec in _records(bucket.path):
-                if not self._fits(count, body_bytes, images, xhtml, rec):
+                if not self._fits(count, body_bytes, ns, rec):
                     break
                 count, body_bytes = count + 1, body_bytes + len(rec[1])
-                images, xhtml = images or rec[2], xhtml or rec[3]
+                ns |= rec[2]
             if count < bucket.count:
                 incoming.append(_records(bucket.path, skip=count))
             stream: Iterator[_Rec] = heapq.merge(*incoming, key=_loc_of)
             extra = _Bucket(self._staging / "tail.records", self._open_buckets)
             for rec in stream:
-                if not self._fits(count, body_bytes, images, xhtml, rec):
+                if not self._fits(count, body_bytes, ns, rec):
                     stream = itertools.chain([rec], stream)
                     break
                 extra.write(*rec)
                 count, body_bytes = count + 1, body_bytes + len(rec[1])
-                images, xhtml = images or rec[2], xhtml or rec[3]
+                ns |= rec[2]
             extra.close()
             kept = itertools.islice(_records(bucket.path), count - extra.count)
             self._write_routed(tail, kept, _records(extra.path))
         else:
             stream = heapq.merge(*incoming, key=_loc_of)
-        for _loc, data, images, xhtml in stream:
-            self._append(data, images, xhtml, None)
+        for _loc, data, own in stream:
+            self._append(data, own, None)
         self._close_part()
         # every part written is new as of now (those left unchanged get their old date back)
         self._parts = [replace(info, newest_lastmod=self._now) for info in self._parts]
@@ -821,17 +874,17 @@ class SitemapWriter:
         `first` it took."""
         name = f"sitemap-{part.number}{self._suffix}"
         taken = 0
-        count, body_bytes, images, xhtml = 0, 0, False, False
+        count, body_bytes, ns = 0, 0, 0
         chosen = _Bucket(self._staging / f"part-{part.number}.records", self._open_buckets)
         for which, rec in _tagged_merge(first, second):
-            if not self._fits(count, body_bytes, images, xhtml, rec):
+            if not self._fits(count, body_bytes, ns, rec):
                 break
             chosen.write(*rec)
             taken += which == 0
             count, body_bytes = count + 1, body_bytes + len(rec[1])
-            images, xhtml = images or rec[2], xhtml or rec[3]
+            ns |= rec[2]
         chosen.close()
-        header = self._headers[images, xhtml]
+        header = self._headers[ns]
         sha = hashlib.sha256(header)
         with open(self._staging / name, "wb") as raw:
             sink: BinaryIO = raw
@@ -896,6 +949,7 @@ class SitemapWriter:
                 self._relayout()
             else:
                 self._close_part()
+            self._close_news()
             result = self._finish()
         finally:
             self.abort()
@@ -903,7 +957,8 @@ class SitemapWriter:
 
     def _finish(self) -> PublishResult:
         parts = self._parts
-        is_index = len(parts) > 1 or self._gzip
+        news = self._news_info
+        is_index = len(parts) > 1 or self._gzip or news is not None
         if is_index and self._base_url is None:
             raise WriterConfigError(
                 f"{self._count} URLs needed {len(parts)} files, and the sitemap.xml index "
@@ -922,6 +977,8 @@ class SitemapWriter:
             entry_name = "sitemap.xml"
             self._write_index(entry_name)
             names = [p.name for p in parts] + [entry_name]
+            if news is not None:
+                names.insert(-1, news.name)
         else:
             names = [entry_name]
         feed_url = None
@@ -939,6 +996,7 @@ class SitemapWriter:
             is_index=is_index,
             changes=self._change_counts(),
             feed_url=feed_url,
+            news=news,
         )
 
     def _change_counts(self) -> ChangeCounts | None:
@@ -954,7 +1012,8 @@ class SitemapWriter:
         size = 0
         with open(self._staging / name, "wb", buffering=_COPY_CHUNK) as fh:
             size += fh.write(index_open().encode())
-            for part in self._parts:
+            listed = self._parts if self._news_info is None else [*self._parts, self._news_info]
+            for part in listed:
                 piece = index_entry(self._base_url + part.name, part.newest_lastmod)
                 size += fh.write(piece.encode())
             size += fh.write(index_close().encode())
@@ -991,9 +1050,10 @@ class SitemapWriter:
         if not self._open:
             return
         self._open = False
-        if self._part is not None:
-            self._part.body.close()
-            self._part = None
+        for part in (self._part, self._news):
+            if part is not None:
+                part.body.close()
+        self._part = self._news = None
         for bucket in list(self._open_buckets):
             bucket.close()
         shutil.rmtree(self._staging, ignore_errors=True)

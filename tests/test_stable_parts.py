@@ -356,3 +356,27 @@ def test_another_base_url_lays_out_afresh_but_still_counts_the_changes(tmp_path,
             w.add(Entry(url, lastmod=more[url]))
         result = w.publish()
     assert (result.changes.added, result.changes.removed, result.changes.changed) == (1, 0, 0)
+
+
+def test_a_news_sitemap_in_the_index_keeps_the_layout_stable(tmp_path, xsd):
+    """sitemap-news.xml is listed by the index beside the parts but is not one of them:
+    the next run reads the published set back without laying it out afresh."""
+    from sitemap_out.entry import News
+
+    def with_news(n: int):
+        with SitemapWriter(tmp_path, BASE, stable=True, now=day(n), max_urls=10) as w:
+            for url in sorted(LASTMODS):
+                w.add(Entry(url, lastmod=LASTMODS[url]))
+            news = News("The Example Times", "en", day(n), "An article")
+            w.add_news(Entry(loc(3), lastmod=LASTMODS[loc(3)], news=news))
+            return w.publish()
+
+    first = with_news(1)
+    assert first.news is not None
+    xsd.index(tmp_path / "sitemap.xml")
+    before = files(tmp_path)
+    second = with_news(2)
+    assert second.changes.layout == "" and second.changes.added == 0
+    assert all(p.kept for p in second.parts)
+    assert changed_files(before, files(tmp_path)) <= {"sitemap.xml", "sitemap-news.xml"}
+    assert "sitemap-news.xml" in {n for n in index_lastmods(tmp_path)}

@@ -41,6 +41,7 @@ from crawler.core.decide import (
 )
 from crawler.core.frontier import DONE, Frontier, Task
 from crawler.core.httpdate import parse_http_date
+from crawler.core.media import PageExtras
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.patterns import Patterns
 from crawler.core.report import DecisionRecord, Tally
@@ -49,6 +50,7 @@ from crawler.core.screen import Plan, Screen
 from crawler.core.seeds import MAX_SEED_URLS
 from crawler.core.url_checks import Checked, PageSeen
 from crawler.core.urls import join_parts, known, resolve
+from crawler.core.wire import pack
 from crawler.errors import (
     ConfigError,
     InterruptedCrawl,
@@ -56,6 +58,7 @@ from crawler.errors import (
     OutputError,
     PublishRefused,
 )
+from crawler.shell.extensions import Extensions, NewsPolicy
 from crawler.shell.fetch import (
     REDIRECT_STATUSES,
     ROBOTS_MAX_BYTES,
@@ -136,7 +139,13 @@ class Crawl:
             Patterns.compile(config.exclude_listing_only, "exclude_listing_only"),
         )
         self.agent = product_token(config.user_agent)
-        self.page_policy = PagePolicy(self.agent, config.follow_nofollow, config.strip_params)
+        self.page_policy = PagePolicy(
+            self.agent,
+            config.follow_nofollow,
+            config.strip_params,
+            config.images,
+            tuple(host.lower() for host in config.image_hosts),
+        )
         self.frontier = Frontier()
         self.screen = Screen(
             self.plan,
@@ -216,6 +225,7 @@ class Crawl:
         try:
             journal.spool = Spool(config.output)
             journal.sink = writer
+            journal.extensions = Extensions(self.tally.extensions, self._news(), datetime.now(UTC))
             journal.decisions_path = config.decisions  # opened at the first decision
             if config.state is not None:
                 self.state = journal.state = CrawlState.open(
@@ -935,7 +945,7 @@ class Crawl:
             decision = Decision(decision.reason, _with_notes(decision.detail, resp))
         if decision.listed:
             body = page.body_key if self.policy.skip_duplicates else None
-            made = self._listing(url, task, resp, decision.detail, body)
+            made = self._listing(url, task, resp, decision.detail, body, page.extras)
             if isinstance(made, Decision):
                 decision = made
             else:
@@ -1006,7 +1016,13 @@ class Crawl:
         return None, url
 
     def _listing(
-        self, url: str, task: Task, resp: Response, detail: str, body: int | None
+        self,
+        url: str,
+        task: Task,
+        resp: Response,
+        detail: str,
+        body: int | None,
+        extras: PageExtras | None = None,
     ) -> Listing | Decision:
         """The listing of a page judged listable, or why the protocol cannot list it."""
         lastmod = parse_http_date(resp.headers.get("Last-Modified"))
@@ -1025,6 +1041,7 @@ class Crawl:
             self.config.changefreq,
             depth_priority(depth) if self.config.priority_by_depth else None,
             body,
+            None if extras is None else pack(self._public_extras(extras)),
         )
         try:
             entry = listing.entry()  # checked now, so the decision says it
@@ -1033,6 +1050,27 @@ class Crawl:
         except EntryError as exc:  # a URL the protocol cannot hold (e.g. under 12 chars)
             return Decision(FETCH_ERROR, f"cannot be listed: {exc}")
         return listing
+
+    def _news(self) -> NewsPolicy | None:
+        config = self.config
+        if not (config.news_name and config.news_language and config.news_articles):
+            return None
+        articles = Patterns.compile(config.news_articles, "news_articles")
+        return NewsPolicy(config.news_name, config.news_language, articles)
+
+    def _public_extras(self, extras: PageExtras) -> PageExtras:
+        """The page's extension facts with its URLs as the sitemap names them: images, videos
+        and alternates on the crawled origin get the public one (public_url)."""
+        if self.identity:
+            return extras
+        public, to_crawl = self._public, self._to_crawl
+        extras.images = tuple(public(to_crawl(url)) for url in extras.images)
+        extras.alternates = tuple((lang, public(to_crawl(url))) for lang, url in extras.alternates)
+        extras.videos = tuple(
+            (t, title, d, None if c is None else public(to_crawl(c)), p, s, date)
+            for t, title, d, c, p, s, date in extras.videos
+        )
+        return extras
 
     # -- links -------------------------------------------------------------------------------
 
