@@ -48,6 +48,12 @@ class PageResult:
     # links to follow, resolved and normalised, each once, in document order (hreflang last)
     targets: list[str] = field(default_factory=list)
     body_key: int | None = None  # 64 bits of the body's sha256 (HTML only): finds twins
+    # the main content's text blocks, 32-bit hashes packed (HTML only): the content
+    # fingerprint behind honest lastmods (crawler.core.lastmod)
+    blocks: bytes | None = None
+    # a 304 to a conditional request: no body, so the engine fills in the page from the
+    # crawl's history; header and canonical hold what the 304's own headers say, if anything
+    not_modified: bool = False
 
 
 def analyse(
@@ -66,6 +72,11 @@ def analyse(
     that a link joining to one of them skips normalisation; the result is the same without.
     """
     mime, _ = parse_content_type(headers.get("Content-Type"))
+    if status == 304:  # RFC 9110 15.4.5: a 304 may repeat the headers a 200 would carry
+        header = header_directives(headers.getall("X-Robots-Tag", ()), policy.agent)
+        raw = link_header_canonical(headers.getall("Link", ()))
+        canonical = resolve(url, raw, policy.strip_params) if raw else None
+        return PageResult(mime, header, canonical=canonical, not_modified=True)
     if status != 200 or truncated:
         return PageResult(mime)
     header = header_directives(headers.getall("X-Robots-Tag", ()), policy.agent)
@@ -78,4 +89,6 @@ def analyse(
         raw = link_header_canonical(headers.getall("Link", ()))
         canonical = resolve(url, raw, strip) if raw else None
     targets = resolve_links(page.base, page.hrefs, strip, known or {})
-    return PageResult(mime, header, page.directives, canonical, targets, page.body_key)
+    return PageResult(
+        mime, header, page.directives, canonical, targets, page.body_key, page.blocks or b""
+    )

@@ -40,10 +40,11 @@ class DecisionRecord:
             return None
         return self.referrer if self.referrer is not None else SEED_START
 
-    def to_json(self) -> str:
+    def to_json(self, lastmod_source: str | None = None) -> str:
         """Every field by name, and ``listed`` after ``status``, where readers of the
         decisions file have always found it; a URL reached from a seed has ``seed`` after
-        ``referrer``, which is then null (no page links to it)."""
+        ``referrer``, which is then null (no page links to it). A listed page has
+        ``lastmod_source`` last: where its <lastmod> came from (crawler.core.lastmod)."""
         line: dict[str, object] = {}
         for name in _DECISION_FIELDS:
             line[name] = getattr(self, name)
@@ -53,6 +54,8 @@ class DecisionRecord:
         if seed is not None:
             line["referrer"] = None
             line["seed"] = seed
+        if lastmod_source is not None:
+            line["lastmod_source"] = lastmod_source
         return json.dumps(line, ensure_ascii=False)
 
 
@@ -64,6 +67,7 @@ class Tally:
     fetched: int = 0  # HTTP requests for pages, redirect hops included, by every run of the crawl
     fetched_before: int = 0  # of those, by the runs a resumed crawl goes on from
     failed: int = 0  # of those, failed with a 5xx or a network error (after retries)
+    not_modified: int = 0  # of those, answered 304 to a conditional request (no body)
     reasons: Counter[str] = field(default_factory=Counter)
     broken: dict[str, tuple[int, list[str]]] = field(default_factory=dict)  # url -> status, refs
     seconds: float = 0.0

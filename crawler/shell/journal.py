@@ -17,12 +17,22 @@ the replayed lines come first). Sorting those too would take a second sort of ev
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Protocol
 
 from crawler.core.decide import DUPLICATE_OF, LISTED, OUT_OF_SCOPE, Decision
 from crawler.core.duplicates import Twins
+from crawler.core.lastmod import (
+    AUTO,
+    CONTENT,
+    HeavyHitters,
+    SiteDates,
+    choose,
+    common_blocks,
+    same_content,
+    unpack_blocks,
+)
 from crawler.core.report import DecisionRecord, Tally, is_broken
 from crawler.errors import OutputError
 from crawler.shell.listings import Listing, Spool
@@ -66,6 +76,8 @@ class Journal:
         # whether a listing answered a body met before: without one there are no twins to
         # rank, and the end of the crawl takes one pass over the listings instead of two
         self.contested = False
+        # decides each listing's lastmod when the crawl is over (set by the engine)
+        self.dating = Dating(AUTO, None)
 
     # -- decisions -------------------------------------------------------------------------
 
@@ -91,9 +103,11 @@ class Journal:
         referrer: str | None,
         *,
         counted: bool = False,
+        lastmod_source: str | None = None,
     ) -> None:
         """Count a decision, note a broken link, and write its line in the decisions file.
-        `counted`: the tally has it already (a listing, counted when it was made)."""
+        `counted`: the tally has it already (a listing, counted when it was made);
+        `lastmod_source`: a listed page's (crawler.core.lastmod)."""
         public = self.public(url) if decision.reason != OUT_OF_SCOPE else url
         record = DecisionRecord(public, status, decision.reason, decision.detail, depth, referrer)
         if not counted:
@@ -108,7 +122,7 @@ class Journal:
             if self.settle is not None:
                 self.settle(url, 0)  # a link to url changes nothing now
         if self.decisions_path is not None:
-            self._write_decision(record.to_json() + "\n")
+            self._write_decision(record.to_json(lastmod_source) + "\n")
         if self.echo is not None:
             self.echo(record)
 
@@ -160,6 +174,7 @@ class Journal:
             )
             return
         self.spool.add(listing)
+        self.dating.saw(listing)
         if listing.body is not None:
             self.depths[listing.url] = listing.depth
         if replayed:
@@ -178,6 +193,8 @@ class Journal:
         assert self.spool is not None and self.sink is not None
         self.settle = None  # the workers are gone
         twins, state, depths, sink = self.twins, self.state, self.depths, self.sink
+        dating = self.dating
+        dating.settle(self.spool)
         if self.contested:
             for listing in self.spool:
                 if listing.body is not None:
@@ -189,9 +206,10 @@ class Journal:
             winner = url if listing.body is None else twins.winner(listing.body)
             # (None when nothing was contested: every listing is its own body's winner)
             if winner is None or winner == url:
-                await sink.add(listing.entry())
+                lastmod, source = dating.date(listing)
+                await sink.add(listing.dated(lastmod))
                 if recorded:
-                    self._final(listing, _listed(listing), counted=True)
+                    self._final(listing, _listed(listing), counted=True, lastmod_source=source)
                 continue
             decision = Decision(DUPLICATE_OF, self.public(winner))
             self.tally.reasons[LISTED] -= 1
@@ -203,11 +221,24 @@ class Journal:
                 )  # fmt: skip
             self._final(listing, decision, counted=False)
 
-    def _final(self, listing: Listing, decision: Decision, *, counted: bool) -> None:
+    @property
+    def template(self) -> frozenset[int]:
+        """The blocks common to most pages of this crawl, once published (the next run's
+        template_before)."""
+        return self.dating.template
+
+    def _final(
+        self,
+        listing: Listing,
+        decision: Decision,
+        *,
+        counted: bool,
+        lastmod_source: str | None = None,
+    ) -> None:
         self.refs.pop(listing.url, None)
         self.emit(
             listing.url, listing.status, decision, listing.depth, listing.referrer,
-            counted=counted,
+            counted=counted, lastmod_source=lastmod_source,
         )  # fmt: skip
 
     def close(self) -> None:
@@ -220,6 +251,65 @@ class Journal:
                 ) from None
         if self.spool is not None:
             self.spool.close()
+
+
+class Dating:
+    """Dates the listings when the crawl is over (crawler.core.lastmod): a page's lastmod
+    depends on what the whole site says (whether its Last-Modified headers are believable,
+    which text blocks are its template), known only then. With a state file, the content
+    dates come from the history, and this run's are kept in it for the next."""
+
+    def __init__(self, mode: str, state: CrawlState | None) -> None:
+        self.mode = mode
+        self.state = state
+        # content dates need a history; `header` and `none` never read them
+        self.content = state is not None and mode in (AUTO, CONTENT)
+        self.site = SiteDates()
+        self.summary = HeavyHitters()
+        self.template: frozenset[int] = frozenset()  # common now
+        self._ignored: frozenset[int] = frozenset()  # common now, or in the previous run
+
+    def saw(self, listing: Listing) -> None:
+        """A listing waits in the spool (replayed ones too: the figures are rebuilt)."""
+        self.site.add(listing.lastmod is not None, listing.stamped)
+        if self.state is not None:
+            self.summary.add_page(listing.blocks)
+
+    def settle(self, listings: Iterable[Listing]) -> None:
+        """Count the summary's candidates exactly, in one pass over the listings: the
+        blocks on most pages are the template."""
+        if self.state is None:
+            return
+        candidates = self.summary.candidates()
+        counts = dict.fromkeys(candidates, 0)
+        pages = 0
+        for listing in listings:
+            if listing.blocks:
+                pages += 1
+                if candidates:
+                    for block in candidates.intersection(unpack_blocks(listing.blocks)):
+                        counts[block] += 1
+        self.template = common_blocks(counts, pages)
+        self._ignored = self.template | self.state.template_before
+
+    def date(self, listing: Listing) -> tuple[int | None, str]:
+        """The listing's lastmod (microseconds, or None) and its source."""
+        state = self.state
+        content = changed = None
+        if state is not None:
+            changed = state.run_started  # first sight: from now on, as far as we know
+            prior = state.prior_content(listing.url)
+            if prior is not None and prior[0] is not None and listing.blocks is not None:
+                old, old_changed = prior
+                if old_changed is not None and same_content(old, listing.blocks, self._ignored):
+                    changed = old_changed
+                content = changed
+        lastmod, source = choose(
+            self.mode, listing.lastmod, content if self.content else None, self.site.believable
+        )
+        if state is not None:
+            state.published(listing.url, changed, lastmod, source)
+        return lastmod, source
 
 
 def _listed(listing: Listing) -> Decision:

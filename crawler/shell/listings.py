@@ -73,11 +73,20 @@ class Listing:
     changefreq: str | None
     priority: float | None
     body: int | None  # the body's key; None for a page that never competes (not HTML)
+    # the main content's text blocks (crawler.core.lastmod): the lastmod is decided from
+    # them at publish time, when the blocks common to most pages are known
+    blocks: bytes | None = None
+    stamped: bool = False  # its Last-Modified was the response's Date (crawler.core.lastmod)
 
     def entry(self) -> Entry:
+        """The sitemap entry, dated by its Last-Modified header."""
+        return self.dated(self.lastmod)
+
+    def dated(self, lastmod: int | None) -> Entry:
+        """The sitemap entry with the lastmod decided at publish time."""
         return Entry(
             self.loc,
-            lastmod=from_micros(self.lastmod),
+            lastmod=from_micros(lastmod),
             changefreq=self.changefreq,
             priority=self.priority,
         )

@@ -1,0 +1,292 @@
+"""Incremental nightly runs (issue #14): the state file is the site's history across runs.
+Conditional requests (a 304 reuses the page's history), honest lastmods (the date a page's
+main text last changed, the template left out), --fresh. Real servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from crawler.cli import main
+from crawler.shell.state import SCHEMA_VERSION
+from tests.sites import read_decisions, read_published
+
+
+class HistorySite:
+    """A small CMS-like site whose pages can be edited between runs: every page has the
+    same nav, header, footer and newsletter box around its own text. Counts the requests,
+    the conditional ones and the bodies sent."""
+
+    def __init__(self, pages: int = 6, *, etag: bool = True, honour: bool = True) -> None:
+        self.year = 2025
+        self.nav = ["/p/0", "/p/1"]
+        self.boxes: dict[str, str] = {}  # path -> an extra block of text on that page
+        self.texts = {
+            f"/p/{i}": [f"Page {i} first paragraph.", f"Page {i} second."] for i in range(pages)
+        }
+        self.links = {"/": [f"/p/{i}" for i in range(pages // 2)]}
+        # the other half is behind page 0 and 1 only: discovered through them alone
+        for i in range(pages // 2, pages):
+            self.links.setdefault(f"/p/{i % 2}", []).append(f"/p/{i}")
+        self.texts["/"] = ["Welcome home."]
+        self.etag, self.honour = etag, honour
+        self.last_modified: str | None = None  # "now": stamped with the response's Date
+        self.robots_tag: dict[str, str] = {}  # path -> X-Robots-Tag, sent with a 304 too
+        self.requests = self.conditional = self.bodies = self.not_modified = 0
+
+    def render(self, path: str) -> str:
+        nav = "".join(f'<a href="{href}">{href}</a>' for href in self.nav)
+        links = "".join(f'<a href="{href}">more</a>' for href in self.links.get(path, []))
+        text = "".join(f"<p>{t}</p>" for t in self.texts[path])
+        box = f"<div>{self.boxes[path]}</div>" if path in self.boxes else ""
+        return (
+            f"<!doctype html><html><head><title>{path}</title></head><body>"
+            f"<header>Acme Corp</header><nav>{nav}</nav>"
+            f"<div class=content>{text}{links}{box}</div>"
+            f"<div class=newsletter>Subscribe to our newsletter</div>"
+            f"<footer>(c) {self.year} Acme</footer></body></html>"
+        )
+
+    def app(self) -> web.Application:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            if request.path not in self.texts:
+                return web.Response(status=404, text="no")
+            self.requests += 1
+            body = self.render(request.path).encode()
+            tag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+            headers = {"Content-Type": "text/html; charset=utf-8"}
+            if self.etag:
+                headers["ETag"] = tag
+            if self.last_modified == "now":
+                headers["Last-Modified"] = format_datetime(datetime.now(UTC), usegmt=True)
+            if request.path in self.robots_tag:
+                headers["X-Robots-Tag"] = self.robots_tag[request.path]
+            asked = request.headers.get("If-None-Match")
+            if asked or request.headers.get("If-Modified-Since"):
+                self.conditional += 1
+            if self.honour and asked == tag:
+                self.not_modified += 1
+                del headers["Content-Type"]
+                return web.Response(status=304, headers=headers)
+            self.bodies += 1
+            return web.Response(body=body, headers=headers)
+
+        app = web.Application()
+        app.router.add_get("/{tail:.*}", handle)
+        return app
+
+    def reset(self) -> None:
+        self.requests = self.conditional = self.bodies = self.not_modified = 0
+
+
+def _run(url: str, tmp: Path, state: Path, xsd, *args: str, name: str = "out"):
+    out, decisions = tmp / name, tmp / f"{name}.jsonl"
+    code = main(
+        ["crawl", url + "/", "-o", str(out), "-q", "--state", str(state),
+         "--decisions", str(decisions), *args]
+    )  # fmt: skip
+    assert code == 0
+    return read_published(out, xsd), read_decisions(decisions)
+
+
+class _Clock:
+    """The runs' clock: a test's runs are seconds apart, and a content date is the start
+    of a run, so each run is moved `day` days on (crawler.shell.state reads the time)."""
+
+    day = 0
+
+
+class _Shifted(datetime):
+    @classmethod
+    def now(cls, tz=None):  # type: ignore[no-untyped-def,override]
+        return datetime.now(tz) + timedelta(days=_Clock.day)
+
+
+@pytest.fixture(autouse=True)
+def _clock(monkeypatch):
+    import crawler.shell.state
+
+    _Clock.day = 0
+    monkeypatch.setattr(crawler.shell.state, "datetime", _Shifted)
+
+
+def _age(state: Path | None = None, days: int = 1) -> None:
+    """The next run starts `days` later."""
+    _Clock.day += days
+
+
+def _day(lastmod: str | None) -> str | None:
+    return None if lastmod is None else lastmod[:10]
+
+
+@pytest.fixture
+def site_run(serve, tmp_path, xsd) -> Callable[..., tuple]:
+    def make(site: HistorySite) -> Callable[..., tuple]:
+        srv = serve(site.app())
+        state = tmp_path / "state.sqlite"
+
+        def run(*args: str, name: str = "out") -> tuple:
+            site.reset()
+            return _run(srv.url, tmp_path, state, xsd, *args, name=name)
+
+        run.state = state  # type: ignore[attr-defined]
+        run.url = srv.url  # type: ignore[attr-defined]
+        return run
+
+    return make
+
+
+def test_content_lastmods_from_the_second_run_and_template_changes_move_none(site_run):
+    site = HistorySite(etag=False)  # no Last-Modified, no ETag: most CMS pages
+    run = site_run(site)
+    first, decisions = run()
+    assert first.locs and all(v is None for v in first.lastmods.values())
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"none"}
+    _age(run.state)
+    yesterday = datetime.now(UTC).date().isoformat()  # the first run's day
+    today = (datetime.now(UTC) + timedelta(days=3)).date().isoformat()  # the fourth's
+
+    second, decisions = run()
+    assert second.locs == first.locs
+    assert {_day(v) for v in second.lastmods.values()} == {yesterday}
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"content"}
+
+    # the template changes on every page: footer year, a nav link, the newsletter box
+    site.year, site.nav = 2026, [*site.nav, "/p/2"]
+    _age(run.state)
+    third, _ = run()
+    assert third.lastmods == second.lastmods  # nothing moved
+
+    # one paragraph of one page is reworded: that page's lastmod only
+    site.texts["/p/3"][1] = "Page 3 second, reworded."
+    _age(run.state)
+    fourth, _ = run()
+    moved = {loc for loc in fourth.locs if fourth.lastmods[loc] != third.lastmods[loc]}
+    assert moved == {run.url + "/p/3"}
+    assert _day(fourth.lastmods[run.url + "/p/3"]) == today
+
+
+def test_a_block_crossing_the_threshold_moves_no_lastmod(site_run):
+    site = HistorySite(pages=6, etag=False)
+    paths = ["/", *(f"/p/{i}" for i in range(6))]
+    for path in paths:  # a promotion on every page: template
+        site.boxes[path] = "Summer sale: 20% off"
+    run = site_run(site)
+    run()
+    _age(run.state)
+    second, _ = run()
+    # the promotion leaves most pages: it is no longer common, on the rest it is content
+    for path in paths[:5]:
+        del site.boxes[path]
+    _age(run.state)
+    third, _ = run()
+    assert third.lastmods == second.lastmods
+    # and becomes common again, on other pages
+    for path in paths[:5]:
+        site.boxes[path] = "Summer sale: 20% off"
+    _age(run.state)
+    fourth, _ = run()
+    assert fourth.lastmods == second.lastmods
+
+
+@pytest.mark.parametrize(
+    ("workers", "pages"),
+    [("0", 8), ("1", 600)],  # 600: well past pool.START_AFTER: the worker takes pages
+)
+def test_a_304_run_publishes_what_a_full_run_does_without_a_body(
+    site_run, tmp_path, workers, pages
+):
+    site = HistorySite(pages=pages)
+    run = site_run(site)
+    first, _ = run("--workers", workers)
+    assert site.conditional == 0 and site.bodies == site.requests
+    _age(run.state)
+    baseline = tmp_path / "baseline.sqlite"
+    shutil.copy(run.state, baseline)
+
+    # a server answering 304: asked with validators, sends no body, publishes the same
+    report = tmp_path / "report.json"
+    second, decisions = run("--workers", workers, "--report", str(report), name="second")
+    if workers != "0":  # the 304 path is the workers' too
+        assert json.loads(report.read_text())["requests"]["by_workers"] > 0
+    assert site.requests == len(first.locs) and site.conditional == site.requests
+    assert site.bodies == 0 and site.not_modified == site.requests
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"content"}
+
+    # the same baseline, against a server that ignores validators: the same sitemap, and
+    # not one request more than the first run made
+    shutil.copy(baseline, run.state)
+    site.honour = False
+    full, _ = run("--workers", workers, name="full")
+    assert site.requests == len(first.locs) and site.bodies == site.requests
+    assert full.locs == second.locs == first.locs
+    assert full.lastmods == second.lastmods
+    assert all(v is not None for v in second.lastmods.values())
+
+
+def test_a_304_page_is_still_judged_by_the_directives_of_its_headers(site_run):
+    site = HistorySite(pages=4)
+    run = site_run(site)
+    first, _ = run()
+    url = run.url + "/p/1"
+    assert url in first.locs
+    site.robots_tag["/p/1"] = "noindex"  # sent with the 304 too
+    second, decisions = run()
+    assert site.bodies == 0
+    assert url not in second.locs and decisions[url]["reason"] == "header_noindex"
+    # its links are still followed (noindex, not nofollow): what only /p/1 leads to
+    assert run.url + "/p/3" in second.locs
+
+
+def test_fresh_ignores_the_history(site_run):
+    site = HistorySite(pages=4)
+    run = site_run(site)
+    run()
+    _age(run.state)
+    second, _ = run("--fresh")
+    assert site.conditional == 0 and site.bodies == site.requests
+    assert all(v is None for v in second.lastmods.values())
+    # and the history is the fresh run's: the next run starts from it
+    run()
+    assert site.conditional == site.requests and site.bodies == 0
+
+
+def test_a_state_of_an_older_version_is_refused_with_what_to_do(site_run, capsys):
+    site = HistorySite(pages=2)
+    run = site_run(site)
+    run()
+    conn = sqlite3.connect(run.state)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    conn.close()
+    out = run.state.parent / "old"
+    code = main(["crawl", run.url + "/", "-o", str(out), "-q", "--state", str(run.state)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "schema version" in err and "--fresh" in err and "delete it" in err
+    run("--fresh")  # replaces it
+
+
+def test_a_stamped_last_modified_is_not_believed(site_run):
+    site = HistorySite(pages=4, etag=False)
+    site.last_modified = "now"  # every answer stamped with the time of the request
+    run = site_run(site)
+    first, decisions = run()
+    assert all(v is None for v in first.lastmods.values())  # auto: not believable
+    _age(run.state)
+    _, decisions = run()
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"content"}
+    header, decisions = run("--lastmod", "header", name="header")
+    assert all(v is not None for v in header.lastmods.values())
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"header"}
+    none, decisions = run("--lastmod", "none", name="none")
+    assert all(v is None for v in none.lastmods.values())
+    assert json.dumps(sorted({d["lastmod_source"] for d in decisions.values() if d["listed"]}))
