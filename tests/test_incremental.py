@@ -18,7 +18,9 @@ from aiohttp import web
 
 from crawler.cli import main
 from crawler.shell.state import SCHEMA_VERSION
-from tests.sites import read_decisions, read_published
+from tests.memory import Answer, crawl_until_crash
+from tests.memory import crawl as memory_crawl
+from tests.sites import html, read_decisions, read_published
 
 
 class HistorySite:
@@ -290,3 +292,26 @@ def test_a_stamped_last_modified_is_not_believed(site_run):
     none, decisions = run("--lastmod", "none", name="none")
     assert all(v is None for v in none.lastmods.values())
     assert json.dumps(sorted({d["lastmod_source"] for d in decisions.values() if d["listed"]}))
+
+
+def test_a_resumed_run_still_dates_by_the_last_finished_run(tmp_path, xsd):
+    """A run that crashes and is resumed compares with the last finished run, as an
+    uninterrupted one does: its own pages fetched before the crash do not become the
+    baseline (they wait in fresh_history until it finishes)."""
+    pages: dict[str, Answer | str] = {"http://s.test/": html(*(f"/p/{i}" for i in range(8)))}
+    for i in range(8):
+        pages[f"http://s.test/p/{i}"] = f"<body><nav>menu</nav><p>Text of page {i}</p></body>"
+    state = tmp_path / "state.sqlite"
+    memory_crawl(pages, tmp_path / "one", state=state)
+    _age()
+    pages["http://s.test/p/2"] = "<body><nav>menu</nav><p>Page 2, rewritten</p></body>"
+    pages["http://s.test/p/6"] = "<body><nav>menu</nav><p>Page 6, rewritten</p></body>"
+    crawl_until_crash(pages, tmp_path / "two", "http://s.test/p/5", state=state)
+    _age()  # resumed the next day: the run's date is still its start
+    memory_crawl(pages, tmp_path / "two", state=state, resume=True)
+    lastmods = read_published(tmp_path / "two", xsd).lastmods
+    first_day = datetime.now(UTC).date().isoformat()
+    second_day = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
+    changed = {"http://s.test/p/2", "http://s.test/p/6"}
+    assert {_day(v) for k, v in lastmods.items() if k in changed} == {second_day}
+    assert {_day(v) for k, v in lastmods.items() if k not in changed} == {first_day}

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
+from crawler.core.extract import MAX_BLOCKS
+
 __all__ = [
     "AUTO",
     "CONTENT",
@@ -51,9 +53,11 @@ MODES: Final = (AUTO, HEADER, CONTENT, NONE)
 
 #: A block is template when it is on more than this share of the listed pages ("most").
 COMMON_SHARE: Final = 0.5
-#: Counters of the heavy-hitters summary: any block on more than 1/(K+1) of the pages it
-#: is fed is among its candidates, far below the COMMON_SHARE asked for.
-SUMMARY_SIZE: Final = 256
+#: Counters of the heavy-hitters summary. Misra-Gries keeps every item seen more than
+#: n/(K+1) times in a stream of n items; a page feeds at most MAX_BLOCKS distinct blocks,
+#: so n <= MAX_BLOCKS * pages, and K = 2 * MAX_BLOCKS keeps every block on more than half
+#: the pages fed, whatever the pages hold. (About 300 KB of dict, whatever the site's size.)
+SUMMARY_SIZE: Final = 2 * MAX_BLOCKS
 #: Pages fed to the summary: every page up to this many, then one in SAMPLE_EVERY (a block
 #: on half the pages is on about half of any large sample; the count that decides is exact).
 SAMPLE_ALL: Final = 4096
@@ -77,9 +81,9 @@ def pack_blocks(blocks: Iterable[int]) -> bytes:
 
 class HeavyHitters:
     """Misra-Gries summary of the blocks of the pages fed to it: bounded memory (SUMMARY_SIZE
-    counters) on a site of millions of pages, and every block on more than 1/(K+1) of the
-    fed pages is among its candidates. The exact count of the candidates is taken afterwards
-    on a pass over the listings (common_blocks)."""
+    counters) on a site of millions of pages, and every block on more than half of the fed
+    pages is among its candidates (see SUMMARY_SIZE). The exact count of the candidates is
+    taken afterwards on a pass over the listings (common_blocks)."""
 
     __slots__ = ("_counts", "_seen", "_size")
 

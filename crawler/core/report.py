@@ -67,7 +67,8 @@ class Tally:
     fetched: int = 0  # HTTP requests for pages, redirect hops included, by every run of the crawl
     fetched_before: int = 0  # of those, by the runs a resumed crawl goes on from
     failed: int = 0  # of those, failed with a 5xx or a network error (after retries)
-    not_modified: int = 0  # of those, answered 304 to a conditional request (no body)
+    not_modified: int = 0  # this run's, answered 304 to a conditional request (no body)
+    lastmods: Counter[str] = field(default_factory=Counter)  # listed pages by lastmod source
     reasons: Counter[str] = field(default_factory=Counter)
     broken: dict[str, tuple[int, list[str]]] = field(default_factory=dict)  # url -> status, refs
     seconds: float = 0.0
@@ -118,6 +119,7 @@ class Tally:
             f"({_rate(self.pages_per_second)} pages/s): {self.listed} URLs listed; "
             f"excluded: {excluded or 'none'}; "
             f"{self.failed} requests failed (5xx or no answer, after retries)"
+            + (f"; {self.not_modified} not modified (304)" if self.not_modified else "")
         )
 
     def to_json(self, extra: dict[str, Any]) -> dict[str, Any]:
@@ -126,7 +128,9 @@ class Tally:
             "pages_fetched": self.fetched,  # by every run of the crawl, as requests_failed
             "pages_fetched_this_run": self.fetched_this_run,  # as seconds and pages_per_second
             "requests_failed": self.failed,
+            "pages_not_modified": self.not_modified,  # this run's 304s (--state's history)
             "urls_listed": self.listed,
+            "lastmod_sources": {s: self.lastmods[s] for s in ("header", "content", "none")},
             "seconds": round(self.seconds, 3),
             "pages_per_second": round(self.pages_per_second, 1),
             "robots_txt": self.robots_note,

@@ -207,6 +207,7 @@ class Journal:
             # (None when nothing was contested: every listing is its own body's winner)
             if winner is None or winner == url:
                 lastmod, source = dating.date(listing)
+                self.tally.lastmods[source] += 1
                 await sink.add(listing.dated(lastmod))
                 if recorded:
                     self._final(listing, _listed(listing), counted=True, lastmod_source=source)
