@@ -82,18 +82,23 @@ _DONE: Final = 1
 #: A listing's column in the listings table, by Listing field: rows are read and written by
 #: field name, so a field added to Listing that the table lacks fails loudly, at once.
 _LISTING_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Listing))
+#: Fields kept elsewhere: a listing's content blocks are its page's, in fresh_history
+#: (written with it: engine._judge records the page before its listing), not twice.
+_LISTING_JOINED: Final = frozenset({"blocks"})
+_LISTING_STORED: Final = tuple(n for n in _LISTING_FIELDS if n not in _LISTING_JOINED)
 _LISTING_SELECT: Final = ", ".join(
     {
         "url": "u.url",
         "loc": "coalesce(l.loc, u.url)",
         "referrer": "r.url",
         "depth": "min(l.depth, coalesce(u.depth, l.depth))",  # lowered() after it was listed
+        "blocks": "f.blocks",
     }.get(name, f"l.{name}")
     for name in _LISTING_FIELDS
 )
 _LISTING_INSERT: Final = (
-    f"INSERT INTO listings ({', '.join(_LISTING_FIELDS)})"
-    f" VALUES ({', '.join('?' * len(_LISTING_FIELDS))})"
+    f"INSERT INTO listings ({', '.join(_LISTING_STORED)})"
+    f" VALUES ({', '.join('?' * len(_LISTING_STORED))})"
 )
 #: Likewise a decision's column in the decisions table, by DecisionRecord field (url and
 #: referrer hold ids into urls, joined back to their strings on load).
@@ -177,7 +182,6 @@ CREATE TABLE listings (
     changefreq TEXT,
     priority REAL,
     body INTEGER,
-    blocks BLOB,
     stamped INTEGER
 );
 CREATE INDEX listings_url ON listings (url);  -- unlisted() deletes by URL
@@ -673,7 +677,7 @@ class CrawlState:
             "loc": None if listing.loc == listing.url else listing.loc,  # the same, mostly
             "referrer": None if listing.referrer is None else self._intern(listing.referrer),
         }
-        self._listings.append(tuple(stored[name] for name in _LISTING_FIELDS))
+        self._listings.append(tuple(stored[name] for name in _LISTING_STORED))
         self._ops += 1
 
     def unlisted(self, url: str) -> None:
@@ -876,7 +880,8 @@ class CrawlState:
             listings=self._stream(
                 f"SELECT l.seq, {_LISTING_SELECT}"
                 " FROM listings l JOIN urls u ON u.id = l.url"
-                " LEFT JOIN urls r ON r.id = l.referrer",
+                " LEFT JOIN urls r ON r.id = l.referrer"
+                " LEFT JOIN fresh_history f ON f.url = l.url",
                 last_listing,
                 _listing_row,
             ),
