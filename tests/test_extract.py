@@ -27,7 +27,7 @@ PAGE = "https://example.com/dir/page.html"
 
 
 def page(body: str, content_type: str | None = "text/html; charset=utf-8") -> PageData:
-    return extract_page(body.encode("utf-8"), content_type, PAGE)
+    return extract_page(body.encode("utf-8"), content_type, PAGE, content=True)
 
 
 def hrefs(body: str) -> list[str]:

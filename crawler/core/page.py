@@ -35,6 +35,7 @@ class PagePolicy:
     agent: str  # the robots.txt product token: meta and header directives for us
     follow_nofollow: bool = False
     strip_params: tuple[str, ...] = ()
+    content: bool = False  # the content blocks too (a crawl keeping a history, for lastmods)
 
 
 @dataclass(slots=True)
@@ -83,12 +84,15 @@ def analyse(
     if mime not in HTML_TYPES:
         return PageResult(mime, header)
     strip = policy.strip_params
-    page = digest_page(body, headers.get("Content-Type"), url, policy.agent, policy.follow_nofollow)
+    page = digest_page(
+        body, headers.get("Content-Type"), url, policy.agent, policy.follow_nofollow, policy.content
+    )
     canonical = resolve(page.base, page.canonical, strip) if page.canonical else None
     if canonical is None:
         raw = link_header_canonical(headers.getall("Link", ()))
         canonical = resolve(url, raw, strip) if raw else None
     targets = resolve_links(page.base, page.hrefs, strip, known or {})
     return PageResult(
-        mime, header, page.directives, canonical, targets, page.body_key, page.blocks or b""
-    )
+        mime, header, page.directives, canonical, targets, page.body_key,
+        page.blocks if policy.content else None,
+    )  # fmt: skip

@@ -43,7 +43,7 @@ from crawler.core.decide import (
 from crawler.core.frontier import DONE, Frontier, Task
 from crawler.core.history import Prior, Validators, revive
 from crawler.core.httpdate import parse_http_date
-from crawler.core.lastmod import stamped
+from crawler.core.lastmod import AUTO, CONTENT, stamped
 from crawler.core.page import Headers, PagePolicy, PageResult
 from crawler.core.patterns import Patterns
 from crawler.core.report import DecisionRecord, Tally
@@ -138,7 +138,12 @@ class Crawl:
             Patterns.compile(config.exclude_listing_only, "exclude_listing_only"),
         )
         self.agent = product_token(config.user_agent)
-        self.page_policy = PagePolicy(self.agent, config.follow_nofollow, config.strip_params)
+        self.page_policy = PagePolicy(
+            self.agent,
+            config.follow_nofollow,
+            config.strip_params,
+            content=config.state is not None and config.lastmod in (AUTO, CONTENT),
+        )
         self.frontier = Frontier()
         self.screen = Screen(
             self.plan,
