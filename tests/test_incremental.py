@@ -315,3 +315,30 @@ def test_a_resumed_run_still_dates_by_the_last_finished_run(tmp_path, xsd):
     changed = {"http://s.test/p/2", "http://s.test/p/6"}
     assert {_day(v) for k, v in lastmods.items() if k in changed} == {second_day}
     assert {_day(v) for k, v in lastmods.items() if k not in changed} == {first_day}
+
+
+def test_the_job_starts_from_the_history_and_fresh_passes_through(serve, tmp_path, capsys):
+    site = HistorySite(pages=4)
+    srv = serve(site.app())
+    data = tmp_path / "data"
+
+    def job(*args: str) -> str:
+        site.reset()
+        assert main(["job", srv.url + "/", "--data", str(data), *args]) == 0
+        return capsys.readouterr().err
+
+    assert "afresh" in job()
+    said = job()
+    assert "from its history" in said
+    assert site.conditional == site.requests and site.bodies == 0
+    said = job("--fresh")
+    assert "ignoring its history" in said
+    assert site.conditional == 0 and site.bodies == site.requests
+
+
+def test_fresh_and_resume_together_are_refused(tmp_path, capsys):
+    code = main(
+        ["crawl", "http://127.0.0.1:9/", "--state", str(tmp_path / "s"), "--resume", "--fresh"]
+    )
+    assert code == 2
+    assert "--fresh" in capsys.readouterr().err
