@@ -10,7 +10,7 @@ exactly as the full answer would have been (crawler.shell.engine).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from crawler.core.directives import NO_DIRECTIVES, Directives
 from crawler.core.page import PageResult
@@ -37,7 +37,6 @@ class Prior:
     meta: Directives = NO_DIRECTIVES
     header: Directives = NO_DIRECTIVES
     canonical: str | None = None
-    targets: list[str] = field(default_factory=list)  # named when a 304 needs them
     body_key: int | None = None
     blocks: bytes | None = None
     first_seen: int | None = None  # microseconds since the epoch: the run's start

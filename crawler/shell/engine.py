@@ -916,8 +916,6 @@ class Crawl:
             )  # fmt: skip
             status, etag, modified = 200, etag or prior.etag, modified or prior.modified
             self.tally.not_modified += 1
-        elif prior is not None and state is not None:
-            state.forget(url)
         facts = PageFacts(url, status, page.mime, page.meta, page.header)
         facts.too_large = resp.truncated
         facts.last_modified = modified
@@ -949,7 +947,7 @@ class Crawl:
                     self.journal.contested = True
                 self.journal.listing(made)
         if not decision.listed:
-            self._record(url, resp.status, decision, task)
+            self._record(url, status, decision, task)  # a 304's: the page's, 200
         return url, facts, page, decision
 
     async def _follow(self, task: Task) -> tuple[Fetched | None, str, Prior | None]:
@@ -972,8 +970,6 @@ class Crawl:
                 )
             except ThrottleClosed:  # max_time is up: never sent
                 self._record(url, None, Decision(LIMIT, "max_time reached"), task)
-                if prior is not None and state is not None:
-                    state.forget(url)
                 return None, url, None
             resp = fetched.response
             self.tally.fetched += 1
@@ -981,8 +977,6 @@ class Crawl:
                 self.tally.failed += 1  # the publish guard's max_error_rate
             if resp.status not in REDIRECT_STATUSES:
                 return fetched, url, prior
-            if prior is not None and state is not None:
-                state.forget(url)
             location = (resp.location or "").strip()
             target = resolve(url, location, self.config.strip_params) if location else None
             if target is not None:

@@ -147,8 +147,8 @@ _FRESH_INSERT: Final = (
     f" VALUES ({', '.join('?' * len(_HISTORY_NAMES))})"
 )
 _PRIOR_SELECT: Final = (
-    "SELECT etag, modified, mime, meta, header, canonical, targets, body, blocks, first_seen,"
-    " changed FROM history WHERE url = ?"
+    "SELECT etag, modified, mime, meta, header, canonical, body, blocks, first_seen, changed"
+    " FROM history WHERE url = ?"
 )
 
 _SCHEMA: Final = f"""
@@ -292,7 +292,6 @@ class CrawlState:
         self._next_id = 1
         self._qseq = 0
         self._finished = False
-        self._outlinks: dict[str, bytes] = {}  # prior()'s packed outlinks, until used
         self._names: list[str | None] | None = None  # id -> URL of the baseline (outlinks)
         #: the start of this run (kept by a resume): the date a content change is given
         self.run_started = 0
@@ -462,7 +461,7 @@ class CrawlState:
     def prior(self, url: str) -> Prior | None:
         """url's row of the history (the last finished run), or None: a point query by
         id, so that the history of a site of millions of URLs stays on disk, not in
-        Python objects. Outlinks stay ids (Prior.targets empty): names() reads them."""
+        Python objects. Its links are read by outlinks(), for a 304 only."""
         if not self.has_history:
             return None
         ids = self._ids if self._ids is not None else self._load_ids()
@@ -475,17 +474,26 @@ class CrawlState:
             raise StateError(f"cannot read state file {self.path}: {exc}") from exc
         if row is None:
             return None
-        etag, modified, mime, meta, header, canonical, targets, body, blocks, first, changed = row
-        prior = Prior(
+        etag, modified, mime, meta, header, canonical, body, blocks, first, changed = row
+        return Prior(
             etag, modified, mime or "", _directives(meta), _directives(header), canonical,
-            [], body, blocks, first, changed,
+            body, blocks, first, changed,
         )  # fmt: skip
-        self._outlinks[url] = targets or b""
-        return prior
 
     def outlinks(self, url: str) -> list[str]:
-        """The links of url's page in the history (read by prior()), in their order."""
-        packed = self._outlinks.pop(url, b"")
+        """The links of url's page in the history, in their order (for a 304: read only
+        then, so that prior(), asked for every URL, stays small)."""
+        ids = self._ids if self._ids is not None else self._load_ids()
+        uid = ids.get(url)
+        try:
+            row = (
+                self._open_conn()
+                .execute("SELECT targets FROM history WHERE url = ?", (uid,))
+                .fetchone()
+            )
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+        packed = row[0] if row is not None else None
         if not packed:
             return []
         names = self._names
@@ -499,10 +507,6 @@ class CrawlState:
         links = array("I")
         links.frombytes(packed)
         return [name for name in map(names.__getitem__, links) if name is not None]
-
-    def forget(self, url: str) -> None:
-        """prior() was read for url, and its outlinks are not needed (no 304)."""
-        self._outlinks.pop(url, None)
 
     def prior_content(self, url: str) -> tuple[bytes | None, int | None] | None:
         """url's content blocks and content date in the history, None when it has no row."""
