@@ -342,3 +342,17 @@ def test_fresh_and_resume_together_are_refused(tmp_path, capsys):
     )
     assert code == 2
     assert "--fresh" in capsys.readouterr().err
+
+
+def test_the_history_of_another_site_or_other_link_settings_is_not_used(site_run, serve, xsd):
+    site = HistorySite(pages=4)
+    run = site_run(site)
+    run()
+    run("--strip-params", "ref")  # links may be read otherwise: no validators sent
+    assert site.conditional == 0 and site.bodies == site.requests
+    run("--strip-params", "ref")  # the history is now of these settings
+    assert site.conditional == site.requests and site.bodies == 0
+    other = HistorySite(pages=4)
+    srv = serve(other.app())
+    _run(srv.url, run.state.parent, run.state, xsd, name="other")  # replaces the file
+    assert other.conditional == 0 and other.bodies == other.requests

@@ -22,6 +22,12 @@ Design, and why:
 * WAL with ``synchronous=NORMAL``: a commit is durable against a process crash (the threat
   here) without an fsync per checkpoint; a power cut may lose the latest checkpoints but
   never corrupts the file, which is the trade every resumable tool makes.
+* The file outlives a finished crawl as the site's history (#14): per URL its validators,
+  the facts of its last answer, its links (ids) and its content blocks and dates. A new run
+  (without ``--resume``) on the file of the same start URL keeps the URL ids and that
+  history and starts its own crawl over; its rows gather in ``fresh_history`` and replace
+  the baseline only when it publishes (:meth:`CrawlState.finish`), so a resumed or abandoned
+  run never changes what the next one compares with. ``--fresh`` replaces the file.
 * One writer per file, enforced with ``fcntl.flock`` on ``<file>.lock``: two crawls
   interleaving checkpoints would produce a state neither could resume. The OS drops the lock
   when the process dies, so a crashed crawl never leaves a stale lock behind.
