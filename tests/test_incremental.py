@@ -70,11 +70,18 @@ class HistorySite:
                 headers["ETag"] = tag
             if self.last_modified == "now":
                 headers["Last-Modified"] = format_datetime(datetime.now(UTC), usegmt=True)
+            elif self.last_modified is not None:
+                headers["Last-Modified"] = self.last_modified
             if request.path in self.robots_tag:
                 headers["X-Robots-Tag"] = self.robots_tag[request.path]
             asked = request.headers.get("If-None-Match")
             if asked or request.headers.get("If-Modified-Since"):
                 self.conditional += 1
+            since = request.headers.get("If-Modified-Since")
+            if self.honour and not self.etag and since and since == self.last_modified:
+                self.not_modified += 1  # If-Modified-Since alone: a server without ETags
+                del headers["Content-Type"]
+                return web.Response(status=304, headers=headers)
             if self.honour and asked == tag:
                 self.not_modified += 1
                 del headers["Content-Type"]
@@ -356,3 +363,15 @@ def test_the_history_of_another_site_or_other_link_settings_is_not_used(site_run
     srv = serve(other.app())
     _run(srv.url, run.state.parent, run.state, xsd, name="other")  # replaces the file
     assert other.conditional == 0 and other.bodies == other.requests
+
+
+def test_a_server_without_etags_is_asked_with_if_modified_since(site_run):
+    site = HistorySite(pages=4, etag=False)
+    site.last_modified = "Sun, 06 Nov 1994 08:49:37 GMT"
+    run = site_run(site)
+    first, _ = run()
+    second, decisions = run()
+    assert site.conditional == site.requests and site.bodies == 0
+    assert second.locs == first.locs and second.lastmods == first.lastmods
+    assert {_day(v) for v in second.lastmods.values()} == {"1994-11-06"}
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"header"}
