@@ -154,6 +154,10 @@ def main() -> None:
             "extract_page, utf-8 header",
             lambda: extract_page(page, "text/html; charset=utf-8", PAGE_URL),
         ),
+        (
+            "extract_page + content blocks",  # a crawl keeping a history (--state, #14)
+            lambda: extract_page(page, "text/html; charset=utf-8", PAGE_URL, content=True),
+        ),
         ("extract_page, no header (meta)", lambda: extract_page(page, None, PAGE_URL)),
         ("extract_page, latin-1 by meta", lambda: extract_page(latin1, "text/html", PAGE_URL)),
     ]

@@ -82,7 +82,7 @@ def run(pages: int, langs: int, alternates: bool) -> None:
     prepared = time.perf_counter()
     written = 0
     for item in items:
-        written += len(ext.entry(item).alternates)
+        written += len(ext.entry(item, item.entry()).alternates)
     done = time.perf_counter()
     cpu = time.process_time() - cpu
     ext.close()

@@ -106,15 +106,15 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "output",
         (
             "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file",
-            "changefreq", "priority_by_depth", "report", "decisions", "changes", "feed",
-            "feed_days", "max_shrink", "max_error_rate", "force", "on_publish",
+            "changefreq", "lastmod", "priority_by_depth", "report", "decisions", "changes",
+            "feed", "feed_days", "max_shrink", "max_error_rate", "force", "on_publish",
         ),
     ),
     (
         "sitemap extensions",
         ("images", "image_hosts", "news_name", "news_language", "news_articles"),
     ),
-    ("state and resume", ("state", "resume")),
+    ("state and resume", ("state", "resume", "fresh")),
     ("logging", ("quiet", "log_format", "metrics")),
     (
         "advanced",
@@ -338,17 +338,19 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
     secrets += config.secrets
     assert config.state is not None
     # decided before the start event, whose settings must say whether this run resumes: with
-    # JSON logs they are the only record of it (peek only reads, and a missing file is False)
-    config.resume = CrawlState.peek(config.state, fingerprint(config))
+    # JSON logs they are the only record of it (peek only reads, and a missing file is False);
+    # --fresh: nothing of the state is used, not even a stopped crawl
+    config.resume = not config.fresh and CrawlState.peek(config.state, fingerprint(config))
     _start(config, secrets)  # JSON logs and --metrics, as for crawl
     for made in (config.output, config.state.parent):
         _writable_folder(made)
     if not config.quiet:  # a log event with JSON logs
-        _err(
-            f"job: resuming the stopped crawl saved in {config.state}"
-            if config.resume
-            else f"job: crawling {config.url} afresh; state in {config.state}"
-        )
+        if config.resume:
+            _err(f"job: resuming the stopped crawl saved in {config.state}")
+        elif config.fresh:
+            _err(f"job: crawling {config.url} afresh, ignoring its history (--fresh)")
+        else:
+            _err(f"job: crawling {config.url} afresh, from its history in {config.state}")
     return _crawl(config)
 
 

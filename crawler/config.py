@@ -26,6 +26,8 @@ from crawler.errors import ConfigError
 
 from . import DEFAULT_USER_AGENT
 
+#: Where <lastmod> comes from (crawler.core.lastmod.MODES).
+LASTMOD_MODES = ("auto", "header", "content", "none")
 CHANGEFREQS = ("always", "hourly", "daily", "weekly", "monthly", "yearly", "never")
 DEFAULT_LISTED_TYPES = ("text/html", "application/xhtml+xml", "application/pdf")
 DEFAULT_STRIP_PARAMS = ("jsessionid", "phpsessid", "sid", "utm_*", "gclid", "fbclid")
@@ -184,6 +186,10 @@ class Config:
         None, "SQLite file holding the crawl's progress, so it can be resumed", metavar="FILE"
     )
     resume: bool = _opt(False, "continue the crawl saved in --state instead of starting over")
+    fresh: bool = _opt(
+        False,
+        "ignore the history in --state: fetch every page in full and date none by its content",
+    )
     max_redirects: int = _opt(10, "longest redirect chain followed before giving up", metavar="N")
     follow_nofollow: bool = _opt(False, "also follow rel=nofollow links and nofollow pages")
     respect_noindex: bool = _opt(True, "leave out pages that say noindex (meta or header)")
@@ -250,6 +256,13 @@ class Config:
         repeat=True,
     )
     changefreq: str | None = _opt(None, "write this changefreq for every URL", choices=CHANGEFREQS)
+    lastmod: str = _opt(
+        "auto",
+        "where <lastmod> comes from: auto (Last-Modified when believable, else content), "
+        "header, content (the run in which the page's text last changed; needs --state) "
+        "or none",
+        choices=LASTMOD_MODES,
+    )
     max_shrink: float = _opt(
         0.5,
         "refuse to publish a sitemap that drops more than this fraction of the URLs "
@@ -332,6 +345,10 @@ class Config:
             Patterns.compile(self.news_articles, "news_articles")
             if self.format == "txt":
                 raise ConfigError("the news sitemap is XML: it cannot be written with format = txt")
+        if self.resume and self.fresh:
+            raise ConfigError(
+                "--resume continues a stopped crawl, --fresh starts from nothing: give one"
+            )
         if not self.user_agent.strip() or any(c in self.user_agent for c in "\r\n"):
             raise ConfigError("user_agent must be one non-empty line")
         self.access()  # auth, header, cookie, proxy: the error names which, never the value
@@ -443,6 +460,8 @@ _NOT_FINGERPRINTED = frozenset(
         "on_publish",
         "state",
         "resume",
+        "fresh",
+        "lastmod",
         "concurrency",
         "workers",
         "delay",

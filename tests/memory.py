@@ -10,6 +10,7 @@ from typing import Any
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawler.config import build
+from crawler.core.history import Validators
 from crawler.core.report import DecisionRecord
 from crawler.shell.engine import Crawl, CrawlResult
 from crawler.shell.fetch import Response
@@ -30,7 +31,10 @@ class MemoryTransport:
         self.pages = pages
         self.requested: list[str] = []
 
-    async def get(self, url: str, max_bytes: int | None = None) -> Response:
+    async def get(
+        self, url: str, max_bytes: int | None = None, validators: Validators | None = None
+    ) -> Response:
+        """Validators are ignored, as by a server that does not honour them."""
         self.requested.append(url)
         await asyncio.sleep(0)  # other requests run in between, as over a network
         answer = self.pages.get(url)
@@ -70,12 +74,14 @@ def crawl_until_crash(
     config = build({}, {"url": next(iter(pages)), "output": out, "quiet": True, **options})
     engine = Crawl(config, transport=transport)
 
-    async def get(url: str, max_bytes: int | None = None) -> Response:
+    async def get(
+        url: str, max_bytes: int | None = None, validators: Validators | None = None
+    ) -> Response:
         if url == crash_at:
             assert engine.state is not None
             engine.state.checkpoint()
             raise Crash(url)
-        return await MemoryTransport.get(transport, url, max_bytes)
+        return await MemoryTransport.get(transport, url, max_bytes, validators)
 
     transport.get = get  # type: ignore[method-assign]
     try:

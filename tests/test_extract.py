@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import codecs
+import zlib
+from array import array
 from urllib.parse import urljoin
 
 import pytest
@@ -25,7 +27,7 @@ PAGE = "https://example.com/dir/page.html"
 
 
 def page(body: str, content_type: str | None = "text/html; charset=utf-8") -> PageData:
-    return extract_page(body.encode("utf-8"), content_type, PAGE)
+    return extract_page(body.encode("utf-8"), content_type, PAGE, content=True)
 
 
 def hrefs(body: str) -> list[str]:
@@ -589,7 +591,53 @@ def test_full_page() -> None:
         canonical="https://example.com/canon",
         directives=Directives(noindex=True, nofollow=False, source='meta robots "noindex, follow"'),
         encoding="utf-8",
+        blocks=_blocks("1", "2"),  # the script is not text
     )
+
+
+# --- Content blocks (honest lastmods) ---------------------------------------------------------
+
+
+def _blocks(*texts: str) -> bytes:
+    return array("I", [zlib.crc32("".join(t.split()).encode()) for t in texts]).tobytes()
+
+
+@pytest.mark.parametrize(
+    ("html", "texts"),
+    [
+        pytest.param(
+            "<body><header>Acme</header><nav><a>Home</a></nav><div>Hello <b>big</b>\n  world"
+            "</div><aside>Ad</aside><footer>(c) 2025</footer><script>x()</script></body>",
+            ("Hello", "big", "world"),
+            id="template-stripped",
+        ),
+        pytest.param(
+            "<body><nav>n</nav><main><nav>in main</nav><p>Text  one</p><style>p{}</style>"
+            "</main><p>outside</p></body>",
+            ("in main", "Text one"),
+            id="main",
+        ),
+        pytest.param(
+            '<body><article>A</article><div role="main">R</div></body>', ("R",), id="role-main"
+        ),
+        pytest.param(
+            "<body><article>A <i>b</i></article><p>c</p></body>", ("A", "b"), id="article"
+        ),
+        pytest.param(
+            "<body><article>A</article><main>M</main></body>", ("M",), id="main-over-article"
+        ),
+        pytest.param("", (), id="empty"),
+    ],
+)
+def test_content_blocks_are_the_main_text_without_the_template(html: str, texts: tuple) -> None:
+    assert page(html).blocks == _blocks(*texts)
+
+
+def test_content_blocks_ignore_markup_and_whitespace_changes() -> None:
+    one = page("<body><div><p>Some   text</p>\n<p>More</p></div></body>").blocks
+    two = page("<body><section>\n  <p>Some text</p><div>More</div></section></body>").blocks
+    assert one == two
+    assert page("<body><p>Some text.</p><p>More</p></body>").blocks != one
 
 
 # --- Robustness -----------------------------------------------------------------------------------

@@ -1,303 +1,388 @@
-"""Nightly runs (issue #14): a crawl of a site that changed keeps the part files that did
-not change byte-for-byte, says what changed (--changes, the summary line, the report), and
-publishes changes.atom (--feed), an Atom 1.0 feed of the URLs added or changed lately."""
+"""Incremental nightly runs (issue #14): the state file is the site's history across runs.
+Conditional requests (a 304 reuses the page's history), honest lastmods (the date a page's
+main text last changed, the template left out), --fresh. Real servers on 127.0.0.1."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-import re
+import shutil
+import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
 
 import pytest
-from lxml import etree
+from aiohttp import web
 
-import sitemap_out.writer as writer_mod
 from crawler.cli import main
-from sitemap_out import read_sitemap
-from sitemap_out.feed import ATOM_NS, FEED_NAME, FeedEntry, feed_document, read_feed
-from tests.sites import Page, Site, html, read_published
-
-A = "{" + ATOM_NS + "}"
-
-
-def day(n: int) -> datetime:
-    return datetime(2026, 3, 1, 6, 0, tzinfo=UTC) + timedelta(days=n - 1)
+from crawler.shell.state import SCHEMA_VERSION
+from tests.memory import Answer, crawl_until_crash
+from tests.memory import crawl as memory_crawl
+from tests.sites import html, read_decisions, read_published
 
 
-def page(n: int, modified: datetime) -> Page:
-    return Page(f"<p>page {n}</p>", headers={"Last-Modified": format_datetime(modified, True)})
+class HistorySite:
+    """A small CMS-like site whose pages can be edited between runs: every page has the
+    same nav, header, footer and newsletter box around its own text. Counts the requests,
+    the conditional ones and the bodies sent."""
+
+    def __init__(self, pages: int = 6, *, etag: bool = True, honour: bool = True) -> None:
+        self.year = 2025
+        self.nav = ["/p/0", "/p/1"]
+        self.boxes: dict[str, str] = {}  # path -> an extra block of text on that page
+        self.texts = {
+            f"/p/{i}": [f"Page {i} first paragraph.", f"Page {i} second."] for i in range(pages)
+        }
+        self.links = {"/": [f"/p/{i}" for i in range(pages // 2)]}
+        # the other half is behind page 0 and 1 only: discovered through them alone
+        for i in range(pages // 2, pages):
+            self.links.setdefault(f"/p/{i % 2}", []).append(f"/p/{i}")
+        self.texts["/"] = ["Welcome home."]
+        self.etag, self.honour = etag, honour
+        self.last_modified: str | None = None  # "now": stamped with the response's Date
+        self.robots_tag: dict[str, str] = {}  # path -> X-Robots-Tag, sent with a 304 too
+        self.requests = self.conditional = self.bodies = self.not_modified = 0
+
+    def render(self, path: str) -> str:
+        nav = "".join(f'<a href="{href}">{href}</a>' for href in self.nav)
+        links = "".join(f'<a href="{href}">more</a>' for href in self.links.get(path, []))
+        text = "".join(f"<p>{t}</p>" for t in self.texts[path])
+        box = f"<div>{self.boxes[path]}</div>" if path in self.boxes else ""
+        # the sitemap extensions' facts too: a 304 must publish them as the full answer did
+        name = path.replace("/", "-")
+        image = f'<img src="/img{name}.png" alt="">'
+        head = ""
+        if path in ("/p/0", "/p/1"):
+            head = '<link rel=alternate hreflang=en href="/p/0">'
+            head += '<link rel=alternate hreflang=de href="/p/1">'
+        return (
+            f"<!doctype html><html><head><title>{path}</title>{head}</head><body>"
+            f"<header>Acme Corp</header><nav>{nav}</nav>"
+            f"<div class=content>{text}{image}{links}{box}</div>"
+            f"<div class=newsletter>Subscribe to our newsletter</div>"
+            f"<footer>(c) {self.year} Acme</footer></body></html>"
+        )
+
+    def app(self) -> web.Application:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            if request.path not in self.texts:
+                return web.Response(status=404, text="no")
+            self.requests += 1
+            body = self.render(request.path).encode()
+            tag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+            headers = {"Content-Type": "text/html; charset=utf-8"}
+            if self.etag:
+                headers["ETag"] = tag
+            if self.last_modified == "now":
+                headers["Last-Modified"] = format_datetime(datetime.now(UTC), usegmt=True)
+            elif self.last_modified is not None:
+                headers["Last-Modified"] = self.last_modified
+            if request.path in self.robots_tag:
+                headers["X-Robots-Tag"] = self.robots_tag[request.path]
+            asked = request.headers.get("If-None-Match")
+            if asked or request.headers.get("If-Modified-Since"):
+                self.conditional += 1
+            since = request.headers.get("If-Modified-Since")
+            if self.honour and not self.etag and since and since == self.last_modified:
+                self.not_modified += 1  # If-Modified-Since alone: a server without ETags
+                del headers["Content-Type"]
+                return web.Response(status=304, headers=headers)
+            if self.honour and asked == tag:
+                self.not_modified += 1
+                del headers["Content-Type"]
+                return web.Response(status=304, headers=headers)
+            self.bodies += 1
+            return web.Response(body=body, headers=headers)
+
+        app = web.Application()
+        app.router.add_get("/{tail:.*}", handle)
+        return app
+
+    def reset(self) -> None:
+        self.requests = self.conditional = self.bodies = self.not_modified = 0
 
 
-class Nightly:
-    """A site of 25 pages the test changes between runs, crawled with a clock it sets."""
-
-    def __init__(self, serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.paths = [f"/p/{n:02d}" for n in range(25)]
-        self.pages: dict[str, Page | str] = {"/robots.txt": Page("", 404)}
-        for n, path in enumerate(self.paths):
-            self.pages[path] = page(n, day(1) - timedelta(hours=n))
-        self.link()
-        self.site = Site(self.pages)  # type: ignore[arg-type]
-        self.srv = serve(self.site.app)
-        self.out = tmp_path / "out"
-        self.tmp = tmp_path
-        self.monkeypatch = monkeypatch
-
-    def link(self) -> None:
-        self.pages["/"] = html(*self.paths)
-
-    def run(self, n: int, *extra: str, capsys=None) -> tuple[dict, dict, str]:
-        self.monkeypatch.setattr(writer_mod, "_clock", lambda: day(n))
-        changes, report = self.tmp / f"changes{n}.json", self.tmp / f"report{n}.json"
-        args = ["crawl", self.srv.url + "/", "-o", str(self.out), "--max-urls-per-file", "10"]
-        args += ["--changes", str(changes), "--report", str(report), *extra]
-        assert main(args) == 0
-        printed = capsys.readouterr().out if capsys is not None else ""
-        return json.loads(changes.read_text()), json.loads(report.read_text()), printed
-
-    def files(self) -> dict[str, bytes]:
-        return {p.name: p.read_bytes() for p in self.out.iterdir() if not p.name.startswith(".")}
-
-    def url(self, path: str) -> str:
-        return self.srv.url + path
+def _run(url: str, tmp: Path, state: Path, xsd, *args: str, name: str = "out"):
+    out, decisions = tmp / name, tmp / f"{name}.jsonl"
+    code = main(
+        ["crawl", url + "/", "-o", str(out), "-q", "--state", str(state),
+         "--decisions", str(decisions), *args]
+    )  # fmt: skip
+    assert code == 0
+    return read_published(out, xsd), read_decisions(decisions)
 
 
-def test_three_nights_keep_unchanged_parts_and_say_what_changed(
-    serve, tmp_path, monkeypatch, capsys, xsd
+class _Clock:
+    """The runs' clock: a test's runs are seconds apart, and a content date is the start
+    of a run, so each run is moved `day` days on (crawler.shell.state reads the time)."""
+
+    day = 0
+
+
+class _Shifted(datetime):
+    @classmethod
+    def now(cls, tz=None):  # type: ignore[no-untyped-def,override]
+        return datetime.now(tz) + timedelta(days=_Clock.day)
+
+
+@pytest.fixture(autouse=True)
+def _clock(monkeypatch):
+    import crawler.shell.state
+
+    _Clock.day = 0
+    monkeypatch.setattr(crawler.shell.state, "datetime", _Shifted)
+
+
+def _age(state: Path | None = None, days: int = 1) -> None:
+    """The next run starts `days` later."""
+    _Clock.day += days
+
+
+def _day(lastmod: str | None) -> str | None:
+    return None if lastmod is None else lastmod[:10]
+
+
+@pytest.fixture
+def site_run(serve, tmp_path, xsd) -> Callable[..., tuple]:
+    def make(site: HistorySite) -> Callable[..., tuple]:
+        srv = serve(site.app())
+        state = tmp_path / "state.sqlite"
+
+        def run(*args: str, name: str = "out") -> tuple:
+            site.reset()
+            return _run(srv.url, tmp_path, state, xsd, *args, name=name)
+
+        run.state = state  # type: ignore[attr-defined]
+        run.url = srv.url  # type: ignore[attr-defined]
+        return run
+
+    return make
+
+
+def test_content_lastmods_from_the_second_run_and_template_changes_move_none(site_run):
+    site = HistorySite(etag=False)  # no Last-Modified, no ETag: most CMS pages
+    run = site_run(site)
+    first, decisions = run()
+    assert first.locs and all(v is None for v in first.lastmods.values())
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"none"}
+    _age(run.state)
+    yesterday = datetime.now(UTC).date().isoformat()  # the first run's day
+    today = (datetime.now(UTC) + timedelta(days=3)).date().isoformat()  # the fourth's
+
+    second, decisions = run()
+    assert second.locs == first.locs
+    assert {_day(v) for v in second.lastmods.values()} == {yesterday}
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"content"}
+
+    # the template changes on every page: footer year, a nav link, the newsletter box
+    site.year, site.nav = 2026, [*site.nav, "/p/2"]
+    _age(run.state)
+    third, _ = run()
+    assert third.lastmods == second.lastmods  # nothing moved
+
+    # one paragraph of one page is reworded: that page's lastmod only
+    site.texts["/p/3"][1] = "Page 3 second, reworded."
+    _age(run.state)
+    fourth, _ = run()
+    moved = {loc for loc in fourth.locs if fourth.lastmods[loc] != third.lastmods[loc]}
+    assert moved == {run.url + "/p/3"}
+    assert _day(fourth.lastmods[run.url + "/p/3"]) == today
+
+
+def test_a_block_crossing_the_threshold_moves_no_lastmod(site_run):
+    site = HistorySite(pages=6, etag=False)
+    paths = ["/", *(f"/p/{i}" for i in range(6))]
+    for path in paths:  # a promotion on every page: template
+        site.boxes[path] = "Summer sale: 20% off"
+    run = site_run(site)
+    run()
+    _age(run.state)
+    second, _ = run()
+    # the promotion leaves most pages: it is no longer common, on the rest it is content
+    for path in paths[:5]:
+        del site.boxes[path]
+    _age(run.state)
+    third, _ = run()
+    assert third.lastmods == second.lastmods
+    # and becomes common again, on other pages
+    for path in paths[:5]:
+        site.boxes[path] = "Summer sale: 20% off"
+    _age(run.state)
+    fourth, _ = run()
+    assert fourth.lastmods == second.lastmods
+
+
+@pytest.mark.parametrize(
+    ("workers", "pages"),
+    [("0", 8), ("1", 600)],  # 600: well past pool.START_AFTER: the worker takes pages
+)
+def test_a_304_run_publishes_what_a_full_run_does_without_a_body(
+    site_run, tmp_path, workers, pages
 ):
-    night = Nightly(serve, tmp_path, monkeypatch)
-    changes, report, printed = night.run(1, capsys=capsys)
-    assert changes["counts"] == {"added": 26, "removed": 0, "changed": 0}
-    assert changes["previous"] is False and len(changes["added"]) == 26
-    assert report["changes"] == changes["counts"]
-    assert "; 26 added, 0 removed, 0 changed" in printed.splitlines()[0]
-    first = night.files()
-    assert sorted(first) == ["sitemap-1.xml", "sitemap-2.xml", "sitemap-3.xml", "sitemap.xml"]
-    mtimes = {p.name: p.stat().st_mtime_ns for p in night.out.iterdir()}
-    read_published(night.out, xsd)
+    site = HistorySite(pages=pages)
+    run = site_run(site)
+    first, _ = run("--workers", workers)
+    assert site.conditional == 0 and site.bodies == site.requests
+    _age(run.state)
+    baseline = tmp_path / "baseline.sqlite"
+    shutil.copy(run.state, baseline)
 
-    # night 2: nothing changed on the site, nothing changes in the output folder
-    changes, report, printed = night.run(2, capsys=capsys)
-    assert changes["counts"] == {"added": 0, "removed": 0, "changed": 0}
-    assert changes["previous"] is True
-    assert "; 0 added, 0 removed, 0 changed" in printed.splitlines()[0]
-    assert night.files() == first
-    for path in night.out.iterdir():
-        if not path.name.startswith("."):
-            assert path.stat().st_mtime_ns == mtimes[path.name], path.name
+    # a server answering 304: asked with validators, sends no body, publishes the same
+    report = tmp_path / "report.json"
+    second, decisions = run("--workers", workers, "--report", str(report), name="second")
+    if workers != "0":  # the 304 path is the workers' too
+        assert json.loads(report.read_text())["requests"]["by_workers"] > 0
+    assert site.requests == len(first.locs) and site.conditional == site.requests
+    assert site.bodies == 0 and site.not_modified == site.requests
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"content"}
 
-    # night 3: a page added, one gone, one changed
-    night.paths.append("/p/99")
-    night.pages["/p/99"] = page(99, day(3))
-    night.paths.remove("/p/05")
-    del night.pages["/p/05"]
-    night.pages["/p/20"] = page(20, day(3))
-    night.link()
-    index_before = {e.loc: e.lastmod for e in read_sitemap(night.out / "sitemap.xml").entries}
-    changes, report, _ = night.run(3, capsys=capsys)
-    assert changes["counts"] == {"added": 1, "removed": 1, "changed": 1}
-    assert [r["loc"] for r in changes["added"]] == [night.url("/p/99")]
-    assert [r["loc"] for r in changes["removed"]] == [night.url("/p/05")]
-    (changed,) = changes["changed"]
-    assert changed["loc"] == night.url("/p/20")
-    assert changed["lastmod"] == "2026-03-03T06:00:00+00:00"
-    assert changed["previous_lastmod"] == "2026-02-28T10:00:00+00:00"  # 06:00 - 20 h
-    published = read_published(night.out, xsd)
-    assert sorted(published.locs) == sorted([night.url("/"), *map(night.url, night.paths)])
-    # "/" and /p/00-/p/08 in part 1; /p/09-/p/18 in part 2; /p/19-/p/24 in part 3
-    after = night.files()
-    assert {n for n in after if after[n] != first.get(n)} == {
-        "sitemap-1.xml",  # /p/05 left
-        "sitemap-3.xml",  # /p/20 changed, and /p/99 joined the last part
-        "sitemap.xml",
-    }
-    index_after = {e.loc: e.lastmod for e in read_sitemap(night.out / "sitemap.xml").entries}
-    part2 = night.url("/sitemap-2.xml")
-    assert index_after[part2] == index_before[part2]  # untouched: its lastmod is kept
-    assert index_after[night.url("/sitemap-1.xml")] == "2026-03-03T06:00:00+00:00"
+    # the same baseline, against a server that ignores validators: the same sitemap, and
+    # not one request more than the first run made
+    shutil.copy(baseline, run.state)
+    site.honour = False
+    full, _ = run("--workers", workers, name="full")
+    assert site.requests == len(first.locs) and site.bodies == site.requests
+    assert full.locs == second.locs == first.locs
+    assert full.lastmods == second.lastmods
+    assert all(v is not None for v in second.lastmods.values())
+    # images and hreflang alternates too: the 304 run's files are the full run's, byte for byte
+    published = (tmp_path / "second" / "sitemap.xml").read_bytes()
+    assert published == (tmp_path / "full" / "sitemap.xml").read_bytes()
+    assert b"<image:loc>" in published and b'hreflang="de"' in published
 
 
-def test_the_job_writes_last_changes(serve, tmp_path, monkeypatch):
-    night = Nightly(serve, tmp_path, monkeypatch)
-    monkeypatch.setattr(writer_mod, "_clock", lambda: day(1))
+def test_a_304_page_is_still_judged_by_the_directives_of_its_headers(site_run):
+    site = HistorySite(pages=4)
+    run = site_run(site)
+    first, _ = run()
+    url = run.url + "/p/1"
+    assert url in first.locs
+    site.robots_tag["/p/1"] = "noindex"  # sent with the 304 too
+    second, decisions = run()
+    assert site.bodies == 0
+    assert url not in second.locs and decisions[url]["reason"] == "header_noindex"
+    # its links are still followed (noindex, not nofollow): what only /p/1 leads to
+    assert run.url + "/p/3" in second.locs
+
+
+def test_fresh_ignores_the_history(site_run):
+    site = HistorySite(pages=4)
+    run = site_run(site)
+    run()
+    _age(run.state)
+    second, _ = run("--fresh")
+    assert site.conditional == 0 and site.bodies == site.requests
+    assert all(v is None for v in second.lastmods.values())
+    # and the history is the fresh run's: the next run starts from it
+    run()
+    assert site.conditional == site.requests and site.bodies == 0
+
+
+def test_a_state_of_an_older_version_is_refused_with_what_to_do(site_run, capsys):
+    site = HistorySite(pages=2)
+    run = site_run(site)
+    run()
+    conn = sqlite3.connect(run.state)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    conn.close()
+    out = run.state.parent / "old"
+    code = main(["crawl", run.url + "/", "-o", str(out), "-q", "--state", str(run.state)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "schema version" in err and "--fresh" in err and "delete it" in err
+    run("--fresh")  # replaces it
+
+
+def test_a_stamped_last_modified_is_not_believed(site_run):
+    site = HistorySite(pages=4, etag=False)
+    site.last_modified = "now"  # every answer stamped with the time of the request
+    run = site_run(site)
+    first, decisions = run()
+    assert all(v is None for v in first.lastmods.values())  # auto: not believable
+    _age(run.state)
+    _, decisions = run()
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"content"}
+    header, decisions = run("--lastmod", "header", name="header")
+    assert all(v is not None for v in header.lastmods.values())
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"header"}
+    none, decisions = run("--lastmod", "none", name="none")
+    assert all(v is None for v in none.lastmods.values())
+    assert json.dumps(sorted({d["lastmod_source"] for d in decisions.values() if d["listed"]}))
+
+
+def test_a_resumed_run_still_dates_by_the_last_finished_run(tmp_path, xsd):
+    """A run that crashes and is resumed compares with the last finished run, as an
+    uninterrupted one does: its own pages fetched before the crash do not become the
+    baseline (they wait in fresh_history until it finishes)."""
+    pages: dict[str, Answer | str] = {"http://s.test/": html(*(f"/p/{i}" for i in range(8)))}
+    for i in range(8):
+        pages[f"http://s.test/p/{i}"] = f"<body><nav>menu</nav><p>Text of page {i}</p></body>"
+    state = tmp_path / "state.sqlite"
+    memory_crawl(pages, tmp_path / "one", state=state)
+    _age()
+    pages["http://s.test/p/2"] = "<body><nav>menu</nav><p>Page 2, rewritten</p></body>"
+    pages["http://s.test/p/6"] = "<body><nav>menu</nav><p>Page 6, rewritten</p></body>"
+    crawl_until_crash(pages, tmp_path / "two", "http://s.test/p/5", state=state)
+    _age()  # resumed the next day: the run's date is still its start
+    memory_crawl(pages, tmp_path / "two", state=state, resume=True)
+    lastmods = read_published(tmp_path / "two", xsd).lastmods
+    first_day = datetime.now(UTC).date().isoformat()
+    second_day = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
+    changed = {"http://s.test/p/2", "http://s.test/p/6"}
+    assert {_day(v) for k, v in lastmods.items() if k in changed} == {second_day}
+    assert {_day(v) for k, v in lastmods.items() if k not in changed} == {first_day}
+
+
+def test_the_job_starts_from_the_history_and_fresh_passes_through(serve, tmp_path, capsys):
+    site = HistorySite(pages=4)
+    srv = serve(site.app())
     data = tmp_path / "data"
-    assert main(["job", night.srv.url + "/", "--data", str(data), "-q"]) == 0
-    changes = json.loads((data / "state" / "last-changes.json").read_text())
-    assert changes["counts"]["added"] == 26
+
+    def job(*args: str) -> str:
+        site.reset()
+        assert main(["job", srv.url + "/", "--data", str(data), *args]) == 0
+        return capsys.readouterr().err
+
+    assert "afresh" in job()
+    said = job()
+    assert "from its history" in said
+    assert site.conditional == site.requests and site.bodies == 0
+    said = job("--fresh")
+    assert "ignoring its history" in said
+    assert site.conditional == 0 and site.bodies == site.requests
 
 
-# -- the feed ----------------------------------------------------------------------------------
-
-#: RFC 3339 date-time, as Atom's dates must be (section 3.3).
-RFC3339 = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+\-]\d{2}:\d{2})"
-
-#: RFC 4287's structure, as RELAX NG (the subset of appendix B a feed of ours may use: every
-#: element the RFC requires, in any order, with the cardinalities it gives).
-ATOM_RNG = f"""
-<grammar xmlns="http://relaxng.org/ns/structure/1.0" ns="{ATOM_NS}"
-         datatypeLibrary="http://www.w3.org/2001/XMLSchema-datatypes">
-  <start>
-    <element name="feed">
-      <interleave>
-        <element name="id"><data type="anyURI"/></element>
-        <element name="title"><text/></element>
-        <element name="updated"><ref name="date"/></element>
-        <oneOrMore><ref name="author"/></oneOrMore>
-        <zeroOrMore><ref name="link"/></zeroOrMore>
-        <optional><element name="generator"><text/></element></optional>
-        <zeroOrMore><ref name="entry"/></zeroOrMore>
-      </interleave>
-    </element>
-  </start>
-  <define name="date">
-    <data type="string">
-      <param name="pattern">{RFC3339}</param>
-    </data>
-  </define>
-  <define name="author">
-    <element name="author">
-      <interleave>
-        <element name="name"><text/></element>
-        <optional><element name="uri"><data type="anyURI"/></element></optional>
-      </interleave>
-    </element>
-  </define>
-  <define name="link">
-    <element name="link">
-      <attribute name="href"><data type="anyURI"/></attribute>
-      <optional><attribute name="rel"><text/></attribute></optional>
-      <optional><attribute name="type"><text/></attribute></optional>
-      <empty/>
-    </element>
-  </define>
-  <define name="entry">
-    <element name="entry">
-      <interleave>
-        <element name="id"><data type="anyURI"/></element>
-        <element name="title"><text/></element>
-        <element name="updated"><ref name="date"/></element>
-        <oneOrMore><ref name="link"/></oneOrMore>
-      </interleave>
-    </element>
-  </define>
-</grammar>
-"""
-
-
-def check_atom(path: Path) -> list[tuple[str, str]]:
-    """Validate against the RNG and the rules it cannot say (RFC 4287 4.1.1: at most one
-    alternate link per type; unique entry ids; the feed's updated is its newest entry's);
-    returns (id, updated) of each entry, in order."""
-    schema = etree.RelaxNG(etree.fromstring(ATOM_RNG.encode()))
-    tree = etree.parse(str(path))
-    schema.assertValid(tree)
-    root = tree.getroot()
-    entries = [(e.findtext(A + "id"), e.findtext(A + "updated")) for e in root.iter(A + "entry")]
-    assert len({i for i, _ in entries}) == len(entries)
-    for entry in root.iter(A + "entry"):
-        alternates = [
-            ln for ln in entry.iter(A + "link") if ln.get("rel", "alternate") == "alternate"
-        ]
-        assert len(alternates) == 1 and alternates[0].get("href") == entry.findtext(A + "id")
-    stamps = [u for _, u in entries]
-    assert stamps == sorted(stamps, reverse=True)  # newest first
-    if entries:
-        assert root.findtext(A + "updated") == stamps[0]
-    return entries
-
-
-def test_the_feed_across_three_runs_keeps_a_window_of_days(
-    serve, tmp_path, monkeypatch, capsys, xsd
-):
-    night = Nightly(serve, tmp_path, monkeypatch)
-    _, report, printed = night.run(1, "--feed", "--feed-days", "2", capsys=capsys)
-    feed = night.out / FEED_NAME
-    feed_url = night.url("/" + FEED_NAME)
-    assert report["feed_url"] == feed_url and feed_url in printed
-    entries = check_atom(feed)
-    assert len(entries) == 26  # a first run: every URL is added
-    assert etree.parse(str(feed)).getroot().findtext(A + "id") == feed_url
-    first_id = feed_url
-
-    # day 2: one page changed, one added; day 1's entries are still in the 2-day window
-    night.pages["/p/03"] = page(3, day(2))
-    night.paths.append("/p/50")
-    night.pages["/p/50"] = page(50, day(2) - timedelta(hours=1))
-    night.link()
-    night.run(2, "--feed", "--feed-days", "2")
-    read_published(night.out, xsd)  # the sitemap files beside the feed, against the XSDs
-    entries = check_atom(feed)
-    assert entries[:2] == [
-        (night.url("/p/03"), "2026-03-02T06:00:00Z"),
-        (night.url("/p/50"), "2026-03-02T05:00:00Z"),
-    ]
-    assert len(entries) == 27  # /p/03 once, with its newer date
-    assert etree.parse(str(feed)).getroot().findtext(A + "id") == first_id  # stable id
-
-    # day 5: one page changed; what happened on days 1 and 2 is past the window
-    night.pages["/p/04"] = page(4, day(5))
-    night.run(5, "--feed", "--feed-days", "2")
-    read_published(night.out, xsd)
-    assert check_atom(feed) == [(night.url("/p/04"), "2026-03-05T06:00:00Z")]
-    manifest = json.loads((night.out / ".sitemap-manifest.json").read_text())
-    assert FEED_NAME in manifest["files"]
-
-    # day 6: nothing changed; the feed keeps day 5's entry, byte for byte
-    before = feed.read_bytes()
-    night.run(6, "--feed", "--feed-days", "2")
-    assert feed.read_bytes() == before
-
-
-def test_the_feed_holds_at_most_1000_entries_newest_first(tmp_path):
-    from sitemap_out import Entry, SitemapWriter
-
-    base = "https://example.com/"
-    with SitemapWriter(tmp_path, base, stable=True, feed_days=7, now=day(9)) as w:
-        for i in range(1500):
-            w.add(Entry(f"{base}{i:05d}", lastmod=day(1) + timedelta(minutes=i)))
-        result = w.publish()
-    assert result.feed_url == base + FEED_NAME
-    entries = check_atom(tmp_path / FEED_NAME)
-    assert len(entries) == 1000
-    assert entries[0][0] == f"{base}01499" and entries[-1][0] == f"{base}00500"
-
-
-def test_a_removed_url_leaves_the_feed(tmp_path):
-    from sitemap_out import Entry, SitemapWriter
-
-    base = "https://example.com/"
-    for n, locs in ((1, ["a", "b"]), (2, ["a"])):
-        with SitemapWriter(tmp_path, base, stable=True, feed_days=7, now=day(n)) as w:
-            for loc in locs:
-                w.add(Entry(base + loc))
-            w.publish()
-    assert [i for i, _ in check_atom(tmp_path / FEED_NAME)] == [base + "a"]
-
-
-def test_a_hostile_previous_feed_is_not_expanded(tmp_path):
-    bomb = (
-        '<?xml version="1.0"?><!DOCTYPE feed [<!ENTITY a "aaaaaaaaaa">'
-        '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>'
-        f'<feed xmlns="{ATOM_NS}"><entry><id>&b;</id>'
-        "<updated>2026-03-01T00:00:00Z</updated></entry></feed>"
+def test_fresh_and_resume_together_are_refused(tmp_path, capsys):
+    code = main(
+        ["crawl", "http://127.0.0.1:9/", "--state", str(tmp_path / "s"), "--resume", "--fresh"]
     )
-    (tmp_path / FEED_NAME).write_text(bomb)
-    assert read_feed(tmp_path / FEED_NAME) == ([], None)
-    (tmp_path / FEED_NAME).write_text("<feed")
-    assert read_feed(tmp_path / FEED_NAME) == ([], None)
+    assert code == 2
+    assert "--fresh" in capsys.readouterr().err
 
 
-def test_feed_document_escapes_and_round_trips(tmp_path):
-    loc = "https://example.com/?a=1&b=<2>"
-    entries = [FeedEntry(day(2), loc, "changed")]
-    (tmp_path / FEED_NAME).write_text(
-        feed_document("https://example.com/changes.atom", "https://example.com/", entries, day(2))
-    )
-    check_atom(tmp_path / FEED_NAME)
-    assert read_feed(tmp_path / FEED_NAME) == (entries, day(2))
-    assert re.search(
-        r"<title>changed: https://example.com/\?a=1&amp;b=&lt;2&gt;</title>",
-        (tmp_path / FEED_NAME).read_text(),
-    )
+def test_the_history_of_another_site_or_other_link_settings_is_not_used(site_run, serve, xsd):
+    site = HistorySite(pages=4)
+    run = site_run(site)
+    run()
+    run("--strip-params", "ref")  # links may be read otherwise: no validators sent
+    assert site.conditional == 0 and site.bodies == site.requests
+    run("--strip-params", "ref")  # the history is now of these settings
+    assert site.conditional == site.requests and site.bodies == 0
+    other = HistorySite(pages=4)
+    srv = serve(other.app())
+    _run(srv.url, run.state.parent, run.state, xsd, name="other")  # replaces the file
+    assert other.conditional == 0 and other.bodies == other.requests
+
+
+def test_a_server_without_etags_is_asked_with_if_modified_since(site_run):
+    site = HistorySite(pages=4, etag=False)
+    site.last_modified = "Sun, 06 Nov 1994 08:49:37 GMT"
+    run = site_run(site)
+    first, _ = run()
+    second, decisions = run()
+    assert site.conditional == site.requests and site.bodies == 0
+    assert second.locs == first.locs and second.lastmods == first.lastmods
+    assert {_day(v) for v in second.lastmods.values()} == {"1994-11-06"}
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"header"}

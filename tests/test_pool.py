@@ -23,6 +23,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from crawler.cli import main
 from crawler.core.access import Access
 from crawler.core.directives import Directives
+from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.urls import LinkResolver, resolve, resolve_links
 from crawler.core.wire import WireError, pack, unpack, unpack_any
@@ -382,7 +383,8 @@ def test_every_message_crosses_the_pipe_field_by_field():
     policy = PagePolicy("bot", True, ("utm_*", "sid"))
     messages = (
         Settings("bot/1", 3, 2.5, 1024, policy, Access("http://h", ("u", "p"), (("X", "y"),))),
-        Job(3, "http://h/", 2),
+        Job(3, "http://h/", 2, None),
+        Job(4, "http://h/a", 1, Validators('"e1"', "Sun, 06 Nov 1994 08:49:37 GMT")),
         Settled(["a"], [0]),
     )
     for message in messages:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import codecs
 import hashlib
 import re
+import zlib
+from array import array
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
@@ -34,6 +36,7 @@ __all__ = [
     "Link",
     "PageData",
     "PageDigest",
+    "content_blocks",
     "decode_html",
     "digest_page",
     "extract_page",
@@ -243,6 +246,7 @@ class PageData:
     videos: list[RawVideo] = field(default_factory=list)  # URLs raw
     published: str | None = None  # article:published_time, else JSON-LD datePublished
     title: str | None = None  # og:title, JSON-LD headline or <title>: news and videos only
+    blocks: bytes = b""  # the main content's text blocks, hashed: see content_blocks
 
 
 # The URL parser strips leading/trailing C0 controls and spaces; so do we, so that an href
@@ -290,6 +294,7 @@ def extract_page(
     page_url: str,
     agent: str = PRODUCT_TOKEN,
     images: bool = True,
+    content: bool = False,
 ) -> PageData:
     """Parse ``body`` once and collect links, alternates, canonical and robots meta directives.
 
@@ -297,7 +302,8 @@ def extract_page(
     comments, ``<script>`` and ``<template>`` are not links (the parser never makes them
     elements of the document); ``<noscript>`` content is parsed as markup, as crawlers do.
     Canonical and hreflang ``<link>``s count only inside ``<head>``, as search engines read
-    them.
+    them. `content`: also the content blocks (content_blocks), which only a crawl keeping a
+    history uses: they cost about a third of the parse.
     """
     encoding = sniff_encoding(body, content_type)
     if encoding == "utf-8":
@@ -362,15 +368,17 @@ def extract_page(
         if "name" in attrs:
             metas.append((attrs.get("name"), attrs.get("content")))
         elif "property" in attrs:
-            prop, content = attrs.get("property"), attrs.get("content")
-            if prop and content:
-                props.setdefault(ascii_lower(prop), content.strip())
+            prop, value = attrs.get("property"), attrs.get("content")
+            if prop and value:
+                props.setdefault(ascii_lower(prop), value.strip())
     directives = meta_directives(metas, agent) if metas else NO_DIRECTIVES
 
     data = PageData(base, links, alternates, canonical, directives, encoding)
     if images:
         data.images = _images(parser, props)
     _media(parser, props, metas, data)
+    if content:
+        data.blocks = content_blocks(parser)  # last: it strips the template
     return data
 
 
@@ -489,6 +497,46 @@ def _fill(video: RawVideo, title: str | None, description: str | None) -> RawVid
     )
 
 
+#: Elements that are template, not content, when a page has no <main>, [role=main] or
+#: <article>: what search engines ask to ignore ("minor changes of templates affecting a
+#: bunch of pages are no reason to submit all pages as modified").
+_TEMPLATE_TAGS = ["nav", "header", "footer", "aside", "script", "style", "noscript", "template"]
+_NOT_TEXT_TAGS = ["script", "style", "noscript", "template"]
+#: Blocks kept per page: 4 bytes each, stored per URL in the state file.
+MAX_BLOCKS = 2048
+_BLOCK_SPLIT = "\x00"
+_BLOCK_SEP = b"\x00"
+_WHITESPACE = b" \t\n\r\x0c"  # ASCII whitespace, as HTML defines it
+
+
+def content_blocks(parser: LexborHTMLParser) -> bytes:
+    """The page's main content as text blocks (each text run, without its whitespace), each
+    hashed to 32 bits (crc32) and packed in document order: the material of the content
+    fingerprint behind honest lastmods (crawler.core.lastmod). Kept per block, not as one
+    hash, so that blocks repeating on most pages of the site can be left out later, when
+    the crawl knows which they are. Mutates the tree (the template is stripped): call it
+    last, on the one parse of the page."""
+    root = parser.css_first("main, [role=main], article")  # one walk when there is none
+    if root is not None:
+        if root.tag != "main":  # <main> first, then [role=main], then <article>
+            for better in (parser.css_first("main"), parser.css_first("[role=main]")):
+                if better is not None:
+                    root = better
+                    break
+        root.strip_tags(_NOT_TEXT_TAGS, recursive=True)
+    else:
+        root = parser.body
+        if root is None:
+            return b""
+        parser.strip_tags(_TEMPLATE_TAGS, recursive=True)
+    # whitespace removed (not collapsed) in one C pass over the whole text: re-indented
+    # markup or a reflowed paragraph is no change; the separator is kept, then each block
+    # hashed, all through map: no Python loop per block (this runs on every page)
+    text = root.text(deep=True, separator=_BLOCK_SPLIT).encode().translate(None, _WHITESPACE)
+    hashes = array("I", map(zlib.crc32, filter(None, text.split(_BLOCK_SEP))))
+    return hashes[:MAX_BLOCKS].tobytes()
+
+
 @dataclass(slots=True)
 class PageDigest:
     """What the crawl keeps of a parsed HTML page, before its links are resolved
@@ -504,6 +552,7 @@ class PageDigest:
     videos: list[RawVideo] = field(default_factory=list)  # URLs raw
     published: str | None = None
     title: str | None = None
+    blocks: bytes = b""  # the main content's text blocks, hashed (content_blocks)
 
 
 def digest_page(
@@ -513,9 +562,10 @@ def digest_page(
     agent: str = PRODUCT_TOKEN,
     follow_nofollow: bool = False,
     images: bool = True,
+    content: bool = False,
 ) -> PageDigest:
     """Parse an HTML page into its digest. Never raises, like :func:`extract_page`."""
-    page = extract_page(body, content_type, page_url, agent, images)
+    page = extract_page(body, content_type, page_url, agent, images, content)
     base, canonical, encoding = page.base, page.canonical, page.encoding
     hrefs = [link.href for link in page.links if follow_nofollow or not link.nofollow]
     hrefs += [href for _, href in page.alternates]
@@ -543,6 +593,7 @@ def digest_page(
         videos,
         page.published,
         page.title,
+        page.blocks,
     )
 
 

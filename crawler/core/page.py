@@ -48,6 +48,7 @@ class PagePolicy:
     strip_params: tuple[str, ...] = ()
     images: bool = True  # collect the images each page shows (image sitemap)
     image_hosts: tuple[str, ...] = ()  # hosts images may live on; () = the page's and below
+    content: bool = False  # the content blocks too (a crawl keeping a history, for lastmods)
 
 
 @dataclass(slots=True)
@@ -63,6 +64,12 @@ class PageResult:
     body_key: int | None = None  # 64 bits of the body's sha256 (HTML only): finds twins
     # images, hreflang alternates, videos, publication time: the sitemap extensions' facts
     extras: PageExtras | None = None
+    # the main content's text blocks, 32-bit hashes packed (HTML only): the content
+    # fingerprint behind honest lastmods (crawler.core.lastmod)
+    blocks: bytes | None = None
+    # a 304 to a conditional request: no body, so the engine fills in the page from the
+    # crawl's history; header and canonical hold what the 304's own headers say, if anything
+    not_modified: bool = False
 
 
 def analyse(
@@ -81,6 +88,11 @@ def analyse(
     that a link joining to one of them skips normalisation; the result is the same without.
     """
     mime, _ = parse_content_type(headers.get("Content-Type"))
+    if status == 304:  # RFC 9110 15.4.5: a 304 may repeat the headers a 200 would carry
+        header = header_directives(headers.getall("X-Robots-Tag", ()), policy.agent)
+        raw = link_header_canonical(headers.getall("Link", ()))
+        canonical = resolve(url, raw, policy.strip_params) if raw else None
+        return PageResult(mime, header, canonical=canonical, not_modified=True)
     if status != 200 or truncated:
         return PageResult(mime)
     header = header_directives(headers.getall("X-Robots-Tag", ()), policy.agent)
@@ -99,6 +111,7 @@ def analyse(
         policy.agent,
         policy.follow_nofollow,
         policy.images,
+        policy.content,
     )
     canonical = resolve(page.base, page.canonical, strip) if page.canonical else None
     if canonical is None:
@@ -109,7 +122,10 @@ def analyse(
         hrefs = hrefs + [urljoin(url, href) for _, href in header_alternates]
     targets = resolve_links(page.base, hrefs, strip, known or {})
     extras = _extras(url, page.base, page, header_alternates, policy)
-    return PageResult(mime, header, page.directives, canonical, targets, page.body_key, extras)
+    blocks = page.blocks if policy.content else None
+    return PageResult(
+        mime, header, page.directives, canonical, targets, page.body_key, extras, blocks
+    )
 
 
 def _extras(

@@ -40,10 +40,11 @@ class DecisionRecord:
             return None
         return self.referrer if self.referrer is not None else SEED_START
 
-    def to_json(self) -> str:
+    def to_json(self, lastmod_source: str | None = None) -> str:
         """Every field by name, and ``listed`` after ``status``, where readers of the
         decisions file have always found it; a URL reached from a seed has ``seed`` after
-        ``referrer``, which is then null (no page links to it)."""
+        ``referrer``, which is then null (no page links to it). A listed page has
+        ``lastmod_source`` last: where its <lastmod> came from (crawler.core.lastmod)."""
         line: dict[str, object] = {}
         for name in _DECISION_FIELDS:
             line[name] = getattr(self, name)
@@ -53,6 +54,8 @@ class DecisionRecord:
         if seed is not None:
             line["referrer"] = None
             line["seed"] = seed
+        if lastmod_source is not None:
+            line["lastmod_source"] = lastmod_source
         return json.dumps(line, ensure_ascii=False)
 
 
@@ -119,6 +122,8 @@ class Tally:
     fetched: int = 0  # HTTP requests for pages, redirect hops included, by every run of the crawl
     fetched_before: int = 0  # of those, by the runs a resumed crawl goes on from
     failed: int = 0  # of those, failed with a 5xx or a network error (after retries)
+    not_modified: int = 0  # this run's, answered 304 to a conditional request (no body)
+    lastmods: Counter[str] = field(default_factory=Counter)  # listed pages by lastmod source
     reasons: Counter[str] = field(default_factory=Counter)
     broken: dict[str, tuple[int, list[str]]] = field(default_factory=dict)  # url -> status, refs
     seconds: float = 0.0
@@ -174,6 +179,7 @@ class Tally:
             f"excluded: {excluded or 'none'}; "
             f"{self.failed} requests failed (5xx or no answer, after retries)"
             + self._changes_summary()
+            + (f"; {self.not_modified} not modified (304)" if self.not_modified else "")
         )
 
     def _changes_summary(self) -> str:
@@ -188,7 +194,9 @@ class Tally:
             "pages_fetched": self.fetched,  # by every run of the crawl, as requests_failed
             "pages_fetched_this_run": self.fetched_this_run,  # as seconds and pages_per_second
             "requests_failed": self.failed,
+            "pages_not_modified": self.not_modified,  # this run's 304s (--state's history)
             "urls_listed": self.listed,
+            "lastmod_sources": {s: self.lastmods[s] for s in ("header", "content", "none")},
             "seconds": round(self.seconds, 3),
             "pages_per_second": round(self.pages_per_second, 1),
             "robots_txt": self.robots_note,

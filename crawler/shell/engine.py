@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import functools
 import gc
+import json
 import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -40,9 +41,11 @@ from crawler.core.decide import (
     follows_links,
 )
 from crawler.core.frontier import DONE, Frontier, Task
+from crawler.core.history import Prior, Validators, revive
 from crawler.core.httpdate import parse_http_date
+from crawler.core.lastmod import AUTO, CONTENT, stamped
 from crawler.core.media import PageExtras
-from crawler.core.page import PagePolicy, PageResult
+from crawler.core.page import Headers, PagePolicy, PageResult
 from crawler.core.patterns import Patterns
 from crawler.core.report import DecisionRecord, Tally
 from crawler.core.robots import RobotsTxt, parse_robots, product_token
@@ -68,7 +71,7 @@ from crawler.shell.fetch import (
     fetch_robots,
     fetch_rules,
 )
-from crawler.shell.journal import Journal
+from crawler.shell.journal import Dating, Journal
 from crawler.shell.listings import Listing, Spool, to_micros
 from crawler.shell.outputs import held_outputs, written_in_place
 from crawler.shell.pages import Fetched, LocalPages
@@ -145,6 +148,7 @@ class Crawl:
             config.strip_params,
             config.images,
             tuple(host.lower() for host in config.image_hosts),
+            content=config.state is not None and config.lastmod in (AUTO, CONTENT),
         )
         self.frontier = Frontier()
         self.screen = Screen(
@@ -161,6 +165,7 @@ class Crawl:
         )
         self.tally = Tally()
         self.journal = Journal(self._public, self.tally)
+        self.journal.dating = Dating(config.lastmod, None)  # with the state's, once open
         # URLs being fetched now -> the fewest links from the start found to them so far
         self._active: dict[str, int] = {}
         # the start URL's decisions, each hop of its redirects: why nothing was listed
@@ -234,7 +239,10 @@ class Crawl:
                     start_url=plan.start,
                     resume=config.resume,
                     settings=settings(config),
+                    fresh=config.fresh,
+                    history_key=self._history_key(),
                 )
+                journal.dating = Dating(config.lastmod, self.state)
             # Signals are ours until the end: a signal during publish() is noted and the
             # publish completes (the new set is whole), rather than racing an abort.
             # max_time counts from here: robots.txt and the seed sitemaps are the run's
@@ -282,7 +290,7 @@ class Crawl:
                 self._report_changes(published, changes)
                 if self.state is not None:
                     try:
-                        self.state.finish()
+                        self.state.finish(journal.template)
                     except StateError as exc:
                         raise OutputError(f"the sitemap is published, but {exc}") from None
         except BaseException:
@@ -336,6 +344,12 @@ class Crawl:
             self._pool = pages
             if self.identity:  # workers' links are in the space settled URLs are
                 self.journal.settle = pages.settle
+
+    def _history_key(self) -> str:
+        """The settings a page's links and directives depend on: a history read with
+        others is not reused for a 304 (crawler.shell.state)."""
+        policy = self.page_policy
+        return json.dumps([policy.agent, policy.follow_nofollow, list(policy.strip_params)])
 
     def _save_counters(self) -> None:
         """The figures a resumed crawl goes on from: max_pages' and the publish guard's."""
@@ -741,11 +755,11 @@ class Crawl:
         fetched = await self._retried(lambda: _as_fetched(pages.get(url, max_bytes)))
         return fetched.response
 
-    async def _fetch(self, url: str, depth: int) -> Fetched:
+    async def _fetch(self, url: str, depth: int, validators: Validators | None = None) -> Fetched:
         """One page through the politeness throttle and the retries, analysed. `depth`: of
-        the links on the page."""
+        the links on the page; `validators`: ask conditionally (the URL's history)."""
         assert self._pages is not None
-        return await self._retried(functools.partial(self._pages.fetch, url, depth))
+        return await self._retried(functools.partial(self._pages.fetch, url, depth, validators))
 
     async def _retried(self, fetch: Callable[[], Awaitable[Fetched]]) -> Fetched:
         async def attempt() -> Fetched:
@@ -797,6 +811,7 @@ class Crawl:
                     known,
                     log=self.log,
                     set_depth=self.throttle.set_depth,
+                    all_links=self.state is not None,  # a page's links are its history
                 )
                 if workers
                 else LocalPages(http, self.page_policy, known)
@@ -918,7 +933,7 @@ class Crawl:
     async def _judge(self, task: Task) -> tuple[str, PageFacts, PageResult, Decision] | None:
         """Fetch task.url (its redirects hop by hop), decide and record each decision. The
         final page's URL, facts, analysis and decision; None when there was no page."""
-        fetched, url = await self._follow(task)
+        fetched, url, prior = await self._follow(task)
         if fetched is None:
             return None
         resp, page = fetched.response, fetched.page
@@ -927,9 +942,20 @@ class Crawl:
             error = resp.error or fetched.unreadable or "no answer"
             self._record(url, None, Decision(FETCH_ERROR, _with_notes(error, resp)), task)
             return None
-        facts = PageFacts(url, resp.status, page.mime, page.meta, page.header)
+        state, status = self.state, resp.status
+        headers = resp.headers
+        etag, modified = headers.get("ETag"), headers.get("Last-Modified")
+        if page.not_modified and prior is not None and state is not None:
+            # no body: the page is the history's, its links followed as the full answer's
+            page = revive(
+                prior, page, header_given="X-Robots-Tag" in headers,
+                targets=state.outlinks(url),
+            )  # fmt: skip
+            status, etag, modified = 200, etag or prior.etag, modified or prior.modified
+            self.tally.not_modified += 1
+        facts = PageFacts(url, status, page.mime, page.meta, page.header)
         facts.too_large = resp.truncated
-        facts.last_modified = resp.headers.get("Last-Modified")
+        facts.last_modified = modified
         facts.public = self._public(url)
         if page.canonical is not None:
             canonical = self._to_crawl(page.canonical)
@@ -943,9 +969,14 @@ class Crawl:
         decision = decide_page(facts, self.policy)
         if resp.notes:
             decision = Decision(decision.reason, _with_notes(decision.detail, resp))
+        if state is not None:
+            state.page(
+                url, prior, etag=etag, modified=modified, status=status,
+                reason=decision.reason, result=page,
+            )  # fmt: skip
         if decision.listed:
             body = page.body_key if self.policy.skip_duplicates else None
-            made = self._listing(url, task, resp, decision.detail, body, page.extras)
+            made = self._listing(url, task, status, modified, headers, page, decision.detail, body)
             if isinstance(made, Decision):
                 decision = made
             else:
@@ -953,31 +984,36 @@ class Crawl:
                     self.journal.contested = True
                 self.journal.listing(made)
         if not decision.listed:
-            self._record(url, resp.status, decision, task)
+            self._record(url, status, decision, task)  # a 304's: the page's, 200
         return url, facts, page, decision
 
-    async def _follow(self, task: Task) -> tuple[Fetched | None, str]:
+    async def _follow(self, task: Task) -> tuple[Fetched | None, str, Prior | None]:
         """Fetch task.url, following redirects one hop at a time.
 
         Each hop is screened like a link (scope, robots.txt, traps); the redirecting URL is
-        recorded as `redirect`. Returns (the final answer, its URL), or (None, url) when the
-        chain ended without a page to judge.
+        recorded as `redirect`. Returns (the final answer, its URL, its history if any), or
+        (None, url, None) when the chain ended without a page to judge. A URL with a
+        history is asked with its validators (a 304 may answer: _judge).
         """
         url = task.url
         chain = [url]
+        state = self.state
         for _ in range(self.config.max_redirects + 1):
             self._requested += 1  # before the await: max_pages counts requests in flight
+            prior = state.prior(url) if state is not None and state.has_history else None
             try:
-                fetched = await self._fetch(url, task.depth + 1)
+                fetched = await self._fetch(
+                    url, task.depth + 1, prior.validators if prior is not None else None
+                )
             except ThrottleClosed:  # max_time is up: never sent
                 self._record(url, None, Decision(LIMIT, "max_time reached"), task)
-                return None, url
+                return None, url, None
             resp = fetched.response
             self.tally.fetched += 1
             if resp.error or resp.status >= 500:
                 self.tally.failed += 1  # the publish guard's max_error_rate
             if resp.status not in REDIRECT_STATUSES:
-                return fetched, url
+                return fetched, url, prior
             location = (resp.location or "").strip()
             target = resolve(url, location, self.config.strip_params) if location else None
             if target is not None:
@@ -991,10 +1027,10 @@ class Crawl:
             self._record(url, resp.status, decision, task)
             self._done_requests += 1
             if target is None or target in chain:
-                return None, url
+                return None, url, None
             if target in self.frontier:
                 self._refer(target, self._public(url), task.depth)
-                return None, url  # handled, or to be handled, on its own
+                return None, url, None  # handled, or to be handled, on its own
             self.frontier.mark_seen(target)
             if self.state is not None:
                 self.state.queued(target, task.depth, task.referrer)
@@ -1004,7 +1040,7 @@ class Crawl:
                 screened = Decision(LIMIT, "max_pages reached")
             if screened is not None:
                 self._record(target, None, screened, task)
-                return None, url
+                return None, url, None
             url = target
             chain.append(url)
         self._record(
@@ -1013,27 +1049,32 @@ class Crawl:
             Decision(REDIRECT, f"more than {self.config.max_redirects} redirects from {chain[0]}"),
             task,
         )
-        return None, url
+        return None, url, None
 
     def _listing(
         self,
         url: str,
         task: Task,
-        resp: Response,
+        status: int,
+        modified: str | None,
+        headers: Headers,
+        page: PageResult,
         detail: str,
         body: int | None,
-        extras: PageExtras | None = None,
     ) -> Listing | Decision:
-        """The listing of a page judged listable, or why the protocol cannot list it."""
-        lastmod = parse_http_date(resp.headers.get("Last-Modified"))
+        """The listing of a page judged listable, or why the protocol cannot list it. Its
+        lastmod is the Last-Modified header's for now; the one published is decided when
+        the crawl is over (journal.Dating), from what the whole site says."""
+        lastmod = parse_http_date(modified)
         if lastmod is not None and lastmod > datetime.now(UTC) + timedelta(days=1):
             lastmod = None  # a date in the future is a server clock error, not a lastmod
+        is_stamped = stamped(lastmod, parse_http_date(headers.get("Date")))
         # links found to it while it was fetched may have brought it closer to the start
         depth = min(task.depth, self._active.get(url, task.depth))
         listing = Listing(
             url,
             self._public(url),
-            resp.status,
+            status,
             detail,
             depth,
             task.referrer,
@@ -1041,7 +1082,9 @@ class Crawl:
             self.config.changefreq,
             depth_priority(depth) if self.config.priority_by_depth else None,
             body,
-            None if extras is None else pack(self._public_extras(extras)),
+            None if page.extras is None else pack(self._public_extras(page.extras)),
+            page.blocks,
+            is_stamped,
         )
         try:
             entry = listing.entry()  # checked now, so the decision says it

@@ -230,9 +230,9 @@ class Extensions:
             return ()  # naming only itself is no alternate
         return tuple(found)
 
-    def entry(self, listing: Listing) -> Entry:
-        """The listing's sitemap entry, with its images, videos and listed alternates."""
-        base = listing.entry()
+    def entry(self, listing: Listing, base: Entry) -> Entry:
+        """base, the listing's sitemap entry as dated at publish time, with its images,
+        videos and listed alternates."""
         extras = listing.page_extras()
         alternates: tuple[Alternate, ...] = ()
         if self._edges is not None:

@@ -21,6 +21,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from crawler.core.access import Access, redact
+from crawler.core.history import Validators
 from crawler.core.robots import RobotsTxt, parse_robots, robots_from_response
 from crawler.errors import ConfigError
 
@@ -47,6 +48,17 @@ class Response:
     @property
     def location(self) -> str | None:
         return self.headers.get("Location")
+
+
+def conditional(validators: Validators) -> dict[str, str]:
+    """The headers of a conditional GET (RFC 9110 13.1): If-None-Match, which a server
+    checks first, and If-Modified-Since for servers that send no ETag."""
+    headers = {}
+    if validators.etag is not None:
+        headers["If-None-Match"] = validators.etag
+    if validators.modified is not None:
+        headers["If-Modified-Since"] = validators.modified
+    return headers
 
 
 def describe_error(exc: BaseException, timeout: float) -> str:
@@ -124,8 +136,11 @@ def tls_context(access: Access) -> ssl.SSLContext | bool:
 
 
 class Transport(Protocol):
-    async def get(self, url: str, max_bytes: int | None = None) -> Response:
-        """GET url as it is, without following redirects; failures as Response.error."""
+    async def get(
+        self, url: str, max_bytes: int | None = None, validators: Validators | None = None
+    ) -> Response:
+        """GET url as it is, without following redirects; failures as Response.error.
+        `validators`: ask conditionally (If-None-Match, If-Modified-Since): a 304 may answer."""
         ...
 
 
@@ -188,7 +203,9 @@ class HttpTransport:
         if self._session is not None:
             await self._session.close()
 
-    async def get(self, url: str, max_bytes: int | None = None) -> Response:
+    async def get(
+        self, url: str, max_bytes: int | None = None, validators: Validators | None = None
+    ) -> Response:
         """GET url (already normalised: sent as is), without following redirects."""
         assert self._session is not None, "use HttpTransport as an async context manager"
         cap = self.max_bytes if max_bytes is None else max_bytes
@@ -202,6 +219,8 @@ class HttpTransport:
             # plain HTTP goes to the proxy as is: its credentials ride in the request itself
             # (for https they go in the CONNECT, as proxy_headers)
             headers = {**(headers or {}), **self._proxy_headers}
+        if validators is not None:
+            headers = {**(headers or {}), **conditional(validators)}
         try:
             async with self._session.get(
                 target,
@@ -210,7 +229,7 @@ class HttpTransport:
                 proxy=self.access.proxy,
                 proxy_headers=self._proxy_headers,
             ) as resp:
-                if resp.status in REDIRECT_STATUSES or resp.status == 204:
+                if resp.status in REDIRECT_STATUSES or resp.status in (204, 304):
                     answer = Response(url, resp.status, resp.headers)
                 else:
                     body, truncated = await _read_capped(resp, cap)

@@ -17,13 +17,24 @@ the replayed lines come first). Sorting those too would take a second sort of ev
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Protocol
 
 from crawler.core.decide import DUPLICATE_OF, LISTED, OUT_OF_SCOPE, Decision
 from crawler.core.duplicates import Twins
+from crawler.core.lastmod import (
+    AUTO,
+    CONTENT,
+    HeavyHitters,
+    SiteDates,
+    choose,
+    common_blocks,
+    same_content,
+    unpack_blocks,
+)
 from crawler.core.report import DecisionRecord, Tally, is_broken
 from crawler.errors import OutputError
 from crawler.shell.extensions import Extensions
@@ -72,6 +83,8 @@ class Journal:
         self.contested = False
         # images, videos, hreflang clusters and news: set for a crawl (not for `explain`)
         self.extensions: Extensions | None = None
+        # decides each listing's lastmod when the crawl is over (set by the engine)
+        self.dating = Dating(AUTO, None)
 
     # -- decisions -------------------------------------------------------------------------
 
@@ -97,9 +110,11 @@ class Journal:
         referrer: str | None,
         *,
         counted: bool = False,
+        lastmod_source: str | None = None,
     ) -> None:
         """Count a decision, note a broken link, and write its line in the decisions file.
-        `counted`: the tally has it already (a listing, counted when it was made)."""
+        `counted`: the tally has it already (a listing, counted when it was made);
+        `lastmod_source`: a listed page's (crawler.core.lastmod)."""
         public = self.public(url) if decision.reason != OUT_OF_SCOPE else url
         record = DecisionRecord(public, status, decision.reason, decision.detail, depth, referrer)
         if not counted:
@@ -116,7 +131,7 @@ class Journal:
         if self.extensions is not None and decision.reason != LISTED:
             self.extensions.decided(public, decision.reason, decision.detail)
         if self.decisions_path is not None:
-            self._write_decision(record.to_json() + "\n")
+            self._write_decision(record.to_json(lastmod_source) + "\n")
         if self.echo is not None:
             self.echo(record)
 
@@ -170,6 +185,7 @@ class Journal:
         self.spool.add(listing)
         if self.extensions is not None:
             self.extensions.noted(listing)
+        self.dating.saw(listing)
         if listing.body is not None:
             self.depths[listing.url] = listing.depth
         if replayed:
@@ -188,6 +204,8 @@ class Journal:
         assert self.spool is not None and self.sink is not None
         self.settle = None  # the workers are gone
         twins, state, depths, sink = self.twins, self.state, self.depths, self.sink
+        dating = self.dating
+        dating.settle(self.spool)
         if self.contested:
             for listing in self.spool:
                 if listing.body is not None:
@@ -208,15 +226,16 @@ class Journal:
             winner = url if listing.body is None else twins.winner(listing.body)
             # (None when nothing was contested: every listing is its own body's winner)
             if winner is None or winner == url:
-                if ext is None:
-                    await sink.add(listing.entry())
-                else:
-                    try:
-                        await sink.add(ext.entry(listing))
-                    except EntryError:  # its extensions make it too big for max_bytes
-                        await sink.add(listing.entry())
+                lastmod, source = dating.date(listing)
+                self.tally.lastmods[source] += 1
+                entry = listing.dated(lastmod)
+                if ext is not None:
+                    # extensions that make it too big for max_bytes: listed without them
+                    with contextlib.suppress(EntryError):
+                        entry = ext.entry(listing, entry)
+                await sink.add(entry)
                 if recorded:
-                    self._final(listing, _listed(listing), counted=True)
+                    self._final(listing, _listed(listing), counted=True, lastmod_source=source)
                 continue
             decision = Decision(DUPLICATE_OF, self.public(winner))
             self.tally.reasons[LISTED] -= 1
@@ -233,11 +252,24 @@ class Journal:
                 await sink.add_news(articles)
             ext.close()
 
-    def _final(self, listing: Listing, decision: Decision, *, counted: bool) -> None:
+    @property
+    def template(self) -> frozenset[int]:
+        """The blocks common to most pages of this crawl, once published (the next run's
+        template_before)."""
+        return self.dating.template
+
+    def _final(
+        self,
+        listing: Listing,
+        decision: Decision,
+        *,
+        counted: bool,
+        lastmod_source: str | None = None,
+    ) -> None:
         self.refs.pop(listing.url, None)
         self.emit(
             listing.url, listing.status, decision, listing.depth, listing.referrer,
-            counted=counted,
+            counted=counted, lastmod_source=lastmod_source,
         )  # fmt: skip
 
     def close(self) -> None:
@@ -252,6 +284,65 @@ class Journal:
             self.spool.close()
         if self.extensions is not None:
             self.extensions.close()
+
+
+class Dating:
+    """Dates the listings when the crawl is over (crawler.core.lastmod): a page's lastmod
+    depends on what the whole site says (whether its Last-Modified headers are believable,
+    which text blocks are its template), known only then. With a state file, the content
+    dates come from the history, and this run's are kept in it for the next."""
+
+    def __init__(self, mode: str, state: CrawlState | None) -> None:
+        self.mode = mode
+        self.state = state
+        # content dates need a history; `header` and `none` never read them
+        self.content = state is not None and mode in (AUTO, CONTENT)
+        self.site = SiteDates()
+        self.summary = HeavyHitters()
+        self.template: frozenset[int] = frozenset()  # common now
+        self._ignored: frozenset[int] = frozenset()  # common now, or in the previous run
+
+    def saw(self, listing: Listing) -> None:
+        """A listing waits in the spool (replayed ones too: the figures are rebuilt)."""
+        self.site.add(listing.lastmod is not None, listing.stamped)
+        if self.state is not None:
+            self.summary.add_page(listing.blocks)
+
+    def settle(self, listings: Iterable[Listing]) -> None:
+        """Count the summary's candidates exactly, in one pass over the listings: the
+        blocks on most pages are the template."""
+        if self.state is None:
+            return
+        candidates = self.summary.candidates()
+        counts = dict.fromkeys(candidates, 0)
+        pages = 0
+        for listing in listings:
+            if listing.blocks:
+                pages += 1
+                if candidates:
+                    for block in candidates.intersection(unpack_blocks(listing.blocks)):
+                        counts[block] += 1
+        self.template = common_blocks(counts, pages)
+        self._ignored = self.template | self.state.template_before
+
+    def date(self, listing: Listing) -> tuple[int | None, str]:
+        """The listing's lastmod (microseconds, or None) and its source."""
+        state = self.state
+        content = changed = None
+        if state is not None:
+            changed = state.run_started  # first sight: from now on, as far as we know
+            prior = state.prior_content(listing.url)
+            if prior is not None and prior[0] is not None and listing.blocks is not None:
+                old, old_changed = prior
+                if old_changed is not None and same_content(old, listing.blocks, self._ignored):
+                    changed = old_changed
+                content = changed
+        lastmod, source = choose(
+            self.mode, listing.lastmod, content if self.content else None, self.site.believable
+        )
+        if state is not None:
+            state.published(listing.url, changed, lastmod, source)
+        return lastmod, source
 
 
 def _listed(listing: Listing) -> Decision:

@@ -77,11 +77,20 @@ class Listing:
     # the page's images, hreflang alternates, videos and publication time: a PageExtras
     # packed by crawler.core.wire (public space), None when it has none
     extras: bytes | None = None
+    # the main content's text blocks (crawler.core.lastmod): the lastmod is decided from
+    # them at publish time, when the blocks common to most pages are known
+    blocks: bytes | None = None
+    stamped: bool = False  # its Last-Modified was the response's Date (crawler.core.lastmod)
 
     def entry(self) -> Entry:
+        """The sitemap entry, dated by its Last-Modified header."""
+        return self.dated(self.lastmod)
+
+    def dated(self, lastmod: int | None) -> Entry:
+        """The sitemap entry with the lastmod decided at publish time."""
         return Entry(
             self.loc,
-            lastmod=from_micros(self.lastmod),
+            lastmod=from_micros(lastmod),
             changefreq=self.changefreq,
             priority=self.priority,
         )

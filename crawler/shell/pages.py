@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult, analyse
 from crawler.shell.fetch import REDIRECT_STATUSES, Response, Transport
 
@@ -52,9 +53,16 @@ class LocalPages:
         self.policy = policy
         self.known = known
 
-    async def fetch(self, url: str, depth: int = 0) -> Fetched:
-        """url's answer, analysed; `depth`: of the links on its page (for PoolPages)."""
-        return analysed(url, await self.transport.get(url), self.policy, self.known)
+    async def fetch(
+        self, url: str, depth: int = 0, validators: Validators | None = None
+    ) -> Fetched:
+        """url's answer, analysed; `depth`: of the links on its page (for PoolPages);
+        `validators`: from the crawl's history, to ask conditionally (a 304 may answer)."""
+        transport = self.transport
+        resp = await (
+            transport.get(url) if validators is None else transport.get(url, None, validators)
+        )
+        return analysed(url, resp, self.policy, self.known)
 
     async def get(self, url: str, max_bytes: int | None = None) -> Response:
         """A plain GET (robots.txt): nothing to analyse."""

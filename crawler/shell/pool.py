@@ -43,6 +43,7 @@ from typing import NoReturn
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawler.core.access import Access
+from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.urls import LinkResolver
 from crawler.core.wire import pack, unpack, unpack_any
@@ -58,7 +59,10 @@ START_AFTER = 100
 PIPELINE_DEPTH = 2
 
 #: The response headers the crawl reads; workers send only these back.
-KEPT_HEADERS = ("Content-Type", "Location", "Last-Modified", "Retry-After", "X-Robots-Tag", "Link")
+KEPT_HEADERS = (
+    "Content-Type", "Location", "Last-Modified", "Retry-After", "X-Robots-Tag", "Link", "ETag",
+    "Date",
+)  # fmt: skip
 
 _LENGTH = struct.Struct("<I")
 _READ_SIZE = 1 << 18
@@ -122,6 +126,9 @@ class Settings:
     max_bytes: int
     policy: PagePolicy
     access: Access  # credentials, proxy, TLS trust: the same requests as the main process's
+    # every link of a page is sent back, settled or not: the crawl keeps them as the page's
+    # history (a 304 next time follows them all), so none may be left out
+    all_links: bool = False
 
 
 @dataclass(slots=True)
@@ -129,6 +136,7 @@ class Job:
     job: int
     url: str
     depth: int  # of the links on its page: a link to a settled URL may still matter
+    validators: Validators | None  # from the crawl's history: a conditional request
 
 
 @dataclass(slots=True)
@@ -253,7 +261,9 @@ class PoolPages(LocalPages):
         *,
         log: Callable[[str], None] = lambda _: None,
         set_depth: Callable[[int], None] = lambda _: None,
+        all_links: bool = False,
     ) -> None:
+        """`all_links`: workers send every link of a page back (Settings.all_links)."""
         super().__init__(transport, policy, known)
         self.log = log
         self.concurrency = concurrency = transport.concurrency
@@ -261,7 +271,7 @@ class PoolPages(LocalPages):
         self._spares = spares[:concurrency]  # each worker holds one request at least
         self._settings = Settings(
             transport.user_agent, 0, transport.timeout, transport.max_bytes, policy,
-            transport.access,
+            transport.access, all_links,
         )  # fmt: skip
         self._workers: list[_Worker] = []
         self.worker_requests = 0  # GETs the workers made: the crawl report's figure
@@ -282,28 +292,30 @@ class PoolPages(LocalPages):
         """Workers started (alive or not): the crawl report's figure."""
         return len(self._workers)
 
-    async def fetch(self, url: str, depth: int = 0) -> Fetched:
+    async def fetch(
+        self, url: str, depth: int = 0, validators: Validators | None = None
+    ) -> Fetched:
         here = self._here
         if here is not None and not here.locked():
             async with here:  # a slot of our share is free: this page is ours
-                return await super().fetch(url)
+                return await super().fetch(url, depth, validators)
         while (worker := self._pick()) is not None:
             with contextlib.suppress(WorkerLost):  # then the next worker, or this process
-                fetched = await worker.fetch(url, depth)
+                fetched = await worker.fetch(url, depth, validators)
                 self.worker_requests += 1
                 return fetched
         if here is not None and all(w.lost for w in self._workers):
             # the crawl may hold 2x concurrency slots for a while: our share, grown by
             # the lost workers' shares to all of --concurrency, bounds the requests
             async with here:
-                return await super().fetch(url)
+                return await super().fetch(url, depth, validators)
         if self._allowed and not self._workers:
             self._fetched += 1
             if self._fetched >= START_AFTER:
                 self._start()
         self._local += 1
         try:
-            return await super().fetch(url)
+            return await super().fetch(url, depth, validators)
         finally:
             self._local -= 1
             self._deepen()
@@ -406,7 +418,7 @@ class _Worker:
     def start(self, settings: bytes) -> None:
         self._reader = asyncio.get_running_loop().create_task(self._read(settings))
 
-    async def fetch(self, url: str, depth: int) -> Fetched:
+    async def fetch(self, url: str, depth: int, validators: Validators | None) -> Fetched:
         self._next += 1
         job = self._next
         future: asyncio.Future[Fetched] = asyncio.get_running_loop().create_future()
@@ -414,7 +426,7 @@ class _Worker:
         self._urls[job] = url
         if not self._out:
             asyncio.get_running_loop().call_soon(self._flush)
-        self._out.append(_frame(pack(Job(job, url, depth))))
+        self._out.append(_frame(pack(Job(job, url, depth, validators))))
         try:
             return await future
         finally:
@@ -576,11 +588,11 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
         writer.write(b"".join(out))
         out.clear()
 
-    async def job(number: int, url: str, depth: int) -> None:
+    async def job(number: int, url: str, depth: int, validators: Validators | None) -> None:
         try:
             async with requests:
-                fetched = await pages.fetch(url)
-            if fetched.page is not None and fetched.page.targets:
+                fetched = await pages.fetch(url, depth, validators)
+            if fetched.page is not None and fetched.page.targets and not settings.all_links:
                 fetched.page.targets = links.unsettled(fetched.page.targets, depth)
         except Exception as exc:  # a bug of ours: this URL fails, the crawl goes on
             error = http.redact(f"worker: {type(exc).__name__}: {exc}")
@@ -608,7 +620,9 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
                 if isinstance(message, Settled):
                     links.settle(message.urls, message.depths)
                     continue
-                task = loop.create_task(job(message.job, message.url, message.depth))
+                task = loop.create_task(
+                    job(message.job, message.url, message.depth, message.validators)
+                )
                 jobs.add(task)
                 task.add_done_callback(jobs.discard)
         if jobs:  # finish what was asked, then stop

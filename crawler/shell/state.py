@@ -22,6 +22,12 @@ Design, and why:
 * WAL with ``synchronous=NORMAL``: a commit is durable against a process crash (the threat
   here) without an fsync per checkpoint; a power cut may lose the latest checkpoints but
   never corrupts the file, which is the trade every resumable tool makes.
+* The file outlives a finished crawl as the site's history (#14): per URL its validators,
+  the facts of its last answer, its links (ids) and its content blocks and dates. A new run
+  (without ``--resume``) on the file of the same start URL keeps the URL ids and that
+  history and starts its own crawl over; its rows gather in ``fresh_history`` and replace
+  the baseline only when it publishes (:meth:`CrawlState.finish`), so a resumed or abandoned
+  run never changes what the next one compares with. ``--fresh`` replaces the file.
 * One writer per file, enforced with ``fcntl.flock`` on ``<file>.lock``: two crawls
   interleaving checkpoints would produce a state neither could resume. The OS drops the lock
   when the process dies, so a crashed crawl never leaves a stale lock behind.
@@ -35,15 +41,21 @@ import json
 import operator
 import sqlite3
 import time
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from crawler.core.directives import NO_DIRECTIVES, Directives
+from crawler.core.history import Prior
+from crawler.core.lastmod import pack_blocks, unpack_blocks
+from crawler.core.page import PageResult
 from crawler.core.report import DecisionRecord
+from crawler.core.wire import pack, unpack
 from crawler.errors import BusyError, SitemapCrawlerError
-from crawler.shell.listings import Listing
+from crawler.shell.listings import Listing, to_micros
 from sitemap_out import locks
 
 __all__ = [
@@ -57,7 +69,7 @@ __all__ = [
 
 #: Bumped whenever the tables change; a file from another version is refused, not migrated,
 #: because a half-understood state would resume into a wrong sitemap.
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 #: ``PRAGMA application_id`` marks the file as ours, so a random SQLite database passed by
 #: mistake to ``--state`` is recognised (and, with ``--resume`` off, never silently replaced
 #: by something that merely looks similar). ASCII "SMCS".
@@ -76,18 +88,23 @@ _DONE: Final = 1
 #: A listing's column in the listings table, by Listing field: rows are read and written by
 #: field name, so a field added to Listing that the table lacks fails loudly, at once.
 _LISTING_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Listing))
+#: Fields kept elsewhere: a listing's content blocks are its page's, in fresh_history
+#: (written with it: engine._judge records the page before its listing), not twice.
+_LISTING_JOINED: Final = frozenset({"blocks"})
+_LISTING_STORED: Final = tuple(n for n in _LISTING_FIELDS if n not in _LISTING_JOINED)
 _LISTING_SELECT: Final = ", ".join(
     {
         "url": "u.url",
         "loc": "coalesce(l.loc, u.url)",
         "referrer": "r.url",
         "depth": "min(l.depth, coalesce(u.depth, l.depth))",  # lowered() after it was listed
+        "blocks": "f.blocks",
     }.get(name, f"l.{name}")
     for name in _LISTING_FIELDS
 )
 _LISTING_INSERT: Final = (
-    f"INSERT INTO listings ({', '.join(_LISTING_FIELDS)})"
-    f" VALUES ({', '.join('?' * len(_LISTING_FIELDS))})"
+    f"INSERT INTO listings ({', '.join(_LISTING_STORED)})"
+    f" VALUES ({', '.join('?' * len(_LISTING_STORED))})"
 )
 #: Likewise a decision's column in the decisions table, by DecisionRecord field (url and
 #: referrer hold ids into urls, joined back to their strings on load).
@@ -104,7 +121,44 @@ _DECISION_INSERT: Final = (
 #: written into the next field's column. (About 0.1 µs; decided() is on the hot path.)
 _decision_values: Final = operator.itemgetter(*_DECISION_FIELDS)
 
-_SCHEMA: Final = """
+#: A URL's history (the site's, across runs): `history` holds the last finished run's rows,
+#: read as the baseline and never written during a run; this run's rows gather in
+#: `fresh_history` and replace them when the run finishes (finish()), so a resumed or
+#: abandoned run never mixes two runs' rows into the baseline. Per URL: the validators,
+#: the facts its decision was made on (for a 304), its content blocks (4 bytes each) and
+#: dates (microseconds since the epoch). Outlinks are packed 32-bit ids into urls.
+_HISTORY_COLUMNS: Final = """
+    url INTEGER PRIMARY KEY REFERENCES urls(id),
+    etag TEXT,
+    modified TEXT,
+    mime TEXT,
+    meta BLOB,
+    header BLOB,
+    canonical TEXT,
+    targets BLOB,
+    body INTEGER,
+    blocks BLOB,
+    status INTEGER,
+    reason TEXT,
+    first_seen INTEGER,
+    changed INTEGER,
+    lastmod INTEGER,
+    source TEXT,
+    extras BLOB
+"""
+_HISTORY_NAMES: Final = tuple(
+    line.split()[0] for line in _HISTORY_COLUMNS.strip().splitlines() if line.strip()
+)
+_FRESH_INSERT: Final = (
+    f"INSERT OR REPLACE INTO fresh_history ({', '.join(_HISTORY_NAMES)})"
+    f" VALUES ({', '.join('?' * len(_HISTORY_NAMES))})"
+)
+_PRIOR_SELECT: Final = (
+    "SELECT etag, modified, mime, meta, header, canonical, body, blocks, first_seen, changed,"
+    " extras FROM history WHERE url = ?"
+)
+
+_SCHEMA: Final = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 CREATE TABLE urls (
     id INTEGER PRIMARY KEY,
@@ -135,6 +189,7 @@ CREATE TABLE listings (
     changefreq TEXT,
     priority REAL,
     body INTEGER,
+    stamped INTEGER,
     extras BLOB  -- the page's images, alternates, videos (listings.Listing.extras)
 );
 CREATE INDEX listings_url ON listings (url);  -- unlisted() deletes by URL
@@ -146,10 +201,22 @@ CREATE TABLE referrers (
 CREATE TABLE bodies (digest BLOB PRIMARY KEY, url INTEGER NOT NULL REFERENCES urls(id))
     WITHOUT ROWID;
 CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE history ({_HISTORY_COLUMNS});
+CREATE TABLE fresh_history ({_HISTORY_COLUMNS});
 """
 _T = TypeVar("_T")
 _TABLES: Final = frozenset(
-    {"meta", "urls", "decisions", "listings", "referrers", "bodies", "counters"}
+    {
+        "meta",
+        "urls",
+        "decisions",
+        "listings",
+        "referrers",
+        "bodies",
+        "counters",
+        "history",
+        "fresh_history",
+    }
 )
 
 
@@ -233,6 +300,13 @@ class CrawlState:
         self._next_id = 1
         self._qseq = 0
         self._finished = False
+        self._names: list[str | None] | None = None  # id -> URL of the baseline (outlinks)
+        #: the start of this run (kept by a resume): the date a content change is given
+        self.run_started = 0
+        #: the blocks common to most pages in the previous finished run (crawler.core.lastmod)
+        self.template_before: frozenset[int] = frozenset()
+        #: whether earlier runs left a history to ask with validators and date content by
+        self.has_history = False
         self._reset_buffers()
 
     def _reset_buffers(self) -> None:
@@ -250,6 +324,8 @@ class CrawlState:
         self._referrers: list[tuple[int, int]] = []
         self._bodies: list[tuple[bytes, int]] = []
         self._counters: dict[str, int] = {}
+        self._history: dict[int, tuple[object, ...]] = {}
+        self._published: list[tuple[object, ...]] = []
         self._ops = 0
 
     # -- opening -------------------------------------------------------------------------
@@ -263,18 +339,25 @@ class CrawlState:
         start_url: str,
         resume: bool,
         settings: str | None = None,
+        fresh: bool = False,
+        history_key: str = "",
         reopen_finished: bool = False,
         checkpoint_ops: int = DEFAULT_CHECKPOINT_OPS,
         checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> CrawlState:
-        """Open the state of a crawl: a new one (``resume=False``, replacing any old file)
-        or the one to continue (``resume=True``), which must be of the same start URL and
-        configuration, because resuming another crawl's state would publish a sitemap that
-        matches neither, and unfinished: a finished crawl was published, and resuming it
-        would only publish it again (``reopen_finished`` reads one all the same).
+        """Open the state of a crawl: the one to continue (``resume=True``), which must be of
+        the same start URL and configuration, because resuming another crawl's state would
+        publish a sitemap that matches neither, and unfinished: a finished crawl was
+        published, and resuming it would only publish it again (``reopen_finished`` reads
+        one all the same); or a new run (``resume=False``), which starts from the history
+        the file holds of the same start URL (the baseline: validators, content dates),
+        unless ``fresh`` or the file is of another site, when the file is replaced.
         ``settings``: the settings the fingerprint digests (config.settings(), JSON), kept
-        so that a refused resume can say which of them differ."""
+        so that a refused resume can say which of them differ. ``history_key``: the
+        settings a page's facts depend on (links, directives): the history's facts are
+        reused by a 304 only when it is the same. ``now``: the run's start (a new run)."""
         path = Path(path)
         if resume and not path.is_file():
             raise StateError(f"nothing to resume: state file {path} does not exist")
@@ -286,34 +369,46 @@ class CrawlState:
         lock_fd = _lock(path)
         conn: sqlite3.Connection | None = None
         try:
-            if resume:
+            kept = not resume and not fresh and _has_baseline(path, start_url)
+            started = to_micros(now().replace(microsecond=0))
+            if resume or kept:
                 conn = _connect(path)
-                _check_existing(
-                    conn, path, fingerprint=fingerprint, start_url=start_url, settings=settings
-                )
+                if resume:
+                    _check_existing(
+                        conn, path, fingerprint=fingerprint, start_url=start_url, settings=settings
+                    )
                 _configure(conn, path)
+                if kept:
+                    _restart(
+                        conn, path, fingerprint=fingerprint, settings=settings,
+                        history_key=history_key, started=started,
+                    )  # fmt: skip
             else:
                 _check_replaceable(path)
                 _remove_database(path)
                 conn = _connect(path)
                 _configure(conn, path)
-                _create(conn, path, fingerprint=fingerprint, start_url=start_url, settings=settings)
+                _create(
+                    conn, path, fingerprint=fingerprint, start_url=start_url, settings=settings,
+                    history_key=history_key, started=started,
+                )  # fmt: skip
             state = cls(
                 path,
                 conn,
                 lock_fd,
-                resumed=resume,
+                resumed=resume or kept,
                 checkpoint_ops=checkpoint_ops,
                 checkpoint_seconds=checkpoint_seconds,
                 clock=clock,
             )
-            if resume:
+            if resume or kept:
                 state._next_id, state._qseq, state._finished = _resume_counters(conn, path)
-                if state._finished and not reopen_finished:
+                if state._finished and resume and not reopen_finished:
                     raise StateError(
                         f"the crawl saved in {path} finished and was published; there is "
                         "nothing to resume (run without --resume to crawl again)"
                     )
+            state._read_history_meta()
             return state
         except BaseException:
             if conn is not None:
@@ -355,6 +450,145 @@ class CrawlState:
             return False
         finally:
             conn.close()
+
+    # -- history (the baseline of a new run) -----------------------------------------------
+
+    def _read_history_meta(self) -> None:
+        conn = self._open_conn()
+        try:
+            meta = dict(
+                conn.execute("SELECT key, value FROM meta WHERE key IN ('run_started', 'common')")
+            )
+            has = conn.execute("SELECT 1 FROM history LIMIT 1").fetchone() is not None
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+        self.run_started = int(meta.get("run_started") or 0)
+        self.template_before = frozenset(unpack_blocks(meta.get("common")))
+        self.has_history = has
+
+    def prior(self, url: str) -> Prior | None:
+        """url's row of the history (the last finished run), or None: a point query by
+        id, so that the history of a site of millions of URLs stays on disk, not in
+        Python objects. Its links are read by outlinks(), for a 304 only."""
+        if not self.has_history:
+            return None
+        ids = self._ids if self._ids is not None else self._load_ids()
+        uid = ids.get(url)
+        if uid is None:
+            return None
+        try:
+            row = self._open_conn().execute(_PRIOR_SELECT, (uid,)).fetchone()
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+        if row is None:
+            return None
+        etag, modified, mime, meta, header, canonical, body, blocks, first, changed, extras = row
+        return Prior(
+            etag, modified, mime or "", _directives(meta), _directives(header), canonical,
+            body, blocks, first, changed, extras,
+        )  # fmt: skip
+
+    def outlinks(self, url: str) -> list[str]:
+        """The links of url's page in the history, in their order (for a 304: read only
+        then, so that prior(), asked for every URL, stays small)."""
+        ids = self._ids if self._ids is not None else self._load_ids()
+        uid = ids.get(url)
+        try:
+            row = (
+                self._open_conn()
+                .execute("SELECT targets FROM history WHERE url = ?", (uid,))
+                .fetchone()
+            )
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+        packed = row[0] if row is not None else None
+        if not packed:
+            return []
+        names = self._names
+        if names is None:
+            # id -> URL, made once from the ids dict (its strings, not copies): 8 bytes a URL,
+            # where a query per 304 page to name its links cost a fifth of a 304 run's time
+            ids = self._ids if self._ids is not None else self._load_ids()
+            names = self._names = [None] * (max(ids.values(), default=0) + 1)
+            for name, uid in ids.items():
+                names[uid] = name
+        links = array("I")
+        links.frombytes(packed)
+        return [name for name in map(names.__getitem__, links) if name is not None]
+
+    def prior_content(self, url: str) -> tuple[bytes | None, int | None] | None:
+        """url's content blocks and content date in the history, None when it has no row."""
+        if not self.has_history:
+            return None
+        ids = self._ids if self._ids is not None else self._load_ids()
+        uid = ids.get(url)
+        if uid is None:
+            return None
+        try:
+            row = (
+                self._open_conn()
+                .execute("SELECT blocks, changed FROM history WHERE url = ?", (uid,))
+                .fetchone()
+            )
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+        return None if row is None else (row[0], row[1])
+
+    def page(
+        self,
+        url: str,
+        prior: Prior | None,
+        *,
+        etag: str | None,
+        modified: str | None,
+        status: int,
+        reason: str,
+        result: PageResult | None,
+    ) -> None:
+        """This run's answer for url, kept as its history once the run finishes: the
+        validators and facts of a 200 (or a 304 revived from `prior`), or only the status
+        of any other answer (a page gone has no validators to ask with)."""
+        ids = self._ids if self._ids is not None else self._load_ids()
+        uid = ids.get(url) or self._intern(url)
+        started = self.run_started
+        if result is None or status != 200:
+            gone: list[object] = [None] * len(_HISTORY_NAMES)
+            gone[0], gone[10], gone[11] = uid, status, reason  # url, status, reason
+            row: tuple[object, ...] = tuple(gone)
+        else:
+            links = result.targets
+            found = list(map(ids.get, links))  # every link is met, so interned, but for a few
+            if None in found:
+                intern = self._intern
+                found = [
+                    i if i is not None else intern(t) for i, t in zip(found, links, strict=True)
+                ]
+            targets = array("I", found).tobytes()  # type: ignore[type-var]  # no None left
+            blocks = result.blocks
+            first: int | None = started
+            changed: int | None = started
+            if prior is None or prior.blocks is None or blocks is None:
+                pass
+            else:
+                first = prior.first_seen if prior.first_seen is not None else started
+                changed = prior.changed if prior.blocks == blocks else started
+            row = (
+                uid, etag, modified, result.mime, _packed(result.meta), _packed(result.header),
+                result.canonical, targets or None, result.body_key, blocks, status, reason,
+                first, changed, None, None,
+                None if result.extras is None else pack(result.extras),
+            )  # fmt: skip
+        self._history[uid] = row
+        self._ops += 1
+
+    def published(self, url: str, changed: int | None, lastmod: int | None, source: str) -> None:
+        """The lastmod a listed page was published with, and its content date, decided at
+        the end of the crawl (crawler.core.lastmod)."""
+        ids = self._ids if self._ids is not None else self._load_ids()
+        uid = ids.get(url)
+        if uid is not None:
+            self._published.append((changed, lastmod, source, uid))
+            self._ops += 1
 
     # -- recording (hot path: memory only) -----------------------------------------------
 
@@ -462,7 +696,7 @@ class CrawlState:
             "loc": None if listing.loc == listing.url else listing.loc,  # the same, mostly
             "referrer": None if listing.referrer is None else self._intern(listing.referrer),
         }
-        self._listings.append(tuple(stored[name] for name in _LISTING_FIELDS))
+        self._listings.append(tuple(stored[name] for name in _LISTING_STORED))
         self._ops += 1
 
     def unlisted(self, url: str) -> None:
@@ -513,12 +747,14 @@ class CrawlState:
             return
         self._write(finished=False)
 
-    def finish(self) -> None:
+    def finish(self, common: frozenset[int] = frozenset()) -> None:
         """Checkpoint and mark the crawl complete (its sitemap is published): it is no
-        longer resumed."""
-        self._write(finished=True)
+        longer resumed, and its history is the baseline of the next run. `common`: the
+        blocks common to most pages in this run (crawler.core.lastmod), which the next run
+        leaves out of the content fingerprints of both runs."""
+        self._write(finished=True, common=common)
 
-    def _write(self, *, finished: bool) -> None:
+    def _write(self, *, finished: bool, common: frozenset[int] = frozenset()) -> None:
         conn = self._open_conn()
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -561,6 +797,25 @@ class CrawlState:
                 conn.executemany(
                     "INSERT OR REPLACE INTO counters (name, value) VALUES (?, ?)",
                     self._counters.items(),
+                )
+            if self._history:
+                conn.executemany(_FRESH_INSERT, self._history.values())
+            if self._published:
+                conn.executemany(
+                    "UPDATE fresh_history SET changed = ?, lastmod = ?, source = ? WHERE url = ?",
+                    self._published,
+                )
+            if finished:
+                # this run becomes the baseline of the next: its rows replace the old ones
+                # (the URLs it did not meet keep theirs), in the transaction that ends it
+                names = ", ".join(_HISTORY_NAMES)
+                conn.execute(
+                    f"INSERT OR REPLACE INTO history ({names}) SELECT {names} FROM fresh_history"
+                )
+                conn.execute("DELETE FROM fresh_history")
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('common', ?)",
+                    (pack_blocks(sorted(common)),),
                 )
             meta = [("updated", _now()), ("next_id", self._next_id), ("qseq", self._qseq)]
             if finished or self._finished:
@@ -644,7 +899,8 @@ class CrawlState:
             listings=self._stream(
                 f"SELECT l.seq, {_LISTING_SELECT}"
                 " FROM listings l JOIN urls u ON u.id = l.url"
-                " LEFT JOIN urls r ON r.id = l.referrer",
+                " LEFT JOIN urls r ON r.id = l.referrer"
+                " LEFT JOIN fresh_history f ON f.url = l.url",
                 last_listing,
                 _listing_row,
             ),
@@ -730,6 +986,14 @@ def _decision_row(row: tuple[object, ...]) -> DecisionRecord:
 
 def _listing_row(row: tuple[object, ...]) -> Listing:
     return Listing(**dict(zip(_LISTING_FIELDS, row[1:], strict=True)))  # type: ignore[arg-type]
+
+
+def _packed(directives: Directives) -> bytes | None:
+    return None if directives == NO_DIRECTIVES else pack(directives)
+
+
+def _directives(packed: bytes | None) -> Directives:
+    return NO_DIRECTIVES if packed is None else unpack(Directives, packed)
 
 
 def _now() -> str:
@@ -827,6 +1091,8 @@ def _create(
     fingerprint: str,
     start_url: str,
     settings: str | None,
+    history_key: str = "",
+    started: int | None = None,
 ) -> None:
     now = _now()
     # meta keys are free-form, so one added later needs no new schema version: a file
@@ -850,6 +1116,8 @@ def _create(
                 ("next_id", 1),
                 ("qseq", 0),
                 ("finished", 0),
+                ("history_key", history_key),
+                ("run_started", started or 0),
                 *extra,
             ],
         )
@@ -858,6 +1126,79 @@ def _create(
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
         raise StateError(f"cannot create state file {path}: {exc}") from exc
+
+
+def _has_baseline(path: Path, start_url: str) -> bool:
+    """Whether path holds a history a new run of start_url starts from: a state file of
+    ours, of this schema version and start URL. Another version's file is refused (its
+    history cannot be read, and silently dropping it would cost a night of lastmods);
+    another site's is replaced, as anything else of ours is."""
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return False
+    except OSError:
+        return False
+    try:
+        conn = sqlite3.connect(path)  # read-write: a crashed crawl's WAL is recovered
+        try:
+            (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            if app_id != APPLICATION_ID:
+                return False  # refused or replaced by _check_replaceable
+            if version != SCHEMA_VERSION:
+                raise StateError(
+                    f"state file {path} has schema version {version}, this version of "
+                    f"sitemap-crawler reads {SCHEMA_VERSION}; its history cannot be used: "
+                    "delete it or run with --fresh"
+                )
+            row = conn.execute("SELECT value FROM meta WHERE key = 'start_url'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    return row is not None and row[0] == start_url
+
+
+def _restart(
+    conn: sqlite3.Connection,
+    path: Path,
+    *,
+    fingerprint: str,
+    settings: str | None,
+    history_key: str,
+    started: int | None,
+) -> None:
+    """A new run on a file holding a history: the last run's crawl is dropped (queue,
+    decisions, listings, an unfinished run's rows), its history and URL ids kept."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        for table in ("decisions", "listings", "referrers", "bodies", "counters", "fresh_history"):
+            conn.execute(f"DELETE FROM {table}")
+        conn.execute(
+            "UPDATE urls SET state = NULL, depth = NULL, referrer = NULL, qseq = NULL"
+            " WHERE state IS NOT NULL OR referrer IS NOT NULL"
+        )
+        old = conn.execute("SELECT value FROM meta WHERE key = 'history_key'").fetchone()
+        if old is None or old[0] != history_key:
+            # links and directives were read with other settings: ask for whole pages again
+            conn.execute("UPDATE history SET etag = NULL, modified = NULL")
+        conn.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [
+                ("fingerprint", fingerprint),
+                ("settings", settings),
+                ("updated", _now()),
+                ("qseq", 0),
+                ("finished", 0),
+                ("history_key", history_key),
+                ("run_started", started or 0),
+            ],
+        )
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise StateError(f"cannot start a new run in state file {path}: {exc}") from exc
 
 
 def _check_existing(
@@ -881,7 +1222,8 @@ def _check_existing(
         if version != SCHEMA_VERSION:
             raise StateError(
                 f"state file {path} has schema version {version}, this version of "
-                f"sitemap-crawler reads {SCHEMA_VERSION}; start a fresh crawl without --resume"
+                f"sitemap-crawler reads {SCHEMA_VERSION}; delete it or start a fresh crawl "
+                "with --fresh"
             )
         meta = dict(conn.execute("SELECT key, value FROM meta"))
     except sqlite3.DatabaseError as exc:

@@ -1,0 +1,172 @@
+"""The second run of a nightly crawl (issue #14): conditional requests against a full re-crawl.
+
+Run: python3 bench/incremental_bench.py --pages 20000
+
+Serves the generated bench site (bench/gen_site.py) with nginx (bench/serve.sh), which sends
+an ETag and a Last-Modified for every page and answers 304 to a request whose validators
+still match, as most web servers do for static files. Then, with one state file:
+
+* a full crawl without --state (the crawl as it was before the history),
+* a full re-crawl with ``--state --fresh`` (every page fetched, the history rewritten),
+* the second run: the same crawl from the history the previous run left, every page
+  asked for with If-None-Match / If-Modified-Since, the site unchanged,
+
+alternating the last two for --runs rounds. For each run: wall seconds, pages/s (pages met
+over wall time, start-up included), bytes received (the sum of nginx's $bytes_sent over the
+run: headers and bodies), the 304s, and the state file's size per 1,000 URLs it holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crawl_bench import HERE, ensure_site, run_measured
+
+
+@dataclass(slots=True)
+class Run:
+    kind: str
+    wall_s: float
+    cpu_s: float
+    pages: int
+    listed: int
+    not_modified: int
+    requests: int
+    bytes_received: int
+    state_bytes: int
+    state_urls: int
+
+    @property
+    def pages_per_s(self) -> float:
+        return self.pages / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def state_kb_per_1000(self) -> float:
+        return self.state_bytes / 1024 / self.state_urls * 1000 if self.state_urls else 0.0
+
+
+def _serve(site: Path, port: int, action: str, log: Path | None = None) -> None:
+    env = {**os.environ, **({"SERVE_ACCESS_LOG": str(log)} if log is not None else {})}
+    done = subprocess.run(["bash", str(HERE / "serve.sh"), action, str(site), str(port)], env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"serve.sh {action} failed")
+
+
+def _received(log: Path, since: int) -> tuple[int, int]:
+    """Requests and bytes sent by nginx after offset `since` of its access log."""
+    requests = sent = 0
+    with log.open("rb") as f:
+        f.seek(since)
+        for line in f:
+            parts = line.split()
+            if len(parts) == 2:
+                requests += 1
+                sent += int(parts[1])
+    return requests, sent
+
+
+def _state_size(state: Path) -> tuple[int, int]:
+    if not state.exists():
+        return 0, 0
+    size = sum(
+        p.stat().st_size for p in state.parent.glob(state.name + "*") if not p.name.endswith("lock")
+    )
+    conn = sqlite3.connect(state)
+    try:
+        (urls,) = conn.execute("SELECT count(*) FROM urls").fetchone()
+    finally:
+        conn.close()
+    return size, urls
+
+
+def crawl(kind: str, url: str, work: Path, state: Path, log: Path, extra: list[str]) -> Run:
+    out = work / kind
+    shutil.rmtree(out, ignore_errors=True)
+    report = work / f"{kind}.json"
+    cmd = [sys.executable, "-m", "crawler.cli", "crawl", url, "-o", str(out), "--quiet"]
+    cmd += ["--report", str(report), "--max-shrink", "1", *extra]
+    if kind != "no-state":
+        cmd += ["--state", str(state)]
+    if kind == "full":
+        cmd.append("--fresh")
+    since = log.stat().st_size if log.exists() else 0
+    usage = run_measured(
+        cmd, Path.cwd(), {"PYTHONPATH": str(HERE.parent)}, 3600, work / f"{kind}.log"
+    )
+    if usage.returncode != 0:
+        raise SystemExit(f"{kind}: exit {usage.returncode}; see {work / kind}.log")
+    figures = json.loads(report.read_text())
+    requests, sent = _received(log, since)
+    size, urls = _state_size(state) if kind != "no-state" else (0, 0)
+    return Run(
+        kind, usage.wall_s, usage.cpu_s, figures["pages_fetched_this_run"],
+        figures["urls_listed"], figures.get("pages_not_modified", 0), requests, sent, size, urls,
+    )  # fmt: skip
+
+
+def show(run: Run) -> str:
+    return (
+        f"{run.kind:>9}: {run.wall_s:6.1f} s wall, {run.cpu_s:6.1f} s CPU, "
+        f"{run.pages_per_s:7,.0f} pages/s, {run.listed:,} listed, {run.not_modified:,} x 304, "
+        f"{run.requests:,} requests, {run.bytes_received / 1e6:8.1f} MB received"
+        + (
+            f", state {run.state_bytes / 1e6:.1f} MB"
+            f" = {run.state_kb_per_1000:.0f} KB per 1,000 URLs"
+            if run.state_urls
+            else ""
+        )
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=20000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--page-kb", type=int, default=15)
+    parser.add_argument("--port", type=int, default=8791)
+    parser.add_argument("--runs", type=int, default=2, help="rounds of full and second runs")
+    parser.add_argument("--ours-arg", action="append", default=[], help="extra crawl argument")
+    args = parser.parse_args(argv)
+    origin = f"http://127.0.0.1:{args.port}"
+    site, _ = ensure_site(args.pages, args.seed, args.page_kb, origin)
+    work = HERE / ".env" / "incremental"  # git-ignored, as every run folder
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    log, state = work / "access.log", work / "state.sqlite"
+    _serve(site, args.port, "start", log)
+    try:
+        url = origin + "/"
+        runs = [crawl("no-state", url, work, state, log, args.ours_arg)]
+        print(show(runs[-1]), flush=True)
+        for _ in range(args.runs):
+            for kind in ("full", "second"):
+                runs.append(crawl(kind, url, work, state, log, args.ours_arg))
+                print(show(runs[-1]), flush=True)
+    finally:
+        _serve(site, args.port, "stop")
+    print("\nmedians:")
+    for kind in ("no-state", "full", "second"):
+        mine = [r for r in runs if r.kind == kind]
+        wall = statistics.median(r.wall_s for r in mine)
+        rate = statistics.median(r.pages_per_s for r in mine)
+        received = statistics.median(r.bytes_received for r in mine)
+        line = f"  {kind:>9}: {wall:6.1f} s, {rate:7,.0f} pages/s, {received / 1e6:7.1f} MB"
+        if kind != "no-state":
+            per = statistics.median(r.state_kb_per_1000 for r in mine)
+            line += f", state {per:.0f} KB per 1,000 URLs"
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,70 @@
+"""A URL's history from the crawl's previous runs, and what a 304 answer makes of it. Pure.
+
+A crawl with a state file (``--state``) keeps, per URL, what its last finished run learnt of
+the page: the validators to ask again with (ETag, Last-Modified), the facts its decision was
+made on (type, directives, canonical, links, body key) and its content blocks and dates. The
+next run asks with ``If-None-Match`` / ``If-Modified-Since``; a ``304`` then has no body, and
+the page is rebuilt from the history here, so that it is judged, and its links followed,
+exactly as the full answer would have been (crawler.shell.engine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crawler.core.directives import NO_DIRECTIVES, Directives
+from crawler.core.media import PageExtras
+from crawler.core.page import PageResult
+from crawler.core.wire import unpack
+
+__all__ = ["Prior", "Validators", "revive"]
+
+
+@dataclass(slots=True, frozen=True)
+class Validators:
+    """What a conditional request sends: If-None-Match, If-Modified-Since (either may be
+    missing). Crosses to worker processes in their job messages."""
+
+    etag: str | None = None
+    modified: str | None = None
+
+
+@dataclass(slots=True)
+class Prior:
+    """A URL's row of the history: its last answer of a finished run."""
+
+    etag: str | None = None
+    modified: str | None = None  # the Last-Modified header as sent
+    mime: str = ""
+    meta: Directives = NO_DIRECTIVES
+    header: Directives = NO_DIRECTIVES
+    canonical: str | None = None
+    body_key: int | None = None
+    blocks: bytes | None = None
+    first_seen: int | None = None  # microseconds since the epoch: the run's start
+    changed: int | None = None  # the start of the run in which its content last changed
+    extras: bytes | None = None  # its images, alternates, videos (a packed PageExtras)
+
+    @property
+    def validators(self) -> Validators | None:
+        if self.etag is None and self.modified is None:
+            return None
+        return Validators(self.etag, self.modified)
+
+
+def revive(
+    prior: Prior, answer: PageResult, *, header_given: bool, targets: list[str]
+) -> PageResult:
+    """The page a 304 stands for: the history's, with the directives the 304's headers
+    give, when it gives any (an X-Robots-Tag, a Link canonical, re-read every time)."""
+    return PageResult(
+        answer.mime or prior.mime,
+        answer.header if header_given else prior.header,
+        prior.meta,
+        answer.canonical if answer.canonical is not None else prior.canonical,
+        targets,
+        prior.body_key,
+        extras=None if prior.extras is None else unpack(PageExtras, prior.extras),
+        blocks=prior.blocks,
+        not_modified=True,
+    )

@@ -1,0 +1,175 @@
+"""Honest lastmods: which date a page's <lastmod> gives, and where it comes from. Pure.
+
+Many sites send no ``Last-Modified`` (most CMS and app pages), or stamp every response with the
+time of the request; their sitemaps then have no lastmod, or one that changes every night,
+which search engines learn to ignore. So a crawl that keeps a history (``--state``) dates a
+page by its *content*: the start of the run in which the page's content fingerprint last
+changed.
+
+The fingerprint ignores the template, as search engines ask ("minor changes of templates
+affecting a bunch of pages are no reason to submit all pages as modified"): it is made of the
+text blocks of the page's main content (crawler.core.extract.content_blocks), minus the
+blocks that repeat on most pages of the site. Which blocks those are is known only once the
+whole site is crawled, and it may change from one run to the next (a block crossing half the
+pages). So a page's blocks are kept one by one (32-bit hashes), and a page's old and new
+blocks are compared after removing from BOTH the blocks common now or in the previous run:
+a block that became common (or stopped being so) then moves no page's lastmod, and neither
+does a footer year changed on every page (the old year was common, the new one is).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from crawler.core.extract import MAX_BLOCKS
+
+__all__ = [
+    "AUTO",
+    "CONTENT",
+    "HEADER",
+    "MODES",
+    "NONE",
+    "Blocks",
+    "HeavyHitters",
+    "SiteDates",
+    "choose",
+    "common_blocks",
+    "pack_blocks",
+    "same_content",
+    "stamped",
+    "unpack_blocks",
+]
+
+AUTO: Final = "auto"
+HEADER: Final = "header"
+CONTENT: Final = "content"
+NONE: Final = "none"
+#: The `lastmod` setting's values; HEADER, CONTENT and NONE are also a lastmod's source.
+MODES: Final = (AUTO, HEADER, CONTENT, NONE)
+
+#: A block is template when it is on more than this share of the listed pages ("most").
+COMMON_SHARE: Final = 0.5
+#: Counters of the heavy-hitters summary. Misra-Gries keeps every item seen more than
+#: n/(K+1) times in a stream of n items; a page feeds at most MAX_BLOCKS distinct blocks,
+#: so n <= MAX_BLOCKS * pages, and K = 2 * MAX_BLOCKS keeps every block on more than half
+#: the pages fed, whatever the pages hold. (About 300 KB of dict, whatever the site's size.)
+SUMMARY_SIZE: Final = 2 * MAX_BLOCKS
+#: Pages fed to the summary: every page up to this many, then one in SAMPLE_EVERY (a block
+#: on half the pages is on about half of any large sample; the count that decides is exact).
+SAMPLE_ALL: Final = 4096
+SAMPLE_EVERY: Final = 8
+#: Seconds between a Last-Modified and the response's Date that still count as "equal".
+STAMP_SLACK: Final = 2.0
+
+Blocks = array  # array("I"): a page's block hashes
+
+
+def unpack_blocks(packed: bytes | None) -> Blocks:
+    blocks = array("I")
+    if packed:
+        blocks.frombytes(packed)
+    return blocks
+
+
+def pack_blocks(blocks: Iterable[int]) -> bytes:
+    return array("I", blocks).tobytes()
+
+
+class HeavyHitters:
+    """Misra-Gries summary of the blocks of the pages fed to it: bounded memory (SUMMARY_SIZE
+    counters) on a site of millions of pages, and every block on more than half of the fed
+    pages is among its candidates (see SUMMARY_SIZE). The exact count of the candidates is
+    taken afterwards on a pass over the listings (common_blocks)."""
+
+    __slots__ = ("_counts", "_seen", "_size")
+
+    def __init__(self, size: int = SUMMARY_SIZE) -> None:
+        self._size = size
+        self._counts: dict[int, int] = {}
+        self._seen = 0  # pages offered, fed or not
+
+    def add_page(self, packed: bytes | None) -> None:
+        """One listed page's blocks (each distinct block counts once per page)."""
+        self._seen = seen = self._seen + 1
+        if not packed or (seen > SAMPLE_ALL and seen % SAMPLE_EVERY):
+            return
+        counts, size = self._counts, self._size
+        for block in set(unpack_blocks(packed)):
+            if block in counts:
+                counts[block] += 1
+            elif len(counts) < size:
+                counts[block] = 1
+            else:  # every counter loses one, the new block with them
+                for key in list(counts):
+                    if counts[key] == 1:
+                        del counts[key]
+                    else:
+                        counts[key] -= 1
+
+    def candidates(self) -> frozenset[int]:
+        return frozenset(self._counts)
+
+
+def common_blocks(counts: dict[int, int], pages: int) -> frozenset[int]:
+    """The blocks on most pages (more than COMMON_SHARE of `pages`, and two at least), from
+    the exact count of each candidate."""
+    floor = max(2, int(pages * COMMON_SHARE) + 1)
+    return frozenset(block for block, count in counts.items() if count >= floor)
+
+
+def same_content(old: bytes | None, new: bytes | None, template: frozenset[int]) -> bool:
+    """Whether two packings of a page's blocks say the same, once the template is left out
+    of both (see the module doc: the template of this run and of the previous one)."""
+    if old == new:
+        return True
+    kept_old = [b for b in unpack_blocks(old) if b not in template]
+    kept_new = [b for b in unpack_blocks(new) if b not in template]
+    return kept_old == kept_new
+
+
+def stamped(last_modified: datetime | None, date: datetime | None) -> bool:
+    """Whether a Last-Modified is the response's own Date: a server stamping every answer
+    with the time of the request, whose header says nothing of the page."""
+    if last_modified is None or date is None:
+        return False
+    return abs((last_modified - date).total_seconds()) <= STAMP_SLACK
+
+
+@dataclass(slots=True)
+class SiteDates:
+    """What the crawl learnt of the site's Last-Modified headers, for `auto`."""
+
+    with_header: int = 0  # listed pages sending a usable Last-Modified
+    stamped: int = 0  # of which the header was the response's Date
+
+    def add(self, has_header: bool, is_stamped: bool) -> None:
+        if has_header:
+            self.with_header += 1
+            if is_stamped:
+                self.stamped += 1
+
+    @property
+    def believable(self) -> bool:
+        """The headers can be believed unless most of them are the time of the request."""
+        return not (self.with_header and self.stamped * 2 > self.with_header)
+
+
+def choose(
+    mode: str, header: int | None, content: int | None, believable: bool
+) -> tuple[int | None, str]:
+    """The lastmod of a page (microseconds since the epoch, or None) and its source:
+    HEADER, CONTENT or NONE. `header`: its Last-Modified (None when missing or in the
+    future); `content`: the start of the run in which its content last changed (None on the
+    first sight of the page, when that is not known)."""
+    if mode == HEADER or (mode == AUTO and believable and header is not None):
+        return (header, HEADER) if header is not None else (None, NONE)
+    if mode in (CONTENT, AUTO):
+        if content is not None:
+            return content, CONTENT
+        if mode == CONTENT and believable and header is not None:  # first sight
+            return header, HEADER
+    return None, NONE
