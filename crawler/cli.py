@@ -110,6 +110,10 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "max_error_rate", "force", "on_publish",
         ),
     ),
+    (
+        "sites that need JavaScript",
+        ("render", "render_timeout", "render_concurrency", "render_hosts", "chromium_path"),
+    ),
     ("state and resume", ("state", "resume")),
     ("logging", ("quiet", "log_format", "metrics")),
     (
@@ -128,7 +132,8 @@ EXPLAIN_OPTIONS = frozenset(
         "strip_params", "listed_types", "respect_noindex", "respect_canonical",
         "max_redirects", "retries", "max_retry_after", "timeout", "user_agent", "auth",
         "header", "cookie", "proxy", "ca_bundle", "insecure", "robots_from",
-        "max_page_bytes", "max_url_length", "max_segment_repeats",
+        "max_page_bytes", "max_url_length", "max_segment_repeats", "render",
+        "render_timeout", "render_hosts", "chromium_path",
     }
 )  # fmt: skip
 
@@ -738,6 +743,8 @@ def _worker_count(config: Config) -> int:
     workers = min(workers, config.concurrency)  # each worker holds one request at least
     if config.delay or config.max_rps:
         workers = 0  # spaced requests: a crawl that waits is not CPU-bound
+    if config.render != "never":
+        workers = 0  # the browser is the bottleneck, and it renders in this process
     return workers
 
 

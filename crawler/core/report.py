@@ -70,6 +70,7 @@ class Tally:
     robots_note: str = ""
     seed_notes: list[str] = field(default_factory=list)  # a line per seed sitemap read or not
     requests: dict[str, Any] = field(default_factory=dict)  # the throttle's figures
+    render: dict[str, Any] = field(default_factory=dict)  # the browser's, when rendering
 
     @property
     def listed(self) -> int:
@@ -114,6 +115,7 @@ class Tally:
             f"({_rate(self.pages_per_second)} pages/s): {self.listed} URLs listed; "
             f"excluded: {excluded or 'none'}; "
             f"{self.failed} requests failed (5xx or no answer, after retries)"
+            + (f"; render {self.render['mode']}: {self.render['decision']}" if self.render else "")
         )
 
     def to_json(self, extra: dict[str, Any]) -> dict[str, Any]:
@@ -128,6 +130,7 @@ class Tally:
             "robots_txt": self.robots_note,
             "seed_sitemaps": self.seed_notes,
             "requests": self.requests,
+            "render": self.render or None,
             "reasons": {r: self.reasons[r] for r in REASONS},
             "broken_links": [
                 {"url": url, "status": status, "linked_from": refs}
