@@ -9,6 +9,7 @@ same empty shell, and a script writes the page from JSON, as a React or Vue buil
 - `/feed`: an infinite scroll: each scroll to the bottom fetches the next page of items,
   FEED_PAGES in all (a crawl scrolls a bounded number of times).
 - `/poll`: its script asks /api/ping every 100 ms forever: the network never settles.
+- `/busy`: its script loops forever: the DOM cannot even be read.
 - `/crash`: asks /api/crash, whose handler kills the crawl's browser (`crashes` times).
 """
 
@@ -82,6 +83,9 @@ async function main() {
     setInterval(() => fetch('/api/ping'), 100);
     const answer = await (await fetch('/api/ping')).json();
     link(answer.next, 'polled');
+  } else if (path === '/busy') {
+    link('/after-busy', 'never shown');
+    setTimeout(() => { for (;;) {} }, 0);
   } else if (path === '/crash') {
     const answer = await (await fetch('/api/crash')).json();
     link(answer.next, 'after the crash');
@@ -104,7 +108,7 @@ NAV = [
 
 ROUTES = (
     "/", "/about", "/about-us", "/products", "/products/1", "/products/2", "/hidden",
-    "/feed", "/poll", "/polled", "/crash", "/after-crash",
+    "/feed", "/poll", "/polled", "/crash", "/after-crash", "/busy",
 )  # fmt: skip
 
 

@@ -208,3 +208,16 @@ def test_no_chromium_stops_before_any_request(serve, crawl, tmp_path):
     assert code == 2
     assert "chromium_path: no executable at" in err
     assert log == []
+
+
+def test_a_script_that_never_yields_is_a_fetch_error_not_a_hang(serve, crawl, tmp_path):
+    srv = serve(spa_app())
+    decisions = tmp_path / "decisions.jsonl"
+    code, _, _, _ = crawl(
+        srv.url + "/busy", "--render", "always", "--render-timeout", "2",
+        "--decisions", str(decisions),
+    )  # fmt: skip
+    assert code == 3
+    busy = _decisions(decisions)["busy"]
+    assert busy["reason"] == "fetch_error"
+    assert "kept the browser busy" in busy["detail"]

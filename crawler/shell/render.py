@@ -274,7 +274,16 @@ class Renderer:
             await page.route("**/*", route)
             # WebSockets are answered by nobody: routed, never connected to the server
             await page.route_web_socket("**/*", lambda _ws: None)
-            return await self._load(page, url, watch)
+            # every step is bounded on its own; this bounds their sum, whatever hangs
+            bound = self.timeout + 2 * CONTENT_SECONDS
+            return await asyncio.wait_for(self._load(page, url, watch), bound)
+        except TimeoutError:
+            watch.check()
+            self.stats["unreadable"] += 1
+            return Rendered(
+                None,
+                error=f"its script kept the browser busy past render_timeout {self.timeout:g} s",
+            )
         except Error as exc:
             watch.check()  # a crash shows as an Error from whatever call was waiting
             raise _Crashed(_first_line(exc)) if _is_crash(exc) else exc from None
@@ -325,7 +334,7 @@ class Renderer:
         somewhere. False when the network did not settle again before the deadline."""
         script = "document.documentElement.scrollHeight - window.innerHeight"
         for _ in range(SCROLLS):
-            left = await page.evaluate(script)
+            left = await asyncio.wait_for(page.evaluate(script), CONTENT_SECONDS)
             if not isinstance(left, int | float) or left <= 0:
                 return True
             await page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
