@@ -174,8 +174,9 @@ def test_browser_requests_obey_the_delay(serve, crawl):
     log: list[tuple[float, str]] = []
     srv = serve(spa_app(log))
     code, _, _, _ = crawl(
-        srv.url + "/products", "--render", "always", "--delay", "0.15", "--max-pages", "3"
-    )
+        srv.url + "/products", "--render", "always", "--delay", "0.15", "--max-pages", "3",
+        "--concurrency", "1",  # the browser's requests wait for the one slot: no deadlock
+    )  # fmt: skip
     assert code == 0
     assert {"/static/app.js"} <= set(paths(log))
     starts = [t for t, _ in log]
@@ -221,3 +222,44 @@ def test_a_script_that_never_yields_is_a_fetch_error_not_a_hang(serve, crawl, tm
     busy = _decisions(decisions)["busy"]
     assert busy["reason"] == "fetch_error"
     assert "kept the browser busy" in busy["detail"]
+
+
+def test_the_browser_reaches_another_origin_only_when_render_hosts_names_it(serve, crawl):
+    cdn_log: list[tuple[float, str]] = []
+
+    @web.middleware
+    async def record(request: web.Request, handler):  # type: ignore[no-untyped-def]
+        cdn_log.append((0.0, request.path))
+        return await handler(request)
+
+    async def bundle(request: web.Request) -> web.Response:
+        script = (
+            "document.addEventListener('DOMContentLoaded', () => {"
+            "const a = document.createElement('a'); a.href = '/from-cdn'; a.textContent = 'x';"
+            "document.body.append(a); });"
+        )
+        return web.Response(text=script, content_type="application/javascript")
+
+    cdn_app = web.Application(middlewares=[record])
+    cdn_app.router.add_get("/bundle.js", bundle)
+    cdn = serve(cdn_app)
+
+    def shell_from_cdn(app: web.Application) -> None:
+        async def page(request: web.Request) -> web.Response:
+            return web.Response(
+                text=f'<html><head><script src="{cdn.url}/bundle.js"></script></head>'
+                f"<body><p>{request.path}</p></body></html>",
+                content_type="text/html",
+            )
+
+        app.router.add_get("/cdn-app", page)
+        app.router.add_get("/from-cdn", page)
+
+    srv = serve(spa_app(extra=shell_from_cdn))
+    code, pub, _, _ = crawl(srv.url + "/cdn-app", "--render", "always")
+    assert code == 0
+    assert pub.locs == [srv.url + "/cdn-app"] and cdn_log == []  # never asked
+    code, pub, _, _ = crawl(srv.url + "/cdn-app", "--render", "always", "--render-hosts", cdn.url)
+    assert code == 0
+    assert srv.url + "/from-cdn" in pub.locs
+    assert [path for _, path in cdn_log] == ["/bundle.js"]  # cached for the second page
