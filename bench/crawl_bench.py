@@ -351,14 +351,17 @@ def setup_ours(concurrency: int, extra: list[str]) -> Tool:
 # --- site and server --------------------------------------------------------------------------
 
 
-def ensure_site(pages: int, seed: int, page_kb: int, origin: str) -> tuple[Path, list[str]]:
-    """The site folder and its expected URL list, generating the site when needed."""
+def ensure_site(
+    pages: int, seed: int, page_kb: int, origin: str, media: bool = False
+) -> tuple[Path, list[str]]:
+    """The site folder and its expected URL list, generating the site when needed. `media`:
+    the pages also carry images and hreflang alternates (gen_site.py --media)."""
     sys.path.insert(0, str(HERE))
     from gen_site import SiteSpec, generate, read_manifest
 
-    site = SITES / f"p{pages}-s{seed}-kb{page_kb}"
+    site = SITES / f"p{pages}-s{seed}-kb{page_kb}{'-media' if media else ''}"
     manifest = read_manifest(site)
-    spec = SiteSpec(pages, seed, origin, page_kb)
+    spec = SiteSpec(pages, seed, origin, page_kb, media)
     if manifest is None or manifest.get("origin") != origin or manifest.get("pages") != pages:
         _say(f"generating {pages} pages into {site} ...")
         if site.exists():

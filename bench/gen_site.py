@@ -63,6 +63,7 @@ class SiteSpec:
     seed: int
     origin: str
     page_kb: int
+    media: bool = False  # images and hreflang alternates on every page (issue #15's bench)
 
     def manifest(self, allowed: int, disallowed: int, seconds: float) -> dict[str, object]:
         return {
@@ -71,6 +72,7 @@ class SiteSpec:
             "seed": self.seed,
             "origin": self.origin,
             "page_kb": self.page_kb,
+            "media": self.media,
             "expected": allowed,
             "disallowed": disallowed,
             "generated_in_s": round(seconds, 1),
@@ -170,6 +172,7 @@ def render(
     paragraphs: list[str],
     spec: SiteSpec,
     rng: random.Random,
+    position: dict[int, int] | None = None,
 ) -> bytes:
     """One page's HTML; its size falls between page_kb and 2 * page_kb kilobytes."""
     src = paths[i]
@@ -195,12 +198,13 @@ def render(
 
     target_size = rng.randint(spec.page_kb * 1024, spec.page_kb * 2048)
     header, footer = chrome
+    head, figures = media(i, paths, allowed, position, spec) if position else ("", "")
     parts = [
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Page {i}</title>'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<link rel="stylesheet" href="/static/site.css"></head><body>',
+        f'<link rel="stylesheet" href="/static/site.css">{head}</head><body>',
         header,
-        f'<main id="content"><article><h1 id="top">Page {i}</h1>',
+        f'<main id="content"><article><h1 id="top">Page {i}</h1>{figures}',
     ]
     size = sum(map(len, parts)) + len(footer) + 40
     size += sum(map(len, links)) + 8 * len(links)
@@ -219,6 +223,40 @@ def render(
     parts.append(footer)
     parts.append("</body></html>\n")
     return "".join(parts).encode()
+
+
+def media(
+    i: int, paths: list[str], allowed: list[int], position: dict[int, int], spec: SiteSpec
+) -> tuple[str, str]:
+    """With --media: the head's og:image and hreflang alternates (the page as en and
+    x-default, a partner page as de, which names it back: complete two-page clusters), and
+    the body's images: a logo, 8 content images (every third with a srcset), a picture
+    with two sources. Derived from i alone, so the random stream (and every other byte of
+    the page) is that of the site without --media."""
+    origin = spec.origin
+    src = paths[i]
+    k = position.get(i, -1)
+    head = f'<meta property="og:image" content="{origin}/img/og/{i}.jpg">'
+    if k >= 0:
+        partner = paths[allowed[k ^ 1]] if (k ^ 1) < len(allowed) else src
+        en, de = (src, partner) if k % 2 == 0 else (partner, src)
+        head += (
+            f'<link rel="alternate" hreflang="en" href="{origin}{en}">'
+            f'<link rel="alternate" hreflang="de" href="{origin}{de}">'
+            f'<link rel="alternate" hreflang="x-default" href="{origin}{en}">'
+        )
+    figures = ['<img src="/img/logo.svg" alt="logo">']
+    for n in range(8):
+        name = f"/img/{i % 500}/{n}.jpg"
+        srcset = f' srcset="{name}?w=480 480w, {name}?w=1200 1200w"' if n % 3 == 0 else ""
+        figures.append(f'<img src="{name}"{srcset} alt="figure {n}" width="640" height="480">')
+    figures.append(
+        f'<picture><source srcset="/img/{i}/hero.avif 1x, /img/{i}/hero@2x.avif 2x">'
+        f'<source srcset="/img/{i}/hero.webp 800w, /img/{i}/hero-big.webp 1600w">'
+        f'<img src="/img/{i}/hero.jpg" alt="hero"></picture>'
+    )
+    figures.append('<img src="/pixel.gif" width="1" height="1" alt="">')
+    return head, "".join(figures)
 
 
 def robots_txt(origin: str) -> str:
@@ -244,6 +282,7 @@ def generate(spec: SiteSpec, out: Path) -> dict[str, object]:
         children.setdefault(allowed[(k - 1) // TREE_FANOUT], []).append(allowed[k])
     www_str = str(www)
     empty: list[int] = []
+    position = {page: k for k, page in enumerate(allowed)} if spec.media else None
     for i in range(spec.pages):
         html = render(
             i,
@@ -255,6 +294,7 @@ def generate(spec: SiteSpec, out: Path) -> dict[str, object]:
             paragraphs,
             spec,
             rng,
+            position,
         )
         path = paths[i]
         file = www_str + (path + "index.html" if path.endswith("/") else path)
@@ -294,10 +334,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--page-kb", type=int, default=15, help="pages are page-kb to 2*page-kb KB (default 15)"
     )
+    parser.add_argument(
+        "--media",
+        action="store_true",
+        help="also images (img, srcset, picture, og:image) and hreflang alternates on every page",
+    )
     args = parser.parse_args(argv)
     if args.pages < 1 or args.page_kb < 1:
         parser.error("--pages and --page-kb must be at least 1")
-    spec = SiteSpec(args.pages, args.seed, args.origin.rstrip("/"), args.page_kb)
+    spec = SiteSpec(args.pages, args.seed, args.origin.rstrip("/"), args.page_kb, args.media)
     manifest = generate(spec, args.out)
     print(json.dumps(manifest), file=sys.stderr)
     return 0

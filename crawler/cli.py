@@ -106,9 +106,13 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "output",
         (
             "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file",
-            "changefreq", "priority_by_depth", "report", "decisions", "max_shrink",
-            "max_error_rate", "force", "on_publish",
+            "changefreq", "priority_by_depth", "report", "decisions", "changes", "feed",
+            "feed_days", "max_shrink", "max_error_rate", "force", "on_publish",
         ),
+    ),
+    (
+        "sitemap extensions",
+        ("images", "image_hosts", "news_name", "news_language", "news_articles"),
     ),
     (
         "sites that need JavaScript",
@@ -248,7 +252,7 @@ def _config_file_option(parser: argparse.ArgumentParser) -> None:
 
 
 #: The keys the job sets itself, from --data: it takes every other.
-JOB_SETS = frozenset({"output", "state", "resume", "report", "decisions"})
+JOB_SETS = frozenset({"output", "state", "resume", "report", "decisions", "changes"})
 #: The job's config file when -c is not given: $SITEMAP_CRAWLER_CONFIG, else this if present.
 JOB_CONFIG = Path("/config/sitemap-crawler.toml")
 
@@ -259,8 +263,8 @@ examples:
   sitemap-crawler job --sites sites.txt --index 3 --data /data
 
 layout: DIR/out (published), DIR/state/crawl.sqlite, DIR/state/last-report.json,
-        DIR/state/last-decisions.jsonl; with --sites: DIR/sites/<host[_port][_path]>/out
-        and .../state
+        DIR/state/last-decisions.jsonl, DIR/state/last-changes.json; with --sites:
+        DIR/sites/<host[_port][_path]>/out and .../state
 
 exit codes: as crawl's (75: another run still holds the output folder or the state; it
             is left alone)
@@ -332,16 +336,19 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
         state=data / "state" / "crawl.sqlite",
         report=data / "state" / "last-report.json",
         decisions=data / "state" / "last-decisions.jsonl",
+        changes=data / "state" / "last-changes.json",
     )
     args.output_folder = data / "out"  # named by a failure to write there
     config = load_config(argparse.Namespace(**given))
     secrets += config.secrets
-    _start(config, secrets)  # JSON logs and --metrics, as for crawl
     assert config.state is not None
+    # decided before the start event, whose settings must say whether this run resumes: with
+    # JSON logs they are the only record of it (peek only reads, and a missing file is False)
+    config.resume = CrawlState.peek(config.state, fingerprint(config))
+    _start(config, secrets)  # JSON logs and --metrics, as for crawl
     for made in (config.output, config.state.parent):
         _writable_folder(made)
-    config.resume = CrawlState.peek(config.state, fingerprint(config))
-    if not config.quiet and config.log_format == "text":
+    if not config.quiet:  # a log event with JSON logs
         _err(
             f"job: resuming the stopped crawl saved in {config.state}"
             if config.resume
@@ -697,6 +704,8 @@ def _crawl(config: Config) -> int:
             f"{len(result.published.files)} file(s) to {config.output}"
         )
         print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}", flush=True)
+        if result.published.feed_url is not None:
+            print(f"changes feed (submit it as a sitemap too): {result.published.feed_url}")
     hook_failed = _on_publish(config, result, figures)
     if config.report is not None:
         try:

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import ssl
 import tomllib
 from collections.abc import Mapping
@@ -31,6 +32,9 @@ DEFAULT_STRIP_PARAMS = ("jsessionid", "phpsessid", "sid", "utm_*", "gclid", "fbc
 PROTOCOL_MAX_URLS = 50_000
 PROTOCOL_MAX_BYTES = 52_428_800
 RENDER_MODES = ("never", "auto", "always")
+_IMAGE_HOST_RE = re.compile(r"\*|(?:\*?\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
+# Google News: ISO 639 two or three letters, and zh-cn / zh-tw
+_NEWS_LANGUAGE_RE = re.compile(r"[a-z]{2,3}|zh-cn|zh-tw")
 
 
 def _opt(
@@ -136,6 +140,15 @@ class Config:
     decisions: Path | None = _opt(
         None, "write one JSON line per URL met: listed or why not", metavar="FILE.jsonl"
     )
+    changes: Path | None = _opt(
+        None,
+        "write the URLs added, removed and changed since the last published sitemap as JSON",
+        metavar="FILE.json",
+    )
+    feed: bool = _opt(
+        False, "also publish changes.atom: an Atom feed of the URLs added or changed lately"
+    )
+    feed_days: int = _opt(7, "how many days of changes changes.atom covers", metavar="N")
     quiet: bool = _opt(False, "print only errors")
     log_format: str = _opt(
         "text", "stderr as plain text, or one JSON event a line", choices=("text", "json")
@@ -214,6 +227,29 @@ class Config:
         0, "fetch at most this many URLs carrying one query parameter (0: no limit)", metavar="N"
     )
     priority_by_depth: bool = _opt(False, "write priority = max(0.1, 0.8 ** depth)")
+    images: bool = _opt(True, "list the images each page shows (image sitemap extension)")
+    image_hosts: tuple[str, ...] = _opt(
+        (),
+        "hosts listed images may live on: a host, or .example.com / *.example.com for it and "
+        "its subdomains, or * (default: the page's host and its subdomains)",
+        metavar="HOST",
+    )
+    news_name: str | None = _opt(
+        None,
+        "news sitemap: the publication's name ([news] name); set with news_language and "
+        "news_articles to write sitemap-news.xml",
+        metavar="NAME",
+    )
+    news_language: str | None = _opt(
+        None, "news sitemap: the publication's language, e.g. en ([news] language)", metavar="LANG"
+    )
+    news_articles: tuple[str, ...] = _opt(
+        (),
+        "news sitemap: the pages that are articles, by path pattern like include's "
+        "([news] articles; repeatable)",
+        metavar="PATTERN",
+        repeat=True,
+    )
     changefreq: str | None = _opt(None, "write this changefreq for every URL", choices=CHANGEFREQS)
     max_shrink: float = _opt(
         0.5,
@@ -292,6 +328,8 @@ class Config:
         for key in ("delay", "max_rps", "max_crawl_delay", "max_retry_after"):
             if not 0 <= getattr(self, key) < 86_400:
                 raise ConfigError(f"{key} must be between 0 and 86400, got {getattr(self, key)}")
+        if not 1 <= self.feed_days <= 3650:
+            raise ConfigError(f"feed_days must be from 1 to 3650, got {self.feed_days}")
         for key in ("max_shrink", "max_error_rate"):
             if not 0 <= getattr(self, key) <= 1:
                 raise ConfigError(f"{key} must be between 0 and 1, got {getattr(self, key)}")
@@ -306,6 +344,26 @@ class Config:
         self.render_hosts = tuple(_render_origin(value) for value in self.render_hosts)
         if self.resume and self.state is None:
             raise ConfigError("--resume needs --state FILE: the saved crawl to continue")
+        for host in self.image_hosts:
+            if not _IMAGE_HOST_RE.fullmatch(host):
+                raise ConfigError(
+                    f"image_hosts: {host!r} is not a host, .host or *.host pattern (or *)"
+                )
+        news = (self.news_name, self.news_language, self.news_articles)
+        if any(news) and not all(news):
+            raise ConfigError(
+                "the news sitemap needs all of [news] name, language and articles "
+                "(news_name, news_language, news_articles)"
+            )
+        if self.news_language is not None and not _NEWS_LANGUAGE_RE.fullmatch(self.news_language):
+            raise ConfigError(
+                f"news_language must be an ISO 639 code (en, de, zh-cn, zh-tw), "
+                f"got {self.news_language!r}"
+            )
+        if self.news_articles:
+            Patterns.compile(self.news_articles, "news_articles")
+            if self.format == "txt":
+                raise ConfigError("the news sitemap is XML: it cannot be written with format = txt")
         if not self.user_agent.strip() or any(c in self.user_agent for c in "\r\n"):
             raise ConfigError("user_agent must be one non-empty line")
         self.access()  # auth, header, cookie, proxy: the error names which, never the value
@@ -426,6 +484,9 @@ _NOT_FINGERPRINTED = frozenset(
         "max_bytes_per_file",
         "report",
         "decisions",
+        "changes",
+        "feed",
+        "feed_days",
         "quiet",
         "log_format",
         "metrics",
@@ -531,7 +592,24 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    news = raw.pop("news", None)
+    if news is not None:
+        if not isinstance(news, dict):
+            raise ConfigError(
+                f"news must be a table ([news] with name, language, articles), got {news!r}"
+            )
+        for key, value in news.items():
+            if key not in NEWS_KEYS:
+                raise ConfigError(f"unknown key {key!r} in [news] (known: {', '.join(NEWS_KEYS)})")
+            name = f"news_{key}"
+            if name in raw:
+                raise ConfigError(f"{name} is set twice: as a key and in [news]")
+            raw[name] = value
     return {key: coerce(key, value) for key, value in raw.items()}
+
+
+#: The keys of the config file's [news] table: [news] name = ... is the key news_name.
+NEWS_KEYS = ("name", "language", "articles")
 
 
 #: The prefix of the environment variables that set config keys: SITEMAP_CRAWLER_<KEY>.

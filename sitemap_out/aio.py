@@ -14,9 +14,11 @@ run is reported before the crawl starts rather than at the first flush.
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
+from sitemap_out.changes import ChangeLog
 from sitemap_out.entry import Entry
 from sitemap_out.writer import MAX_BYTES, MAX_URLS, Format, PublishResult, SitemapWriter
 
@@ -45,6 +47,10 @@ class AsyncSitemapWriter:
         max_bytes: int = MAX_BYTES,
         compresslevel: int = 6,
         batch_size: int = DEFAULT_BATCH,
+        stable: bool = False,
+        now: datetime | None = None,
+        changes: ChangeLog | None = None,
+        feed_days: int | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -56,11 +62,19 @@ class AsyncSitemapWriter:
             max_urls=max_urls,
             max_bytes=max_bytes,
             compresslevel=compresslevel,
+            stable=stable,
+            now=now,
+            changes=changes,
+            feed_days=feed_days,
         )
         self._batch: list[Entry] = []
         self._batch_size = batch_size
         # Concurrent tasks may share one writer; the sync writer must see one batch at a time.
         self._lock = asyncio.Lock()
+
+    @property
+    def layout_note(self) -> str:
+        return self._writer.layout_note
 
     @property
     def count(self) -> int:
@@ -84,6 +98,16 @@ class AsyncSitemapWriter:
             batch, self._batch = self._batch, []
             if batch:
                 await asyncio.to_thread(self._writer.add_many, batch)
+
+    async def add_news(self, entries: list[Entry]) -> None:
+        """SitemapWriter.add_news for each entry (at most 1,000: one thread hop)."""
+        await self._flush()
+        async with self._lock:
+            await asyncio.to_thread(self._add_news, entries)
+
+    def _add_news(self, entries: list[Entry]) -> None:
+        for entry in entries:
+            self._writer.add_news(entry)
 
     async def publish(self) -> PublishResult:
         try:

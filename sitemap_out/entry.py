@@ -23,12 +23,19 @@ __all__ = [
     "CHANGEFREQS",
     "MAX_IMAGES_PER_URL",
     "MAX_LOC_CHARS",
+    "MAX_VIDEO_DESCRIPTION",
+    "MAX_VIDEO_DURATION",
+    "MAX_VIDEO_TITLE",
     "MIN_LOC_CHARS",
+    "NEWS_LANGUAGE",
     "Alternate",
     "Entry",
+    "News",
+    "Video",
     "check_uri",
     "encode_uri",
     "format_lastmod",
+    "is_hreflang",
     "lastmod_key",
 ]
 
@@ -40,6 +47,13 @@ MAX_LOC_CHARS: Final = 2048
 MIN_LOC_CHARS: Final = 12
 #: Google's documented ceiling for ``image:image`` per ``url``.
 MAX_IMAGES_PER_URL: Final = 1000
+#: sitemap-video.xsd: ``video:title`` at most 100 characters, ``video:description`` 2,048,
+#: ``video:duration`` at most 28,800 seconds (8 hours).
+MAX_VIDEO_TITLE: Final = 100
+MAX_VIDEO_DESCRIPTION: Final = 2048
+MAX_VIDEO_DURATION: Final = 28_800
+#: sitemap-news.xsd's ``news:language``: ISO 639 two or three letters, or zh-cn / zh-tw.
+NEWS_LANGUAGE: Final = re.compile(r"zh-cn|zh-tw|[a-z]{2,3}")
 
 # RFC 3986 characters only: unreserved, reserved and "%" (whose escapes are checked apart).
 _URI_CHARS = r"A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%"
@@ -53,6 +67,19 @@ _URI_RE: Final = re.compile(
 _BAD_PERCENT: Final = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # xs:language, which is what xhtml:link's hreflang is validated against ("x-default" fits).
 _LANGUAGE_RE: Final = re.compile(r"[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*")
+# hreflang as Google reads it (BCP 47): a language (ISO 639, 2 or 3 letters), an optional
+# script (4 letters: zh-Hant) and an optional region (2 letters or 3 digits: es-419); or
+# x-default. Narrower than xs:language, which also admits "english".
+_HREFLANG_RE: Final = re.compile(
+    r"[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?|(?i:x-default)"
+)
+
+
+def is_hreflang(value: str) -> bool:
+    """Whether value is an hreflang search engines accept (case does not matter)."""
+    return _HREFLANG_RE.fullmatch(value) is not None
+
+
 _UTC: Final = UTC
 
 
@@ -148,6 +175,64 @@ class Alternate:
 
 
 @dataclass(frozen=True, slots=True)
+class Video:
+    """A video on the page (``video:video``) with the fields Google requires (thumbnail,
+    title, description, and a content or player location) and the optional ones we know."""
+
+    thumbnail_loc: str
+    title: str
+    description: str
+    content_loc: str | None = None
+    player_loc: str | None = None
+    duration: int | None = None  # seconds
+    publication_date: datetime | date | None = None
+
+    def __post_init__(self) -> None:
+        where = self.content_loc or self.player_loc or str(self.thumbnail_loc)
+        for name in ("thumbnail_loc", "content_loc", "player_loc"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            problem = check_uri(value)
+            if problem is not None:
+                raise EntryError(where, f"video {name}", problem)
+        if self.content_loc is None and self.player_loc is None:
+            raise EntryError(where, "video", "needs a content_loc or a player_loc")
+        for name, limit in (("title", MAX_VIDEO_TITLE), ("description", MAX_VIDEO_DESCRIPTION)):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip() or len(value) > limit:
+                raise EntryError(where, f"video {name}", f"must be 1 to {limit} characters")
+        duration = self.duration
+        if duration is not None and (
+            isinstance(duration, bool)
+            or not isinstance(duration, int)
+            or not 0 <= duration <= MAX_VIDEO_DURATION
+        ):
+            raise EntryError(where, "video duration", f"{duration!r} is not 0 to 28800 seconds")
+        if self.publication_date is not None:
+            _check_lastmod(where, self.publication_date)
+
+
+@dataclass(frozen=True, slots=True)
+class News:
+    """A news article (``news:news``): its publication, when it was published, its title."""
+
+    name: str
+    language: str
+    publication_date: datetime | date
+    title: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise EntryError(self.title, "news name", "must not be empty")
+        if not isinstance(self.language, str) or not NEWS_LANGUAGE.fullmatch(self.language):
+            raise EntryError(self.title, "news language", f"{self.language!r} is not ISO 639")
+        if not isinstance(self.title, str) or not self.title.strip():
+            raise EntryError(str(self.title), "news title", "must not be empty")
+        _check_lastmod(self.title, self.publication_date)
+
+
+@dataclass(frozen=True, slots=True)
 class Entry:
     """One ``<url>`` of a sitemap. Invalid values raise :class:`EntryError` on construction.
 
@@ -161,6 +246,8 @@ class Entry:
     priority: float | None = None
     images: tuple[str, ...] = field(default=())
     alternates: tuple[Alternate, ...] = field(default=())
+    videos: tuple[Video, ...] = field(default=())
+    news: News | None = None
 
     def __post_init__(self) -> None:
         loc = self.loc
@@ -183,6 +270,24 @@ class Entry:
             self._check_images()
         if self.alternates:
             self._check_alternates()
+        if self.videos:
+            videos = self.videos if type(self.videos) is tuple else tuple(self.videos)
+            object.__setattr__(self, "videos", videos)
+            for video in videos:
+                if not isinstance(video, Video):
+                    raise EntryError(loc, "videos", f"{video!r:.80} is not a Video")
+        if self.news is not None and not isinstance(self.news, News):
+            raise EntryError(loc, "news", f"{self.news!r:.80} is not a News")
+
+    @property
+    def namespaces(self) -> int:
+        """The extension namespaces this entry uses, as xml.NS_* bits."""
+        return (
+            bool(self.images)
+            | bool(self.alternates) << 1
+            | bool(self.videos) << 2
+            | (self.news is not None) << 3
+        )
 
     def _check_images(self) -> None:
         images = self.images if type(self.images) is tuple else tuple(self.images)
@@ -191,7 +296,16 @@ class Entry:
             raise EntryError(
                 self.loc, "images", f"{len(images)} images; at most {MAX_IMAGES_PER_URL} per URL"
             )
+        uri = _URI_RE.fullmatch
         for image in images:
+            # the common case in one step: a URI of a sane length with no escape to check
+            if (
+                type(image) is str
+                and len(image) <= MAX_LOC_CHARS
+                and "%" not in image
+                and uri(image) is not None
+            ):
+                continue
             problem = check_uri(image)
             if problem is not None:
                 raise EntryError(self.loc, "images", f"{image!r:.80} {problem}")

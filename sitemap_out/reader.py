@@ -29,9 +29,9 @@ from typing import BinaryIO, Final, Literal
 
 from lxml import etree
 
-from sitemap_out.entry import CHANGEFREQS, MAX_LOC_CHARS, MIN_LOC_CHARS, check_uri
-from sitemap_out.writer import MAX_BYTES, MAX_URLS, read_manifest
-from sitemap_out.xml import IMAGE_NS, SITEMAP_NS, XHTML_NS
+from sitemap_out.entry import CHANGEFREQS, MAX_LOC_CHARS, MIN_LOC_CHARS, check_uri, is_hreflang
+from sitemap_out.writer import MAX_BYTES, MAX_NEWS_URLS, MAX_URLS, read_manifest
+from sitemap_out.xml import IMAGE_NS, NEWS_NS, SITEMAP_NS, VIDEO_NS, XHTML_NS
 
 __all__ = ["Problem", "ReadEntry", "ReadResult", "count_published", "read_sitemap"]
 
@@ -73,6 +73,8 @@ class ReadEntry:
     images: tuple[str, ...] = ()
     alternates: tuple[tuple[str, str], ...] = ()
     line: int | None = None
+    videos: int = 0  # video:video elements
+    news_date: str | None = None  # news:publication_date, as written
 
 
 @dataclass(slots=True)
@@ -242,6 +244,7 @@ class _XmlReader:
         self.count = 0
         self.seen: set[str] = set()
         self.stopped = False
+        self.news = 0  # entries with news:news
 
     def feed(self, data: bytes) -> None:
         try:
@@ -344,6 +347,8 @@ class _XmlReader:
         position = -1
         images: list[str] = []
         alternates: list[tuple[str, str]] = []
+        videos = 0
+        news_date: str | None = None
         if (elem.text or "").strip():
             result.report("unexpected_text", "text directly inside an entry", line)
         for child in elem:
@@ -372,7 +377,26 @@ class _XmlReader:
                     if sub.tag == f"{{{IMAGE_NS}}}loc":
                         images.append((sub.text or "").strip())
             elif cns == XHTML_NS and q.localname == "link":
-                alternates.append((child.get("hreflang", ""), child.get("href", "")))
+                hreflang = child.get("hreflang", "")
+                alternates.append((hreflang, child.get("href", "")))
+                if not is_hreflang(hreflang):
+                    result.report(
+                        "bad_hreflang",
+                        f"hreflang {hreflang[:50]!r} is not a language code (or x-default)",
+                        child.sourceline,
+                    )
+            elif cns == VIDEO_NS and q.localname == "video":
+                videos += 1
+                self._video(child)
+            elif cns == NEWS_NS and q.localname == "news":
+                news_date = (child.findtext(f"{{{NEWS_NS}}}publication_date") or "").strip()
+                self.news += 1
+                if self.news == MAX_NEWS_URLS + 1:
+                    result.report(
+                        "too_many_news",
+                        f"more than {MAX_NEWS_URLS} URLs with news:news in one file",
+                        child.sourceline,
+                    )
         loc = _check_loc(values.get("loc"), result, line, xsd_min=True)
         lastmod = values.get("lastmod")
         if lastmod is not None:
@@ -397,8 +421,26 @@ class _XmlReader:
                 images=tuple(images),
                 alternates=tuple(alternates),
                 line=line,
+                videos=videos,
+                news_date=news_date,
             )
         )
+
+    def _video(self, video: etree._Element) -> None:
+        """A video lacking a field Google requires is left out of its index: say which."""
+        found = {
+            etree.QName(child).localname: (child.text or "").strip()
+            for child in video
+            if isinstance(child.tag, str)
+        }
+        for name in ("thumbnail_loc", "title", "description"):
+            if not found.get(name):
+                break
+        else:
+            if found.get("content_loc") or found.get("player_loc"):
+                return
+            name = "content_loc or player_loc"
+        self.result.report("video_missing_field", f"a video without {name}", video.sourceline)
 
 
 # -- text -----------------------------------------------------------------------------------
@@ -513,6 +555,8 @@ def count_published(out_dir: str | os.PathLike[str]) -> int | None:
         return None
     total = 0
     for name in names:
+        if not name.startswith("sitemap"):
+            continue  # the feed
         try:
             result = read_sitemap(os.path.join(folder, name))
         except OSError:

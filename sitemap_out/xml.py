@@ -14,12 +14,19 @@ from datetime import date, datetime
 from functools import lru_cache
 from typing import Final
 
-from sitemap_out.entry import Entry, format_lastmod
+from sitemap_out.entry import Entry, News, Video, format_lastmod
 
 __all__ = [
     "IMAGE_NS",
+    "NEWS_NS",
+    "NS_ALL",
+    "NS_IMAGE",
+    "NS_NEWS",
+    "NS_VIDEO",
+    "NS_XHTML",
     "SITEMAP_NS",
     "URLSET_CLOSE",
+    "VIDEO_NS",
     "XHTML_NS",
     "XML_DECLARATION",
     "escape",
@@ -30,11 +37,20 @@ __all__ = [
     "text_line",
     "url_element",
     "urlset_open",
+    "urlset_open_for",
 ]
 
 SITEMAP_NS: Final = "http://www.sitemaps.org/schemas/sitemap/0.9"
 IMAGE_NS: Final = "http://www.google.com/schemas/sitemap-image/1.1"
 XHTML_NS: Final = "http://www.w3.org/1999/xhtml"
+VIDEO_NS: Final = "http://www.google.com/schemas/sitemap-video/1.1"
+NEWS_NS: Final = "http://www.google.com/schemas/sitemap-news/0.9"
+#: Bits of Entry.namespaces: which extension namespaces a <url> (and so its file) uses.
+NS_IMAGE: Final = 1
+NS_XHTML: Final = 2
+NS_VIDEO: Final = 4
+NS_NEWS: Final = 8
+NS_ALL: Final = 15
 
 XML_DECLARATION: Final = '<?xml version="1.0" encoding="UTF-8"?>\n'
 URLSET_CLOSE: Final = "</urlset>\n"
@@ -63,14 +79,30 @@ def format_priority(value: float) -> str:
     return text + "0" if text.endswith(".") else text
 
 
-def urlset_open(*, images: bool = False, xhtml: bool = False) -> str:
+def urlset_open(
+    *, images: bool = False, xhtml: bool = False, video: bool = False, news: bool = False
+) -> str:
     """The XML declaration and ``<urlset>`` start tag, declaring only the namespaces used."""
     extra = ""
     if images:
         extra += f' xmlns:image="{IMAGE_NS}"'
+    if video:
+        extra += f' xmlns:video="{VIDEO_NS}"'
+    if news:
+        extra += f' xmlns:news="{NEWS_NS}"'
     if xhtml:
         extra += f' xmlns:xhtml="{XHTML_NS}"'
     return f'{XML_DECLARATION}<urlset xmlns="{SITEMAP_NS}"{extra}>\n'
+
+
+def urlset_open_for(namespaces: int) -> str:
+    """urlset_open for a set of NS_* bits (Entry.namespaces, or'ed over a file)."""
+    return urlset_open(
+        images=bool(namespaces & NS_IMAGE),
+        xhtml=bool(namespaces & NS_XHTML),
+        video=bool(namespaces & NS_VIDEO),
+        news=bool(namespaces & NS_NEWS),
+    )
 
 
 def url_element(entry: Entry) -> str:
@@ -92,8 +124,46 @@ def url_element(entry: Entry) -> str:
         )
     for image in entry.images:
         parts += ("<image:image><image:loc>", escape(image), "</image:loc></image:image>")
+    if entry.videos:
+        parts += map(video_element, entry.videos)
+    if entry.news is not None:
+        parts.append(news_element(entry.news))
     parts.append("</url>\n")
     return "".join(parts)
+
+
+def video_element(video: Video) -> str:
+    """One ``<video:video>``, children in sitemap-video.xsd's sequence."""
+    parts = [
+        "<video:video><video:thumbnail_loc>",
+        escape(video.thumbnail_loc),
+        "</video:thumbnail_loc><video:title>",
+        escape(video.title),
+        "</video:title><video:description>",
+        escape(video.description),
+        "</video:description>",
+    ]
+    if video.content_loc is not None:
+        parts += ("<video:content_loc>", escape(video.content_loc), "</video:content_loc>")
+    if video.player_loc is not None:
+        parts += ("<video:player_loc>", escape(video.player_loc), "</video:player_loc>")
+    if video.duration is not None:
+        parts += ("<video:duration>", str(video.duration), "</video:duration>")
+    if video.publication_date is not None:
+        stamp = format_lastmod(video.publication_date)
+        parts += ("<video:publication_date>", stamp, "</video:publication_date>")
+    parts.append("</video:video>")
+    return "".join(parts)
+
+
+def news_element(news: News) -> str:
+    """One ``<news:news>``, children in sitemap-news.xsd's sequence."""
+    return (
+        f"<news:news><news:publication><news:name>{escape(news.name)}</news:name>"
+        f"<news:language>{news.language}</news:language></news:publication>"
+        f"<news:publication_date>{format_lastmod(news.publication_date)}"
+        f"</news:publication_date><news:title>{escape(news.title)}</news:title></news:news>"
+    )
 
 
 def text_line(entry: Entry) -> str:

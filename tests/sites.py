@@ -128,7 +128,11 @@ class Published:
 
 
 def read_published(out: Path, xsd, base: str | None = None) -> Published:
-    files = sorted(p for p in out.iterdir() if p.is_file() and not p.name.startswith("."))
+    files = sorted(
+        p
+        for p in out.iterdir()
+        if p.is_file() and not p.name.startswith(".") and p.suffix != ".atom"  # the feed
+    )
     locs: list[str] = []
     lastmods: dict[str, str | None] = {}
     for path in files:

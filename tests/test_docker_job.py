@@ -91,6 +91,27 @@ def test_stopped_job_resumes_next_time(serve, tmp_path, xsd):
     assert len(read_published(data / "out", xsd).locs) == PAGES
 
 
+def test_a_resumed_job_says_so_in_its_json_logs(serve, tmp_path, xsd):
+    """With JSON logs (the container's) the start event's settings are the only record of a
+    resume: they say resume true on the run that resumes, false on the fresh one after it,
+    and the job's line is a log event."""
+    site = tree_site(PAGES, 0.01)
+    srv = serve(site.app)
+    data, env = tmp_path / "data", _env(srv.url, SITEMAP_CRAWLER_LOG_FORMAT="json")
+    _stop_midway(site, _start(data, env))
+
+    for resumed in (True, False):
+        job = _job(data, env)
+        assert job.returncode == 0, job.stderr
+        events = [json.loads(line) for line in job.stderr.splitlines()]
+        assert events[0]["event"] == "start" and events[0]["settings"]["resume"] is resumed
+        said = [e["message"] for e in events if e["event"] == "log"]
+        assert any(m.startswith("job: resuming" if resumed else "job: crawling") for m in said)
+        summary = events[-1]
+        assert (summary["pages_fetched_this_run"] < summary["pages_fetched"]) is resumed
+        assert len(read_published(data / "out", xsd).locs) == PAGES
+
+
 def test_a_killed_job_resumes_and_other_settings_start_afresh(serve, tmp_path, xsd):
     site = tree_site(PAGES, 0.03)
     srv = serve(site.app)

@@ -43,6 +43,8 @@ def test_a_published_then_a_failed_run_keep_the_last_publish_time(serve, tmp_pat
     assert got[("sitemap_crawler_urls_listed", ())] == 2
     assert got[("sitemap_crawler_urls_excluded", (("reason", "http_error"),))] == 1
     assert got[("sitemap_crawler_requests_failed", ())] == 0
+    assert got[("sitemap_crawler_urls_changed", (("change", "added"),))] == 2
+    assert got[("sitemap_crawler_urls_changed", (("change", "removed"),))] == 0
     assert got[("sitemap_crawler_duration_seconds", ())] > 0
     published_at = got[("sitemap_crawler_last_publish_timestamp_seconds", ())]
     assert before <= published_at <= time.time()
@@ -56,6 +58,7 @@ def test_a_published_then_a_failed_run_keep_the_last_publish_time(serve, tmp_pat
     assert got[("sitemap_crawler_exit_code", ())] == 3
     assert got[("sitemap_crawler_published", ())] == 0
     assert got[("sitemap_crawler_urls_listed", ())] == 0
+    assert ("sitemap_crawler_urls_changed", (("change", "added"),)) not in got
     assert got[("sitemap_crawler_last_publish_timestamp_seconds", ())] == published_at
     assert got[("sitemap_crawler_last_run_timestamp_seconds", ())] > published_at
 

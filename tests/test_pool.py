@@ -71,6 +71,20 @@ def feature_site() -> Site:
         anchors = "".join(f'<a href="{h}">x</a>' for h in hrefs)
         anchors += '<a rel="nofollow" href="/never">x</a>'
         head = '<link rel="alternate" hreflang="de" href="/de/p">' if n == 7 else ""
+        if n % 5 == 0:  # a two-page hreflang cluster, made in a worker or not (issue #15)
+            head += (
+                f'<link rel="alternate" hreflang="en" href="/p/{n}">'
+                f'<link rel="alternate" hreflang="fr" href="/p/{n + 1}">'
+            )
+        if n % 5 == 1:
+            head += (
+                f'<link rel="alternate" hreflang="en" href="/p/{n - 1}">'
+                f'<link rel="alternate" hreflang="fr" href="/p/{n}">'
+            )
+        anchors += f'<img src="/img/{n}.png" srcset="/img/{n}@2x.png 2x">'
+        if n % 50 == 3:
+            anchors += f'<video src="/v/{n}.mp4" poster="/v/{n}.jpg" title="Video {n}"></video>'
+            head += '<meta name="description" content="A page with a video.">'
         return web.Response(
             text=f"<html><head>{head}</head><body><p>{n}</p>{anchors}</body></html>",
             content_type="text/html",
@@ -163,6 +177,13 @@ def test_pooled_crawl_judges_every_url_as_an_in_process_one(
     assert pooled_pub.lastmods == alone_pub.lastmods
     assert pooled_pub.lastmods[f"{base}/p/299"] == "2020-09-13T17:25:40+00:00"  # + 299 min
     assert pooled_pub.lastmods[f"{base}/file.pdf"] == "1994-11-06T08:49:37+00:00"
+    # images, alternates and videos come out of the workers the same (issue #15)
+    for name in ("sitemap.xml",):
+        pooled_bytes = (tmp_path / "pooled" / name).read_bytes()
+        assert pooled_bytes == (tmp_path / "alone" / name).read_bytes()
+    assert pooled_bytes.count(b"<image:image>") > GENERIC
+    assert b'hreflang="fr"' in pooled_bytes and b"<video:video>" in pooled_bytes
+    assert pooled_report["hreflang"] == alone_report["hreflang"]
 
 
 class CountingTree:

@@ -232,3 +232,54 @@ def test_crash_while_deleting_stale_parts(
 
     publish(tmp_path, 5, tag="c", gzip=True, max_urls=10)
     assert set(snapshot(tmp_path)) == {"sitemap.xml", "sitemap-1.xml.gz"}
+
+
+def stable_publish(out: Path, locs: list[str], *, feed: bool = True) -> None:
+    with SitemapWriter(
+        out, BASE, stable=True, gzip=True, max_urls=10, feed_days=7 if feed else None
+    ) as w:
+        w.add_many(Entry(loc) for loc in sorted(locs))
+        w.publish()
+
+
+@pytest.mark.parametrize("replaces_before_crash", [0, 1, 2, 3, 4])
+def test_crash_while_publishing_a_stable_layout_leaves_a_valid_set(
+    tmp_path: Path, xsd, monkeypatch: pytest.MonkeyPatch, replaces_before_crash: int
+) -> None:
+    """Old set: 4 parts. New set: part 2 loses a URL, part 4 (the last) gets new ones and
+    part 5 opens; parts 1 and 3 are not even staged. A crash after any rename leaves an
+    entry point whose every listed file exists and is valid, and the next run lays the set
+    out afresh (the manifest records no layout until a publish is whole)."""
+    old = [f"https://example.com/a/{i:02d}" for i in range(35)]
+    stable_publish(tmp_path, old)
+    untouched = {n: (tmp_path / n).read_bytes() for n in ("sitemap-1.xml.gz", "sitemap-3.xml.gz")}
+    new = [u for u in old if not u.endswith("/15")] + [
+        f"https://example.com/b/{i}" for i in range(12)
+    ]
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def flaky_replace(src, dst):
+        if Path(dst).parent == tmp_path and not Path(dst).name.startswith("."):
+            if calls["n"] == replaces_before_crash:
+                raise OSError("simulated crash")
+            calls["n"] += 1
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(writer_mod.os, "replace", flaky_replace)
+    with pytest.raises(OSError, match="simulated"):
+        stable_publish(tmp_path, new)
+    monkeypatch.setattr(writer_mod.os, "replace", real_replace)
+    reachable = check_consistent(tmp_path, xsd)
+    assert len(read_sitemap(tmp_path / "sitemap.xml").entries) == 4  # the old index rules
+    assert reachable <= set(old) | set(new)
+    for name, data in untouched.items():
+        assert (tmp_path / name).read_bytes() == data
+    assert "layout" not in json.loads((tmp_path / MANIFEST_NAME).read_text())
+
+    stable_publish(tmp_path, new)
+    assert check_consistent(tmp_path, xsd) == set(new)
+    assert "layout" in json.loads((tmp_path / MANIFEST_NAME).read_text())
+    assert (tmp_path / "changes.atom").exists()
+    stable_publish(tmp_path, new, feed=False)  # a run without the feed removes it
+    assert not (tmp_path / "changes.atom").exists()

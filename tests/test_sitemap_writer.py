@@ -205,8 +205,8 @@ def test_namespace_switch_counts_the_bigger_header(tmp_path: Path, xsd) -> None:
     first = Entry("https://example.com/aaaaaaaaaa")
     img = Entry("https://example.com/b", images=("https://example.com/i.png",))
     with SitemapWriter(tmp_path, BASE, max_bytes=10_000) as probe:
-        fixed_plain = probe._fixed[False, False]
-        fixed_img = probe._fixed[True, False]
+        fixed_plain = probe._fixed[0]
+        fixed_img = probe._fixed[1]  # xml.NS_IMAGE
         probe.abort()
     from sitemap_out.xml import url_element
 
@@ -333,7 +333,7 @@ def test_rollover_arithmetic(
                     w.add(e)
                 except EntryError:
                     # Only an entry too big for an empty file may be refused.
-                    alone = w._fixed[False, False] + len(w._serialise(e).encode())
+                    alone = w._fixed[0] + len(w._serialise(e).encode())
                     assert alone > max_bytes
                     entries = [x for x in entries if x != e]
                     continue

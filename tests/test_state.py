@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 
 import crawler.core.report as report_module
 import crawler.shell.state as state_module
+from crawler.core.media import PageExtras
 from crawler.core.report import DecisionRecord
+from crawler.core.wire import pack
 from crawler.errors import BusyError, SitemapCrawlerError
 from crawler.shell.listings import Listing, from_micros, to_micros
 from crawler.shell.state import (
@@ -189,6 +191,15 @@ def test_listed_round_trips_every_listing_field(path: Path) -> None:
             "weekly",
             0.1,
             -(2**63),
+            # the page's images, alternates, videos: packed, kept for a resumed publish
+            pack(
+                PageExtras(
+                    images=("https://www.example.com/i.png",),
+                    alternates=(("de", "https://www.example.com/de/a"),),
+                    videos=(("https://www.example.com/t.jpg", "T", "D", None, "p", 60, None),),
+                    published="2024-05-01T12:00:00Z",
+                )
+            ),
         ),
         Listing(
             unicode_url,

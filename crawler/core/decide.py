@@ -185,8 +185,9 @@ def not_included(include: Patterns) -> str:
 
 
 def follows_links(facts: PageFacts, policy: Policy) -> bool:
-    """Whether the page's links are crawled. A noindex page's links still are."""
-    if facts.status != 200 or facts.too_large or facts.mime not in HTML_TYPES:
+    """Whether the page's links are crawled. A noindex page's links still are. A page that
+    is not HTML has no links but the hreflang alternates of its Link headers."""
+    if facts.status != 200 or facts.too_large:
         return False
     if policy.skip_duplicates and facts.twin_of:
         return False  # a twin's links are its first page's: also the soft-404 trap defence

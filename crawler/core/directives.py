@@ -20,6 +20,7 @@ from crawler import PRODUCT_TOKEN
 __all__ = [
     "Directives",
     "header_directives",
+    "link_header_alternates",
     "link_header_canonical",
     "meta_directives",
 ]
@@ -240,3 +241,23 @@ def link_header_canonical(values: Iterable[str]) -> str | None:
             if target:
                 return target
     return None
+
+
+def link_header_alternates(values: Iterable[str]) -> list[tuple[str, str]]:
+    """``(hreflang, raw target)`` of the ``rel="alternate"`` links with an ``hreflang`` in the
+    response's ``Link`` headers (how a PDF or any non-HTML answer names its language
+    versions). Targets are relative to the page URL, like :func:`link_header_canonical`'s."""
+    found: list[tuple[str, str]] = []
+    for header in values:
+        if not header or "hreflang" not in header.lower():
+            continue
+        for target, params in _link_values(header):
+            if "alternate" not in ascii_lower(params.get("rel", "")).split():
+                continue
+            if params.get("anchor"):
+                continue
+            hreflang = params.get("hreflang", "").strip()
+            target = target.strip()
+            if hreflang and target:
+                found.append((hreflang, target))
+    return found

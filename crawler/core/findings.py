@@ -57,6 +57,19 @@ CODES: Final[dict[str, Code]] = {
     "url_not_allowed": Code(
         "error", "file", "a loc outside the sitemap's scheme, host, port and folder"
     ),
+    "invalid_hreflang": Code(
+        "error", "file", "an hreflang that is not a language code (BCP 47) or x-default"
+    ),
+    "hreflang_no_return": Code(
+        "warning", "file", "an hreflang alternate that does not name the page back"
+    ),
+    "video_missing_field": Code(
+        "error",
+        "file",
+        "a video without a field Google requires (thumbnail, title, description, location)",
+    ),
+    "news_too_old": Code("warning", "file", "a news entry published more than two days ago"),
+    "too_many_news_urls": Code("error", "file", "more than 1,000 URLs in a news sitemap"),
     "duplicate_url": Code("warning", "file", "the same URL listed more than once"),
     "not_in_robots_txt": Code(
         "notice", "file", "robots.txt has no Sitemap: line naming this sitemap"

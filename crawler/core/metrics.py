@@ -49,6 +49,16 @@ def render(
     for reason in REASONS:
         if reason != LISTED:
             excluded.labels(reason=reason).set(reasons.get(reason, 0))
+    changes = figures.get("changes")
+    if changes:  # published: what changed against the sitemap published before
+        changed = Gauge(
+            f"{PREFIX}_urls_changed",
+            "URLs added, removed or changed (a new lastmod) against the last published sitemap",
+            ["change"],
+            registry=registry,
+        )
+        for kind in ("added", "removed", "changed"):
+            changed.labels(change=kind).set(changes.get(kind, 0))
     gauge("published", "1 when this run published the sitemap", bool(figures.get("published")))
     gauge("duration_seconds", "how long the run took", seconds)
     gauge("exit_code", "the run's exit code (0: published)", exit_code)

@@ -8,8 +8,10 @@ and normalised), and the key that finds byte-identical twins.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urljoin
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
@@ -18,10 +20,19 @@ from crawler.core.directives import (
     NO_DIRECTIVES,
     Directives,
     header_directives,
+    link_header_alternates,
     link_header_canonical,
 )
-from crawler.core.extract import digest_page, parse_content_type
-from crawler.core.urls import resolve, resolve_links
+from crawler.core.extract import PageDigest, digest_page, parse_content_type
+from crawler.core.media import (
+    MAX_IMAGES,
+    PageExtras,
+    RawVideo,
+    host_accepted,
+    host_of,
+    valid_hreflang,
+)
+from crawler.core.urls import join_parts, resolve, resolve_links
 
 __all__ = ["PagePolicy", "PageResult", "analyse"]
 
@@ -35,6 +46,8 @@ class PagePolicy:
     agent: str  # the robots.txt product token: meta and header directives for us
     follow_nofollow: bool = False
     strip_params: tuple[str, ...] = ()
+    images: bool = True  # collect the images each page shows (image sitemap)
+    image_hosts: tuple[str, ...] = ()  # hosts images may live on; () = the page's and below
 
 
 @dataclass(slots=True)
@@ -48,6 +61,8 @@ class PageResult:
     # links to follow, resolved and normalised, each once, in document order (hreflang last)
     targets: list[str] = field(default_factory=list)
     body_key: int | None = None  # 64 bits of the body's sha256 (HTML only): finds twins
+    # images, hreflang alternates, videos, publication time: the sitemap extensions' facts
+    extras: PageExtras | None = None
 
 
 def analyse(
@@ -69,13 +84,119 @@ def analyse(
     if status != 200 or truncated:
         return PageResult(mime)
     header = header_directives(headers.getall("X-Robots-Tag", ()), policy.agent)
+    links = headers.getall("Link", ())
+    header_alternates = link_header_alternates(links) if links else []
     if mime not in HTML_TYPES:
-        return PageResult(mime, header)
+        extras = _extras(url, url, None, header_alternates, policy)
+        # a Link header's alternates are links to follow, like the <link>s of a page
+        targets = [href for _, href in extras.alternates] if extras is not None else []
+        return PageResult(mime, header, targets=targets, extras=extras)
     strip = policy.strip_params
-    page = digest_page(body, headers.get("Content-Type"), url, policy.agent, policy.follow_nofollow)
+    page = digest_page(
+        body,
+        headers.get("Content-Type"),
+        url,
+        policy.agent,
+        policy.follow_nofollow,
+        policy.images,
+    )
     canonical = resolve(page.base, page.canonical, strip) if page.canonical else None
     if canonical is None:
-        raw = link_header_canonical(headers.getall("Link", ()))
+        raw = link_header_canonical(links)
         canonical = resolve(url, raw, strip) if raw else None
-    targets = resolve_links(page.base, page.hrefs, strip, known or {})
-    return PageResult(mime, header, page.directives, canonical, targets, page.body_key)
+    hrefs = page.hrefs
+    if header_alternates:
+        hrefs = hrefs + [urljoin(url, href) for _, href in header_alternates]
+    targets = resolve_links(page.base, hrefs, strip, known or {})
+    extras = _extras(url, page.base, page, header_alternates, policy)
+    return PageResult(mime, header, page.directives, canonical, targets, page.body_key, extras)
+
+
+def _extras(
+    url: str,
+    base: str,
+    page: PageDigest | None,
+    header_alternates: list[tuple[str, str]],
+    policy: PagePolicy,
+) -> PageExtras | None:
+    """The page's facts for the sitemap extensions, resolved against its base: images on
+    accepted hosts (each once, at most MAX_IMAGES), alternates with a valid hreflang (each
+    pair once; the others' values kept to be reported), videos, publication time. Header
+    alternates resolve against the URL, the page's against its base."""
+    strip = policy.strip_params
+    alternates: dict[tuple[str, str], str] = {}  # the first spelling of each value
+    bad: list[str] = []
+    raw_alternates = [(url, pair) for pair in header_alternates]
+    if page is not None:
+        raw_alternates += [(base, pair) for pair in page.alternates]
+    for against, (hreflang, href) in raw_alternates:
+        if not valid_hreflang(hreflang):
+            bad.append(hreflang[:64])
+            continue
+        target = resolve(against, href, strip)
+        if target is not None:
+            alternates.setdefault((hreflang.lower(), target), hreflang)
+    pairs = tuple((hreflang, target) for (_, target), hreflang in alternates.items())
+    extras = PageExtras(alternates=pairs, bad_hreflang=tuple(bad))
+    if page is not None:
+        if page.images:
+            page_host = host_of(url)
+            hosts = policy.image_hosts
+            accepted: dict[str, bool] = {}  # host -> accepted: a page's images share a few
+            images: dict[str, None] = {}
+            scheme, origin, folder = join_parts(base)
+            own = host_of(origin + "/")  # the base's host: a <base href> may name another
+            own_ok = accepted[own] = host_accepted(own, page_host, hosts)
+            for raw in page.images:
+                image = _same_origin(raw, base, scheme, origin, folder)
+                if image is not None:
+                    ok = own_ok
+                else:
+                    image = resolve(base, raw)
+                    if image is None:
+                        continue
+                    host = host_of(image)
+                    known = accepted.get(host)
+                    if known is None:
+                        known = accepted[host] = host_accepted(host, page_host, hosts)
+                    ok = known
+                if ok:
+                    images[image] = None
+                    if len(images) >= MAX_IMAGES:
+                        break
+            extras.images = tuple(images)
+        if page.videos:
+            extras.videos = tuple(_video(base, video) for video in page.videos)
+        extras.published = page.published
+        extras.title = page.title
+    return extras if extras else None
+
+
+# what a path and query made of these is already in normal form, given no dot segment
+_PLAIN_TAIL = re.compile(r"[A-Za-z0-9\-_~!$&'()*+,;=:@/?]*(?:\.[A-Za-z0-9\-_~!$&'()*+,;=:@/?]+)*")
+
+
+def _same_origin(raw: str, base: str, scheme: str, origin: str, folder: str) -> str | None:
+    """An image on the page's own origin, joined by string operations when the result is
+    already a normalised URL (a plain path: no dot segment, escape, fragment or odd
+    character); None for the others, which take resolve(). Images are many per page and
+    most are written plainly; resolve() normalises each unique URL from scratch."""
+    if raw[:1] == "/":
+        if raw[1:2] == "/":
+            return None  # another host, maybe
+        tail = raw
+    elif ":" in raw or raw[:1] in ".?#":
+        return None
+    else:
+        tail = folder[len(origin) :] + raw
+    if "/." in tail or _PLAIN_TAIL.fullmatch(tail) is None:
+        return None
+    return origin + tail
+
+
+def _video(base: str, video: RawVideo) -> RawVideo:
+    thumbnail, title, description, content, player, duration, date = video
+    thumbnail, content, player = (
+        None if raw is None else resolve(base, raw) for raw in (thumbnail, content, player)
+    )
+    return (thumbnail, title, description, content, player, duration, date)

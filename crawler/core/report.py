@@ -59,6 +59,61 @@ class DecisionRecord:
 _DECISION_FIELDS: Final = tuple(f.name for f in fields(DecisionRecord))
 
 
+#: Examples kept per kind of problem in the report's extension blocks (the count is exact).
+MAX_EXAMPLES: Final = 100
+
+
+@dataclass(slots=True)
+class ExtensionTally:
+    """What the sitemap extensions made of the listed pages: images and videos written,
+    hreflang clusters that are broken, videos and news articles left out and why."""
+
+    pages_with_images: int = 0
+    images: int = 0
+    pages_with_alternates: int = 0
+    alternates: int = 0  # xhtml:link written
+    alternates_dropped: int = 0  # named by a listed page, not written: the target is not listed
+    bad_hreflang: Counter[str] = field(default_factory=Counter)  # value -> pages giving it
+    not_listed: list[dict[str, Any]] = field(default_factory=list)  # examples
+    missing_return: int = 0
+    missing_return_examples: list[dict[str, Any]] = field(default_factory=list)
+    videos: int = 0
+    videos_left_out: Counter[str] = field(default_factory=Counter)  # by missing field
+    video_examples: list[dict[str, Any]] = field(default_factory=list)
+    news: int = 0  # in sitemap-news.xml
+    news_left_out: Counter[str] = field(default_factory=Counter)  # by why
+
+    def left_out_video(self, page: str, missing: str) -> None:
+        self.videos_left_out[missing] += 1
+        if len(self.video_examples) < MAX_EXAMPLES:
+            self.video_examples.append({"page": page, "missing": missing})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "images": {"pages": self.pages_with_images, "images": self.images},
+            "hreflang": {
+                "pages": self.pages_with_alternates,
+                "alternates_written": self.alternates,
+                "invalid_values": dict(self.bad_hreflang.most_common(MAX_EXAMPLES)),
+                "invalid_value_count": sum(self.bad_hreflang.values()),
+                "not_listed_count": self.alternates_dropped,
+                "not_listed": self.not_listed,
+                "missing_return_link_count": self.missing_return,
+                "missing_return_links": self.missing_return_examples,
+            },
+            "videos": {
+                "listed": self.videos,
+                "left_out_count": sum(self.videos_left_out.values()),
+                "left_out_by_missing_field": dict(sorted(self.videos_left_out.items())),
+                "left_out": self.video_examples,
+            },
+            "news": {
+                "listed": self.news,
+                "left_out": dict(sorted(self.news_left_out.items())),
+            },
+        }
+
+
 @dataclass(slots=True)
 class Tally:
     fetched: int = 0  # HTTP requests for pages, redirect hops included, by every run of the crawl
@@ -70,6 +125,10 @@ class Tally:
     robots_note: str = ""
     seed_notes: list[str] = field(default_factory=list)  # a line per seed sitemap read or not
     requests: dict[str, Any] = field(default_factory=dict)  # the throttle's figures
+    # URLs added, removed and changed against the sitemap published before (once published)
+    changes: dict[str, int] | None = None
+    feed_url: str | None = None  # changes.atom, when published
+    extensions: ExtensionTally = field(default_factory=ExtensionTally)  # images, hreflang, ...
     render: dict[str, Any] = field(default_factory=dict)  # the browser's, when rendering
 
     @property
@@ -116,7 +175,14 @@ class Tally:
             f"excluded: {excluded or 'none'}; "
             f"{self.failed} requests failed (5xx or no answer, after retries)"
             + (f"; render {self.render['mode']}: {self.render['decision']}" if self.render else "")
+            + self._changes_summary()
         )
+
+    def _changes_summary(self) -> str:
+        if self.changes is None:
+            return ""
+        c = self.changes
+        return f"; {c['added']} added, {c['removed']} removed, {c['changed']} changed"
 
     def to_json(self, extra: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -130,12 +196,15 @@ class Tally:
             "robots_txt": self.robots_note,
             "seed_sitemaps": self.seed_notes,
             "requests": self.requests,
+            "changes": self.changes,
+            "feed_url": self.feed_url,
             "render": self.render or None,
             "reasons": {r: self.reasons[r] for r in REASONS},
             "broken_links": [
                 {"url": url, "status": status, "linked_from": refs}
                 for url, (status, refs) in sorted(self.broken.items())
             ],
+            **self.extensions.to_json(),
         }
 
 

@@ -10,8 +10,9 @@ engine's wording (Search Console's sitemap report) is decided in one place.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -22,12 +23,15 @@ from sitemap_out.reader import MAX_PROBLEMS_PER_CODE, ReadResult
 
 __all__ = [
     "PROBLEM_CODES",
+    "Cluster",
     "SitemapFile",
     "duplicates",
     "file_findings",
+    "hreflang_return_links",
     "index_problem",
     "listed_urls",
     "location_problem",
+    "news_findings",
     "not_in_robots",
 ]
 
@@ -59,7 +63,16 @@ PROBLEM_CODES: Final[dict[str, str | None]] = {
     "bad_changefreq": "invalid_tag_value",
     "bad_priority": "invalid_tag_value",
     "duplicate_loc": None,
+    "bad_hreflang": "invalid_hreflang",
+    "video_missing_field": "video_missing_field",
+    "too_many_news": "too_many_news_urls",
 }
+#: Codes whose finding names the URL of the entry on the problem's line, when known.
+_ENTRY_CODES: Final = frozenset(
+    {"invalid_url", "invalid_date", "invalid_tag_value", "invalid_hreflang", "video_missing_field"}
+)
+#: Google News reads the articles of the last two days.
+NEWS_WINDOW: Final = timedelta(days=2)
 
 #: libxml2's words for text before `<?xml ...?>`: the one not-well-formed case with a code.
 _DECLARATION_NOT_FIRST: Final = "XML declaration allowed only at the start"
@@ -98,7 +111,7 @@ def file_findings(sitemap: SitemapFile, result: ReadResult) -> list[Finding]:
         if code == "parse_error" and problem.code not in PROBLEM_CODES:
             detail = f"{detail} (reader code {problem.code})"
         url = None
-        if code in ("invalid_url", "invalid_date", "invalid_tag_value"):
+        if code in _ENTRY_CODES:
             url = locs.get(problem.line)
         found.append(Finding(code, name, url, detail, problem.line))
     for code, total in result.problem_counts.items():
@@ -223,3 +236,83 @@ def not_in_robots(name: str, parents: Sequence[str], named: Sequence[str]) -> Fi
     return Finding(
         "not_in_robots_txt", name, None, f"robots.txt has no Sitemap: line naming it{via}"
     )
+
+
+def news_findings(sitemap: SitemapFile, result: ReadResult, now: datetime) -> list[Finding]:
+    """news_too_old for each news entry published more than two days before now (Google
+    News reads only those of the last two days; an older one should leave the file)."""
+    found: list[Finding] = []
+    for entry in result.entries:
+        if not entry.news_date:
+            continue
+        published = _when(entry.news_date)
+        if published is None:
+            found.append(
+                Finding(
+                    "invalid_date",
+                    sitemap.name,
+                    entry.loc or None,
+                    f"news:publication_date {entry.news_date[:40]!r} is not a W3C datetime",
+                    entry.line,
+                )
+            )
+        elif now - published > NEWS_WINDOW:
+            age = (now - published).total_seconds() / 86400
+            found.append(
+                Finding(
+                    "news_too_old",
+                    sitemap.name,
+                    entry.loc or None,
+                    f"published {entry.news_date} ({age:.1f} days ago)",
+                    entry.line,
+                )
+            )
+    return found
+
+
+def _when(text: str) -> datetime | None:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        try:
+            day = date.fromisoformat(text)
+        except ValueError:
+            return None
+        return datetime(day.year, day.month, day.day, tzinfo=UTC)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """A listed URL's hreflang alternates, as a sitemap gives them."""
+
+    sitemap: str
+    line: int | None
+    alternates: tuple[tuple[str, str], ...]
+
+
+def hreflang_return_links(clusters: dict[str, Cluster], listed: Container[str]) -> list[Finding]:
+    """hreflang_no_return where page A names B, B is listed (`listed`: every loc read) and B
+    does not name A (`clusters`: the alternates of the locs that have some): search engines
+    ignore a one-way annotation. An alternate listed in none of the files read is not
+    judged: it may be in another sitemap."""
+    found: list[Finding] = []
+    for page, cluster in clusters.items():
+        for hreflang, href in cluster.alternates:
+            if href == page:
+                continue
+            other = clusters.get(href)
+            if other is None and href not in listed:
+                continue
+            if other is not None and any(back == page for _, back in other.alternates):
+                continue
+            found.append(
+                Finding(
+                    "hreflang_no_return",
+                    cluster.sitemap,
+                    page,
+                    f"names {href} ({hreflang}), which does not name it back",
+                    cluster.line,
+                )
+            )
+    return found

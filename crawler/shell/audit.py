@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit
@@ -23,11 +24,14 @@ from crawler.core.robots import RobotsTxt
 from crawler.core.screen import Plan
 from crawler.core.seeds import MAX_SITEMAP_REDIRECTS, where
 from crawler.core.sitemap_checks import (
+    Cluster,
     SitemapFile,
     duplicates,
     file_findings,
+    hreflang_return_links,
     index_problem,
     listed_urls,
+    news_findings,
     not_in_robots,
 )
 from crawler.core.urls import normalize, resolve, url_folder
@@ -79,6 +83,8 @@ class _Reading:
     listed: list[ListedUrl] = field(default_factory=list)
     read: list[_Source] = field(default_factory=list)
     robots: Robots | None = None  # the site's, once read
+    clusters: dict[str, Cluster] = field(default_factory=dict)  # loc -> its hreflang set
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))  # news' two days
 
     def take(self, source: _Source, sitemap: SitemapFile, result: ReadResult) -> list[_Source]:
         """Record one file read; returns an index's children to read next (none from an
@@ -87,6 +93,12 @@ class _Reading:
         self.findings += file_findings(sitemap, result)
         if result.kind != "sitemapindex":
             self.listed += listed_urls(sitemap, result)
+            self.findings += news_findings(sitemap, result, self.now)
+            for entry in result.entries:
+                if entry.alternates and entry.loc:
+                    self.clusters.setdefault(
+                        entry.loc, Cluster(sitemap.name, entry.line, entry.alternates)
+                    )
             return []
         if source.parent is not None:
             self.findings.append(
@@ -140,6 +152,9 @@ async def audit(
     else:
         config, why_nothing = _local(target, configure, reading)
     reading.findings += duplicates(reading.listed)
+    if reading.clusters:
+        listed = {item.loc for item in reading.listed}
+        reading.findings += hreflang_return_links(reading.clusters, listed)
     summary.sitemaps_read = len(reading.read)
     summary.urls_listed = len(reading.listed)
     if why_nothing is None and config is not None and reading.listed:

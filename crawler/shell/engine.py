@@ -44,6 +44,7 @@ from crawler.core.decide import (
 )
 from crawler.core.frontier import DONE, Frontier, Task
 from crawler.core.httpdate import parse_http_date
+from crawler.core.media import PageExtras
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.patterns import Patterns
 from crawler.core.rendering import AutoRender, directives_note, is_app_shell, refused
@@ -53,6 +54,7 @@ from crawler.core.screen import Plan, Screen
 from crawler.core.seeds import MAX_SEED_URLS
 from crawler.core.url_checks import Checked, PageSeen
 from crawler.core.urls import join_parts, known, resolve
+from crawler.core.wire import pack
 from crawler.errors import (
     ConfigError,
     InterruptedCrawl,
@@ -60,6 +62,7 @@ from crawler.errors import (
     OutputError,
     PublishRefused,
 )
+from crawler.shell.extensions import Extensions, NewsPolicy
 from crawler.shell.fetch import (
     REDIRECT_STATUSES,
     ROBOTS_MAX_BYTES,
@@ -71,7 +74,7 @@ from crawler.shell.fetch import (
 )
 from crawler.shell.journal import Journal
 from crawler.shell.listings import Listing, Spool, to_micros
-from crawler.shell.outputs import held_outputs
+from crawler.shell.outputs import held_outputs, written_in_place
 from crawler.shell.pages import Fetched, LocalPages, analysed
 from crawler.shell.pool import PIPELINE_DEPTH, PoolPages, Spare
 from crawler.shell.progress import Renderer, Snapshot
@@ -81,6 +84,7 @@ from crawler.shell.seeds import SeedSitemap, read_seed_sitemaps
 from crawler.shell.state import CrawlState, StateError
 from crawler.shell.throttle import Throttle, ThrottleClosed
 from sitemap_out import AsyncSitemapWriter, EntryError, PublishResult, count_published
+from sitemap_out.changes import ChangeLog
 
 #: Fraction added to any requested spacing between requests: starts are timed here, and a
 #: send delayed by a busy machine must not bring two requests closer than --delay at the
@@ -140,7 +144,13 @@ class Crawl:
             Patterns.compile(config.exclude_listing_only, "exclude_listing_only"),
         )
         self.agent = product_token(config.user_agent)
-        self.page_policy = PagePolicy(self.agent, config.follow_nofollow, config.strip_params)
+        self.page_policy = PagePolicy(
+            self.agent,
+            config.follow_nofollow,
+            config.strip_params,
+            config.images,
+            tuple(host.lower() for host in config.image_hosts),
+        )
         self.frontier = Frontier()
         self.screen = Screen(
             self.plan,
@@ -206,6 +216,7 @@ class Crawl:
         started = time.monotonic()
         guarded = not config.force and config.max_shrink < 1
         previous = count_published(config.output) if guarded else None
+        changes = ChangeLog()
         writer = AsyncSitemapWriter(
             config.output,
             plan.base_url,
@@ -213,11 +224,15 @@ class Crawl:
             fmt="txt" if config.format == "txt" else "xml",
             max_urls=config.max_urls_per_file,
             max_bytes=config.max_bytes_per_file,
+            stable=True,  # the listings come out of the spool in loc order
+            changes=changes,
+            feed_days=config.feed_days if config.feed else None,
         )
         self._writer = writer
         try:
             journal.spool = Spool(config.output)
             journal.sink = writer
+            journal.extensions = Extensions(self.tally.extensions, self._news(), datetime.now(UTC))
             journal.decisions_path = config.decisions  # opened at the first decision
             if config.state is not None:
                 self.state = journal.state = CrawlState.open(
@@ -271,6 +286,7 @@ class Crawl:
                 if not config.force:
                     self._guard(previous, writer.count)
                 published = await writer.publish()
+                self._report_changes(published, changes)
                 if self.state is not None:
                     try:
                         self.state.finish()
@@ -280,6 +296,7 @@ class Crawl:
             await writer.abort()
             raise
         finally:
+            changes.close()
             try:
                 journal.close()
             finally:
@@ -293,6 +310,30 @@ class Crawl:
             }
         # the file actually published: sitemap.txt for a text sitemap in one file
         return CrawlResult(self.tally, published, published.sitemap_url or plan.sitemap_url)
+
+    def _report_changes(self, published: PublishResult, changes: ChangeLog) -> None:
+        """The changes into the tally, and into --changes FILE.json when asked for."""
+        counts = published.changes
+        if counts is not None and counts.layout:
+            self.log(counts.layout)
+        if counts is not None:
+            self.tally.changes = {
+                "added": counts.added, "removed": counts.removed, "changed": counts.changed,
+            }  # fmt: skip
+        self.tally.feed_url = published.feed_url
+        path = self.config.changes
+        if path is None:
+            return
+        extra: dict[str, object] = {"sitemap_url": published.sitemap_url}
+        if published.feed_url is not None:
+            extra["feed_url"] = published.feed_url
+        try:
+            changes.write_json(path, extra, in_place=written_in_place(path))
+        except OSError as exc:
+            raise OutputError(
+                f"the sitemap is published, but cannot write the changes file {path}: "
+                f"{exc.strerror or exc}"
+            ) from None
 
     def _take_workers(self, pages: LocalPages) -> None:
         """Let worker processes take pages, when there are some and requests are not
@@ -1015,7 +1056,7 @@ class Crawl:
             decision = Decision(decision.reason, _with_notes(decision.detail, resp))
         if decision.listed:
             body = page.body_key if self.policy.skip_duplicates else None
-            made = self._listing(url, task, resp, decision.detail, body)
+            made = self._listing(url, task, resp, decision.detail, body, page.extras)
             if isinstance(made, Decision):
                 decision = made
             else:
@@ -1086,7 +1127,13 @@ class Crawl:
         return None, url
 
     def _listing(
-        self, url: str, task: Task, resp: Response, detail: str, body: int | None
+        self,
+        url: str,
+        task: Task,
+        resp: Response,
+        detail: str,
+        body: int | None,
+        extras: PageExtras | None = None,
     ) -> Listing | Decision:
         """The listing of a page judged listable, or why the protocol cannot list it."""
         lastmod = parse_http_date(resp.headers.get("Last-Modified"))
@@ -1105,6 +1152,7 @@ class Crawl:
             self.config.changefreq,
             depth_priority(depth) if self.config.priority_by_depth else None,
             body,
+            None if extras is None else pack(self._public_extras(extras)),
         )
         try:
             entry = listing.entry()  # checked now, so the decision says it
@@ -1113,6 +1161,27 @@ class Crawl:
         except EntryError as exc:  # a URL the protocol cannot hold (e.g. under 12 chars)
             return Decision(FETCH_ERROR, f"cannot be listed: {exc}")
         return listing
+
+    def _news(self) -> NewsPolicy | None:
+        config = self.config
+        if not (config.news_name and config.news_language and config.news_articles):
+            return None
+        articles = Patterns.compile(config.news_articles, "news_articles")
+        return NewsPolicy(config.news_name, config.news_language, articles)
+
+    def _public_extras(self, extras: PageExtras) -> PageExtras:
+        """The page's extension facts with its URLs as the sitemap names them: images, videos
+        and alternates on the crawled origin get the public one (public_url)."""
+        if self.identity:
+            return extras
+        public, to_crawl = self._public, self._to_crawl
+        extras.images = tuple(public(to_crawl(url)) for url in extras.images)
+        extras.alternates = tuple((lang, public(to_crawl(url))) for lang, url in extras.alternates)
+        extras.videos = tuple(
+            (t, title, d, None if c is None else public(to_crawl(c)), p, s, date)
+            for t, title, d, c, p, s, date in extras.videos
+        )
+        return extras
 
     # -- links -------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ the replayed lines come first). Sorting those too would take a second sort of ev
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Protocol
 
@@ -25,9 +26,10 @@ from crawler.core.decide import DUPLICATE_OF, LISTED, OUT_OF_SCOPE, Decision
 from crawler.core.duplicates import Twins
 from crawler.core.report import DecisionRecord, Tally, is_broken
 from crawler.errors import OutputError
+from crawler.shell.extensions import Extensions
 from crawler.shell.listings import Listing, Spool
 from crawler.shell.state import CrawlState
-from sitemap_out import Entry
+from sitemap_out import Entry, EntryError
 
 __all__ = ["EARLY_REFERRERS", "Journal"]
 
@@ -39,6 +41,8 @@ EARLY_REFERRERS = 4
 
 class EntrySink(Protocol):
     async def add(self, entry: Entry) -> None: ...
+
+    async def add_news(self, entries: list[Entry]) -> None: ...
 
 
 class Journal:
@@ -66,6 +70,8 @@ class Journal:
         # whether a listing answered a body met before: without one there are no twins to
         # rank, and the end of the crawl takes one pass over the listings instead of two
         self.contested = False
+        # images, videos, hreflang clusters and news: set for a crawl (not for `explain`)
+        self.extensions: Extensions | None = None
 
     # -- decisions -------------------------------------------------------------------------
 
@@ -107,6 +113,8 @@ class Journal:
                 self.refs.pop(url, None)
             if self.settle is not None:
                 self.settle(url, 0)  # a link to url changes nothing now
+        if self.extensions is not None and decision.reason != LISTED:
+            self.extensions.decided(public, decision.reason, decision.detail)
         if self.decisions_path is not None:
             self._write_decision(record.to_json() + "\n")
         if self.echo is not None:
@@ -160,6 +168,8 @@ class Journal:
             )
             return
         self.spool.add(listing)
+        if self.extensions is not None:
+            self.extensions.noted(listing)
         if listing.body is not None:
             self.depths[listing.url] = listing.depth
         if replayed:
@@ -184,12 +194,27 @@ class Journal:
                     twins.claim(listing.body, depths.get(listing.url, listing.depth), listing.url)
         # a listed page's decision goes nowhere but the tally (counted already) without these
         recorded = self.decisions_path is not None or self.echo is not None
+        ext = self.extensions
+        if ext is not None:
+            ext.now = datetime.now(UTC)  # news: the last two days are the publish's
+        if ext is not None and ext.hreflang:  # which alternates are listed: all must be known
+            ext.prepare(
+                listing
+                for listing in self.spool
+                if listing.body is None or twins.winner(listing.body) in (None, listing.url)
+            )
         for listing in self.spool:
             url = listing.url
             winner = url if listing.body is None else twins.winner(listing.body)
             # (None when nothing was contested: every listing is its own body's winner)
             if winner is None or winner == url:
-                await sink.add(listing.entry())
+                if ext is None:
+                    await sink.add(listing.entry())
+                else:
+                    try:
+                        await sink.add(ext.entry(listing))
+                    except EntryError:  # its extensions make it too big for max_bytes
+                        await sink.add(listing.entry())
                 if recorded:
                     self._final(listing, _listed(listing), counted=True)
                 continue
@@ -202,6 +227,11 @@ class Journal:
                     listing.referrer,
                 )  # fmt: skip
             self._final(listing, decision, counted=False)
+        if ext is not None:
+            articles = ext.articles()
+            if articles:
+                await sink.add_news(articles)
+            ext.close()
 
     def _final(self, listing: Listing, decision: Decision, *, counted: bool) -> None:
         self.refs.pop(listing.url, None)
@@ -220,6 +250,8 @@ class Journal:
                 ) from None
         if self.spool is not None:
             self.spool.close()
+        if self.extensions is not None:
+            self.extensions.close()
 
 
 def _listed(listing: Listing) -> Decision:

@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
 
+from crawler.core.media import PageExtras
 from crawler.core.wire import pack, unpack
 from crawler.errors import OutputError
 from sitemap_out import Entry
@@ -73,6 +74,9 @@ class Listing:
     changefreq: str | None
     priority: float | None
     body: int | None  # the body's key; None for a page that never competes (not HTML)
+    # the page's images, hreflang alternates, videos and publication time: a PageExtras
+    # packed by crawler.core.wire (public space), None when it has none
+    extras: bytes | None = None
 
     def entry(self) -> Entry:
         return Entry(
@@ -81,6 +85,9 @@ class Listing:
             changefreq=self.changefreq,
             priority=self.priority,
         )
+
+    def page_extras(self) -> PageExtras | None:
+        return None if self.extras is None else unpack(PageExtras, self.extras)
 
 
 class Spool:

@@ -41,7 +41,7 @@ __all__ = ["LOCK_NAME", "OUTPUT_FILES", "held_outputs", "output_files", "written
 LOCK_NAME: Final = ".sitemap-crawler.lock"
 
 #: The config keys naming files a crawl writes besides the sitemap: one line for a new one.
-OUTPUT_FILES: Final = ("report", "decisions", "state", "metrics")
+OUTPUT_FILES: Final = ("report", "decisions", "changes", "state", "metrics")
 
 
 #: The names each file makes beside its own: a report is written to `<report>.tmp`, renamed
@@ -50,6 +50,7 @@ _BESIDE: Final = {
     "report": ("", ".tmp"),
     "metrics": ("", ".tmp"),
     "decisions": ("",),
+    "changes": ("", ".tmp"),
     "state": ("", "-wal", "-shm", "-journal", ".lock"),
 }
 
@@ -127,7 +128,9 @@ def _check_writable(key: str, path: Path, what: str) -> None:
         raise ConfigError(f"{what}: cannot use it: {exc.strerror or exc}") from None
     if mode is not None and key == "state" and not stat.S_ISREG(mode):
         raise ConfigError(f"{what} is not a regular file; a state file is an SQLite database")
-    in_place = key == "decisions" or (key in ("report", "metrics") and written_in_place(path))
+    in_place = key == "decisions" or (
+        key in ("report", "metrics", "changes") and written_in_place(path)
+    )
     if mode is not None and in_place:
         _probe_file(path, mode, what)
     else:

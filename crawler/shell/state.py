@@ -57,7 +57,7 @@ __all__ = [
 
 #: Bumped whenever the tables change; a file from another version is refused, not migrated,
 #: because a half-understood state would resume into a wrong sitemap.
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 #: ``PRAGMA application_id`` marks the file as ours, so a random SQLite database passed by
 #: mistake to ``--state`` is recognised (and, with ``--resume`` off, never silently replaced
 #: by something that merely looks similar). ASCII "SMCS".
@@ -134,7 +134,8 @@ CREATE TABLE listings (
     lastmod INTEGER,
     changefreq TEXT,
     priority REAL,
-    body INTEGER
+    body INTEGER,
+    extras BLOB  -- the page's images, alternates, videos (listings.Listing.extras)
 );
 CREATE INDEX listings_url ON listings (url);  -- unlisted() deletes by URL
 CREATE TABLE referrers (

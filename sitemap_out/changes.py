@@ -1,0 +1,103 @@
+"""What a stable run changed against the set published before it: URLs added, removed and
+changed (listed before and now, with another ``<lastmod>``: the page says it changed).
+
+A nightly crawl of a large site can add or remove millions of URLs (a first run adds them
+all), so the lists are streamed to unnamed temporary files and written out as JSON by
+streaming them back; memory holds the counts and, for the feed, the ``keep`` newest URLs
+added or changed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Final
+
+__all__ = ["KINDS", "ChangeLog"]
+
+KINDS: Final = ("added", "removed", "changed")
+
+
+class ChangeLog:
+    """Filled by a stable SitemapWriter; read by whoever reports the changes."""
+
+    def __init__(self, keep: int = 0) -> None:
+        self.keep = keep  # how many of the newest added or changed URLs to hold (the feed)
+        self.counts: dict[str, int] = dict.fromkeys(KINDS, 0)
+        self.previous = False  # a previous set was read (else every URL is added)
+        self._files: dict[str, IO[str]] = {}
+        self._newest: list[tuple[datetime, str, str]] = []  # min-heap: (when, loc, kind)
+
+    def open(self, folder: Path) -> None:
+        """Scratch files in folder, unnamed (closed with the process, never left behind)."""
+        if not self._files:
+            for kind in KINDS:
+                self._files[kind] = tempfile.TemporaryFile(  # noqa: SIM115
+                    "w+", encoding="utf-8", dir=folder, prefix=".changes-"
+                )
+
+    def record(
+        self,
+        kind: str,
+        loc: str,
+        lastmod: str | None,
+        before: str | None = None,
+        when: datetime | None = None,
+    ) -> None:
+        """One URL added, removed or changed; `when`: its date in a feed (added, changed)."""
+        self.counts[kind] += 1
+        row: dict[str, str | None] = {"loc": loc, "lastmod": lastmod}
+        if kind == "changed":
+            row["previous_lastmod"] = before
+        self._files[kind].write(json.dumps(row, ensure_ascii=False) + "\n")
+        if when is not None and self.keep:
+            item = (when, loc, kind)
+            if len(self._newest) < self.keep:
+                heapq.heappush(self._newest, item)
+            elif item > self._newest[0]:
+                heapq.heapreplace(self._newest, item)
+
+    def newest(self) -> list[tuple[datetime, str, str]]:
+        """(when, loc, kind) of the `keep` newest URLs added or changed, newest first."""
+        return sorted(self._newest, reverse=True)
+
+    def rows(self, kind: str) -> Iterator[str]:
+        """The JSON objects of one list, one per line, as recorded (loc order)."""
+        fh = self._files.get(kind)
+        if fh is None:
+            return
+        fh.flush()
+        fh.seek(0)
+        for line in fh:
+            yield line.rstrip("\n")
+        fh.seek(0, os.SEEK_END)
+
+    def write_json(self, path: Path, extra: dict[str, object], *, in_place: bool = False) -> None:
+        """{extra..., previous, counts, added: [...], removed: [...], changed: [...]},
+        streamed to path through a temporary file renamed over it (`in_place`: to path
+        itself, a FIFO or a device that a rename would replace)."""
+        tmp = path if in_place else path.with_name(path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as out:
+            head = {**extra, "previous": self.previous, "counts": self.counts}
+            out.write(json.dumps(head, ensure_ascii=False)[:-1])
+            for kind in KINDS:
+                out.write(f', "{kind}": [')
+                for i, row in enumerate(self.rows(kind)):
+                    out.write(("," if i else "") + "\n  " + row)
+                out.write("\n]" if self.counts[kind] else "]")
+            out.write("}\n")
+            out.flush()
+            if not in_place:
+                os.fsync(out.fileno())
+        if not in_place:
+            os.replace(tmp, path)
+
+    def close(self) -> None:
+        for fh in self._files.values():
+            fh.close()
+        self._files = {}

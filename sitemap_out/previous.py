@@ -1,0 +1,226 @@
+"""The set published before this run, read back from ``out_dir`` for a stable layout.
+
+What search engines saw is the truth to keep stable, so the previous assignment of URLs to
+part files is read from the published files themselves (the manifest, the index and its
+parts, read with our own bounded reader), not from a crawl's state file: it works with or
+without ``--state``. Memory stays flat on millions of URLs: each part (at most 50,000 URLs)
+is read, sorted by loc and written to a scratch file in the staging folder, and the writer
+merges those sorted files (``heapq.merge``) against its own sorted input, so no dict of
+every old loc is ever built.
+"""
+
+from __future__ import annotations
+
+import gzip as gziplib
+import hashlib
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from lxml import etree
+
+from sitemap_out.reader import read_sitemap
+from sitemap_out.writer import MANIFEST_NAME, MAX_BYTES, read_chunks, read_manifest
+from sitemap_out.xml import SITEMAP_NS
+
+__all__ = ["OldPart", "PreviousSet", "old_locs", "read_layout", "read_previous"]
+
+_PART_RE: Final = re.compile(r"sitemap-([1-9][0-9]*)(\.(?:xml|txt)(?:\.gz)?)")
+_NEWS_RE: Final = re.compile(r"sitemap-news\.xml(?:\.gz)?")
+_CHUNK: Final = 1 << 16
+_SPACE: Final = re.compile(r"\s")
+
+
+@dataclass(frozen=True, slots=True)
+class OldPart:
+    """One published part: its number (1 for a single-file sitemap), file name, URL count,
+    the SHA-256 of its uncompressed bytes, its ``<lastmod>`` in the index as written (None
+    for a single file or none given) and the scratch file of its ``[loc, lastmod]`` lines."""
+
+    number: int
+    name: str
+    url_count: int
+    digest: bytes
+    index_lastmod: str | None
+    locs: Path
+
+
+@dataclass(frozen=True, slots=True)
+class PreviousSet:
+    """``parts`` hold every URL the published set lists (for the changes); ``reusable``
+    says whether its layout can be kept (same settings), and ``note`` why not, when not."""
+
+    parts: tuple[OldPart, ...]
+    reusable: bool
+    note: str
+
+
+def read_layout(out_dir: Path) -> dict[str, object] | None:
+    """The settings the published set was made with, as the manifest records them."""
+    try:
+        data = json.loads((out_dir / MANIFEST_NAME).read_text("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    layout = data.get("layout") if isinstance(data, dict) else None
+    return layout if isinstance(layout, dict) else None
+
+
+def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> PreviousSet:
+    """Read what is published in out_dir. A set that is missing or unreadable counts as
+    empty (every URL is then added), with a note saying why; a readable set made with other
+    settings (``layout``: base URL, format, gzip, limits) gives its URLs for the changes
+    but not its layout."""
+    names = read_manifest(out_dir)
+    if not names:
+        return PreviousSet((), False, "")
+    entry = next((n for n in ("sitemap.xml", "sitemap.txt") if n in names), None)
+    if entry is None:
+        return PreviousSet((), False, "")
+    try:
+        top = read_sitemap(out_dir / entry)
+    except OSError as exc:
+        return _unreadable(f"{entry}: {exc.strerror or exc}")
+    if not top.ok:
+        return _unreadable(f"{entry}: {top.problems[0].message}")
+    recorded = read_layout(out_dir)
+    # the index names its parts under the base URL it was made with
+    base = (recorded or layout).get("base_url")
+    found: list[tuple[int, str, str | None]] = []
+    if top.kind == "sitemapindex":
+        for item in top.entries:
+            name = item.loc.removeprefix(base) if isinstance(base, str) else item.loc
+            if _NEWS_RE.fullmatch(name) and item.loc.startswith(str(base)):
+                continue  # the news sitemap: written afresh every run, not a part
+            match = _PART_RE.fullmatch(name)
+            if not isinstance(base, str) or not item.loc.startswith(base) or match is None:
+                return _unreadable(f"{entry} lists {item.loc[:200]}, not a part of this set")
+            found.append((int(match.group(1)), name, item.lastmod))
+    else:
+        found.append((1, entry, None))
+    parts: list[OldPart] = []
+    numbers: set[int] = set()
+    for number, name, index_lastmod in found:
+        if number in numbers:
+            return _unreadable(f"{entry} lists part {number} twice")
+        numbers.add(number)
+        try:
+            rows, digest = _read_part(out_dir / name, xml=".xml" in name)
+        except _Unreadable as exc:
+            return _unreadable(f"{name}: {exc}")
+        except (OSError, EOFError, zlib.error, gziplib.BadGzipFile) as exc:
+            return _unreadable(f"{name}: {getattr(exc, 'strerror', None) or exc}")
+        rows.sort()
+        locs = scratch / f"old-{number}.locs"
+        with open(locs, "w", encoding="utf-8") as fh:
+            fh.writelines(
+                f"{loc}\n" if lastmod is None else f"{loc}\t{lastmod}\n" for loc, lastmod in rows
+            )
+        parts.append(OldPart(number, name, len(rows), digest, index_lastmod, locs))
+    parts.sort(key=lambda p: p.number)
+    if recorded != layout:
+        what = _what_differs(recorded, layout)
+        return PreviousSet(tuple(parts), False, f"{what}: a fresh layout of part files")
+    return PreviousSet(tuple(parts), True, "")
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _read_part(path: Path, *, xml: bool) -> tuple[list[tuple[str, str | None]], bytes]:
+    """The (loc, lastmod) of one part we published, and the SHA-256 of its uncompressed
+    bytes, in one pass. Faster than the validating reader (a third of the time: no check
+    but what the layout needs) and as safe: bounded to MAX_BYTES uncompressed, no DTD, no
+    entity expansion. A urlset read as text (or the reverse) is unreadable, as are
+    duplicate locs and locs or lastmods holding whitespace."""
+    sha = hashlib.sha256()
+    rows: list[tuple[str, str | None]] = []
+    parser = etree.XMLPullParser(
+        events=("start", "end"),
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        huge_tree=False,
+    )
+    url_tag, loc_tag, lastmod_tag = (f"{{{SITEMAP_NS}}}{t}" for t in ("url", "loc", "lastmod"))
+    depth = 0
+    pending = b""
+    size = 0
+    with open(path, "rb") as raw:
+        gz = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        source = gziplib.GzipFile(fileobj=raw, mode="rb") if gz else raw
+        while chunk := source.read(_CHUNK):
+            size += len(chunk)
+            if size > MAX_BYTES:
+                raise _Unreadable("larger than a sitemap may be")
+            sha.update(chunk)
+            if not xml:
+                *lines, pending = (pending + chunk).split(b"\n")
+                rows += ((line.decode(), None) for line in lines if line.strip())
+                continue
+            try:
+                parser.feed(chunk)
+                for event, elem in parser.read_events():
+                    if event == "start":
+                        depth += 1
+                        if depth == 1 and elem.tag != f"{{{SITEMAP_NS}}}urlset":
+                            raise _Unreadable(f"the root element is {elem.tag}, not a urlset")
+                        if depth == 1 and elem.getroottree().docinfo.doctype:
+                            raise _Unreadable("it has a DOCTYPE, which we never write")
+                        continue
+                    depth -= 1
+                    if depth == 1 and elem.tag == url_tag:
+                        rows.append((elem.findtext(loc_tag) or "", elem.findtext(lastmod_tag)))
+                        elem.clear(keep_tail=False)
+                        while elem.getprevious() is not None:
+                            del elem.getparent()[0]
+            except etree.XMLSyntaxError as exc:
+                raise _Unreadable(f"not well-formed XML: {exc.msg}") from None
+    if xml:
+        try:
+            parser.close()
+        except etree.XMLSyntaxError as exc:
+            raise _Unreadable(f"not well-formed XML: {exc.msg}") from None
+    elif pending.strip():
+        rows.append((pending.decode(), None))
+    if not rows:
+        raise _Unreadable("it lists no URL")
+    seen: set[str] = set()
+    for loc, lastmod in rows:
+        if not loc or _SPACE.search(loc) or (lastmod is not None and _SPACE.search(lastmod)):
+            raise _Unreadable(f"a loc or lastmod is empty or holds whitespace: {loc[:200]!r}")
+        seen.add(loc)
+    if len(seen) != len(rows):
+        raise _Unreadable("a URL is listed twice")
+    return rows, sha.digest()
+
+
+def _what_differs(old: dict[str, object] | None, new: dict[str, object]) -> str:
+    if old is None:
+        return "the published sitemap does not record its settings (an older version made it)"
+    keys = [k for k in sorted({*old, *new}) if old.get(k) != new.get(k)]
+    return "the published sitemap was made with another " + ", ".join(keys)
+
+
+def _unreadable(why: str) -> PreviousSet:
+    return PreviousSet(
+        (), False, f"the published sitemap cannot be read back ({why}): a fresh layout, "
+        "and every URL counts as added"
+    )  # fmt: skip
+
+
+def old_locs(part: OldPart) -> Iterator[tuple[str, str | None, int]]:
+    """(loc, lastmod as written, part number) of one old part, in loc order; the file is
+    read a chunk at a time without holding it open (a merge of thousands of parts)."""
+    number = part.number
+    pending = b""
+    for chunk in read_chunks(part.locs):
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            loc, tab, lastmod = line.decode().partition("\t")
+            yield loc, lastmod if tab else None, number
