@@ -114,6 +114,10 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "sitemap extensions",
         ("images", "image_hosts", "news_name", "news_language", "news_articles"),
     ),
+    (
+        "sites that need JavaScript",
+        ("render", "render_timeout", "render_concurrency", "render_hosts", "chromium_path"),
+    ),
     ("state and resume", ("state", "resume", "fresh")),
     ("logging", ("quiet", "log_format", "metrics")),
     (
@@ -132,7 +136,8 @@ EXPLAIN_OPTIONS = frozenset(
         "strip_params", "listed_types", "respect_noindex", "respect_canonical",
         "max_redirects", "retries", "max_retry_after", "timeout", "user_agent", "auth",
         "header", "cookie", "proxy", "ca_bundle", "insecure", "robots_from",
-        "max_page_bytes", "max_url_length", "max_segment_repeats",
+        "max_page_bytes", "max_url_length", "max_segment_repeats", "render",
+        "render_timeout", "render_hosts", "chromium_path",
     }
 )  # fmt: skip
 
@@ -749,6 +754,8 @@ def _worker_count(config: Config) -> int:
     workers = min(workers, config.concurrency)  # each worker holds one request at least
     if config.delay or config.max_rps:
         workers = 0  # spaced requests: a crawl that waits is not CPU-bound
+    if config.render != "never":
+        workers = 0  # the browser is the bottleneck, and it renders in this process
     return workers
 
 

@@ -33,6 +33,7 @@ DEFAULT_LISTED_TYPES = ("text/html", "application/xhtml+xml", "application/pdf")
 DEFAULT_STRIP_PARAMS = ("jsessionid", "phpsessid", "sid", "utm_*", "gclid", "fbclid")
 PROTOCOL_MAX_URLS = 50_000
 PROTOCOL_MAX_BYTES = 52_428_800
+RENDER_MODES = ("never", "auto", "always")
 _IMAGE_HOST_RE = re.compile(r"\*|(?:\*?\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
 # Google News: ISO 639 two or three letters, and zh-cn / zh-tw
 _NEWS_LANGUAGE_RE = re.compile(r"[a-z]{2,3}|zh-cn|zh-tw")
@@ -276,6 +277,28 @@ class Config:
         metavar="FRACTION",
     )
     force: bool = _opt(False, "publish even when max_shrink or max_error_rate would refuse")
+    render: str = _opt(
+        "never",
+        "load HTML pages in headless Chromium and read their links from the rendered DOM "
+        "(auto: only when the first pages show it finds more, and for app shells)",
+        choices=RENDER_MODES,
+    )
+    render_timeout: float = _opt(
+        10.0,
+        "seconds one page may take to render (network idle, then a short settle); a page "
+        "that never settles is judged on what it shows then",
+        metavar="SECONDS",
+    )
+    render_concurrency: int = _opt(2, "pages rendered at once, in one browser", metavar="N")
+    render_hosts: tuple[str, ...] = _opt(
+        (),
+        "origins besides the start URL's that the browser may fetch scripts and data from "
+        "(a CDN: https://cdn.example.com)",
+        metavar="ORIGIN",
+    )
+    chromium_path: str | None = _opt(
+        None, "the Chromium executable rendering uses (default: chromium on PATH)", metavar="FILE"
+    )
 
     def validate(self) -> Config:
         """Check every value; raise ConfigError naming the key. Returns self for chaining."""
@@ -323,6 +346,15 @@ class Config:
         for key in ("max_shrink", "max_error_rate"):
             if not 0 <= getattr(self, key) <= 1:
                 raise ConfigError(f"{key} must be between 0 and 1, got {getattr(self, key)}")
+        if self.render_concurrency < 1:
+            raise ConfigError(
+                f"render_concurrency must be at least 1, got {self.render_concurrency}"
+            )
+        if not 0 < self.render_timeout <= 600:
+            raise ConfigError(
+                f"render_timeout must be between 0 and 600 seconds, got {self.render_timeout}"
+            )
+        self.render_hosts = tuple(_render_origin(value) for value in self.render_hosts)
         if self.resume and self.state is None:
             raise ConfigError("--resume needs --state FILE: the saved crawl to continue")
         for host in self.image_hosts:
@@ -394,6 +426,24 @@ class Config:
         shows no password, header or cookie value."""
         shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields())
         return redact(f"Config({shown})", self.secrets)
+
+
+def _render_origin(value: str) -> str:
+    """A render_hosts entry as the origin it names (scheme://host[:port]); a bare host is
+    https. A path or a typo fails now, before any request."""
+    text = value.strip()
+    if "://" not in text:
+        text = "https://" + text
+    try:
+        url = normalize(text.rstrip("/") + "/")
+    except ValueError:
+        raise ConfigError(
+            f"render_hosts: {value!r} is not an origin (https://host[:port])"
+        ) from None
+    origin, path = url.split("/", 3)[:3], url.split("/", 3)[3:]
+    if path and path[0]:
+        raise ConfigError(f"render_hosts: {value!r} has a path; give an origin (https://host)")
+    return "/".join(origin)
 
 
 def robots_from_is_url(value: str) -> bool:
@@ -478,6 +528,10 @@ _NOT_FINGERPRINTED = frozenset(
         "ca_bundle",
         "insecure",
         "max_time",
+        # how pages are rendered, not which: the browser, its pace
+        "render_timeout",
+        "render_concurrency",
+        "chromium_path",
     }
 )
 

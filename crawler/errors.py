@@ -13,6 +13,12 @@ class ConfigError(SitemapCrawlerError):
     exit_code = 2
 
 
+class RenderUnavailable(ConfigError):
+    """Rendering is on (`render = "auto"` or `"always"`) but Playwright or a Chromium to
+    drive is missing: found before any request, so a nightly job fails at once, saying what
+    to install."""
+
+
 class BusyError(SitemapCrawlerError):
     """Another live run holds the output folder or the state file: nothing was fetched and
     nothing of the other run was touched. Not a usage error: the same command works once

@@ -134,6 +134,7 @@ class Tally:
     changes: dict[str, int] | None = None
     feed_url: str | None = None  # changes.atom, when published
     extensions: ExtensionTally = field(default_factory=ExtensionTally)  # images, hreflang, ...
+    render: dict[str, Any] = field(default_factory=dict)  # the browser's, when rendering
 
     @property
     def listed(self) -> int:
@@ -178,6 +179,7 @@ class Tally:
             f"({_rate(self.pages_per_second)} pages/s): {self.listed} URLs listed; "
             f"excluded: {excluded or 'none'}; "
             f"{self.failed} requests failed (5xx or no answer, after retries)"
+            + (f"; render {self.render['mode']}: {self.render['decision']}" if self.render else "")
             + self._changes_summary()
             + (f"; {self.not_modified} not modified (304)" if self.not_modified else "")
         )
@@ -204,6 +206,7 @@ class Tally:
             "requests": self.requests,
             "changes": self.changes,
             "feed_url": self.feed_url,
+            "render": self.render or None,
             "reasons": {r: self.reasons[r] for r in REASONS},
             "broken_links": [
                 {"url": url, "status": status, "linked_from": refs}

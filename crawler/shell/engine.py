@@ -19,11 +19,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from multidict import CIMultiDict, CIMultiDictProxy
+
 from crawler.config import Config, fingerprint, robots_from_is_url, settings
 from crawler.core.decide import (
     CREDENTIALS_REFUSED,
     EXCLUDED_BY_PATTERN,
     FETCH_ERROR,
+    HTML_TYPES,
     HTTP_ERROR,
     LIMIT,
     OUT_OF_SCOPE,
@@ -47,6 +50,7 @@ from crawler.core.lastmod import AUTO, CONTENT, stamped
 from crawler.core.media import PageExtras
 from crawler.core.page import Headers, PagePolicy, PageResult
 from crawler.core.patterns import Patterns
+from crawler.core.rendering import AutoRender, directives_note, is_app_shell, refused
 from crawler.core.report import DecisionRecord, Tally
 from crawler.core.robots import RobotsTxt, parse_robots, product_token
 from crawler.core.screen import Plan, Screen
@@ -74,9 +78,10 @@ from crawler.shell.fetch import (
 from crawler.shell.journal import Dating, Journal
 from crawler.shell.listings import Listing, Spool, to_micros
 from crawler.shell.outputs import held_outputs, written_in_place
-from crawler.shell.pages import Fetched, LocalPages
+from crawler.shell.pages import Fetched, LocalPages, analysed
 from crawler.shell.pool import PIPELINE_DEPTH, PoolPages, Spare
 from crawler.shell.progress import Renderer, Snapshot
+from crawler.shell.render import Renderer as Browser
 from crawler.shell.retry import RetryPolicy, fetch_with_retries
 from crawler.shell.seeds import SeedSitemap, read_seed_sitemaps
 from crawler.shell.state import CrawlState, StateError
@@ -196,6 +201,8 @@ class Crawl:
         self._seeded = False  # they were read and handed to the frontier (a resume knows)
         self._checked: Checked | None = None  # Crawl.check: what the audit reads
         self._following = True  # links and canonicals are followed (not by Crawl.check)
+        self._browser: Browser | None = None  # render = auto or always, while crawling
+        self._auto = AutoRender() if config.render == "auto" else None
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -793,7 +800,8 @@ class Crawl:
         known = self.frontier.seen
         if self._transport is not None:  # given: its owner opens and closes it
             self._pages = LocalPages(self._transport, self.page_policy, known)
-            yield self._pages
+            async with self._rendering():
+                yield self._pages
             return
         http = HttpTransport(
             user_agent=c.user_agent,
@@ -818,9 +826,106 @@ class Crawl:
             )
             self._pages = pages
             try:
-                yield pages
+                async with self._rendering():
+                    yield pages
             finally:
                 await pages.close()
+
+    # -- rendering -----------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _rendering(self) -> AsyncIterator[None]:
+        """The browser, with render = auto or always: started before the first request
+        (without Playwright or Chromium the crawl stops here, RenderUnavailable), closed
+        at the end, its figures in the report."""
+        config = self.config
+        if config.render == "never":
+            yield
+            return
+        from crawler.shell.render import find_chromium
+
+        executable = find_chromium(config.chromium_path)
+        origin = join_parts(self.plan.start)[1]
+        hosts, agent = config.render_hosts, config.user_agent
+
+        def refuse(url: str, method: str, resource_type: str) -> str | None:
+            robots = self.screen.robots
+            return refused(url, method, resource_type, origin, hosts, robots, agent)
+
+        browser = Browser(
+            executable,
+            concurrency=config.render_concurrency,
+            timeout=config.render_timeout,
+            user_agent=agent,
+            fetch=self._asset,
+            refuse=refuse,
+            log=self.log,
+        )
+        await browser.start()
+        self._browser = browser
+        try:
+            yield
+        finally:
+            self._browser = None
+            await browser.close()
+            auto = self._auto
+            if auto is not None and auto.seen:
+                auto.settle()  # the crawl ended before the sample was full
+            self.tally.render = {
+                "mode": config.render,
+                "decision": auto.why if auto is not None else "rendering every HTML page",
+                **dict(sorted(browser.stats.items())),
+            }
+
+    async def _asset(self, url: str) -> Response:
+        """A request of the browser's, made by the crawl: its transport, its throttle."""
+        assert self._pages is not None
+        pages = self._pages
+        try:
+            async with self.throttle.slot():
+                return await pages.get(url)
+        except ThrottleClosed:
+            return Response(url, error="max_time reached")
+
+    async def _render(self, url: str, fetched: Fetched) -> tuple[Fetched, str | None]:
+        """The page as the browser renders it, analysed by the same path as raw HTML, and
+        notes for its decision; the raw answer, when the page is not to be rendered (not a
+        whole HTML 200 answer, or auto's choice). A render that fails is a fetch_error."""
+        resp, page = fetched.response, fetched.page
+        assert self._browser is not None
+        if page is None or resp.status != 200 or resp.truncated or page.mime not in HTML_TYPES:
+            return fetched, None
+        auto = self._auto
+        if (
+            auto is not None
+            and not auto.sampling
+            and not auto.decided
+            and not is_app_shell(resp.body, resp.headers.get("Content-Type"))
+        ):
+            return fetched, None
+        out = await self._browser.render(url, resp)
+        if out.html is None:
+            return Fetched(resp, None, f"cannot render it: {out.error}"), None
+        headers = CIMultiDict(resp.headers)
+        headers["Content-Type"] = f"{page.mime}; charset=utf-8"  # the DOM, serialised
+        shown = Response(
+            resp.url, resp.status, CIMultiDictProxy(headers), out.html, notes=resp.notes
+        )
+        rendered = analysed(url, shown, self.page_policy, self.frontier.seen)
+        if rendered.page is None:
+            return rendered, None
+        notes = out.notes
+        if (note := directives_note(page.meta, rendered.page.meta)) is not None:
+            notes.append(note)
+        if auto is not None and auto.sampling:
+            raw, seen = self._in_scope(page.targets), self._in_scope(rendered.page.targets)
+            if auto.observe(raw, seen):
+                self.log(f"render auto: {auto.why}")
+        return rendered, "; ".join(notes) or None
+
+    def _in_scope(self, targets: list[str]) -> set[str]:
+        contains = self.plan.scope.contains
+        return {t for t in targets if contains(self._public(self._to_crawl(t)))}
 
     def _why_nothing(self) -> str:
         start = self._start_named()
@@ -936,6 +1041,9 @@ class Crawl:
         fetched, url, prior = await self._follow(task)
         if fetched is None:
             return None
+        rendering = None
+        if self._browser is not None:
+            fetched, rendering = await self._render(url, fetched)
         resp, page = fetched.response, fetched.page
         self._done_requests += 1  # recorded below, before the next await
         if page is None:  # no answer, or none we could read
@@ -967,6 +1075,9 @@ class Crawl:
             if first is None and self.state is not None:
                 self.state.body(page.body_key.to_bytes(8, "little", signed=True), url)
         decision = decide_page(facts, self.policy)
+        if rendering:
+            detail = f"{decision.detail} ({rendering})" if decision.detail else rendering
+            decision = Decision(decision.reason, detail)
         if resp.notes:
             decision = Decision(decision.reason, _with_notes(decision.detail, resp))
         if state is not None:
