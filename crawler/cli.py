@@ -346,12 +346,20 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
     # JSON logs they are the only record of it (peek only reads, and a missing file is False);
     # --fresh: nothing of the state is used, not even a stopped crawl
     config.resume = not config.fresh and CrawlState.peek(config.state, fingerprint(config))
+    # a state file an older version wrote: a crawl refuses it, the nightly job starts afresh
+    outdated = not config.fresh and CrawlState.outdated(config.state)
+    config.fresh = config.fresh or outdated
     _start(config, secrets)  # JSON logs and --metrics, as for crawl
     for made in (config.output, config.state.parent):
         _writable_folder(made)
     if not config.quiet:  # a log event with JSON logs
         if config.resume:
             _err(f"job: resuming the stopped crawl saved in {config.state}")
+        elif outdated:
+            _err(
+                f"job: crawling {config.url} afresh: {config.state} was written by another "
+                "version of sitemap-crawler, so its history is not used"
+            )
         elif config.fresh:
             _err(f"job: crawling {config.url} afresh, ignoring its history (--fresh)")
         else:

@@ -57,6 +57,7 @@ class PreviousSet:
     parts: tuple[OldPart, ...]
     reusable: bool
     note: str
+    index: bool = False  # published as a sitemap index (then a stable layout keeps one)
 
 
 def read_layout(out_dir: Path) -> dict[str, object] | None:
@@ -124,7 +125,7 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
     if recorded != layout:
         what = _what_differs(recorded, layout)
         return PreviousSet(tuple(parts), False, f"{what}: a fresh layout of part files")
-    return PreviousSet(tuple(parts), True, "")
+    return PreviousSet(tuple(parts), True, "", index=top.kind == "sitemapindex")
 
 
 class _Unreadable(Exception):

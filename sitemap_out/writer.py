@@ -958,7 +958,10 @@ class SitemapWriter:
     def _finish(self) -> PublishResult:
         parts = self._parts
         news = self._news_info
-        is_index = len(parts) > 1 or self._gzip or news is not None
+        # a stable layout published as an index stays one: a night without news (or a site
+        # shrunk to one part) must not turn sitemap-1.xml into sitemap.xml and back
+        kept_index = self._routing and self._previous is not None and self._previous.index
+        is_index = len(parts) > 1 or self._gzip or news is not None or kept_index
         if is_index and self._base_url is None:
             raise WriterConfigError(
                 f"{self._count} URLs needed {len(parts)} files, and the sitemap.xml index "

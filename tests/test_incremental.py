@@ -43,6 +43,7 @@ class HistorySite:
         self.etag, self.honour = etag, honour
         self.last_modified: str | None = None  # "now": stamped with the response's Date
         self.robots_tag: dict[str, str] = {}  # path -> X-Robots-Tag, sent with a 304 too
+        self.bare_304 = False  # a 304 without Last-Modified
         self.requests = self.conditional = self.bodies = self.not_modified = 0
 
     def render(self, path: str) -> str:
@@ -92,6 +93,8 @@ class HistorySite:
             if self.honour and asked == tag:
                 self.not_modified += 1
                 del headers["Content-Type"]
+                if self.bare_304:  # RFC 9110 lets a 304 leave Last-Modified out
+                    headers.pop("Last-Modified", None)
                 return web.Response(status=304, headers=headers)
             self.bodies += 1
             return web.Response(body=body, headers=headers)
@@ -386,3 +389,64 @@ def test_a_server_without_etags_is_asked_with_if_modified_since(site_run):
     assert second.locs == first.locs and second.lastmods == first.lastmods
     assert {_day(v) for v in second.lastmods.values()} == {"1994-11-06"}
     assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"header"}
+
+
+def test_other_page_settings_or_rendering_ask_for_whole_pages_again(site_run):
+    """The history is keyed by every setting a page's facts depend on: --no-images must not
+    revive last night's images from a 304 (nor --render last night's raw links)."""
+    site = HistorySite(pages=4)
+    run = site_run(site)
+
+    def images(published) -> bool:
+        return any(b"<image:loc>" in path.read_bytes() for path in published.files)
+
+    first, _ = run()
+    assert images(first)
+    second, _ = run("--no-images")
+    assert site.conditional == 0 and site.bodies == site.requests
+    assert not images(second)
+    run("--no-images")
+    assert site.conditional == site.requests and site.bodies == 0
+
+
+def test_a_304_without_last_modified_keeps_a_stamped_date_unbelieved(site_run):
+    site = HistorySite(pages=4)
+    site.last_modified = "now"  # every answer stamped with the time of the request
+    site.bare_304 = True
+    run = site_run(site)
+    run()
+    _age(run.state)
+    _, decisions = run()
+    assert site.not_modified == site.requests
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"content"}
+
+
+def test_a_page_no_longer_linked_leaves_the_history(site_run):
+    site = HistorySite(pages=4)
+    run = site_run(site)
+    run()
+    site.links["/p/1"].remove("/p/3")  # the only link to /p/3: gone from the site
+    run()
+    conn = sqlite3.connect(run.state)
+    kept = {
+        url for (url,) in conn.execute("SELECT u.url FROM history h JOIN urls u ON u.id = h.url")
+    }
+    conn.close()
+    assert run.url + "/p/3" not in kept and run.url + "/p/1" in kept
+
+
+def test_the_job_starts_afresh_on_a_state_of_an_older_version(serve, tmp_path, capsys):
+    """A crawl refuses it (above); the nightly job, which no one watches, starts afresh
+    rather than failing every night until someone deletes the file."""
+    site = HistorySite(pages=2)
+    srv = serve(site.app())
+    data = tmp_path / "data"
+    assert main(["job", srv.url + "/", "--data", str(data)]) == 0
+    conn = sqlite3.connect(data / "state" / "crawl.sqlite")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    conn.close()
+    capsys.readouterr()
+    assert main(["job", srv.url + "/", "--data", str(data)]) == 0
+    assert "another version" in capsys.readouterr().err
+    assert main(["job", srv.url + "/", "--data", str(data)]) == 0
+    assert "from its history" in capsys.readouterr().err

@@ -380,3 +380,22 @@ def test_a_news_sitemap_in_the_index_keeps_the_layout_stable(tmp_path, xsd):
     assert all(p.kept for p in second.parts)
     assert changed_files(before, files(tmp_path)) <= {"sitemap.xml", "sitemap-news.xml"}
     assert "sitemap-news.xml" in {n for n in index_lastmods(tmp_path)}
+
+
+def test_a_night_without_news_keeps_the_index_and_its_part(tmp_path, xsd):
+    """One part and a news sitemap make an index; the next night has no article: the index
+    stays (listing the untouched part), rather than sitemap-1.xml becoming sitemap.xml."""
+    from sitemap_out.entry import News
+
+    locs = sorted(LASTMODS)[:8]  # one part
+    with SitemapWriter(tmp_path, BASE, stable=True, now=day(1), max_urls=10) as w:
+        for url in locs:
+            w.add(Entry(url, lastmod=LASTMODS[url]))
+        w.add_news(Entry(locs[0], news=News("The Example Times", "en", day(1), "An article")))
+        w.publish()
+    part = (tmp_path / "sitemap-1.xml").read_bytes()
+    second = run(tmp_path, locs, 2, lastmods=LASTMODS)
+    assert second.is_index and [p.name for p in second.parts] == ["sitemap-1.xml"]
+    assert second.parts[0].kept and (tmp_path / "sitemap-1.xml").read_bytes() == part
+    assert not (tmp_path / "sitemap-news.xml").exists()
+    xsd.index(tmp_path / "sitemap.xml")

@@ -44,6 +44,7 @@ class Prior:
     first_seen: int | None = None  # microseconds since the epoch: the run's start
     changed: int | None = None  # the start of the run in which its content last changed
     extras: bytes | None = None  # its images, alternates, videos (a packed PageExtras)
+    stamped: bool = False  # its Last-Modified was its response's Date (core.lastmod.stamped)
 
     @property
     def validators(self) -> Validators | None:

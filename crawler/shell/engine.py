@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import gc
 import json
@@ -48,7 +49,7 @@ from crawler.core.history import Prior, Validators, revive
 from crawler.core.httpdate import parse_http_date
 from crawler.core.lastmod import AUTO, CONTENT, stamped
 from crawler.core.media import PageExtras
-from crawler.core.page import Headers, PagePolicy, PageResult
+from crawler.core.page import PagePolicy, PageResult
 from crawler.core.patterns import Patterns
 from crawler.core.rendering import AutoRender, directives_note, is_app_shell, refused
 from crawler.core.report import DecisionRecord, Tally
@@ -353,10 +354,12 @@ class Crawl:
                 self.journal.settle = pages.settle
 
     def _history_key(self) -> str:
-        """The settings a page's links and directives depend on: a history read with
-        others is not reused for a 304 (crawler.shell.state)."""
-        policy = self.page_policy
-        return json.dumps([policy.agent, policy.follow_nofollow, list(policy.strip_params)])
+        """The settings a page's facts depend on (every PagePolicy field, so a new one
+        cannot be forgotten, and rendering): a history read with others is not reused for a
+        304 (crawler.shell.state). A run with --no-images must not revive last night's
+        images, nor a rendered run last night's raw links."""
+        policy = dataclasses.asdict(self.page_policy)
+        return json.dumps([policy, self.config.render], sort_keys=True)
 
     def _save_counters(self) -> None:
         """The figures a resumed crawl goes on from: max_pages' and the publish guard's."""
@@ -1053,6 +1056,12 @@ class Crawl:
         state, status = self.state, resp.status
         headers = resp.headers
         etag, modified = headers.get("ETag"), headers.get("Last-Modified")
+        # a 304 need not repeat Last-Modified (RFC 9110 15.4.5): then last night's stamp,
+        # compared with tonight's Date, would pass for a believable date
+        if modified is not None:
+            is_stamped = stamped(parse_http_date(modified), parse_http_date(headers.get("Date")))
+        else:
+            is_stamped = prior is not None and page.not_modified and prior.stamped
         if page.not_modified and prior is not None and state is not None:
             # no body: the page is the history's, its links followed as the full answer's
             page = revive(
@@ -1083,11 +1092,13 @@ class Crawl:
         if state is not None:
             state.page(
                 url, prior, etag=etag, modified=modified, status=status,
-                reason=decision.reason, result=page,
+                reason=decision.reason, result=page, stamped=is_stamped,
             )  # fmt: skip
         if decision.listed:
             body = page.body_key if self.policy.skip_duplicates else None
-            made = self._listing(url, task, status, modified, headers, page, decision.detail, body)
+            made = self._listing(
+                url, task, status, modified, is_stamped, page, decision.detail, body
+            )
             if isinstance(made, Decision):
                 decision = made
             else:
@@ -1111,11 +1122,12 @@ class Crawl:
         state = self.state
         for _ in range(self.config.max_redirects + 1):
             self._requested += 1  # before the await: max_pages counts requests in flight
-            prior = state.prior(url) if state is not None and state.has_history else None
+            prior = state.prior(url) if state is not None else None
+            # a rendered page is not the document the validators vouch for: an app serves
+            # one shell (one ETag) on every route, whatever its scripts load
+            ask = prior.validators if prior is not None and self._browser is None else None
             try:
-                fetched = await self._fetch(
-                    url, task.depth + 1, prior.validators if prior is not None else None
-                )
+                fetched = await self._fetch(url, task.depth + 1, ask)
             except ThrottleClosed:  # max_time is up: never sent
                 self._record(url, None, Decision(LIMIT, "max_time reached"), task)
                 return None, url, None
@@ -1168,7 +1180,7 @@ class Crawl:
         task: Task,
         status: int,
         modified: str | None,
-        headers: Headers,
+        is_stamped: bool,
         page: PageResult,
         detail: str,
         body: int | None,
@@ -1179,7 +1191,6 @@ class Crawl:
         lastmod = parse_http_date(modified)
         if lastmod is not None and lastmod > datetime.now(UTC) + timedelta(days=1):
             lastmod = None  # a date in the future is a server clock error, not a lastmod
-        is_stamped = stamped(lastmod, parse_http_date(headers.get("Date")))
         # links found to it while it was fetched may have brought it closer to the start
         depth = min(task.depth, self._active.get(url, task.depth))
         listing = Listing(
@@ -1214,17 +1225,24 @@ class Crawl:
 
     def _public_extras(self, extras: PageExtras) -> PageExtras:
         """The page's extension facts with its URLs as the sitemap names them: images, videos
-        and alternates on the crawled origin get the public one (public_url)."""
+        and alternates on the crawled origin get the public one (public_url). A copy: the
+        page's own facts (kept in the history) stay in the crawl's space."""
         if self.identity:
             return extras
         public, to_crawl = self._public, self._to_crawl
-        extras.images = tuple(public(to_crawl(url)) for url in extras.images)
-        extras.alternates = tuple((lang, public(to_crawl(url))) for lang, url in extras.alternates)
-        extras.videos = tuple(
-            (t, title, d, None if c is None else public(to_crawl(c)), p, s, date)
-            for t, title, d, c, p, s, date in extras.videos
+
+        def named(url: str | None) -> str | None:
+            return None if url is None else public(to_crawl(url))
+
+        return dataclasses.replace(
+            extras,
+            images=tuple(public(to_crawl(url)) for url in extras.images),
+            alternates=tuple((lang, public(to_crawl(url))) for lang, url in extras.alternates),
+            videos=tuple(
+                (named(thumb), title, text, named(content), named(player), seconds, date)
+                for thumb, title, text, content, player, seconds, date in extras.videos
+            ),
         )
-        return extras
 
     # -- links -------------------------------------------------------------------------------
 

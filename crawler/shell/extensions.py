@@ -36,7 +36,7 @@ from crawler.core.media import (
 from crawler.core.patterns import Patterns, path_and_query
 from crawler.core.report import MAX_EXAMPLES, ExtensionTally
 from crawler.errors import OutputError
-from crawler.shell.listings import Listing, from_micros
+from crawler.shell.listings import Listing
 from sitemap_out import Alternate, Entry, EntryError
 from sitemap_out.entry import News
 from sitemap_out.writer import MAX_NEWS_URLS
@@ -252,7 +252,7 @@ class Extensions:
             if extras.alternates:
                 tally.pages_with_alternates += 1
             if self.news is not None and extras.published:
-                self._article(listing, extras)
+                self._article(listing, extras, base)
         if images:
             tally.pages_with_images += 1
             tally.images += len(images)
@@ -283,7 +283,7 @@ class Extensions:
             videos=tuple(videos),
         )
 
-    def _article(self, listing: Listing, extras: PageExtras) -> None:
+    def _article(self, listing: Listing, extras: PageExtras, base: Entry) -> None:
         """A dated page: an article for the news sitemap if its path says so and it is
         recent; the newest MAX_NEWS_URLS are kept."""
         news = self.news
@@ -307,7 +307,7 @@ class Extensions:
         title = " ".join(extras.title.split())
         entry = Entry(
             listing.loc,
-            lastmod=from_micros(listing.lastmod),
+            lastmod=base.lastmod,  # as decided at publish, like the page's own entry
             news=News(news.name, news.language, published.replace(microsecond=0), title),
         )
         item = (published, listing.loc, entry)

@@ -144,7 +144,8 @@ _HISTORY_COLUMNS: Final = """
     changed INTEGER,
     lastmod INTEGER,
     source TEXT,
-    extras BLOB
+    extras BLOB,
+    stamped INTEGER
 """
 _HISTORY_NAMES: Final = tuple(
     line.split()[0] for line in _HISTORY_COLUMNS.strip().splitlines() if line.strip()
@@ -155,7 +156,7 @@ _FRESH_INSERT: Final = (
 )
 _PRIOR_SELECT: Final = (
     "SELECT etag, modified, mime, meta, header, canonical, body, blocks, first_seen, changed,"
-    " extras FROM history WHERE url = ?"
+    " extras, stamped FROM history WHERE url = ?"
 )
 
 _SCHEMA: Final = f"""
@@ -426,17 +427,11 @@ class CrawlState:
         ended by an outage: those are over, and the next run starts afresh. Never writes,
         never takes the lock: a crawl running on the file is left alone (its own lock
         refuses the run that follows, exit 75)."""
-        path = Path(path)
-        if not path.is_file():
+        conn = _read_only(Path(path))
+        if conn is None:
             return False
         try:
-            conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
-        except sqlite3.Error:
-            return False
-        try:
-            (app_id,) = conn.execute("PRAGMA application_id").fetchone()
-            (version,) = conn.execute("PRAGMA user_version").fetchone()
-            if app_id != APPLICATION_ID or version != SCHEMA_VERSION:
+            if _identity(conn) != (APPLICATION_ID, SCHEMA_VERSION):
                 return False
             meta = dict(conn.execute("SELECT key, value FROM meta"))
             if meta.get("fingerprint") != fingerprint or int(meta.get("finished") or 0):
@@ -447,6 +442,22 @@ class CrawlState:
             waiting = conn.execute("SELECT 1 FROM urls WHERE state = ? LIMIT 1", (_QUEUED,))
             return waiting.fetchone() is not None
         except (sqlite3.Error, ValueError, TypeError):
+            return False
+        finally:
+            conn.close()
+
+    @staticmethod
+    def outdated(path: Path) -> bool:
+        """Read-only, for the nightly job: is ``path`` a state file of ours written by
+        another schema version? A crawl refuses such a file (its history would be misread);
+        the job, which no one watches, starts afresh instead of failing every night."""
+        conn = _read_only(Path(path))
+        if conn is None:
+            return False
+        try:
+            app_id, version = _identity(conn)
+            return app_id == APPLICATION_ID and version != SCHEMA_VERSION
+        except (sqlite3.Error, TypeError):
             return False
         finally:
             conn.close()
@@ -482,10 +493,11 @@ class CrawlState:
             raise StateError(f"cannot read state file {self.path}: {exc}") from exc
         if row is None:
             return None
-        etag, modified, mime, meta, header, canonical, body, blocks, first, changed, extras = row
+        etag, modified, mime, meta, header, canonical, body, blocks, first, changed = row[:10]
+        extras, stamped = row[10:]
         return Prior(
             etag, modified, mime or "", _directives(meta), _directives(header), canonical,
-            body, blocks, first, changed, extras,
+            body, blocks, first, changed, extras, bool(stamped),
         )  # fmt: skip
 
     def outlinks(self, url: str) -> list[str]:
@@ -544,6 +556,7 @@ class CrawlState:
         status: int,
         reason: str,
         result: PageResult | None,
+        stamped: bool = False,
     ) -> None:
         """This run's answer for url, kept as its history once the run finishes: the
         validators and facts of a 200 (or a 304 revived from `prior`), or only the status
@@ -576,7 +589,7 @@ class CrawlState:
                 uid, etag, modified, result.mime, _packed(result.meta), _packed(result.header),
                 result.canonical, targets or None, result.body_key, blocks, status, reason,
                 first, changed, None, None,
-                None if result.extras is None else pack(result.extras),
+                None if result.extras is None else pack(result.extras), stamped,
             )  # fmt: skip
         self._history[uid] = row
         self._ops += 1
@@ -806,8 +819,14 @@ class CrawlState:
                     self._published,
                 )
             if finished:
-                # this run becomes the baseline of the next: its rows replace the old ones
-                # (the URLs it did not meet keep theirs), in the transaction that ends it
+                # this run becomes the baseline of the next: its rows replace the old ones,
+                # in the transaction that ends it. A URL it met but did not fetch (a limit
+                # came first) keeps its row; one it never met (no link leads there any more)
+                # leaves the history, which so follows the site instead of growing for ever
+                conn.execute(
+                    "DELETE FROM history WHERE url NOT IN"
+                    " (SELECT id FROM urls WHERE state IS NOT NULL)"
+                )
                 names = ", ".join(_HISTORY_NAMES)
                 conn.execute(
                     f"INSERT OR REPLACE INTO history ({names}) SELECT {names} FROM fresh_history"
@@ -994,6 +1013,23 @@ def _packed(directives: Directives) -> bytes | None:
 
 def _directives(packed: bytes | None) -> Directives:
     return NO_DIRECTIVES if packed is None else unpack(Directives, packed)
+
+
+def _read_only(path: Path) -> sqlite3.Connection | None:
+    """path opened read-only (no lock, no write, no journal), or None."""
+    if not path.is_file():
+        return None
+    try:
+        return sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+
+
+def _identity(conn: sqlite3.Connection) -> tuple[int, int]:
+    """The file's application id and schema version."""
+    (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    return app_id, version
 
 
 def _now() -> str:
