@@ -59,6 +59,7 @@ never blocks the next one, which also deletes the killed run's staging folder.
 
 from __future__ import annotations
 
+import functools
 import gzip as gziplib
 import hashlib
 import heapq
@@ -680,6 +681,15 @@ class SitemapWriter:
     def _write_part_file(self, name: str, header: bytes, body_path: Path) -> None:
         """The staged file name: header, the body streamed from body_path, footer; fsynced.
         The body file is deleted."""
+        with open(body_path, "rb") as body:
+            self._write_staged(name, header, iter(functools.partial(body.read, _COPY_CHUNK), b""))
+        body_path.unlink()
+
+    def _write_staged(self, name: str, header: bytes, chunks: Iterable[bytes]) -> bytes:
+        """The staged file name: header, chunks, footer, through gzip when on (mtime 0, so
+        the same entries make the same bytes); fsynced. The SHA-256 of its uncompressed
+        bytes, which tells an unchanged part of a stable layout."""
+        sha = hashlib.sha256(header)
         with open(self._staging / name, "wb") as raw:
             sink: BinaryIO = raw
             if self._gzip:
@@ -687,14 +697,16 @@ class SitemapWriter:
                     filename="", mode="wb", fileobj=raw, compresslevel=self._compresslevel, mtime=0
                 )
             sink.write(header)
-            with open(body_path, "rb") as body:
-                shutil.copyfileobj(body, sink, _COPY_CHUNK)
+            for chunk in chunks:
+                sink.write(chunk)
+                sha.update(chunk)
             sink.write(self._footer)
+            sha.update(self._footer)
             if sink is not raw:
                 sink.close()
             raw.flush()
             os.fsync(raw.fileno())
-        body_path.unlink()
+        return sha.digest()
 
     # -- a stable layout -------------------------------------------------------------------
 
@@ -885,25 +897,10 @@ class SitemapWriter:
             ns |= rec[2]
         chosen.close()
         header = self._headers[ns]
-        sha = hashlib.sha256(header)
-        with open(self._staging / name, "wb") as raw:
-            sink: BinaryIO = raw
-            if self._gzip:
-                sink = gziplib.GzipFile(  # type: ignore[assignment]
-                    filename="", mode="wb", fileobj=raw, compresslevel=self._compresslevel, mtime=0
-                )
-            sink.write(header)
-            for rec in _records(chosen.path):
-                sink.write(rec[1])
-                sha.update(rec[1])
-            sink.write(self._footer)
-            sha.update(self._footer)
-            if sink is not raw:
-                sink.close()
-            raw.flush()
-            os.fsync(raw.fileno())
+        self._digests[name] = self._write_staged(
+            name, header, (rec[1] for rec in _records(chosen.path))
+        )
         chosen.path.unlink()
-        self._digests[name] = sha.digest()
         self._parts.append(
             PartInfo(
                 name=name,

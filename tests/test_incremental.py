@@ -171,13 +171,18 @@ def test_content_lastmods_from_the_second_run_and_template_changes_move_none(sit
     assert first.locs and all(v is None for v in first.lastmods.values())
     assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"none"}
     _age(run.state)
-    yesterday = datetime.now(UTC).date().isoformat()  # the first run's day
-    today = (datetime.now(UTC) + timedelta(days=3)).date().isoformat()  # the fourth's
+    yesterday = (datetime.now(UTC) + timedelta(days=2)).date().isoformat()  # the edit's run
+    today = (datetime.now(UTC) + timedelta(days=4)).date().isoformat()  # the last run's
 
+    # the same text: no date is known yet, and none is made up (nor any URL "changed")
     second, decisions = run()
     assert second.locs == first.locs
-    assert {_day(v) for v in second.lastmods.values()} == {yesterday}
-    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"content"}
+    assert all(v is None for v in second.lastmods.values())
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"none"}
+    site.texts["/p/2"][0] = "Page 2 first paragraph, reworded."
+    _age(run.state)
+    second, _ = run()  # /p/2's text changed: dated by this run, the others still unknown
+    assert {k: _day(v) for k, v in second.lastmods.items() if v} == {run.url + "/p/2": yesterday}
 
     # the template changes on every page: footer year, a nav link, the newsletter box
     site.year, site.nav = 2026, [*site.nav, "/p/2"]
@@ -228,6 +233,9 @@ def test_a_304_run_publishes_what_a_full_run_does_without_a_body(
     run = site_run(site)
     first, _ = run("--workers", workers)
     assert site.conditional == 0 and site.bodies == site.requests
+    site.texts["/p/1"][0] = "Page 1 first paragraph, reworded."
+    _age(run.state)
+    run("--workers", workers, name="edited")  # /p/1's content date: this run's
     _age(run.state)
     baseline = tmp_path / "baseline.sqlite"
     shutil.copy(run.state, baseline)
@@ -239,7 +247,9 @@ def test_a_304_run_publishes_what_a_full_run_does_without_a_body(
         assert json.loads(report.read_text())["requests"]["by_workers"] > 0
     assert site.requests == len(first.locs) and site.conditional == site.requests
     assert site.bodies == 0 and site.not_modified == site.requests
-    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"content"}
+    sources = {url: d["lastmod_source"] for url, d in decisions.items() if d["listed"]}
+    assert set(sources.values()) == {"content", "none"}
+    assert sources[run.url + "/p/1"] == "content"  # the edited run's date, kept by a 304
 
     # the same baseline, against a server that ignores validators: the same sitemap, and
     # not one request more than the first run made
@@ -249,7 +259,7 @@ def test_a_304_run_publishes_what_a_full_run_does_without_a_body(
     assert site.requests == len(first.locs) and site.bodies == site.requests
     assert full.locs == second.locs == first.locs
     assert full.lastmods == second.lastmods
-    assert all(v is not None for v in second.lastmods.values())
+    assert second.lastmods[run.url + "/p/1"] is not None
     # images and hreflang alternates too: the 304 run's files are the full run's, byte for byte
     published = (tmp_path / "second" / "sitemap.xml").read_bytes()
     assert published == (tmp_path / "full" / "sitemap.xml").read_bytes()
@@ -305,8 +315,10 @@ def test_a_stamped_last_modified_is_not_believed(site_run):
     first, decisions = run()
     assert all(v is None for v in first.lastmods.values())  # auto: not believable
     _age(run.state)
-    _, decisions = run()
-    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"content"}
+    site.texts["/p/1"][0] = "Page 1 first paragraph, reworded."
+    _, decisions = run()  # dated by the content that changed, never by the stamp
+    sources = {url: d["lastmod_source"] for url, d in decisions.items() if d["listed"]}
+    assert set(sources.values()) == {"content", "none"} and sources[run.url + "/p/1"] == "content"
     header, decisions = run("--lastmod", "header", name="header")
     assert all(v is not None for v in header.lastmods.values())
     assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"header"}
@@ -331,11 +343,10 @@ def test_a_resumed_run_still_dates_by_the_last_finished_run(tmp_path, xsd):
     _age()  # resumed the next day: the run's date is still its start
     memory_crawl(pages, tmp_path / "two", state=state, resume=True)
     lastmods = read_published(tmp_path / "two", xsd).lastmods
-    first_day = datetime.now(UTC).date().isoformat()
     second_day = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
     changed = {"http://s.test/p/2", "http://s.test/p/6"}
     assert {_day(v) for k, v in lastmods.items() if k in changed} == {second_day}
-    assert {_day(v) for k, v in lastmods.items() if k not in changed} == {first_day}
+    assert {v for k, v in lastmods.items() if k not in changed} == {None}  # not known
 
 
 def test_the_job_starts_from_the_history_and_fresh_passes_through(serve, tmp_path, capsys):
@@ -418,7 +429,8 @@ def test_a_304_without_last_modified_keeps_a_stamped_date_unbelieved(site_run):
     _age(run.state)
     _, decisions = run()
     assert site.not_modified == site.requests
-    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"content"}
+    # last night's stamp, compared with tonight's Date, is not a believable header
+    assert {d["lastmod_source"] for d in decisions.values() if d["listed"]} == {"none"}
 
 
 def test_a_page_no_longer_linked_leaves_the_history(site_run):

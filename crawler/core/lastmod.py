@@ -163,8 +163,8 @@ def choose(
 ) -> tuple[int | None, str]:
     """The lastmod of a page (microseconds since the epoch, or None) and its source:
     HEADER, CONTENT or NONE. `header`: its Last-Modified (None when missing or in the
-    future); `content`: the start of the run in which its content last changed (None on the
-    first sight of the page, when that is not known)."""
+    future); `content`: the start of the run in which its content was seen to change (None
+    until a run sees it differ from the last: when it changed before is not known)."""
     if mode == HEADER or (mode == AUTO and believable and header is not None):
         return (header, HEADER) if header is not None else (None, NONE)
     if mode in (CONTENT, AUTO):

@@ -209,7 +209,11 @@ class Crawl:
 
     async def run(self, workers: list[Spare] | None = None) -> CrawlResult:
         """Crawl and publish. `workers`: forked by pool.forked() before the event loop, to
-        fetch and parse pages once the crawl is big and its requests are not spaced."""
+        fetch and parse pages once the crawl is big and its requests are not spaced. Not
+        with rendering: workers send back a page's facts, not its body, which the browser
+        (in this process) needs."""
+        if workers and self.config.render != "never":
+            raise ValueError("a rendered crawl renders in this process: give it no workers")
         started = time.monotonic()
         try:
             with held_outputs(self.config):  # every output path checked before any request

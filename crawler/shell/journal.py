@@ -330,12 +330,16 @@ class Dating:
         state = self.state
         content = changed = None
         if state is not None:
-            changed = state.run_started  # first sight: from now on, as far as we know
+            # a content date is a change seen: the run that first sees a page does not
+            # know when its text last changed, nor does a later run that sees the same
+            # text, until a run sees it differ (then: that run's start)
             prior = state.prior_content(listing.url)
             if prior is not None and prior[0] is not None and listing.blocks is not None:
                 old, old_changed = prior
-                if old_changed is not None and same_content(old, listing.blocks, self._ignored):
+                if same_content(old, listing.blocks, self._ignored):
                     changed = old_changed
+                else:
+                    changed = state.run_started
                 content = changed
         lastmod, source = choose(
             self.mode, listing.lastmod, content if self.content else None, self.site.believable

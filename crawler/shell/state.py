@@ -69,7 +69,7 @@ __all__ = [
 
 #: Bumped whenever the tables change; a file from another version is refused, not migrated,
 #: because a half-understood state would resume into a wrong sitemap.
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 #: ``PRAGMA application_id`` marks the file as ours, so a random SQLite database passed by
 #: mistake to ``--state`` is recognised (and, with ``--resume`` off, never silently replaced
 #: by something that merely looks similar). ASCII "SMCS".
@@ -579,7 +579,7 @@ class CrawlState:
             targets = array("I", found).tobytes()  # type: ignore[type-var]  # no None left
             blocks = result.blocks
             first: int | None = started
-            changed: int | None = started
+            changed: int | None = None  # not known until a run sees the text differ
             if prior is None or prior.blocks is None or blocks is None:
                 pass
             else:
@@ -1120,6 +1120,23 @@ def _check_replaceable(path: Path) -> None:
         )
 
 
+def _run_meta(
+    fingerprint: str, settings: str | None, history_key: str, started: int | None
+) -> list[tuple[str, object]]:
+    """The meta rows a run starts with, in a new file and in one holding a history. Meta
+    keys are free-form, so one added later needs no new schema version (a file whose
+    "settings" is missing or null is refused on a mismatch without naming them)."""
+    return [
+        ("fingerprint", fingerprint),
+        ("settings", settings),
+        ("updated", _now()),
+        ("qseq", 0),
+        ("finished", 0),
+        ("history_key", history_key),
+        ("run_started", started or 0),
+    ]
+
+
 def _create(
     conn: sqlite3.Connection,
     path: Path,
@@ -1131,9 +1148,6 @@ def _create(
     started: int | None = None,
 ) -> None:
     now = _now()
-    # meta keys are free-form, so one added later needs no new schema version: a file
-    # without "settings" (made before #17) is refused on a mismatch without naming them
-    extra = [("settings", settings)] if settings is not None else []
     try:
         conn.execute("BEGIN IMMEDIATE")
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -1145,16 +1159,10 @@ def _create(
             "INSERT INTO meta (key, value) VALUES (?, ?)",
             [
                 ("schema_version", SCHEMA_VERSION),
-                ("fingerprint", fingerprint),
                 ("start_url", start_url),
                 ("created", now),
-                ("updated", now),
                 ("next_id", 1),
-                ("qseq", 0),
-                ("finished", 0),
-                ("history_key", history_key),
-                ("run_started", started or 0),
-                *extra,
+                *_run_meta(fingerprint, settings, history_key, started),
             ],
         )
         conn.execute("COMMIT")
@@ -1220,15 +1228,7 @@ def _restart(
             conn.execute("UPDATE history SET etag = NULL, modified = NULL")
         conn.executemany(
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-            [
-                ("fingerprint", fingerprint),
-                ("settings", settings),
-                ("updated", _now()),
-                ("qseq", 0),
-                ("finished", 0),
-                ("history_key", history_key),
-                ("run_started", started or 0),
-            ],
+            _run_meta(fingerprint, settings, history_key, started),
         )
         conn.execute("COMMIT")
     except sqlite3.Error as exc:
