@@ -362,8 +362,10 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
             )
         elif config.fresh:
             _err(f"job: crawling {config.url} afresh, ignoring its history (--fresh)")
+        elif config.state.exists():
+            _err(f"job: crawling {config.url}, from its history in {config.state}")
         else:
-            _err(f"job: crawling {config.url} afresh, from its history in {config.state}")
+            _err(f"job: crawling {config.url}, a first run: its history will be {config.state}")
     return _crawl(config)
 
 

@@ -357,6 +357,12 @@ class Config:
         self.render_hosts = tuple(_render_origin(value) for value in self.render_hosts)
         if self.resume and self.state is None:
             raise ConfigError("--resume needs --state FILE: the saved crawl to continue")
+        if self.state is None and (self.fresh or self.lastmod == "content"):
+            what = "--fresh" if self.fresh else "lastmod = content"
+            raise ConfigError(
+                f"{what} needs --state FILE: the site's history across runs, where content "
+                "dates are kept (without it, every run is fresh)"
+            )
         for host in self.image_hosts:
             if not _IMAGE_HOST_RE.fullmatch(host):
                 raise ConfigError(

@@ -86,7 +86,7 @@ def test_stopped_job_resumes_next_time(serve, tmp_path, xsd):
     before = len(site.requests)
     job = _job(data, env)
     assert job.returncode == 0, job.stderr
-    assert "afresh" in job.stderr
+    assert "job: crawling" in job.stderr and "from its history" in job.stderr
     assert len(site.requests) - before >= PAGES
     assert len(read_published(data / "out", xsd).locs) == PAGES
 
@@ -140,7 +140,7 @@ def test_a_killed_job_resumes_and_other_settings_start_afresh(serve, tmp_path, x
     before = len(site.requests)
     done = _job(data, env, "--max-depth", "3", "--force")  # --force: the sitemap shrinks
     assert done.returncode == 0, done.stderr
-    assert "afresh" in done.stderr
+    assert "job: crawling" in done.stderr and "resuming" not in done.stderr
     assert len(read_published(data / "out", xsd).locs) == 15  # 1 + 2 + 4 + 8
     assert site.paths[before:].count("/") == 1  # started over from the start URL
 

@@ -61,12 +61,13 @@ BROKEN = {
     "fr": "/fr/b",  # 404
     "es": "/es/b",  # canonical elsewhere
     "it": "/it/b",  # redirects
+    "pt": "/pt/b",  # byte-identical to /pt/a, which is closer to the start: listed
 }
 
 
 def multilingual_site() -> Site:
     pages: dict[str, Page | str] = {
-        "/": html(*COMPLETE.values(), "/en/b", "/en/c", "/en/d", "/doc.pdf"),
+        "/": html(*COMPLETE.values(), "/en/b", "/en/c", "/en/d", "/doc.pdf", "/pt/a"),
         # complete: every page names every other, itself and x-default included
         **{path: html(head=_links(COMPLETE)) for path in COMPLETE.values()},
         # broken: alternates that are not listed
@@ -75,6 +76,9 @@ def multilingual_site() -> Site:
         "/fr/b": Page("gone", status=404),
         "/es/b": html(head='<link rel="canonical" href="/es/other">' + _links(BROKEN)),
         "/es/other": html(),
+        # bytes: a str page gets its path in a comment (Site), so it would have no twin
+        "/pt/a": Page(html(head="<title>twin</title>").encode()),
+        "/pt/b": Page(html(head="<title>twin</title>").encode()),
         "/it/b": Page("", status=301, headers={"Location": "/it/c"}),
         "/it/c": html(),
         # one-way: /en/c names /de/c, which does not name it back
@@ -136,8 +140,9 @@ def test_multilingual_site(serve, crawl, tmp_path) -> None:
         (u + "/en/b", u + "/fr/b"): "http_error",
         (u + "/en/b", u + "/es/b"): "canonicalised",
         (u + "/en/b", u + "/it/b"): "redirect",
+        (u + "/en/b", u + "/pt/b"): "duplicate_of",
     }
-    assert block["not_listed_count"] == 4
+    assert block["not_listed_count"] == 5
     missing = {(x["page"], x["alternate"]) for x in block["missing_return_links"]}
     assert missing == {(u + "/en/c", u + "/de/c")}
     assert block["missing_return_link_count"] == 1

@@ -152,3 +152,35 @@ def test_bad_extension_settings_exit_2(crawl, args, message) -> None:
     code, _, _, err = crawl("http://127.0.0.1:1/", *args)
     assert code == 2
     assert message in err
+
+
+def test_a_day_without_articles_says_so_and_keeps_the_index(serve, crawl, tmp_path) -> None:
+    """No article in the two days: sitemap-news.xml cannot be published (an empty urlset is
+    invalid), so a line says why; the parts and the index stay as they were."""
+    pages = {"/": html("/news/a", "/about"), "/about": html(), "/news/a": article(NOW)}
+    srv = serve(Site(pages).app)
+    config = news_config(tmp_path)
+    code, _, _, _ = crawl(srv.url + "/", "-c", str(config))
+    assert code == 0 and (tmp_path / "out" / "sitemap-news.xml").exists()
+    part = (tmp_path / "out" / "sitemap-1.xml").read_bytes()
+    pages["/news/a"] = article(NOW - timedelta(days=3))  # the same server, two days on
+    code, _, _, err = crawl(srv.url + "/", "-c", str(config))
+    assert code == 0
+    assert "no article published in the last two days" in err and "older than two days" in err
+    assert not (tmp_path / "out" / "sitemap-news.xml").exists()
+    assert (tmp_path / "out" / "sitemap-1.xml").read_bytes() == part  # the index stays
+
+
+def test_the_audit_of_a_crawl_with_news_finds_no_duplicate(serve, crawl, tmp_path) -> None:
+    """An article is in sitemap-news.xml and in the main sitemap, as Google expects: the
+    audit of the crawl's own output does not call it a duplicate URL."""
+    from crawler.cli import main
+
+    srv = serve(Site({"/": html("/news/a"), "/news/a": article(NOW)}).app)
+    code, _, _, _ = crawl(srv.url + "/", "-c", str(news_config(tmp_path)))
+    assert code == 0
+    report = tmp_path / "audit.json"
+    index = tmp_path / "out" / "sitemap.xml"
+    main(["audit", str(index), "--no-fetch", "-q", "--json", str(report)])
+    codes = [f["code"] for f in json.loads(report.read_text())["findings"]]
+    assert "duplicate_url" not in codes, codes

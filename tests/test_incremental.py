@@ -359,13 +359,21 @@ def test_the_job_starts_from_the_history_and_fresh_passes_through(serve, tmp_pat
         assert main(["job", srv.url + "/", "--data", str(data), *args]) == 0
         return capsys.readouterr().err
 
-    assert "afresh" in job()
+    assert "a first run" in job()
     said = job()
     assert "from its history" in said
     assert site.conditional == site.requests and site.bodies == 0
     said = job("--fresh")
     assert "ignoring its history" in said
     assert site.conditional == 0 and site.bodies == site.requests
+
+
+@pytest.mark.parametrize("args", [["--fresh"], ["--lastmod", "content"]])
+def test_history_options_without_a_state_are_refused(tmp_path, capsys, args):
+    code = main(["crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "o"), *args])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "needs --state FILE" in err and len(err.strip().splitlines()) == 1
 
 
 def test_fresh_and_resume_together_are_refused(tmp_path, capsys):

@@ -242,5 +242,5 @@ def test_the_job_keeps_the_sitemap_a_refused_crawl_would_shrink_and_starts_afres
     site.status = 200  # a refused crawl is over: the next night crawls afresh, not resumes
     job = _job(data, srv.url + "/")
     assert job.returncode == 0, job.stderr
-    assert "afresh" in job.stderr and "resuming" not in job.stderr
+    assert "job: crawling" in job.stderr and "resuming" not in job.stderr
     assert len(read_published(data / "out", xsd).locs) == 31

@@ -138,6 +138,7 @@ class ListedUrl:
     sitemap: str
     line: int | None = None
     lastmod: str | None = None  # as written: checked as a W3C datetime by the file checks
+    news: bool = False  # a news:news entry, which names a page its sitemaps list too
 
 
 @dataclass(slots=True)

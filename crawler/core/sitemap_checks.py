@@ -197,7 +197,8 @@ def listed_urls(sitemap: SitemapFile, result: ReadResult) -> list[ListedUrl]:
     listed: list[ListedUrl] = []
     for entry in result.entries:
         if entry.loc and _parts(entry.loc) is not None:
-            listed.append(ListedUrl(entry.loc, sitemap.name, entry.line, entry.lastmod))
+            news = entry.news_date is not None
+            listed.append(ListedUrl(entry.loc, sitemap.name, entry.line, entry.lastmod, news))
     return listed
 
 
@@ -208,8 +209,8 @@ def duplicates(listed: Iterable[ListedUrl]) -> list[Finding]:
     found: list[Finding] = []
     for item in listed:
         seen = first.setdefault(item.loc, item)
-        if seen is item:
-            continue
+        if seen is item or (item.news != seen.news and item.sitemap != seen.sitemap):
+            continue  # an article in the news sitemap is in the main sitemap too, rightly
         where = "this file" if seen.sitemap == item.sitemap else seen.sitemap
         at = f", line {seen.line}" if seen.line is not None else ""
         detail = f"listed first in {where}{at}"

@@ -300,6 +300,14 @@ class Crawl:
                     self._guard(previous, writer.count)
                 published = await writer.publish()
                 self._report_changes(published, changes)
+                if config.news_name and published.news is None:  # said, not a silent 404
+                    left = self.tally.extensions.news_left_out
+                    why = ", ".join(f"{n} {reason}" for reason, n in sorted(left.items()))
+                    self.log(
+                        "warning: no article published in the last two days matched "
+                        f"news_articles{f' ({why})' if why else ''}: sitemap-news.xml is not "
+                        "published this time (a news sitemap lists recent articles only)"
+                    )
                 if self.state is not None:
                     try:
                         self.state.finish(journal.template)

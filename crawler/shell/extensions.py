@@ -141,8 +141,8 @@ class Extensions:
 
     def prepare(self, winners: Iterator[Listing]) -> None:
         """Every listed page, in loc order, before any is written: the listed URLs and the
-        alternates, then the broken clusters for the report."""
-        self._flush_decided()
+        alternates, then the broken clusters for the report. `winners` may tell decided()
+        of the listings that lose to a twin as it goes."""
         listed: list[tuple[str]] = []
         edges: list[tuple[str, str, str]] = []
         for listing in winners:
@@ -155,6 +155,7 @@ class Extensions:
                 self._store(listed, edges)
                 listed, edges = [], []
         self._store(listed, edges)
+        self._flush_decided()  # the twins' too: an alternate naming one is told why
         conn = self._conn()
         try:
             # (an index entry ends with the rowid: a page's edges stay in declaration order)

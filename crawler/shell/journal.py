@@ -18,7 +18,7 @@ the replayed lines come first). Sorting those too would take a second sort of ev
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Protocol
@@ -216,11 +216,17 @@ class Journal:
         if ext is not None:
             ext.now = datetime.now(UTC)  # news: the last two days are the publish's
         if ext is not None and ext.hreflang:  # which alternates are listed: all must be known
-            ext.prepare(
-                listing
-                for listing in self.spool
-                if listing.body is None or twins.winner(listing.body) in (None, listing.url)
-            )
+            spool = self.spool
+
+            def winners() -> Iterator[Listing]:
+                for listing in spool:
+                    best = None if listing.body is None else twins.winner(listing.body)
+                    if best in (None, listing.url):
+                        yield listing
+                    else:  # an alternate naming it is told why it is not listed
+                        ext.decided(listing.loc, DUPLICATE_OF, self.public(best))
+
+            ext.prepare(winners())
         for listing in self.spool:
             url = listing.url
             winner = url if listing.body is None else twins.winner(listing.body)
