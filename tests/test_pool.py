@@ -716,3 +716,18 @@ class _WithImages:
 def test_a_collection_of_dataclasses_is_refused_when_its_shape_is_made():
     with pytest.raises(TypeError, match="collection of dataclasses"):
         pack(_WithImages([_Image("a")]))
+
+
+@dataclass
+class _Gallery:
+    title: str
+    images: tuple[_Image, ...]
+    cover: _Image | None = None
+
+
+def test_a_tuple_of_dataclasses_crosses_field_by_field():
+    gallery = _Gallery("g", (_Image("a"), _Image("b")), _Image("c"))
+    assert unpack(_Gallery, pack(gallery)) == gallery
+    assert unpack(_Gallery, pack(_Gallery("empty", ()))) == _Gallery("empty", ())
+    with pytest.raises(WireError):  # another shape: the tag says so
+        unpack(_Image, pack(gallery))

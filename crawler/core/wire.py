@@ -5,8 +5,8 @@ values in declaration order, and unpacked by the same class: a field added to th
 carried by both sides at once, and a reader of another shape refuses the data instead of
 reading one field as another (as positional tuples did). The tag is a digest of the class's
 name and field names, nested records' included, so it also tells which record a message is.
-Values are marshal-able (None, bool, int, float, str, bytes, lists and tuples of them) or
-dataclasses (or None) of such values.
+Values are marshal-able (None, bool, int, float, str, bytes, lists and tuples of them),
+dataclasses (or None) of such values, or tuples of such dataclasses (`tuple[Record, ...]`).
 """
 
 from __future__ import annotations
@@ -28,17 +28,23 @@ class WireError(ValueError):
     """Data packed by another shape of the record (another version of the program)."""
 
 
-# class -> (field names, tag, nested dataclass per field or None)
-_shapes: dict[type, tuple[tuple[str, ...], int, tuple[type | None, ...]]] = {}
+#: A field holding records: their class, and whether a tuple of them (else one, or None).
+Nested = tuple[type, bool]
+# class -> (field names, tag, records per field or None)
+_shapes: dict[type, tuple[tuple[str, ...], int, tuple[Nested | None, ...]]] = {}
 
 
-def _nested(hint: Any) -> type | None:
-    """The dataclass a field holds, when it holds one (or None: `X | None`). A collection
-    of dataclasses is refused when the shape is made, so it fails at once in any test, not
-    when a worker first meets one."""
+def _nested(hint: Any) -> Nested | None:
+    """The dataclass a field holds, when it holds one (or None: `X | None`), or a tuple of
+    (`tuple[X, ...]`). Any other collection of dataclasses is refused when the shape is
+    made, so it fails at once in any test, not when a worker first meets one."""
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        return hint
+        return hint, False
     args = typing.get_args(hint)
+    if typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis:
+        kind = args[0]
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+            return kind, True
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         found = [a for a in args if isinstance(a, type) and dataclasses.is_dataclass(a)]
         others = [a for a in args if a not in found and a is not type(None)]
@@ -46,7 +52,7 @@ def _nested(hint: Any) -> type | None:
             raise TypeError(f"only `Record | None` can hold a record: {hint}")
         for arg in others:
             _nested(arg)  # a collection of records inside, refused
-        return found[0] if found else None
+        return (found[0], False) if found else None
     if any(_holds_record(arg) for arg in args):
         raise TypeError(f"a collection of dataclasses cannot be packed: {hint}")
     return None
@@ -58,13 +64,14 @@ def _holds_record(hint: Any) -> bool:
     return any(_holds_record(arg) for arg in typing.get_args(hint))
 
 
-def _shape(cls: type) -> tuple[tuple[str, ...], int, tuple[type | None, ...]]:
+def _shape(cls: type) -> tuple[tuple[str, ...], int, tuple[Nested | None, ...]]:
     shape = _shapes.get(cls)
     if shape is None:
         hints = typing.get_type_hints(cls)
         names = tuple(f.name for f in dataclasses.fields(cls))
         nested = tuple(_nested(hints[name]) for name in names)
-        words = [cls.__name__, *names, *(str(_shape(n)[1]) for n in nested if n is not None)]
+        inner = [f"{_shape(n[0])[1]}{'*' if n[1] else ''}" for n in nested if n is not None]
+        words = [cls.__name__, *names, *inner]
         digest = hashlib.sha256(" ".join(words).encode()).digest()
         shape = _shapes[cls] = names, int.from_bytes(digest[:4], "little"), nested
     return shape
@@ -77,10 +84,10 @@ def tag(cls: type) -> int:
 
 # class -> a getter of its field values as a tuple (operator.attrgetter: in C), and the
 # positions of its nested records; a flat record (most) is packed and built in one call each
-_access: dict[type, tuple[Any, tuple[tuple[int, type], ...]]] = {}
+_access: dict[type, tuple[Any, tuple[tuple[int, Nested], ...]]] = {}
 
 
-def _accessors(cls: type) -> tuple[Any, tuple[tuple[int, type], ...]]:
+def _accessors(cls: type) -> tuple[Any, tuple[tuple[int, Nested], ...]]:
     access = _access.get(cls)
     if access is None:
         names, _, nested = _shape(cls)
@@ -95,9 +102,9 @@ def _values(record: Any) -> tuple[Any, ...]:
     values: tuple[Any, ...] = get(record)
     if inner:
         listed = list(values)
-        for i, _ in inner:
+        for i, (_, many) in inner:
             if listed[i] is not None:
-                listed[i] = _values(listed[i])
+                listed[i] = tuple(map(_values, listed[i])) if many else _values(listed[i])
         values = tuple(listed)
     return values
 
@@ -109,9 +116,16 @@ def _build(cls: type[T], values: Any) -> T:
     inner = _accessors(cls)[1]
     if inner:
         listed = list(values)
-        for i, kind in inner:
-            if listed[i] is not None:
-                listed[i] = _build(kind, listed[i])
+        for i, (kind, many) in inner:
+            value = listed[i]
+            if value is None:
+                continue
+            if many:
+                if not isinstance(value, tuple):
+                    raise WireError(f"not a packed {cls.__name__} of this version")
+                listed[i] = tuple(_build(kind, item) for item in value)
+            else:
+                listed[i] = _build(kind, value)
         return cls(*listed)
     return cls(*values)
 
