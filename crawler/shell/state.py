@@ -481,16 +481,7 @@ class CrawlState:
         """url's row of the history (the last finished run), or None: a point query by
         id, so that the history of a site of millions of URLs stays on disk, not in
         Python objects. Its links are read by outlinks(), for a 304 only."""
-        if not self.has_history:
-            return None
-        ids = self._ids if self._ids is not None else self._load_ids()
-        uid = ids.get(url)
-        if uid is None:
-            return None
-        try:
-            row = self._open_conn().execute(_PRIOR_SELECT, (uid,)).fetchone()
-        except sqlite3.Error as exc:
-            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+        row = self._history_row(url, _PRIOR_SELECT)
         if row is None:
             return None
         etag, modified, mime, meta, header, canonical, body, blocks, first, changed = row[:10]
@@ -503,16 +494,7 @@ class CrawlState:
     def outlinks(self, url: str) -> list[str]:
         """The links of url's page in the history, in their order (for a 304: read only
         then, so that prior(), asked for every URL, stays small)."""
-        ids = self._ids if self._ids is not None else self._load_ids()
-        uid = ids.get(url)
-        try:
-            row = (
-                self._open_conn()
-                .execute("SELECT targets FROM history WHERE url = ?", (uid,))
-                .fetchone()
-            )
-        except sqlite3.Error as exc:
-            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+        row = self._history_row(url, "SELECT targets FROM history WHERE url = ?")
         packed = row[0] if row is not None else None
         if not packed:
             return []
@@ -530,6 +512,11 @@ class CrawlState:
 
     def prior_content(self, url: str) -> tuple[bytes | None, int | None] | None:
         """url's content blocks and content date in the history, None when it has no row."""
+        row = self._history_row(url, "SELECT blocks, changed FROM history WHERE url = ?")
+        return None if row is None else (row[0], row[1])
+
+    def _history_row(self, url: str, select: str) -> tuple[Any, ...] | None:
+        """url's row of the history as `select` (by url id) reads it, or None."""
         if not self.has_history:
             return None
         ids = self._ids if self._ids is not None else self._load_ids()
@@ -537,14 +524,10 @@ class CrawlState:
         if uid is None:
             return None
         try:
-            row = (
-                self._open_conn()
-                .execute("SELECT blocks, changed FROM history WHERE url = ?", (uid,))
-                .fetchone()
-            )
+            row: tuple[Any, ...] | None = self._open_conn().execute(select, (uid,)).fetchone()
         except sqlite3.Error as exc:
             raise StateError(f"cannot read state file {self.path}: {exc}") from exc
-        return None if row is None else (row[0], row[1])
+        return row
 
     def page(
         self,
