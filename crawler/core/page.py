@@ -129,11 +129,16 @@ def _extras(
     raw_alternates = [(url, pair) for pair in header_alternates]
     if page is not None:
         raw_alternates += [(base, pair) for pair in page.alternates]
+    joins = join_parts(base)
     for against, (hreflang, href) in raw_alternates:
         if not valid_hreflang(hreflang):
             bad.append(hreflang[:64])
             continue
-        target = resolve(against, href, strip)
+        target = None
+        if against is base and not strip:
+            target = _same_origin(href, base, *joins)
+        if target is None:
+            target = resolve(against, href, strip)
         if target is not None:
             alternates.setdefault((hreflang.lower(), target), hreflang)
     pairs = tuple((hreflang, target) for (_, target), hreflang in alternates.items())
@@ -144,7 +149,7 @@ def _extras(
             hosts = policy.image_hosts
             accepted: dict[str, bool] = {}  # host -> accepted: a page's images share a few
             images: dict[str, None] = {}
-            scheme, origin, folder = join_parts(base)
+            scheme, origin, folder = joins
             own = host_of(origin + "/")  # the base's host: a <base href> may name another
             own_ok = accepted[own] = host_accepted(own, page_host, hosts)
             for raw in page.images:
@@ -180,11 +185,15 @@ def _same_origin(raw: str, base: str, scheme: str, origin: str, folder: str) -> 
     """An image on the page's own origin, joined by string operations when the result is
     already a normalised URL (a plain path: no dot segment, escape, fragment or odd
     character); None for the others, which take resolve(). Images are many per page and
-    most are written plainly; resolve() normalises each unique URL from scratch."""
+    most are written plainly; resolve() normalises each unique URL from scratch. An absolute
+    URL that starts with the origin exactly as normalised is joined the same way (og:image
+    and hreflang links are written absolute)."""
     if raw[:1] == "/":
         if raw[1:2] == "/":
             return None  # another host, maybe
         tail = raw
+    elif raw.startswith(origin) and raw[len(origin) : len(origin) + 1] == "/":
+        tail = raw[len(origin) :]  # absolute, on the origin as normalised (og:image, hreflang)
     elif ":" in raw or raw[:1] in ".?#":
         return None
     else:
