@@ -204,6 +204,31 @@ def test_same_origin_fast_join_of_absolute_urls_is_resolve_or_nothing(
             assert fast == href  # the common case is taken
 
 
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["", "/", "http://127.0.0.1:8795", "https://www.example.com", "//"]),
+            st.text(alphabet="/.?#=&%:;@!$'()*+,~_-aZ09é \\\n", max_size=12),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+@settings(max_examples=3000, deadline=None)
+def test_plain_images_are_the_same_origin_joins(pairs: list[tuple[str, str]]) -> None:
+    """A page's images joined in one test give what _same_origin gives each, or nothing."""
+    from crawler.core.page import _plain_images
+
+    raws = [head + tail for head, tail in pairs]
+    for base in ("http://127.0.0.1:8795/s01/p/12.html", "https://www.example.com/"):
+        parts = join_parts(base)
+        together = _plain_images(raws, parts[1])
+        if together is not None:
+            assert together == [_same_origin(raw, base, *parts) for raw in raws], (raws, base)
+    if all(re.fullmatch(r"/[aZ09_?=-]+", raw) for raw in raws):
+        assert _plain_images(raws, "http://h") == ["http://h" + raw for raw in raws]
+
+
 def test_same_origin_fast_join_takes_the_common_absolute_urls() -> None:
     base = "http://127.0.0.1:8795/s01/p/12.html"
     for href in ("http://127.0.0.1:8795/img/og/1.jpg", "http://127.0.0.1:8795/de/x?a=1&b=2"):
