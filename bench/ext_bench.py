@@ -34,9 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--port", type=int, default=8795)
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument(
+        "--plain", action="store_true", help="the bench site without --media (no images)"
+    )
     args = parser.parse_args(argv)
     origin = f"http://127.0.0.1:{args.port}"
-    site, expected = ensure_site(args.pages, 1, 15, origin, media=True)
+    site, expected = ensure_site(args.pages, 1, 15, origin, media=not args.plain)
     exe = shutil.which("sitemap-crawler")
     base = [exe] if exe else [sys.executable, "-m", "crawler.cli"]
     configs = {
@@ -45,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         "after --no-images": (HERE.parent, ["--no-images"]),
     }
     figures: dict[str, list[float]] = {name: [] for name in configs}
+    cpu: dict[str, list[float]] = {name: [] for name in configs}
     serve(site, args.port, "start")
     try:
         for rnd in range(args.runs):
@@ -64,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                 data = json.loads(report.read_text())
                 pps = data["pages_per_second"]
                 figures[name].append(pps)
+                cpu[name].append(usage.cpu_s)
                 print(
                     f"round {rnd + 1} {name:<18} {pps:>7.1f} pages/s  wall {usage.wall_s:6.1f} s"
                     f"  cpu {usage.cpu_s:6.1f} s  rss {usage.peak_rss_mb:6.0f} MB  listed "
@@ -74,10 +79,14 @@ def main(argv: list[str] | None = None) -> int:
         serve(site, args.port, "stop")
     print()
     before = statistics.median(figures["before"])
+    before_cpu = statistics.median(cpu["before"])
     for name, values in figures.items():
         median = statistics.median(values)
         runs = ", ".join(f"{v:.0f}" for v in values)
         print(f"{name:<18} median {median:7.1f} pages/s ({median / before - 1:+.1%})  runs {runs}")
+        median = statistics.median(cpu[name])
+        runs = ", ".join(f"{v:.1f}" for v in cpu[name])
+        print(f"{'':<18} median {median:7.1f} CPU-s ({median / before_cpu - 1:+.1%})  runs {runs}")
     return 0
 
 

@@ -173,6 +173,22 @@ class Alternate:
         if problem is not None:
             raise EntryError(self.href, "href", problem)
 
+    @classmethod
+    def normalised(cls, hreflang: str, href: str) -> Alternate:
+        """An alternate whose values the caller made valid by construction: an hreflang
+        that passed :func:`is_hreflang` (a narrower rule than the one checked above) and an
+        href its URL normaliser produced (an absolute http(s) URL in RFC 3986 form, as
+        crawler.core.urls.normalize makes them). Only the length is checked, the one rule a
+        normaliser does not enforce; the crawl builds three of these per page of a
+        multilingual site, and the regular expressions of the full check cost more than the
+        rest of writing them."""
+        if len(href) > MAX_LOC_CHARS:
+            raise EntryError(href, "href", check_uri(href) or "is too long")
+        alternate = object.__new__(cls)
+        object.__setattr__(alternate, "hreflang", hreflang)
+        object.__setattr__(alternate, "href", href)
+        return alternate
+
 
 @dataclass(frozen=True, slots=True)
 class Video:
@@ -250,6 +266,56 @@ class Entry:
     news: News | None = None
 
     def __post_init__(self) -> None:
+        self._check_scalars()
+        if self.images:
+            self._check_images()
+        if self.alternates:
+            self._check_alternates()
+        if self.videos:
+            self._check_videos()
+        if self.news is not None and not isinstance(self.news, News):
+            raise EntryError(self.loc, "news", f"{self.news!r:.80} is not a News")
+
+    @classmethod
+    def normalised(
+        cls,
+        loc: str,
+        lastmod: datetime | date | None = None,
+        changefreq: str | None = None,
+        priority: float | None = None,
+        images: tuple[str, ...] = (),
+        alternates: tuple[Alternate, ...] = (),
+        videos: tuple[Video, ...] = (),
+    ) -> Entry:
+        """An entry whose image URLs the caller's URL normaliser produced (absolute http(s)
+        URLs in RFC 3986 form by construction, as crawler.core.urls.normalize makes them),
+        with alternates made by :meth:`Alternate.normalised` or checked, and checked videos.
+
+        The crawl lists pages of a dozen images each: checking every image URL against the
+        RFC 3986 expression again cost more than the rest of the entry. Here the loc and the
+        other single values are checked as by the constructor, the images for their number
+        and length only (the rules a normaliser does not enforce), each raising the same
+        EntryError. Values from anywhere else go through the constructor."""
+        entry = object.__new__(cls)
+        put = object.__setattr__
+        put(entry, "loc", loc)
+        put(entry, "lastmod", lastmod)
+        put(entry, "changefreq", changefreq)
+        put(entry, "priority", priority)
+        put(entry, "images", tuple(images))
+        put(entry, "alternates", tuple(alternates))
+        put(entry, "videos", tuple(videos))
+        put(entry, "news", None)
+        entry._check_scalars()
+        if images:
+            entry._check_image_lengths()
+        if alternates:
+            entry._check_alternates()
+        if videos:
+            entry._check_videos()
+        return entry
+
+    def _check_scalars(self) -> None:
         loc = self.loc
         problem = check_uri(loc, min_chars=MIN_LOC_CHARS)
         if problem is not None:
@@ -266,18 +332,13 @@ class Entry:
                 raise EntryError(loc, "priority", f"{p!r} is not a number from 0.0 to 1.0")
             if isinstance(p, float) and math.isnan(p):  # pragma: no cover - NaN fails the range
                 raise EntryError(loc, "priority", "NaN")
-        if self.images:
-            self._check_images()
-        if self.alternates:
-            self._check_alternates()
-        if self.videos:
-            videos = self.videos if type(self.videos) is tuple else tuple(self.videos)
-            object.__setattr__(self, "videos", videos)
-            for video in videos:
-                if not isinstance(video, Video):
-                    raise EntryError(loc, "videos", f"{video!r:.80} is not a Video")
-        if self.news is not None and not isinstance(self.news, News):
-            raise EntryError(loc, "news", f"{self.news!r:.80} is not a News")
+
+    def _check_videos(self) -> None:
+        videos = self.videos if type(self.videos) is tuple else tuple(self.videos)
+        object.__setattr__(self, "videos", videos)
+        for video in videos:
+            if not isinstance(video, Video):
+                raise EntryError(self.loc, "videos", f"{video!r:.80} is not a Video")
 
     @property
     def namespaces(self) -> int:
@@ -309,6 +370,17 @@ class Entry:
             problem = check_uri(image)
             if problem is not None:
                 raise EntryError(self.loc, "images", f"{image!r:.80} {problem}")
+
+    def _check_image_lengths(self) -> None:
+        images = self.images
+        if len(images) > MAX_IMAGES_PER_URL:
+            raise EntryError(
+                self.loc, "images", f"{len(images)} images; at most {MAX_IMAGES_PER_URL} per URL"
+            )
+        if max(map(len, images)) > MAX_LOC_CHARS:
+            for image in images:
+                if len(image) > MAX_LOC_CHARS:
+                    raise EntryError(self.loc, "images", f"{image!r:.80} {check_uri(image)}")
 
     def _check_alternates(self) -> None:
         alternates = self.alternates

@@ -140,6 +140,21 @@ Format = Literal["xml", "txt"]
 _PLAIN_ENTRY_BOUND = 2048 * 5 + 512
 
 
+def _size_bound(entry: Entry) -> int | None:
+    """An upper bound on the bytes of entry's ``<url>`` when it has images and alternates
+    only (None with videos or news: serialise it), so that checking an entry of a dozen
+    images does not serialise it once more than writing it does. Its URLs and language
+    tags are ASCII (Entry checks them), each character escaped to at most 6 (``&apos;``),
+    each image or alternate with its tags in under 64, and lastmod, changefreq and
+    priority in 512."""
+    if entry.videos or entry.news is not None:
+        return None
+    chars = len(entry.loc) + sum(map(len, entry.images))
+    for alternate in entry.alternates:
+        chars += len(alternate.href) + len(alternate.hreflang)
+    return 6 * chars + 64 * (len(entry.images) + len(entry.alternates)) + 512
+
+
 class WriterConfigError(SitemapOutError, ValueError):
     """A writer argument is unusable (bad base_url, limits, format); raised before any write."""
 
@@ -575,6 +590,9 @@ class SitemapWriter:
         ns = entry.namespaces
         if not ns and self._max_bytes - self._fixed[0] >= _PLAIN_ENTRY_BOUND:
             return  # a loc of at most 2,048 characters and three short fields always fits
+        bound = _size_bound(entry) if ns else None
+        if bound is not None and self._max_bytes - self._fixed[ns] >= bound:
+            return  # not serialised twice: add() does it, and most entries fit with room
         size = len(self._serialise(entry).encode())
         if self._fixed[ns] + size > self._max_bytes:
             self._too_big(entry, size)

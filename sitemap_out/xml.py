@@ -55,7 +55,6 @@ NS_ALL: Final = 15
 XML_DECLARATION: Final = '<?xml version="1.0" encoding="UTF-8"?>\n'
 URLSET_CLOSE: Final = "</urlset>\n"
 
-_SPECIAL: Final = frozenset("&<>\"'")
 _ESCAPES: Final = str.maketrans(
     {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;"}
 )
@@ -64,12 +63,22 @@ _ESCAPES: Final = str.maketrans(
 def escape(text: str) -> str:
     """Entity-escape the five XML specials, safe in element text and in quoted attributes.
 
-    Most URLs carry none of them, so the set-disjointness test (fast, in C) skips the
+    Most URLs carry none of them, so five substring tests (each a memchr in C: together a
+    quarter of the cost of a set-disjointness test, which hashes every character) skip the
     translate call in the common case.
     """
-    if _SPECIAL.isdisjoint(text):
-        return text
-    return text.translate(_ESCAPES)
+    if "&" in text or "<" in text or ">" in text or '"' in text or "'" in text:
+        return text.translate(_ESCAPES)
+    return text
+
+
+def _plain(text: str) -> bool:
+    return not ("&" in text or "<" in text or ">" in text or '"' in text or "'" in text)
+
+
+_IMAGE_OPEN: Final = "<image:image><image:loc>"
+_IMAGE_CLOSE: Final = "</image:loc></image:image>"
+_IMAGE_BETWEEN: Final = _IMAGE_CLOSE + _IMAGE_OPEN
 
 
 @lru_cache(maxsize=1024)
@@ -115,15 +124,19 @@ def url_element(entry: Entry) -> str:
     if entry.priority is not None:
         parts += ("<priority>", format_priority(entry.priority), "</priority>")
     for alt in entry.alternates:
-        parts += (
-            '<xhtml:link rel="alternate" hreflang="',
-            escape(alt.hreflang),
-            '" href="',
-            escape(alt.href),
-            '"/>',
+        parts.append(
+            f'<xhtml:link rel="alternate" hreflang="{escape(alt.hreflang)}"'
+            f' href="{escape(alt.href)}"/>'
         )
-    for image in entry.images:
-        parts += ("<image:image><image:loc>", escape(image), "</image:loc></image:image>")
+    images = entry.images
+    if images:
+        # one join for all of a page's images (a dozen on many pages) when none needs an
+        # escape, which the concatenation of the URLs tells in one test
+        if _plain("".join(images)):
+            parts += (_IMAGE_OPEN, _IMAGE_BETWEEN.join(images), _IMAGE_CLOSE)
+        else:
+            for image in images:
+                parts += (_IMAGE_OPEN, escape(image), _IMAGE_CLOSE)
     if entry.videos:
         parts += map(video_element, entry.videos)
     if entry.news is not None:

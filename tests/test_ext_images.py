@@ -4,6 +4,7 @@ local fixture sites, each published sitemap validated against the extensions XSD
 from __future__ import annotations
 
 import json
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -169,6 +170,71 @@ def test_same_origin_fast_join_is_resolve_or_nothing(href: str) -> None:
     for base in ("http://127.0.0.1:8795/s01/p/12.html", "https://www.example.com/"):
         fast = _same_origin(href, base, *join_parts(base))
         assert fast is None or fast == resolve(base, href), (href, base)
+
+
+@given(
+    st.sampled_from(
+        [
+            "http://127.0.0.1:8795",
+            "http://127.0.0.1:879",
+            "http://127.0.0.1:8795.",
+            "http://127.0.0.1",
+            "HTTP://127.0.0.1:8795",
+            "https://www.example.com",
+            "https://www.example.com:443",
+            "https://www.example.com.",
+            "https://WWW.example.com",
+            "http://www.example.com",
+            "https://www.example.comm",
+        ]
+    ),
+    st.text(alphabet="/.?#=&%:;@!$'()*+,~_-aZ09é \\", max_size=20),
+)
+@settings(max_examples=3000, deadline=None)
+def test_same_origin_fast_join_of_absolute_urls_is_resolve_or_nothing(
+    origin: str, tail: str
+) -> None:
+    """Absolute URLs (og:image, hreflang links) joined by the same test give what resolve()
+    gives, whatever the spelling of the origin they start with."""
+    href = origin + tail
+    for base in ("http://127.0.0.1:8795/s01/p/12.html", "https://www.example.com/"):
+        fast = _same_origin(href, base, *join_parts(base))
+        assert fast is None or fast == resolve(base, href), (href, base)
+        if re.fullmatch(r"/[aZ09_/-]*", tail) and base.startswith(origin + "/"):
+            assert fast == href  # the common case is taken
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["", "/", "http://127.0.0.1:8795", "https://www.example.com", "//"]),
+            st.text(alphabet="/.?#=&%:;@!$'()*+,~_-aZ09é \\\n", max_size=12),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+@settings(max_examples=3000, deadline=None)
+def test_plain_images_are_the_same_origin_joins(pairs: list[tuple[str, str]]) -> None:
+    """A page's images joined in one test give what _same_origin gives each, or nothing."""
+    from crawler.core.page import _plain_images
+
+    raws = [head + tail for head, tail in pairs]
+    for base in ("http://127.0.0.1:8795/s01/p/12.html", "https://www.example.com/"):
+        parts = join_parts(base)
+        together = _plain_images(raws, parts[1])
+        if together is not None:
+            assert together == [_same_origin(raw, base, *parts) for raw in raws], (raws, base)
+    if all(re.fullmatch(r"/[aZ09_?=-]+", raw) for raw in raws):
+        assert _plain_images(raws, "http://h") == ["http://h" + raw for raw in raws]
+
+
+def test_same_origin_fast_join_takes_the_common_absolute_urls() -> None:
+    base = "http://127.0.0.1:8795/s01/p/12.html"
+    for href in ("http://127.0.0.1:8795/img/og/1.jpg", "http://127.0.0.1:8795/de/x?a=1&b=2"):
+        assert _same_origin(href, base, *join_parts(base)) == href
+    for href in ("http://127.0.0.1:8795/a#b", "http://127.0.0.1:8795/a/../b", "https://x.org/a"):
+        assert _same_origin(href, base, *join_parts(base)) is None
 
 
 @given(

@@ -141,3 +141,45 @@ def test_alternate_ok(lang: str) -> None:
 def test_alternate_bad(lang: str, href: str) -> None:
     with pytest.raises(EntryError):
         Alternate(lang, href)
+
+
+def test_normalised_entry_is_the_checked_entry() -> None:
+    """The crawl's constructor (for URLs its normaliser made) builds the same Entry, and
+    still refuses what a normaliser does not rule out: too long, too many, a bad loc."""
+    from datetime import UTC, datetime
+
+    from sitemap_out.entry import Alternate, Entry, EntryError, Video
+
+    images = ("https://example.com/a.jpg", "https://example.com/b.jpg?w=1&x='y'")
+    alternates = (
+        Alternate("de", "https://example.com/de/"),
+        Alternate("x-default", "https://example.com/"),
+    )
+    videos = (Video("https://example.com/t.jpg", "T", "D", "https://example.com/v.mp4"),)
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    args = ("https://example.com/page", when, "daily", 0.5)
+    checked = Entry(*args, images=images, alternates=alternates, videos=videos)
+    fast = Entry.normalised(
+        *args,
+        images=images,
+        alternates=tuple(Alternate.normalised(a.hreflang, a.href) for a in alternates),
+        videos=videos,
+    )
+    assert fast == checked and hash(fast) == hash(checked)
+    assert fast.namespaces == checked.namespaces
+    assert Entry.normalised("https://example.com/page") == Entry("https://example.com/page")
+    long = "https://example.com/" + "a" * 2100
+    with pytest.raises(EntryError) as caught:
+        Entry.normalised("https://example.com/page", images=("https://example.com/x", long))
+    assert caught.value.field == "images"
+    with pytest.raises(EntryError):
+        Entry.normalised("https://example.com/page", images=("https://example.com/x",) * 1001)
+    with pytest.raises(EntryError) as caught:
+        Entry.normalised("short", images=images)
+    assert caught.value.field == "loc"
+    with pytest.raises(EntryError):
+        Entry.normalised("https://example.com/page", when.replace(tzinfo=None))
+    with pytest.raises(EntryError):
+        Alternate.normalised("de", long)
+    with pytest.raises(EntryError):
+        Entry.normalised("https://example.com/page", alternates=("de",))  # type: ignore[arg-type]

@@ -385,3 +385,40 @@ def test_async_add_rejects_an_entry_that_can_never_fit_at_once(tmp_path, xsd):
             if "sitemap-" not in (el.text or "")
         ]
     assert sorted(locs) == sorted(f"https://example.com/p{i}" for i in range(50) if i != 7)
+
+
+@given(
+    st.lists(st.text(alphabet="a/&'<>\"%2F", max_size=30), max_size=8),
+    st.lists(st.text(alphabet="a/&'%2F", max_size=30), max_size=3),
+)
+@settings(max_examples=300, deadline=None)
+def test_size_bound_of_an_extension_entry_is_never_below_its_size(
+    images: list[str], alternates: list[str]
+) -> None:
+    """check() skips serialising an entry whose bound fits: the bound must hold."""
+    from sitemap_out import encode_uri
+    from sitemap_out.writer import _size_bound
+    from sitemap_out.xml import url_element
+
+    def url(tail: str) -> str:
+        return encode_uri("https://example.com/" + tail)
+
+    entry = Entry(
+        url("page'&"),
+        datetime(2026, 1, 1, tzinfo=UTC),
+        "daily",
+        0.5,
+        images=tuple(url(i) for i in images),
+        alternates=tuple(Alternate("zh-Hant-TW", url(a)) for a in alternates),
+    )
+    bound = _size_bound(entry)
+    assert bound is not None and bound >= len(url_element(entry).encode())
+
+
+def test_check_still_refuses_an_extension_entry_too_big_for_any_file(tmp_path) -> None:
+    images = tuple(f"https://example.com/{n}.jpg" for n in range(200))
+    with SitemapWriter(tmp_path, BASE, max_bytes=4000) as writer:
+        with pytest.raises(EntryError):
+            writer.check(Entry("https://example.com/page", images=images))
+        writer.check(Entry("https://example.com/page", images=images[:2]))
+        writer.add(Entry("https://example.com/page", images=images[:2]))

@@ -119,3 +119,27 @@ def test_locs_with_specials_round_trip_and_validate(xsd, locs: list[str]) -> Non
     tree = xsd.urlset(doc.encode())
     ns = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
     assert [el.text for el in tree.iterfind("s:url/s:loc", ns)] == locs
+
+
+def test_images_and_alternates_escaped_whether_or_not_any_needs_it() -> None:
+    """The images of an entry are written in one join when none holds a special; the
+    bytes are those of escaping each one."""
+    from sitemap_out import Alternate, Entry
+    from sitemap_out.xml import escape, url_element
+
+    plain = ("https://e.com/a.jpg", "https://e.com/b.jpg?w=1")
+    odd = ("https://e.com/a.jpg", "https://e.com/b.jpg?w=1&h='2'")
+    for images in (plain, odd):
+        entry = Entry(
+            "https://e.com/page", images=images, alternates=(Alternate("de", "https://e.com/?a&b"),)
+        )
+        expected = (
+            "<url><loc>https://e.com/page</loc>"
+            '<xhtml:link rel="alternate" hreflang="de" href="https://e.com/?a&amp;b"/>'
+            + "".join(
+                f"<image:image><image:loc>{escape(i)}</image:loc></image:image>" for i in images
+            )
+            + "</url>\n"
+        )
+        assert url_element(entry) == expected
+    assert escape("a&b<c>d\"e'f") == "a&amp;b&lt;c&gt;d&quot;e&apos;f"

@@ -148,11 +148,18 @@ def _largest_simple(srcset: str) -> str | None:
             continue
         size = 1.0
         if len(tokens) > 1:
-            match = _DESCRIPTOR_RE.search(tokens[1])
-            if match is not None:
-                value = float(match.group(1))
-                unit = match.group(2).lower()
-                size = value * 1e6 if unit == "w" else value if unit == "x" else size
+            descriptor = tokens[1]
+            number = descriptor[:-1]
+            unit = descriptor[-1:]
+            if (unit == "w" or unit == "x") and number.isdigit() and number.isascii():
+                # "480w", "2x": what the expression below reads in them, without it
+                size = float(number) * 1e6 if unit == "w" else float(number)
+            else:
+                match = _DESCRIPTOR_RE.search(descriptor)
+                if match is not None:
+                    value = float(match.group(1))
+                    unit = match.group(2).lower()
+                    size = value * 1e6 if unit == "w" else value if unit == "x" else size
         if size > best_size:
             best, best_size = tokens[0], size
     return best

@@ -224,7 +224,8 @@ class Extensions:
         while edge is not None and edge[0] < loc:
             edge = next(edges, None)
         while edge is not None and edge[0] == loc:
-            found.append(Alternate(edge[1], edge[2]))
+            # normalised by the crawl (crawler.core.page), hreflang checked by is_hreflang
+            found.append(Alternate.normalised(edge[1], edge[2]))
             edge = next(edges, None)
         self._next_edge = edge
         if all(alt.href == loc for alt in found):
@@ -259,8 +260,8 @@ class Extensions:
             tally.images += len(images)
         tally.videos += len(videos)
         tally.alternates += len(alternates)
-        try:  # Entry checks every image: the resolved URLs nearly always pass
-            return Entry(
+        try:  # the crawl's URLs are normalised: only their length can fail
+            return Entry.normalised(
                 base.loc,
                 base.lastmod,
                 base.changefreq,
@@ -274,7 +275,7 @@ class Extensions:
                 raise
         kept = listed_images(extras)
         tally.images -= len(images) - len(kept)
-        return Entry(
+        return Entry.normalised(
             base.loc,
             base.lastmod,
             base.changefreq,
