@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import json
 
-from crawler.core.media import iso_duration, jsonld_facts, missing_video_field, player_video
+from crawler.core.media import (
+    RawVideo,
+    iso_duration,
+    jsonld_facts,
+    missing_video_field,
+    player_video,
+)
 from tests.sites import Site, html, parse_xml
 
 SM = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
@@ -38,17 +44,13 @@ def test_iso_durations() -> None:
 
 def test_players() -> None:
     yt = player_video("https://www.youtube.com/embed/dQw4w9WgXcQ?rel=0", "T")
-    assert yt == (
-        "https://i.ytimg.com/vi/dQw4w9WgXcQ/hqdefault.jpg",
-        "T",
-        None,
-        None,
-        "https://www.youtube.com/embed/dQw4w9WgXcQ?rel=0",
-        None,
-        None,
+    assert yt == RawVideo(
+        thumbnail="https://i.ytimg.com/vi/dQw4w9WgXcQ/hqdefault.jpg",
+        title="T",
+        player="https://www.youtube.com/embed/dQw4w9WgXcQ?rel=0",
     )
     vimeo = player_video("https://player.vimeo.com/video/76979871", None)
-    assert vimeo is not None and vimeo[0] is None
+    assert vimeo is not None and vimeo.thumbnail is None
     assert player_video("https://example.com/embed/x", "T") is None
 
 
@@ -71,19 +73,17 @@ def test_jsonld_video_and_article() -> None:
         }
     )
     videos, published, headline = jsonld_facts(text)
-    assert videos == [("/t.jpg", "N", "D", "/v.mp4", None, 60, "2024-05-01")]
+    assert videos == [RawVideo("/t.jpg", "N", "D", "/v.mp4", None, 60, "2024-05-01")]
     assert (published, headline) == ("2024-05-01T10:00:00Z", "H")
     assert jsonld_facts("{not json") == ([], None, None)
 
 
 def test_missing_fields_named_in_order() -> None:
-    assert missing_video_field((None, "t", "d", "c", None, None, None)) == "thumbnail"
-    assert missing_video_field(("th", None, "d", "c", None, None, None)) == "title"
-    assert missing_video_field(("th", "t", None, None, "p", None, None)) == "description"
-    assert missing_video_field(("th", "t", "d", None, None, None, None)) == (
-        "content or player location"
-    )
-    assert missing_video_field(("th", "t", "d", None, "p", None, None)) is None
+    assert missing_video_field(RawVideo(None, "t", "d", "c")) == "thumbnail"
+    assert missing_video_field(RawVideo("th", None, "d", "c")) == "title"
+    assert missing_video_field(RawVideo("th", "t", None, None, "p")) == "description"
+    assert missing_video_field(RawVideo("th", "t", "d")) == "content or player location"
+    assert missing_video_field(RawVideo("th", "t", "d", None, "p")) is None
 
 
 JSONLD = json.dumps(

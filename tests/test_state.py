@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import crawler.core.report as report_module
 import crawler.shell.state as state_module
-from crawler.core.media import PageExtras
+from crawler.core.media import PageExtras, RawVideo
 from crawler.core.report import DecisionRecord
 from crawler.core.wire import pack
 from crawler.errors import BusyError, SitemapCrawlerError
@@ -196,7 +196,7 @@ def test_listed_round_trips_every_listing_field(path: Path) -> None:
                 PageExtras(
                     images=("https://www.example.com/i.png",),
                     alternates=(("de", "https://www.example.com/de/a"),),
-                    videos=(("https://www.example.com/t.jpg", "T", "D", None, "p", 60, None),),
+                    videos=(RawVideo("https://www.example.com/t.jpg", "T", "D", None, "p", 60),),
                     published="2024-05-01T12:00:00Z",
                 )
             ),

@@ -11,11 +11,12 @@ is visited.
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
 import re
 import zlib
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urljoin, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -454,7 +455,7 @@ def _media(
             continue
         poster = (attrs.get("poster") or "").strip(_URL_STRIP) or None
         title = attrs.get("title") or attrs.get("aria-label")
-        videos.append((poster, title, None, src, None, None, None))
+        videos.append(RawVideo(poster, title, content=src))
     for node in parser.tags("iframe"):
         attrs = node.attributes
         src = (attrs.get("src") or "").strip(_URL_STRIP)
@@ -485,15 +486,10 @@ def _media(
 
 
 def _fill(video: RawVideo, title: str | None, description: str | None) -> RawVideo:
-    thumbnail, own_title, own_description, content, player, duration, date = video
-    return (
-        thumbnail,
-        (own_title or "").strip() or title,
-        (own_description or "").strip() or (description or "").strip() or None,
-        content,
-        player,
-        duration,
-        date,
+    return replace(
+        video,
+        title=(video.title or "").strip() or title,
+        description=(video.description or "").strip() or (description or "").strip() or None,
     )
 
 
@@ -574,7 +570,9 @@ def digest_page(
         hrefs = [encode_query(href, encoding) for href in hrefs]
         pictures = [encode_query(href, encoding) for href in pictures]
         alternates = [(lang, encode_query(href, encoding)) for lang, href in alternates]
-        videos = [_encode_video(video, encoding) for video in videos]
+        videos = [
+            video.with_urls(functools.partial(encode_query, encoding=encoding)) for video in videos
+        ]
         base = encode_query(base, encoding)
         if canonical is not None:
             canonical = encode_query(canonical, encoding)
@@ -595,11 +593,3 @@ def digest_page(
         page.title,
         page.blocks,
     )
-
-
-def _encode_video(video: RawVideo, encoding: str) -> RawVideo:
-    thumbnail, title, description, content, player, duration, date = video
-    thumbnail, content, player = (
-        None if url is None else encode_query(url, encoding) for url in (thumbnail, content, player)
-    )
-    return (thumbnail, title, description, content, player, duration, date)

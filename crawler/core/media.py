@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -49,8 +49,32 @@ __all__ = [
 #: Google reads at most 1,000 ``image:image`` per URL.
 MAX_IMAGES: Final = 1000
 
-#: (thumbnail, title, description, content_loc, player_loc, duration s, publication date)
-RawVideo = tuple[str | None, str | None, str | None, str | None, str | None, int | None, str | None]
+
+@dataclass(slots=True, frozen=True)
+class RawVideo:
+    """A video as the page gives it: any field may be missing (a video lacking one Google
+    requires is left out at publish, and counted). Crosses the pipe and the spool inside
+    PageExtras, packed field by field (crawler.core.wire)."""
+
+    thumbnail: str | None = None
+    title: str | None = None
+    description: str | None = None
+    content: str | None = None  # content_loc: the video file
+    player: str | None = None  # player_loc: an embedded player
+    duration: int | None = None  # seconds
+    date: str | None = None  # publication date, as written
+
+    def with_urls(self, change: Callable[[str], str | None]) -> RawVideo:
+        """The video with its three URLs passed through `change` (resolved against the
+        page, encoded, or named as the sitemap names URLs)."""
+
+        def new(url: str | None) -> str | None:
+            return None if url is None else change(url)
+
+        return replace(
+            self, thumbnail=new(self.thumbnail), content=new(self.content), player=new(self.player)
+        )
+
 
 #: The fields Google requires of a video, in the order a missing one is named.
 VIDEO_REQUIRED: Final = ("thumbnail", "title", "description", "content or player location")
@@ -223,18 +247,16 @@ def player_video(src: str, title: str | None) -> RawVideo | None:
     match = _YOUTUBE_RE.match(src)
     if match is not None:
         thumbnail = f"https://i.ytimg.com/vi/{match.group(1)}/hqdefault.jpg"
-        return (thumbnail, title, None, None, src, None, None)
+        return RawVideo(thumbnail, title, player=src)
     if _VIMEO_RE.match(src) is not None:
-        return (None, title, None, None, src, None, None)
+        return RawVideo(title=title, player=src)
     return None
 
 
 def missing_video_field(video: RawVideo) -> str | None:
     """The first field Google requires that the video lacks, or None when it has them all."""
-    thumbnail, title, description, content, player = video[:5]
-    for name, value in zip(
-        VIDEO_REQUIRED, (thumbnail, title, description, content or player), strict=True
-    ):
+    given = (video.thumbnail, video.title, video.description, video.content or video.player)
+    for name, value in zip(VIDEO_REQUIRED, given, strict=True):
         if not value:
             return name
     return None
@@ -323,7 +345,7 @@ def jsonld_facts(text: str) -> tuple[list[RawVideo], str | None, str | None]:
         if "videoobject" in kinds:
             duration = _text(node.get("duration"))
             videos.append(
-                (
+                RawVideo(
                     _text(node.get("thumbnailUrl")) or _text(node.get("thumbnail")),
                     _text(node.get("name")),
                     _text(node.get("description")),
@@ -354,7 +376,8 @@ def listed_videos(extras: PageExtras) -> tuple[list[Video], list[str]]:
     missing: list[str] = []
     seen: set[str] = set()
     for raw in extras.videos:
-        thumbnail, title, description, content, player, duration, date = raw
+        thumbnail, title, description = raw.thumbnail, raw.title, raw.description
+        content, player, duration, date = raw.content, raw.player, raw.duration, raw.date
         key = content or player
         if key is not None and key in seen:
             continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from urllib.parse import urljoin
 
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -28,7 +28,6 @@ from crawler.core.extract import PageDigest, digest_page, parse_content_type
 from crawler.core.media import (
     MAX_IMAGES,
     PageExtras,
-    RawVideo,
     host_accepted,
     host_of,
     valid_hreflang,
@@ -193,7 +192,7 @@ def _extras(
                         break
             extras.images = tuple(images)
         if page.videos:
-            extras.videos = tuple(_video(base, video) for video in page.videos)
+            extras.videos = tuple(video.with_urls(partial(resolve, base)) for video in page.videos)
         extras.published = page.published
         extras.title = page.title
     return extras if extras else None
@@ -249,11 +248,3 @@ def _same_origin(raw: str, base: str, scheme: str, origin: str, folder: str) -> 
     if "/." in tail or _PLAIN_TAIL.fullmatch(tail) is None:
         return None
     return origin + tail
-
-
-def _video(base: str, video: RawVideo) -> RawVideo:
-    thumbnail, title, description, content, player, duration, date = video
-    thumbnail, content, player = (
-        None if raw is None else resolve(base, raw) for raw in (thumbnail, content, player)
-    )
-    return (thumbnail, title, description, content, player, duration, date)

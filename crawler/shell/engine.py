@@ -1243,17 +1243,14 @@ class Crawl:
             return extras
         public, to_crawl = self._public, self._to_crawl
 
-        def named(url: str | None) -> str | None:
-            return None if url is None else public(to_crawl(url))
+        def named(url: str) -> str:
+            return public(to_crawl(url))
 
         return dataclasses.replace(
             extras,
-            images=tuple(public(to_crawl(url)) for url in extras.images),
-            alternates=tuple((lang, public(to_crawl(url))) for lang, url in extras.alternates),
-            videos=tuple(
-                (named(thumb), title, text, named(content), named(player), seconds, date)
-                for thumb, title, text, content, player, seconds, date in extras.videos
-            ),
+            images=tuple(map(named, extras.images)),
+            alternates=tuple((lang, named(url)) for lang, url in extras.alternates),
+            videos=tuple(video.with_urls(named) for video in extras.videos),
         )
 
     # -- links -------------------------------------------------------------------------------
