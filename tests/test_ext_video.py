@@ -189,3 +189,37 @@ def test_crawl_lists_videos_from_every_source(serve, crawl, tmp_path) -> None:
     }
     assert b"xmlns:video" in pub.files[0].read_bytes()
     assert b"xmlns:news" not in pub.files[0].read_bytes()
+
+
+def test_a_videos_urls_are_named_on_the_public_origin(serve, crawl) -> None:
+    """--public-url: a video's thumbnail, content and player on the crawled origin are
+    written on the public one, like the page itself."""
+    json_ld = json.dumps(
+        {
+            "@type": "VideoObject",
+            "name": "N",
+            "description": "D",
+            "thumbnailUrl": "/t.jpg",
+            "contentUrl": "/v.mp4",
+            "embedUrl": "/player?v=1",
+        }
+    )
+    site = Site(
+        {
+            "/": html("/v"),
+            "/v": page(head=f'<script type="application/ld+json">{json_ld}</script>'),
+        }
+    )
+    srv = serve(site.app)
+    public = "https://www.example.com"
+    code, pub, _, _ = crawl(srv.url + "/", "--public-url", public + "/")
+    assert code == 0
+    assert videos_by_loc(pub.files[0])[public + "/v"] == [
+        {
+            "thumbnail_loc": public + "/t.jpg",
+            "title": "N",
+            "description": "D",
+            "content_loc": public + "/v.mp4",
+            "player_loc": public + "/player?v=1",
+        }
+    ]

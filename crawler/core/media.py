@@ -145,14 +145,7 @@ def _largest_full(srcset: str) -> str | None:
             pos = comma + 1
         if not url:
             continue
-        size = 1.0  # no descriptor: 1x
-        if descriptor:
-            match = _DESCRIPTOR_RE.search(descriptor)
-            if match is not None:
-                value = float(match.group(1))
-                unit = match.group(2).lower()
-                # a width (w) is worth more than any density: widths rank among themselves
-                size = value * 1e6 if unit == "w" else value if unit == "x" else size
+        size = _descriptor_size(descriptor) if descriptor else 1.0  # none: 1x
         if size > best_size:
             best, best_size = url, size
     return best
@@ -179,14 +172,21 @@ def _largest_simple(srcset: str) -> str | None:
                 # "480w", "2x": what the expression below reads in them, without it
                 size = float(number) * 1e6 if unit == "w" else float(number)
             else:
-                match = _DESCRIPTOR_RE.search(descriptor)
-                if match is not None:
-                    value = float(match.group(1))
-                    unit = match.group(2).lower()
-                    size = value * 1e6 if unit == "w" else value if unit == "x" else size
+                size = _descriptor_size(descriptor)
         if size > best_size:
             best, best_size = tokens[0], size
     return best
+
+
+def _descriptor_size(descriptor: str) -> float:
+    """A srcset candidate's rank: its width (w), which is worth more than any density (x),
+    or its density; 1 (1x) when neither can be read."""
+    match = _DESCRIPTOR_RE.search(descriptor)
+    if match is None:
+        return 1.0
+    value = float(match.group(1))
+    unit = match.group(2).lower()
+    return value * 1e6 if unit == "w" else value if unit == "x" else 1.0
 
 
 def is_pixel(width: str | None, height: str | None) -> bool:

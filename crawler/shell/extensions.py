@@ -260,30 +260,21 @@ class Extensions:
             tally.images += len(images)
         tally.videos += len(videos)
         tally.alternates += len(alternates)
-        try:  # the crawl's URLs are normalised: only their length can fail
+
+        def entry(images: tuple[str, ...]) -> Entry:
             return Entry.normalised(
-                base.loc,
-                base.lastmod,
-                base.changefreq,
-                base.priority,
-                images=images,
-                alternates=alternates,
-                videos=tuple(videos),
-            )
+                base.loc, base.lastmod, base.changefreq, base.priority,
+                images=images, alternates=alternates, videos=tuple(videos),
+            )  # fmt: skip
+
+        try:  # the crawl's URLs are normalised: only their length can fail
+            return entry(images)
         except EntryError as exc:
             if exc.field != "images" or extras is None:
                 raise
         kept = listed_images(extras)
         tally.images -= len(images) - len(kept)
-        return Entry.normalised(
-            base.loc,
-            base.lastmod,
-            base.changefreq,
-            base.priority,
-            images=kept,
-            alternates=alternates,
-            videos=tuple(videos),
-        )
+        return entry(kept)
 
     def _article(self, listing: Listing, extras: PageExtras, base: Entry) -> None:
         """A dated page: an article for the news sitemap if its path says so and it is
