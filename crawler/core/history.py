@@ -17,7 +17,7 @@ from crawler.core.media import PageExtras
 from crawler.core.page import PageResult
 from crawler.core.wire import unpack
 
-__all__ = ["Prior", "Validators", "revive"]
+__all__ = ["HistoryRow", "Prior", "Validators", "revive"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -27,6 +27,32 @@ class Validators:
 
     etag: str | None = None
     modified: str | None = None
+
+
+@dataclass(slots=True)
+class HistoryRow:
+    """A URL's row of the history as a run writes it (crawler.shell.state): the table's
+    columns are these fields, by name. Only a 200 (or a 304 revived) has more than the
+    status and reason: a page gone has no validators to ask with."""
+
+    url: int  # its id in the state's URL table
+    etag: str | None = None
+    modified: str | None = None  # the Last-Modified header as sent
+    mime: str | None = None
+    meta: bytes | None = None  # robots meta directives, packed
+    header: bytes | None = None  # X-Robots-Tag directives, packed
+    canonical: str | None = None
+    targets: bytes | None = None  # its links: packed 32-bit URL ids, in order
+    body: int | None = None  # the body key (duplicates)
+    blocks: bytes | None = None  # content blocks: packed 32-bit hashes
+    status: int | None = None
+    reason: str | None = None  # its decision
+    first_seen: int | None = None  # microseconds since the epoch: a run's start
+    changed: int | None = None  # the start of the run that saw its text change, if any
+    lastmod: int | None = None  # published, once the run is over
+    source: str | None = None  # the published lastmod's source
+    extras: bytes | None = None  # images, alternates, videos: a packed PageExtras
+    stamped: bool = False  # its Last-Modified was its response's Date
 
 
 @dataclass(slots=True)

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from crawler.core.directives import NO_DIRECTIVES, Directives
-from crawler.core.history import Prior
+from crawler.core.history import HistoryRow, Prior
 from crawler.core.lastmod import pack_blocks, unpack_blocks
 from crawler.core.page import PageResult
 from crawler.core.report import DecisionRecord
@@ -127,29 +127,17 @@ _decision_values: Final = operator.itemgetter(*_DECISION_FIELDS)
 #: abandoned run never mixes two runs' rows into the baseline. Per URL: the validators,
 #: the facts its decision was made on (for a 304), its content blocks (4 bytes each) and
 #: dates (microseconds since the epoch). Outlinks are packed 32-bit ids into urls.
-_HISTORY_COLUMNS: Final = """
-    url INTEGER PRIMARY KEY REFERENCES urls(id),
-    etag TEXT,
-    modified TEXT,
-    mime TEXT,
-    meta BLOB,
-    header BLOB,
-    canonical TEXT,
-    targets BLOB,
-    body INTEGER,
-    blocks BLOB,
-    status INTEGER,
-    reason TEXT,
-    first_seen INTEGER,
-    changed INTEGER,
-    lastmod INTEGER,
-    source TEXT,
-    extras BLOB,
-    stamped INTEGER
-"""
-_HISTORY_NAMES: Final = tuple(
-    line.split()[0] for line in _HISTORY_COLUMNS.strip().splitlines() if line.strip()
-)
+#: The columns are HistoryRow's fields, by name: a field without a type here fails at import.
+_HISTORY_TYPES: Final = {
+    "url": "INTEGER PRIMARY KEY REFERENCES urls(id)",
+    **dict.fromkeys(("etag", "modified", "mime", "canonical", "reason", "source"), "TEXT"),
+    **dict.fromkeys(("meta", "header", "targets", "blocks", "extras"), "BLOB"),
+    **dict.fromkeys(("body", "status", "first_seen", "changed", "lastmod", "stamped"), "INTEGER"),
+}
+_HISTORY_NAMES: Final = tuple(f.name for f in dataclasses.fields(HistoryRow))
+_HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in _HISTORY_NAMES)
+#: A HistoryRow's values in column order (operator.attrgetter: one C call on the hot path).
+_history_values: Final = operator.attrgetter(*_HISTORY_NAMES)
 _FRESH_INSERT: Final = (
     f"INSERT OR REPLACE INTO fresh_history ({', '.join(_HISTORY_NAMES)})"
     f" VALUES ({', '.join('?' * len(_HISTORY_NAMES))})"
@@ -548,9 +536,7 @@ class CrawlState:
         uid = ids.get(url) or self._intern(url)
         started = self.run_started
         if result is None or status != 200:
-            gone: list[object] = [None] * len(_HISTORY_NAMES)
-            gone[0], gone[10], gone[11] = uid, status, reason  # url, status, reason
-            row: tuple[object, ...] = tuple(gone)
+            row = HistoryRow(uid, status=status, reason=reason)
         else:
             links = result.targets
             found = list(map(ids.get, links))  # every link is met, so interned, but for a few
@@ -568,13 +554,14 @@ class CrawlState:
             else:
                 first = prior.first_seen if prior.first_seen is not None else started
                 changed = prior.changed if prior.blocks == blocks else started
-            row = (
-                uid, etag, modified, result.mime, _packed(result.meta), _packed(result.header),
-                result.canonical, targets or None, result.body_key, blocks, status, reason,
-                first, changed, None, None,
-                None if result.extras is None else pack(result.extras), stamped,
+            row = HistoryRow(
+                uid, etag=etag, modified=modified, mime=result.mime,
+                meta=_packed(result.meta), header=_packed(result.header),
+                canonical=result.canonical, targets=targets or None, body=result.body_key,
+                blocks=blocks, status=status, reason=reason, first_seen=first, changed=changed,
+                extras=None if result.extras is None else pack(result.extras), stamped=stamped,
             )  # fmt: skip
-        self._history[uid] = row
+        self._history[uid] = _history_values(row)
         self._ops += 1
 
     def published(self, url: str, changed: int | None, lastmod: int | None, source: str) -> None:
