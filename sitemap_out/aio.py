@@ -73,10 +73,6 @@ class AsyncSitemapWriter:
         self._lock = asyncio.Lock()
 
     @property
-    def layout_note(self) -> str:
-        return self._writer.layout_note
-
-    @property
     def count(self) -> int:
         """Entries added so far, including those still waiting in the batch."""
         return self._writer.count + len(self._batch)

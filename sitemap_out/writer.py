@@ -637,11 +637,6 @@ class SitemapWriter:
             if part.newest_key is None or key > part.newest_key:
                 part.newest_key, part.newest = key, entry.lastmod
 
-    @property
-    def news_count(self) -> int:
-        """Entries added to the news sitemap so far."""
-        return 0 if self._news is None else self._news.count
-
     def _close_news(self) -> None:
         part, self._news = self._news, None
         if part is None:
