@@ -50,7 +50,7 @@ from typing import Any, Final, TypeVar
 
 from crawler.core.directives import NO_DIRECTIVES, Directives
 from crawler.core.history import HistoryRow, Prior
-from crawler.core.lastmod import pack_blocks, unpack_blocks
+from crawler.core.lastmod import LastRun, content_date, pack_blocks, unpack_blocks
 from crawler.core.page import PageResult
 from crawler.core.report import DecisionRecord
 from crawler.core.wire import pack, unpack
@@ -498,10 +498,13 @@ class CrawlState:
         links.frombytes(packed)
         return [name for name in map(names.__getitem__, links) if name is not None]
 
-    def prior_content(self, url: str) -> tuple[bytes | None, int | None] | None:
-        """url's content blocks and content date in the history, None when it has no row."""
-        row = self._history_row(url, "SELECT blocks, changed FROM history WHERE url = ?")
-        return None if row is None else (row[0], row[1])
+    def last_run(self, url: str) -> LastRun | None:
+        """What the last finished run kept of url's page for its lastmod (its content
+        blocks and date, the lastmod published and its source), None when it has no row."""
+        row = self._history_row(
+            url, "SELECT blocks, changed, lastmod, source FROM history WHERE url = ?"
+        )
+        return None if row is None else LastRun(*row)
 
     def _history_row(self, url: str, select: str) -> tuple[Any, ...] | None:
         """url's row of the history as `select` (by url id) reads it, or None."""
@@ -549,11 +552,10 @@ class CrawlState:
             blocks = result.blocks
             first: int | None = started
             changed: int | None = None  # not known until a run sees the text differ
-            if prior is None or prior.blocks is None or blocks is None:
-                pass
-            else:
+            if prior is not None and prior.blocks is not None and blocks is not None:
                 first = prior.first_seen if prior.first_seen is not None else started
-                changed = prior.changed if prior.blocks == blocks else started
+                # a listed page's is decided again with the site's template (published())
+                changed = content_date(prior.blocks, prior.changed, blocks, frozenset(), started)
             row = HistoryRow(
                 uid, etag=etag, modified=modified, mime=result.mime,
                 meta=_packed(result.meta), header=_packed(result.header),
