@@ -37,11 +37,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
-from crawler.core.history import Prior
-from crawler.core.lastmod import LastRun
-from crawler.core.page import PageResult
 from crawler.shell import state_file
-from crawler.shell.listings import Listing, to_micros
+from crawler.shell.listings import to_micros
 from crawler.shell.state_file import SCHEMA_VERSION, StateError, StateWriteError, now_iso
 from crawler.shell.state_history import HistoryStore
 from crawler.shell.state_queue import QueuedRow, ResumeQueue, SavedCrawl
@@ -83,7 +80,27 @@ class CrawlState:
             path, self._open_conn, loaded=not opened.kept, next_id=opened.next_id,
             qseq=opened.qseq,
         )  # fmt: skip
-        self._history = HistoryStore(path, self._open_conn, self._queue)
+        self._history = history = HistoryStore(path, self._open_conn, self._queue)
+        queue = self._queue
+        # Records go straight to the component that keeps them (bound methods: no extra
+        # call on the hot path, and one signature each, the component's).
+        # The history (crawler.shell.state_history): the last finished run's row of a URL
+        # (prior, outlinks for a 304, last_run for its lastmod), this run's (page, published).
+        self.prior = history.prior
+        self.outlinks = history.outlinks
+        self.last_run = history.last_run
+        self.page = history.page
+        self.published = history.published
+        # The crawl's record (crawler.shell.state_queue), memory only until a checkpoint.
+        self.queued = queue.queued
+        self.lowered = queue.lowered
+        self.decided = queue.decided
+        self.listed = queue.listed
+        self.unlisted = queue.unlisted
+        self.referred = queue.referred
+        self.body = queue.body
+        self.counter = queue.counter
+        self.load = queue.load
 
     # -- opening -------------------------------------------------------------------------
 
@@ -169,91 +186,6 @@ class CrawlState:
         """Whether earlier runs left a history to ask with validators and date content by."""
         return self._history.has_history
 
-    def prior(self, url: str) -> Prior | None:
-        """url's row of the history (the last finished run), or None: a point query by
-        id, so that the history of a site of millions of URLs stays on disk, not in
-        Python objects. Its links are read by outlinks(), for a 304 only."""
-        return self._history.prior(url)
-
-    def outlinks(self, url: str) -> list[str]:
-        """The links of url's page in the history, in their order (for a 304)."""
-        return self._history.outlinks(url)
-
-    def last_run(self, url: str) -> LastRun | None:
-        """What the last finished run kept of url's page for its lastmod (its content
-        blocks and date, the lastmod published and its source), None when it has no row."""
-        return self._history.last_run(url)
-
-    def page(
-        self,
-        url: str,
-        prior: Prior | None,
-        *,
-        etag: str | None,
-        modified: str | None,
-        status: int,
-        reason: str,
-        result: PageResult | None,
-        stamped: bool = False,
-    ) -> None:
-        """This run's answer for url, kept as its history once the run finishes: the
-        validators and facts of a 200 (or a 304 revived from `prior`), or only the status
-        of any other answer (a page gone has no validators to ask with)."""
-        self._history.page(
-            url, prior, etag=etag, modified=modified, status=status, reason=reason,
-            result=result, stamped=stamped,
-        )  # fmt: skip
-
-    def published(self, url: str, changed: int | None, lastmod: int | None, source: str) -> None:
-        """The lastmod a listed page was published with, and its content date, decided at
-        the end of the crawl (crawler.core.lastmod)."""
-        self._history.published(url, changed, lastmod, source)
-
-    # -- recording (hot path: memory only): crawler.shell.state_queue --------------------
-
-    def queued(self, url: str, depth: int, referrer: str | None) -> None:
-        """``url`` entered the frontier; it stays queued until :meth:`decided`."""
-        self._queue.queued(url, depth, referrer)
-
-    def lowered(self, url: str, depth: int, referrer: str | None = None) -> None:
-        """A queued ``url`` was found again at a smaller depth, so it moves up the frontier
-        (``referrer``, when given, replaces the old one, as the frontier's task does)."""
-        self._queue.lowered(url, depth, referrer)
-
-    def decided(
-        self,
-        url: str,
-        status: int | None,
-        reason: str,
-        detail: str,
-        depth: int,
-        referrer: str | None,
-    ) -> None:
-        """``url`` got its decision; it leaves the queue. ``url`` must be spelled as it was
-        passed to :meth:`queued`: that is how the state knows which queued URL is done."""
-        self._queue.decided(url, status, reason, detail, depth, referrer)
-
-    def listed(self, listing: Listing) -> None:
-        """``listing.url`` would be listed, unless a twin wins (journal.Journal): it leaves
-        the queue with its listing, which a resumed crawl puts back in the spool."""
-        self._queue.listed(listing)
-
-    def unlisted(self, url: str) -> None:
-        """A listing lost to a better twin (its decision follows, with :meth:`decided`)."""
-        self._queue.unlisted(url)
-
-    def referred(self, url: str, referrer: str) -> None:
-        """One more page links to ``url`` (kept for the broken-links report)."""
-        self._queue.referred(url, referrer)
-
-    def body(self, digest: bytes, url: str) -> None:
-        """The first URL seen with a body whose hash is ``digest`` (duplicate detection)."""
-        self._queue.body(digest, url)
-
-    def counter(self, name: str, value: int) -> None:
-        """The current value of a named counter; only the last value set is kept."""
-        self._queue.counter(name, value)
-
     # -- writing -------------------------------------------------------------------------
 
     @property
@@ -316,14 +248,6 @@ class CrawlState:
         queue.reset()
         self._history.reset()
         self._last_checkpoint = self._clock()
-
-    # -- reading -------------------------------------------------------------------------
-
-    def load(self) -> SavedCrawl:
-        """The state as of the last checkpoint, to seed the engine on ``--resume``: URLs
-        queued without a decision come back in ``queued``, in the order they were queued,
-        so in-flight work is redone and the frontier pops them in the same order."""
-        return self._queue.load()
 
     # -- closing -------------------------------------------------------------------------
 

@@ -83,8 +83,8 @@ class HistoryStore:
     # -- the baseline --------------------------------------------------------------------
 
     def prior(self, url: str) -> Prior | None:
-        """url's row of the history (the last finished run), or None. Its links are read
-        by outlinks(), for a 304 only."""
+        """url's row of the history (the last finished run), or None: a point query by id
+        (see the module doc). Its links are read by outlinks(), for a 304 only."""
         row = self._row(url, _PRIOR_SELECT)
         if row is None:
             return None
@@ -140,7 +140,9 @@ class HistoryStore:
         result: PageResult | None,
         stamped: bool = False,
     ) -> None:
-        """This run's answer for url (see CrawlState.page)."""
+        """This run's answer for url, kept as its history once the run finishes: the
+        validators and facts of a 200 (or a 304 revived from `prior`), or only the status
+        of any other answer (a page gone has no validators to ask with)."""
         urls = self._urls
         ids = urls.ids()
         uid = ids.get(url) or urls.intern(url)
@@ -174,7 +176,8 @@ class HistoryStore:
         self.ops += 1
 
     def published(self, url: str, changed: int | None, lastmod: int | None, source: str) -> None:
-        """The lastmod a listed page was published with, and its content date."""
+        """The lastmod a listed page was published with, and its content date, decided at
+        the end of the crawl (crawler.core.lastmod)."""
         uid = self._urls.ids().get(url)
         if uid is not None:
             self._published.append((changed, lastmod, source, uid))

@@ -174,24 +174,35 @@ class ResumeQueue:
             ids = self._load_ids()
         uid = ids.get(url)
         if uid is None:
-            uid = self.next_id
-            self.next_id = uid + 1
-            ids[url] = uid
-            self._new[uid] = [uid, url, None, None, None, None]
+            uid = self._add(ids, url, None, None, None, None)
+        return uid
+
+    def _add(
+        self,
+        ids: dict[str, int],
+        url: str,
+        state: int | None,
+        depth: int | None,
+        ref: int | None,
+        qseq: int | None,
+    ) -> int:
+        """A new URL's id, and its row in the urls table (written at the next checkpoint)."""
+        uid = self.next_id
+        self.next_id = uid + 1
+        ids[url] = uid
+        self._new[uid] = [uid, url, state, depth, ref, qseq]
         return uid
 
     def queued(self, url: str, depth: int, referrer: str | None) -> None:
         """``url`` entered the frontier; it stays queued until :meth:`decided`."""
-        # Inlined interning: this runs once per link found, the hottest call of all.
+        # Interning inlined for a URL met before: this runs once per link found, the
+        # hottest call of all.
         ids = self._ids if self._ids is not None else self._load_ids()
         ref = None if referrer is None else (ids.get(referrer) or self.intern(referrer))
         self.qseq = qseq = self.qseq + 1
         uid = ids.get(url)
         if uid is None:
-            uid = self.next_id
-            self.next_id = uid + 1
-            ids[url] = uid
-            self._new[uid] = [uid, url, QUEUED, depth, ref, qseq]
+            self._add(ids, url, QUEUED, depth, ref, qseq)
         elif (row := self._new.get(uid)) is not None:
             row[2:] = (QUEUED, depth, ref, qseq)
         else:
@@ -252,10 +263,7 @@ class ResumeQueue:
         """The id of url, which leaves the queue now."""
         uid = ids.get(url)
         if uid is None:  # decided without being queued: screened out when found
-            uid = self.next_id
-            self.next_id = uid + 1
-            ids[url] = uid
-            self._new[uid] = [uid, url, DONE, None, None, None]
+            uid = self._add(ids, url, DONE, None, None, None)
         elif (row := self._new.get(uid)) is not None:
             row[2] = DONE
         else:
