@@ -318,7 +318,7 @@ def test_workers_give_the_same_findings_as_none(serve):
         crawl = Crawl(config(srv.url))
         keys = {srv.url + p: srv.url + p for p in paths}
         pooled = asyncio.run(crawl.check(list(keys), spares))
-        assert crawl._pool is not None and crawl._pool.worker_requests > 0
+        assert crawl._pages is not None and crawl._pages.worker_requests > 0
     with forked(1) as spares:
         together, checked_together = check(config(srv.url), items, workers=spares)
     assert sorted(map(Finding.to_json, alone), key=str) == sorted(
