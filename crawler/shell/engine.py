@@ -18,23 +18,14 @@ from datetime import UTC, datetime
 
 from crawler.config import Config, fingerprint, settings
 from crawler.core.decide import (
-    CREDENTIALS_REFUSED,
-    EXCLUDED_BY_PATTERN,
-    FETCH_ERROR,
-    HTTP_ERROR,
     LIMIT,
-    OUT_OF_SCOPE,
-    REDIRECT,
-    ROBOTS_TXT,
-    STATUS_HINTS,
-    TOO_LONG,
-    TRAP,
     Decision,
     Policy,
     TrapBudgets,
 )
 from crawler.core.frontier import Frontier, Task
 from crawler.core.lastmod import AUTO, CONTENT
+from crawler.core.nothing import NothingFacts, why_nothing
 from crawler.core.page import PagePolicy
 from crawler.core.patterns import Patterns
 from crawler.core.report import DecisionRecord, Tally
@@ -52,11 +43,12 @@ from crawler.shell.judge import PageJudge
 from crawler.shell.links import Links
 from crawler.shell.listings import Spool
 from crawler.shell.loop import STOP_GRACE_SECONDS, CrawlLoop, fewer_gc_pauses
-from crawler.shell.outputs import held_outputs, written_in_place
+from crawler.shell.outputs import held_outputs, report_changes
 from crawler.shell.pages import LocalPages
 from crawler.shell.pool import Spare
 from crawler.shell.progress import ProgressLine
 from crawler.shell.rendered import PageRenderer
+from crawler.shell.replay import replay
 from crawler.shell.revalidation import Revalidation, history_key
 from crawler.shell.sources import Robots, SeedSource, read_robots
 from crawler.shell.state import CrawlState, StateError
@@ -95,37 +87,11 @@ class Crawl:
             config.url, config.public_url, config.sitemap_url, config.seeds, config.strip_params
         )
         self.identity = plan.identity
-        self.policy = Policy(
-            frozenset(config.listed_types),
-            config.respect_noindex,
-            config.respect_canonical,
-            config.skip_duplicates,
-            config.follow_nofollow,
-            Patterns.compile(config.include, "include"),
-            Patterns.compile(config.exclude_listing_only, "exclude_listing_only"),
-        )
+        self.policy = _policy(config)
         self.agent = product_token(config.user_agent)
-        self.page_policy = PagePolicy(
-            self.agent,
-            config.follow_nofollow,
-            config.strip_params,
-            config.images,
-            tuple(host.lower() for host in config.image_hosts),
-            content=config.state is not None and config.lastmod in (AUTO, CONTENT),
-        )
+        self.page_policy = _page_policy(config, self.agent)
         self.frontier = frontier = Frontier()
-        screen = Screen(
-            plan,
-            user_agent=config.user_agent,
-            max_url_length=config.max_url_length,
-            max_segment_repeats=config.max_segment_repeats,
-            max_depth=config.max_depth,
-            budgets=TrapBudgets(config.max_pages_per_folder, config.max_pages_per_param),
-            include=self.policy.include,
-            exclude=Patterns.compile(config.exclude, "exclude"),
-            seeds=frozenset({plan.start, *plan.seeds}),
-            listing_only=self.policy.exclude_listing_only,
-        )
+        screen = _screen(config, plan, self.policy)
         self.tally = tally = Tally()
         self.journal = Journal(plan.public, tally)
         self.journal.dating = Dating(config.lastmod, None)  # with the state's, once open
@@ -214,7 +180,7 @@ class Crawl:
                         await loop.cuttable(self._read_robots(plan.start))
                     self._take_workers()
                     if config.resume:
-                        await self._replay()
+                        self._replay()
                     else:
                         for url in (plan.start, *plan.seeds):
                             self.links.discover(url, 0, None)
@@ -248,7 +214,7 @@ class Crawl:
                 if not config.force:
                     check_publish(config, self.tally, writer.published_count, writer.count)
                 published = await writer.publish()
-                self._report_changes(published, changes)
+                report_changes(published, changes, self.tally, config.changes, self.log)
                 if config.news_name and published.news is None:  # said, not a silent 404
                     left = self.tally.extensions.news_left_out
                     why = ", ".join(f"{n} {reason}" for reason, n in sorted(left.items()))
@@ -295,30 +261,6 @@ class Crawl:
     def _use_state(self, state: CrawlState) -> None:
         self.state = self.journal.state = self.links.state = self.revalidation.state = state
         self.journal.dating = Dating(self.config.lastmod, state)
-
-    def _report_changes(self, published: PublishResult, changes: ChangeLog) -> None:
-        """The changes into the tally, and into --changes FILE.json when asked for."""
-        counts = published.changes
-        if counts is not None and counts.layout:
-            self.log(counts.layout)
-        if counts is not None:
-            self.tally.changes = {
-                "added": counts.added, "removed": counts.removed, "changed": counts.changed,
-            }  # fmt: skip
-        self.tally.feed_url = published.feed_url
-        path = self.config.changes
-        if path is None:
-            return
-        extra: dict[str, object] = {"sitemap_url": published.sitemap_url}
-        if published.feed_url is not None:
-            extra["feed_url"] = published.feed_url
-        try:
-            changes.write_json(path, extra, in_place=written_in_place(path))
-        except OSError as exc:
-            raise OutputError(
-                f"the sitemap is published, but cannot write the changes file {path}: "
-                f"{exc.strerror or exc}"
-            ) from None
 
     def _take_workers(self) -> None:
         """Let worker processes take pages, when the Pages strategy has some and requests
@@ -384,43 +326,12 @@ class Crawl:
             self.state.counter("seeded", 1)
         return True
 
-    async def _replay(self) -> None:
-        """Rebuild the crawl saved in the state file: frontier, decisions, listings."""
+    def _replay(self) -> None:
         assert self.state is not None
-        journal, budgets = self.journal, self.links.screen.budgets
-        snap = self.state.load()
-        if snap.counters.get("outage"):
-            raise StateError(
-                f"the crawl saved in {self.state.path} stopped because the site looked down; "
-                "its failed pages would be kept as they failed: start a fresh crawl without "
-                "--resume"
-            )
-        for row in snap.queued:
-            self.frontier.add(row.url, row.depth, row.referrer)
-            budgets.spend(row.url)
-        for url in snap.seen:
-            self.frontier.mark_seen(url)
-        journal.refs = {url: tuple(refs) for url, refs in snap.referrers.items()}
-        for d in snap.decisions:
-            if d.reason not in _SCREEN_REASONS or d.status is not None:
-                budgets.spend(d.url)
-            journal.emit(d.url, d.status, Decision(d.reason, d.detail), d.depth, d.referrer)
-        listed = 0
-        for listing in snap.listings:
-            budgets.spend(listing.url)
-            journal.listing(listing, replayed=True)
-            listed += 1
-        for key, url in snap.bodies.items():
-            journal.twins.met(int.from_bytes(key, "little", signed=True), url)
-        self.seeds.done = bool(snap.counters.get("seeded"))
-        fetched = snap.counters.get("fetched", 0)
-        self.tally.fetched = self.loop.requested = self.loop.done_requests = fetched
-        self.tally.fetched_before = self.tally.fetched  # not this run's: not in its pages/s
-        self.tally.failed = snap.counters.get("failed", 0)
-        self.log(
-            f"resuming: {len(snap.queued)} URLs queued, {listed} listed, "
-            f"{self.tally.fetched} pages fetched before"
-        )
+        budgets = self.links.screen.budgets
+        done = replay(self.state, self.frontier, budgets, self.journal, self.tally, self.log)
+        self.loop.requested = self.loop.done_requests = done.fetched
+        self.seeds.done = done.seeded
 
     # -- the check and judge drivers: judge, publish nothing ---------------------------------
 
@@ -468,15 +379,8 @@ class Crawl:
         checked = Checked()
         decisions = checked.decisions
         self.journal.echo = lambda record: decisions.__setitem__(record.url, record)
-        if not follow:
-            self.links.screen = Screen(
-                self.plan,
-                user_agent=self.config.user_agent,
-                max_url_length=1 << 30,
-                max_segment_repeats=1 << 30,
-                max_depth=-1,
-                budgets=TrapBudgets(),
-            )
+        if not follow:  # the sitemap names them: scope and robots.txt only
+            self.links.screen = _lenient_screen(self.config, self.plan)
 
         async def seen(task: Task) -> None:
             judged = await self.page_judge.judge(task)
@@ -534,76 +438,68 @@ class Crawl:
         contains, plan = self.plan.scope.contains, self.plan
         return {t for t in targets if contains(plan.public(plan.to_crawl(t)))}
 
-    # -- why nothing was listed --------------------------------------------------------------
-
     def _why_nothing(self) -> str:
-        start = self._start_named()
-        if self.tally.reasons[ROBOTS_TXT] and not self.tally.fetched:
-            note = self.tally.robots_note.removesuffix(", everything disallowed")
-            if self.links.screen.robots.denial is not None and not self._site_answered:
-                return (
-                    f"nothing crawled: the site could not be reached (robots.txt fetch "
-                    f"failed: {note}); RFC 9309 allows no crawl until robots.txt can be read"
-                )
-            if self.links.screen.robots.denial is not None:
-                return (
-                    f"nothing crawled: robots.txt could not be read ({note}); RFC 9309 allows "
-                    f"no crawl until it can be"
-                )
-            if self.config.robots_from is not None:
-                return f"nothing listed: robots.txt forbids {start} ({note})"
-            return (
-                f"nothing listed: robots.txt forbids {start} ({note}; a staging site's "
-                f"rules can be replaced by production's: --robots-from URL|FILE)"
-            )
-        if (why := self._why_not_the_start()) is not None:
-            return why
-        met = sum(self.tally.reasons.values())
-        return (
-            f"nothing listed: no indexable page among {met} URLs met from {start} "
-            f"({self.tally.summary()})"
-        )
-
-    def _why_not_the_start(self) -> str | None:
-        """The start URL's own problem, said plainly: the most common reasons a first crawl
-        lists nothing are a start URL that moved (http to https, apex to www) or is gone."""
-        chain = self.links.start_chain
-        if not chain:
-            return None
-        start = self._start_named()
-        last = chain[-1]
-        if len(chain) > 1 and chain[-2].reason == REDIRECT and last.reason == OUT_OF_SCOPE:
-            return (
-                f"nothing listed: the start URL {start} redirects to {last.url}, outside the "
-                f"sitemap's scope {self.plan.scope.root}: start there"
-            )
-        where = "" if len(chain) == 1 else f" (redirected to {last.url})"
-        if last.reason == HTTP_ERROR and last.status is not None:
-            if last.status == 401 and self.config.auth:
-                hint = CREDENTIALS_REFUSED
-            else:
-                hint = STATUS_HINTS.get(last.status, "")
-            said = f"HTTP {last.status}" + (f": {hint}" if hint else "")
-            return f"nothing listed: the start URL {start}{where} answered {said}"
-        if last.reason == EXCLUDED_BY_PATTERN and last.detail.startswith("exclude "):
-            return f"nothing listed: the start URL {start}{where} is excluded by --{last.detail}"
-        if last.reason == FETCH_ERROR and len(chain) == 1:
-            return f"nothing listed: the start URL {start} could not be fetched: {last.detail}"
-        return None
-
-    def _start_named(self) -> str:
-        """The start URL as requested (crawl space), and as the sitemap names it when that is
-        another (--public-url): a message names the host that answered."""
-        start = self.plan.start
-        if self.identity:
-            return start
-        return f"{start} ({self.plan.origins.to_public(start)} in the sitemap)"
+        plan, config = self.plan, self.config
+        start = plan.start
+        if not self.identity:  # a message names the host that answered, and the sitemap's
+            start = f"{start} ({plan.origins.to_public(start)} in the sitemap)"
+        facts = NothingFacts(
+            self.tally, self.links.screen.robots, self._site_answered,
+            config.robots_from is not None, bool(config.auth), start, plan.scope.root,
+            self.links.start_chain,
+        )  # fmt: skip
+        return why_nothing(facts)
 
 
 def _nothing() -> None:
     pass
 
 
-#: Reasons given before a fetch; replayed decisions with these spent no trap budget (unless
-#: fetched: a page an exclude_listing_only or include pattern leaves out has a status).
-_SCREEN_REASONS = frozenset({OUT_OF_SCOPE, TOO_LONG, TRAP, ROBOTS_TXT, LIMIT, EXCLUDED_BY_PATTERN})
+def _policy(config: Config) -> Policy:
+    return Policy(
+        frozenset(config.listed_types),
+        config.respect_noindex,
+        config.respect_canonical,
+        config.skip_duplicates,
+        config.follow_nofollow,
+        Patterns.compile(config.include, "include"),
+        Patterns.compile(config.exclude_listing_only, "exclude_listing_only"),
+    )
+
+
+def _page_policy(config: Config, agent: str) -> PagePolicy:
+    return PagePolicy(
+        agent,
+        config.follow_nofollow,
+        config.strip_params,
+        config.images,
+        tuple(host.lower() for host in config.image_hosts),
+        content=config.state is not None and config.lastmod in (AUTO, CONTENT),
+    )
+
+
+def _screen(config: Config, plan: Plan, policy: Policy) -> Screen:
+    return Screen(
+        plan,
+        user_agent=config.user_agent,
+        max_url_length=config.max_url_length,
+        max_segment_repeats=config.max_segment_repeats,
+        max_depth=config.max_depth,
+        budgets=TrapBudgets(config.max_pages_per_folder, config.max_pages_per_param),
+        include=policy.include,
+        exclude=Patterns.compile(config.exclude, "exclude"),
+        seeds=frozenset({plan.start, *plan.seeds}),
+        listing_only=policy.exclude_listing_only,
+    )
+
+
+def _lenient_screen(config: Config, plan: Plan) -> Screen:
+    """For URLs a sitemap names: no trap, depth or pattern rule applies to them."""
+    return Screen(
+        plan,
+        user_agent=config.user_agent,
+        max_url_length=1 << 30,
+        max_segment_repeats=1 << 30,
+        max_depth=-1,
+        budgets=TrapBudgets(),
+    )
