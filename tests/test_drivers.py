@@ -86,3 +86,15 @@ def test_the_stop_grace_timer_ends_with_the_run():
 
     grace = asyncio.run(run())
     assert grace is not None and grace.cancelled()
+
+
+def test_a_304_with_no_history_behind_it_is_asked_for_whole(tmp_path):
+    """A server answering 304 to a request without validators: nothing to revive, so the
+    page is asked for once more, whole, and judged as what it then is."""
+    pages: dict[str, Answer | str] = {
+        SITE: html("/cached"),
+        SITE + "cached": Answer("", 304, {}),
+    }
+    _, transport, decided = crawl(pages, tmp_path / "out")
+    assert transport.requested.count(SITE + "cached") == 2
+    assert decided[SITE + "cached"][0] == "http_error"

@@ -428,9 +428,9 @@ class Crawl:
         async with client.opened(self.frontier.seen, workers, log=self.log, all_links=all_links):
             self._pages = client.pages
             origin = join_parts(self.plan.start)[1]
-            robots = self.links.screen
+            links = self.links  # the screen's robots.txt, as read by then
             async with self.renderer.opened(
-                origin, lambda: robots.robots, client.asset, self.tally
+                origin, lambda: links.screen.robots, client.asset, self.tally
             ):
                 yield
 

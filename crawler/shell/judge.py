@@ -89,7 +89,7 @@ class PageJudge:
                     return None
                 resp, page, prior = fetched.response, fetched.page, None
                 if page is not None:
-                    answer = self.revalidation.answer(url, None, resp, page)
+                    answer = self.revalidation.answer(url, None, resp, page, asked_whole=True)
         if page is None or answer is None:  # no answer, or none we could read
             error = resp.error or fetched.unreadable or "no answer"
             self.links.record(url, None, Decision(FETCH_ERROR, _with_notes(error, resp)), task)

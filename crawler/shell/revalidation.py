@@ -69,10 +69,17 @@ class Revalidation:
         return prior, prior.validators
 
     def answer(
-        self, url: str, prior: Prior | None, resp: Response, page: PageResult
+        self,
+        url: str,
+        prior: Prior | None,
+        resp: Response,
+        page: PageResult,
+        *,
+        asked_whole: bool = False,
     ) -> Answer | None:
         """The answer as a full one; None for a 304 there is no history to revive it
-        from: then the page is to be asked for whole."""
+        from: then the page is to be asked for whole. A 304 to a request for the whole
+        page (`asked_whole`) is judged as the bodiless answer it is."""
         headers = resp.headers
         etag, modified = headers.get("ETag"), headers.get("Last-Modified")
         # a 304 need not repeat Last-Modified (RFC 9110 15.4.5): then last night's stamp,
@@ -81,7 +88,7 @@ class Revalidation:
             is_stamped = stamped(parse_http_date(modified), parse_http_date(headers.get("Date")))
         else:
             is_stamped = page.not_modified and prior is not None and prior.stamped
-        if not page.not_modified:
+        if not page.not_modified or ((prior is None or self.state is None) and asked_whole):
             return Answer(page, resp.status, etag, modified, is_stamped, resp.truncated)
         if prior is None or self.state is None:
             return None
