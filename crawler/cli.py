@@ -43,7 +43,7 @@ from crawler.errors import (
     PublishRefused,
     SitemapCrawlerError,
 )
-from crawler.shell.progress import Renderer
+from crawler.shell.progress import ProgressLine
 from sitemap_out.errors import SitemapOutError
 
 from . import __version__
@@ -682,7 +682,7 @@ def _crawl(config: Config) -> int:
     _warn_insecure(config)
     progress = None
     if not config.quiet:
-        progress = Renderer(
+        progress = ProgressLine(
             sys.stderr, tty=sys.stderr.isatty(), json_lines=config.log_format == "json"
         )
     log = (lambda _: None) if progress is None else progress.log
@@ -875,7 +875,7 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
         return config
 
     quiet = bool(given.get("quiet"))
-    progress = None if quiet else Renderer(sys.stderr, tty=sys.stderr.isatty())
+    progress = None if quiet else ProgressLine(sys.stderr, tty=sys.stderr.isatty())
     log = (lambda _: None) if progress is None else progress.log
     from crawler.shell.pool import forked
 

@@ -77,6 +77,11 @@ class AsyncSitemapWriter:
         """Entries added so far, including those still waiting in the batch."""
         return self._writer.count + len(self._batch)
 
+    @property
+    def published_count(self) -> int | None:
+        """SitemapWriter.published_count."""
+        return self._writer.published_count
+
     def check(self, entry: Entry) -> None:
         """Raise EntryError now if entry could never be written (SitemapWriter.check)."""
         self._writer.check(entry)

@@ -548,15 +548,15 @@ def _chain(head: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
 def count_published(out_dir: str | os.PathLike[str]) -> int | None:
     """How many URLs the set published in ``out_dir`` by SitemapWriter lists, read from its
     files (the manifest names them); None when nothing was published there. Index files
-    are passed over: the parts they list are counted themselves."""
+    are passed over: the parts they list are counted themselves, and the news sitemap."""
     folder = os.fspath(out_dir)
     names = read_manifest(Path(folder))
     if not names:
         return None
     total = 0
     for name in names:
-        if not name.startswith("sitemap"):
-            continue  # the feed
+        if not name.startswith("sitemap") or name.startswith("sitemap-news."):
+            continue  # the feed; the news sitemap is no part (it lists recent articles only)
         try:
             result = read_sitemap(os.path.join(folder, name))
         except OSError:

@@ -535,6 +535,16 @@ class SitemapWriter:
         return self._count
 
     @property
+    def published_count(self) -> int | None:
+        """URLs the parts published before list, as read once at the start (a stable
+        writer): what the publish guard compares the new parts with. The news sitemap is
+        not a part and is not counted. None when nothing readable was published."""
+        previous = self._previous
+        if previous is None or not previous.parts:
+            return None
+        return sum(part.url_count for part in previous.parts)
+
+    @property
     def staging_dir(self) -> Path:
         return self._staging
 

@@ -2,7 +2,7 @@
 
 A webmaster asks "may this agent fetch this URL, and which line of my robots.txt says so?";
 search engines answer only inside their consoles. The shell fetches each origin's robots.txt
-(or reads a file) into a :class:`Source`; everything here is plain data in, lines of text
+(or reads a file) into a :class:`RobotsSource`; everything here is plain data in, lines of text
 and an exit code out, so the wording is tested without a server.
 
 Exit codes: 0 every URL allowed, 1 one or more blocked by a rule, 3 a robots.txt could not be
@@ -24,7 +24,7 @@ __all__ = [
     "EXIT_ALLOWED",
     "EXIT_BLOCKED",
     "EXIT_UNREADABLE",
-    "Source",
+    "RobotsSource",
     "UrlCheck",
     "check",
     "exit_code",
@@ -37,7 +37,7 @@ _BLOCK_ALL = "everything blocked until it can be read (RFC 9309)"
 
 
 @dataclass(frozen=True, slots=True)
-class Source:
+class RobotsSource:
     """One robots.txt and how it was obtained: the facts a report needs, nothing live."""
 
     url: str  # the robots.txt URL (the last one asked, after redirects), or the file's path
@@ -73,7 +73,7 @@ class UrlCheck:
     """The verdict on one URL for one agent, with the group and the rules behind it."""
 
     url: str
-    source: Source
+    source: RobotsSource
     verdict: Verdict
     groups: tuple[UserAgentGroup, ...]
     matched: tuple[RobotsRule, ...]  # every matching rule, the deciding one first
@@ -83,7 +83,7 @@ class UrlCheck:
         return self.verdict.allowed
 
 
-def check(url: str, source: Source, user_agent: str) -> UrlCheck:
+def check(url: str, source: RobotsSource, user_agent: str) -> UrlCheck:
     robots = source.robots
     return UrlCheck(
         url,
@@ -106,7 +106,7 @@ def report(checks: Sequence[UrlCheck], user_agent: str) -> list[str]:
     lines = [f"user agent: {user_agent} (robots.txt token: {token})", ""]
     for item in checks:
         lines += _url_lines(item, token)
-    sources: list[Source] = []
+    sources: list[RobotsSource] = []
     for item in checks:
         if all(item.source is not seen for seen in sources):
             sources.append(item.source)
@@ -166,7 +166,7 @@ def _group_text(groups: Sequence[UserAgentGroup], token: str) -> str:
     return text
 
 
-def _source_lines(source: Source, user_agent: str, token: str) -> list[str]:
+def _source_lines(source: RobotsSource, user_agent: str, token: str) -> list[str]:
     lines = [f"robots.txt {source.url}: {source.outcome()}"]
     lines += [f"  retried: {note}" for note in source.notes]
     if source.unreadable or (source.status is not None and source.status >= 300):
@@ -181,7 +181,7 @@ def _source_lines(source: Source, user_agent: str, token: str) -> list[str]:
     return lines
 
 
-def _warnings(source: Source) -> list[str]:
+def _warnings(source: RobotsSource) -> list[str]:
     """What makes a robots.txt read as something other than its author meant."""
     found: list[str] = []
     head = source.head.lstrip()

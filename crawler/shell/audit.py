@@ -40,7 +40,7 @@ from crawler.shell.audit_urls import check_urls, compare_with_crawl
 from crawler.shell.engine import Crawl, Robots
 from crawler.shell.fetch import REDIRECT_STATUSES, Response
 from crawler.shell.pool import Spare
-from crawler.shell.progress import Renderer
+from crawler.shell.progress import ProgressLine
 from sitemap_out.reader import ReadResult, read_sitemap
 from sitemap_out.writer import MAX_BYTES
 
@@ -139,7 +139,7 @@ async def audit(
     fetch_urls: bool,
     crawl: bool,
     log: Log,
-    progress: Renderer | None,
+    progress: ProgressLine | None,
     workers: list[Spare] | None = None,
 ) -> Audit:
     """Audit TARGET (a local file, a sitemap URL or a site URL). `workers`: forked before

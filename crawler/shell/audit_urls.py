@@ -28,7 +28,7 @@ from crawler.core.urls import url_folder
 from crawler.errors import InvalidURLError, SitemapCrawlerError
 from crawler.shell.engine import Crawl, Robots
 from crawler.shell.pool import Spare
-from crawler.shell.progress import Renderer
+from crawler.shell.progress import ProgressLine
 
 __all__ = ["SOFT_404_SUFFIX", "SiteDown", "UrlChecks", "check_urls", "compare_with_crawl"]
 
@@ -53,7 +53,7 @@ async def check_urls(
     listed: Sequence[ListedUrl],
     *,
     log: Callable[[str], None],
-    progress: Renderer | None,
+    progress: ProgressLine | None,
     workers: list[Spare] | None = None,
     robots: Robots | None = None,
 ) -> UrlChecks:
@@ -88,7 +88,7 @@ async def compare_with_crawl(
     listed: Sequence[ListedUrl],
     *,
     log: Callable[[str], None],
-    progress: Renderer | None,
+    progress: ProgressLine | None,
     workers: list[Spare] | None = None,
     robots: Robots | None = None,
 ) -> list[Finding]:

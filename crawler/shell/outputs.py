@@ -25,13 +25,15 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
 
 from crawler.config import Config
-from crawler.errors import BusyError, ConfigError
-from sitemap_out import locks
+from crawler.core.report import Tally
+from crawler.errors import BusyError, ConfigError, OutputError
+from sitemap_out import PublishResult, locks
+from sitemap_out.changes import ChangeLog
 from sitemap_out.writer import is_reserved
 
 __all__ = ["LOCK_NAME", "OUTPUT_FILES", "held_outputs", "output_files", "written_in_place"]
@@ -196,3 +198,33 @@ def _lock(folder: Path) -> int:
 
 def _unlock(fd: int) -> None:
     locks.release(fd)
+
+
+def report_changes(
+    published: PublishResult,
+    changes: ChangeLog,
+    tally: Tally,
+    path: Path | None,
+    log: Callable[[str], None],
+) -> None:
+    """The changes into the tally, and into --changes FILE.json when asked for."""
+    counts = published.changes
+    if counts is not None and counts.layout:
+        log(counts.layout)
+    if counts is not None:
+        tally.changes = {
+            "added": counts.added, "removed": counts.removed, "changed": counts.changed,
+        }  # fmt: skip
+    tally.feed_url = published.feed_url
+    if path is None:
+        return
+    extra: dict[str, object] = {"sitemap_url": published.sitemap_url}
+    if published.feed_url is not None:
+        extra["feed_url"] = published.feed_url
+    try:
+        changes.write_json(path, extra, in_place=written_in_place(path))
+    except OSError as exc:
+        raise OutputError(
+            f"the sitemap is published, but cannot write the changes file {path}: "
+            f"{exc.strerror or exc}"
+        ) from None
