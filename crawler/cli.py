@@ -180,6 +180,8 @@ AUDIT_OPTIONS = frozenset(
     {
         "user_agent", "concurrency", "delay", "max_rps", "timeout", "retries", "public_url",
         "auth", "header", "cookie", "auth_origin", "proxy", "ca_bundle", "insecure", "quiet",
+        "strip_params", "render", "render_timeout", "render_concurrency", "render_hosts",
+        "chromium_path", "robots_from", "max_crawl_delay", "max_retry_after",
     }
 )  # fmt: skip
 

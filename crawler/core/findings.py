@@ -70,7 +70,12 @@ CODES: Final[dict[str, Code]] = {
     ),
     "news_too_old": Code("warning", "file", "a news entry published more than two days ago"),
     "too_many_news_urls": Code("error", "file", "more than 1,000 URLs in a news sitemap"),
-    "duplicate_url": Code("warning", "file", "the same URL listed more than once"),
+    "duplicate_url": Code(
+        "warning", "file", "the same URL listed more than once, or twice but for tracking"
+    ),
+    "tracking_parameter": Code(
+        "warning", "file", "a loc carrying a session or tracking parameter (strip_params)"
+    ),
     "not_in_robots_txt": Code(
         "notice", "file", "robots.txt has no Sitemap: line naming this sitemap"
     ),

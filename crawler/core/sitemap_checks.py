@@ -17,7 +17,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from crawler.core.findings import Finding, ListedUrl
-from crawler.core.urls import DEFAULT_PORTS, Scope, normalize
+from crawler.core.urls import DEFAULT_PORTS, Scope, known, normalize, params_matching
 from crawler.errors import InvalidURLError
 from sitemap_out.reader import MAX_PROBLEMS_PER_CODE, ReadResult
 
@@ -33,6 +33,7 @@ __all__ = [
     "location_problem",
     "news_findings",
     "not_in_robots",
+    "tracking_findings",
 ]
 
 #: The reader's problem codes -> the audit's. `too_many_urls` depends on the file's kind
@@ -208,13 +209,58 @@ def duplicates(listed: Iterable[ListedUrl]) -> list[Finding]:
     first: dict[str, ListedUrl] = {}
     found: list[Finding] = []
     for item in listed:
-        seen = first.setdefault(item.loc, item)
+        seen = first.setdefault(_as_read(item.loc), item)
         if seen is item or (item.news != seen.news and item.sitemap != seen.sitemap):
             continue  # an article in the news sitemap is in the main sitemap too, rightly
         where = "this file" if seen.sitemap == item.sitemap else seen.sitemap
         at = f", line {seen.line}" if seen.line is not None else ""
         detail = f"listed first in {where}{at}"
         found.append(Finding("duplicate_url", item.sitemap, item.loc, detail, item.line))
+    return found
+
+
+def _as_read(loc: str) -> str:
+    """A loc as the protocol reads it (escaping, host case), the key of duplicates."""
+    try:
+        return normalize(loc)
+    except InvalidURLError:
+        return loc
+
+
+def tracking_findings(listed: Iterable[ListedUrl], strip: tuple[str, ...]) -> list[Finding]:
+    """tracking_parameter for each loc carrying a parameter of `strip` (a session or
+    tracking parameter: a search engine fetches the URL as written, and indexes the page
+    under it), and duplicate_url for a loc that differs from an earlier one only in such
+    parameters (the same page listed under two URLs), naming both; each loc judged once."""
+    found: list[Finding] = []
+    first: dict[str, tuple[ListedUrl, bool]] = {}  # loc less them -> first listing, tracked
+    seen: set[str] = set()
+    for item in listed:
+        if item.loc in seen:
+            continue  # the same loc twice: duplicates() says so
+        seen.add(item.loc)
+        names = params_matching(item.loc, strip)
+        try:
+            bare = known(item.loc, strip)
+        except InvalidURLError:
+            continue
+        if names:
+            found.append(
+                Finding(
+                    "tracking_parameter",
+                    item.sitemap,
+                    item.loc,
+                    f"carries {', '.join(names)} (strip_params): search engines fetch and "
+                    "index it as written",
+                    item.line,
+                )
+            )
+        earlier, tracked = first.setdefault(bare, (item, bool(names)))
+        if earlier is not item and (names or tracked):
+            where = "this file" if earlier.sitemap == item.sitemap else earlier.sitemap
+            at = f", line {earlier.line}" if earlier.line is not None else ""
+            detail = f"the same page as {earlier.loc} ({where}{at}) but for tracking parameters"
+            found.append(Finding("duplicate_url", item.sitemap, item.loc, detail, item.line))
     return found
 
 

@@ -33,6 +33,7 @@ from crawler.core.sitemap_checks import (
     listed_urls,
     news_findings,
     not_in_robots,
+    tracking_findings,
 )
 from crawler.core.urls import normalize, resolve, url_folder
 from crawler.errors import AuditInputError, ConfigError
@@ -152,6 +153,8 @@ async def audit(
     else:
         config, why_nothing = _local(target, configure, reading)
     reading.findings += duplicates(reading.listed)
+    if config is not None:
+        reading.findings += tracking_findings(reading.listed, config.strip_params)
     if reading.clusters:
         listed = {item.loc for item in reading.listed}
         reading.findings += hreflang_return_links(reading.clusters, listed)
