@@ -48,6 +48,10 @@ PROBLEM_CODES: Final[dict[str, str | None]] = {
     "wrong_root": "parse_error",
     "doctype": "parse_error",
     "unexpected_element": "parse_error",
+    "unknown_element": "unknown_element",
+    "field_order": "field_order",
+    "loc_fragment": "loc_fragment",
+    "loc_whitespace": "loc_whitespace",
     "unexpected_text": "parse_error",
     "bad_encoding": "parse_error",
     "missing_namespace": "wrong_namespace",
@@ -70,8 +74,12 @@ PROBLEM_CODES: Final[dict[str, str | None]] = {
 }
 #: Codes whose finding names the URL of the entry on the problem's line, when known.
 _ENTRY_CODES: Final = frozenset(
-    {"invalid_url", "invalid_date", "invalid_tag_value", "invalid_hreflang", "video_missing_field"}
-)
+    {
+        "invalid_url", "invalid_date", "invalid_tag_value", "invalid_hreflang",
+        "video_missing_field", "unknown_element", "field_order", "loc_fragment",
+        "loc_whitespace",
+    }
+)  # fmt: skip
 #: Google News reads the articles of the last two days.
 NEWS_WINDOW: Final = timedelta(days=2)
 
@@ -191,9 +199,9 @@ def index_problem(loc: str, index_url: str) -> str | None:
 
 
 def listed_urls(sitemap: SitemapFile, result: ReadResult) -> list[ListedUrl]:
-    """The URLs a urlset or text sitemap lists that are URLs at all (what the URL checks can
+    """The URLs a urlset, text sitemap or feed lists that are URLs at all (what the URL checks can
     fetch); the others are invalid_url findings already."""
-    if result.kind not in ("urlset", "text"):
+    if result.kind not in ("urlset", "text", "feed"):
         return []
     listed: list[ListedUrl] = []
     for entry in result.entries:

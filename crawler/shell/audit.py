@@ -36,7 +36,7 @@ from crawler.core.sitemap_checks import (
     tracking_findings,
 )
 from crawler.core.urls import normalize, resolve, url_folder
-from crawler.errors import AuditInputError, ConfigError
+from crawler.errors import AuditInputError, ConfigError, InvalidURLError
 from crawler.shell.audit_urls import check_urls, compare_with_crawl
 from crawler.shell.engine import Crawl, Robots
 from crawler.shell.fetch import REDIRECT_STATUSES, Response
@@ -102,22 +102,37 @@ class _Reading:
                     )
             return []
         if source.parent is not None:
+            back = any(_same(entry.loc, source.parent) for entry in result.entries)
+            loop = f"; it lists {source.parent} back: a loop" if back else ""
             self.findings.append(
                 Finding(
                     "nested_index",
                     source.parent,
                     None,
                     f"lists {source.name}, itself a sitemap index; the sitemaps it lists "
-                    "are not read (an index is followed one level only)",
+                    f"are not read (an index is followed one level only){loop}",
                     source.line,
                 )
             )
             return []
-        return [
-            _Source(entry.loc, entry.loc, source.name, entry.line)
-            for entry in result.entries
-            if entry.loc
-        ]
+        children: list[_Source] = []
+        for entry in result.entries:
+            if not entry.loc:
+                continue
+            if _same(entry.loc, source.name):
+                detail = "lists itself: an index may list sitemaps only, and this is a loop"
+                self.findings.append(Finding("nested_index", source.name, None, detail, entry.line))
+                continue
+            children.append(_Source(entry.loc, entry.loc, source.name, entry.line))
+        return children
+
+
+def _same(loc: str, name: str) -> bool:
+    """loc names the sitemap called `name` (its public URL), as the protocol reads URLs."""
+    try:
+        return normalize(loc) == normalize(name)
+    except InvalidURLError:
+        return loc == name
 
 
 def is_url(target: str) -> bool:
