@@ -896,6 +896,10 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
             _warn_insecure(config)
         return config
 
+    from crawler.shell.outputs import check_files
+
+    reports = (("--json", json_path), ("--html", html_path))
+    check_files([(option, path) for option, path in reports if path is not None])
     quiet = bool(given.get("quiet"))
     progress = None if quiet else Renderer(sys.stderr, tty=sys.stderr.isatty())
     log = (lambda _: None) if progress is None else progress.log

@@ -80,3 +80,20 @@ def test_robots_from_and_the_politeness_caps_are_the_audits_too(serve, tmp_path)
     assert code == 0, found
     assert not {c for c, _ in found} & {"blocked_by_robots", "sitemap_blocked"}
     assert "/robots.txt" not in site.paths and "/a" in site.paths
+
+
+def test_output_paths_are_checked_before_the_first_request(serve, tmp_path, capsys):
+    site = Site({"/sitemap.xml": Page(_urlset("http://127.0.0.1/a"), content_type="text/xml")})
+    srv = serve(site.app)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for option, path in (
+        ("--json", blocker / "audit.json"),
+        ("--html", tmp_path / "folder"),
+    ):
+        (tmp_path / "folder").mkdir(exist_ok=True)
+        code = main(["audit", srv.url + "/sitemap.xml", "-q", option, str(path)])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert err.count("\n") == 1 and f"{option} file {path}" in err
+        assert site.requests == []
