@@ -89,6 +89,7 @@ class ReadResult:
     problems: list[Problem] = field(default_factory=list)
     problem_counts: dict[str, int] = field(default_factory=dict)
     uncompressed_bytes: int = 0
+    past_limit: int = 0  # entries past max_urls: counted, neither kept nor checked
 
     @property
     def ok(self) -> bool:
@@ -309,7 +310,9 @@ class _XmlReader:
             else:
                 self.depth -= 1
                 if self.depth == self.item_depth - 1 and elem.tag == self.item_tag:
-                    if self.feed_kind:
+                    if self.count >= self.max_urls:
+                        self._past_limit(elem)
+                    elif self.feed_kind:
                         self._feed_item(elem)
                     else:
                         self._item(elem)
@@ -347,6 +350,17 @@ class _XmlReader:
         if (root.text or "").strip():
             result.report("unexpected_text", "text directly inside the root", root.sourceline)
 
+    def _past_limit(self, elem: etree._Element) -> None:
+        """An entry past the file's limit, already an error: counted, not kept, so memory
+        stays flat however long the file (an engine reads no further either)."""
+        self.count += 1
+        if self.count == self.max_urls + 1:
+            what = "sitemaps" if self.result.kind == "sitemapindex" else "URLs"
+            self.result.report(
+                "too_many_urls", f"more than {self.max_urls} {what}", elem.sourceline
+            )
+        self.result.past_limit += 1
+
     def _feed_root(self, root: etree._Element) -> None:
         """An RSS 2.0 or Atom 1.0 feed, which Google and Bing read as a sitemap: its items'
         links (and dates) are its URLs, under a sitemap's limits."""
@@ -360,8 +374,6 @@ class _XmlReader:
         result = self.result
         line = elem.sourceline
         self.count += 1
-        if self.count == self.max_urls + 1:
-            result.report("too_many_urls", f"more than {self.max_urls} URLs", line)
         lastmod: str | None
         if self.feed_kind == "rss":
             link = elem.findtext("link")
@@ -419,9 +431,6 @@ class _XmlReader:
         result = self.result
         line = elem.sourceline
         self.count += 1
-        if self.count == self.max_urls + 1:
-            what = "URLs" if result.kind == "urlset" else "sitemaps"
-            result.report("too_many_urls", f"more than {self.max_urls} {what}", line)
         values: dict[str, str | None] = {}
         position = -1
         images: list[str] = []
@@ -595,8 +604,11 @@ def _read_text(chunks: Iterator[bytes], result: ReadResult, max_urls: int) -> No
         url = line.strip()
         if not url:
             return
-        if len(result.entries) == max_urls:
-            result.report("too_many_urls", f"more than {max_urls} URLs", line_no)
+        if len(result.entries) == max_urls:  # past the limit: counted, not kept
+            if not result.past_limit:
+                result.report("too_many_urls", f"more than {max_urls} URLs", line_no)
+            result.past_limit += 1
+            return
         if any(c.isspace() for c in url):
             result.report("loc_not_encoded", f"line {url[:200]!r} holds whitespace", line_no)
         else:
@@ -672,7 +684,19 @@ def read_sitemap(
                 _read_text(_chain(head, chunks), result, max_urls)
         except _TooLarge:
             pass
+    if result.past_limit:
+        _say_past_limit(result)
     return result
+
+
+def _say_past_limit(result: ReadResult) -> None:
+    """The too_many_urls problem, told how many entries the file holds past its limit."""
+    for n, problem in enumerate(result.problems):
+        if problem.code == "too_many_urls":
+            more = f"{result.past_limit} more entries, counted but neither read nor checked"
+            result.problems[n] = Problem(
+                problem.code, f"{problem.message}: {more}", problem.line, problem.severity
+            )
 
 
 def _chain(head: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:

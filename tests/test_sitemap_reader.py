@@ -148,7 +148,7 @@ def test_index_checks() -> None:
 def test_too_many_urls_and_too_large(tmp_path: Path) -> None:
     doc = urlset("".join(url(f"https://example.com/{i}") for i in range(11)))
     rr = read_sitemap(doc, max_urls=10)
-    assert rr.codes == {"too_many_urls"} and len(rr.entries) == 11
+    assert rr.codes == {"too_many_urls"} and len(rr.entries) == 10 and rr.past_limit == 1
     rr = read_sitemap(doc, max_bytes=200)
     assert "too_large" in rr.codes and "not_well_formed" not in rr.codes
     assert rr.uncompressed_bytes == 200

@@ -19,7 +19,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from crawler.config import Config
-from crawler.core.findings import AuditSummary, Finding, ListedUrl
+from crawler.core.findings import AuditSummary, Finding
 from crawler.core.robots import RobotsTxt
 from crawler.core.screen import Plan
 from crawler.core.seeds import MAX_SITEMAP_REDIRECTS, where
@@ -37,6 +37,7 @@ from crawler.core.sitemap_checks import (
 )
 from crawler.core.urls import normalize, resolve, url_folder
 from crawler.errors import AuditInputError, ConfigError, InvalidURLError
+from crawler.shell.audit_spool import Listed
 from crawler.shell.audit_urls import check_urls, compare_with_crawl
 from crawler.shell.engine import Crawl, Robots
 from crawler.shell.fetch import REDIRECT_STATUSES, Response
@@ -81,7 +82,7 @@ class _Reading:
     """What the files read so far gave."""
 
     findings: list[Finding] = field(default_factory=list)
-    listed: list[ListedUrl] = field(default_factory=list)
+    listed: Listed = field(default_factory=Listed)  # on disk: memory stays flat
     read: list[_Source] = field(default_factory=list)
     robots: Robots | None = None  # the site's, once read
     clusters: dict[str, Cluster] = field(default_factory=dict)  # loc -> its hreflang set
@@ -93,7 +94,7 @@ class _Reading:
         self.read.append(source)
         self.findings += file_findings(sitemap, result)
         if result.kind != "sitemapindex":
-            self.listed += listed_urls(sitemap, result)
+            self.listed.add(listed_urls(sitemap, result))
             self.findings += news_findings(sitemap, result, self.now)
             for entry in result.entries:
                 if entry.alternates and entry.loc:
@@ -160,19 +161,34 @@ async def audit(
 ) -> Audit:
     """Audit TARGET (a local file, a sitemap URL or a site URL). `workers`: forked before
     the event loop (pool.forked), for checking the listed URLs as a crawl uses them."""
-    started = time.monotonic()
     reading = _Reading()
+    try:
+        return await _audit(target, configure, reading, fetch_urls, crawl, log, progress, workers)
+    finally:
+        reading.listed.close()
+
+
+async def _audit(
+    target: str,
+    configure: Configure,
+    reading: _Reading,
+    fetch_urls: bool,
+    crawl: bool,
+    log: Log,
+    progress: Renderer | None,
+    workers: list[Spare] | None,
+) -> Audit:
+    started = time.monotonic()
     summary = AuditSummary(target=target)
     if is_url(target):
         config, why_nothing = await _remote(target, configure, reading, log)
     else:
         config, why_nothing = _local(target, configure, reading)
-    reading.findings += duplicates(reading.listed)
+    reading.findings += reading.listed.duplicates(duplicates)
     if config is not None:
-        reading.findings += tracking_findings(reading.listed, config.strip_params)
+        reading.findings += reading.listed.tracking(config.strip_params, tracking_findings)
     if reading.clusters:
-        listed = {item.loc for item in reading.listed}
-        reading.findings += hreflang_return_links(reading.clusters, listed)
+        reading.findings += hreflang_return_links(reading.clusters, reading.listed)
     summary.sitemaps_read = len(reading.read)
     summary.urls_listed = len(reading.listed)
     if why_nothing is None and config is not None and reading.listed:
@@ -219,9 +235,10 @@ def _local(
             continue
         local = _Source(str(beside), str(beside), target, child.line)
         reading.take(local, _local_file(beside, local.name), _read_file(beside, local.name))
-    if not reading.listed:
+    loc = reading.listed.first_loc()
+    if loc is None:
         return None, None
-    first = normalize(reading.listed[0].loc)
+    first = normalize(loc)
     parts = urlsplit(first)
     return configure(f"{parts.scheme}://{parts.netloc}/", None), None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -51,7 +51,7 @@ class UrlChecks:
 
 async def check_urls(
     config: Config,
-    listed: Sequence[ListedUrl],
+    listed: Iterable[ListedUrl],
     *,
     log: Callable[[str], None],
     progress: Renderer | None,
@@ -88,7 +88,7 @@ async def check_urls(
 
 async def compare_with_crawl(
     config: Config,
-    listed: Sequence[ListedUrl],
+    listed: Iterable[ListedUrl],
     *,
     log: Callable[[str], None],
     progress: Renderer | None,
@@ -112,7 +112,7 @@ async def compare_with_crawl(
 
 
 def _in_scope(
-    crawl: Crawl, listed: Sequence[ListedUrl], identity: Callable[[str], str]
+    crawl: Crawl, listed: Iterable[ListedUrl], identity: Callable[[str], str]
 ) -> tuple[dict[str, str], list[str]]:
     """Each listed loc the audit may fetch -> the public URL the engine judges it as
     (`identity` of the loc), and the URLs to fetch (crawl space), each once. A loc that is
