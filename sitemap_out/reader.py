@@ -53,6 +53,7 @@ _DATETIME_RE: Final = re.compile(_DATE + r"T(\d{2}):(\d{2}):(\d{2})(\.\d+)?" + _
 _DECIMAL_RE: Final = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
 _ABSOLUTE_RE: Final = re.compile(r"(?i:https?)://[^/?#\s]")
 _WS: Final = b" \t\r\n"
+_SPACE_RE: Final = re.compile(r"\s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -609,7 +610,7 @@ def _read_text(chunks: Iterator[bytes], result: ReadResult, max_urls: int) -> No
                 result.report("too_many_urls", f"more than {max_urls} URLs", line_no)
             result.past_limit += 1
             return
-        if any(c.isspace() for c in url):
+        if _SPACE_RE.search(url) is not None:
             result.report("loc_not_encoded", f"line {url[:200]!r} holds whitespace", line_no)
         else:
             _check_loc(url, result, line_no, xsd_min=False)
