@@ -87,7 +87,12 @@ class Config:
         "(-1: one per CPU core beyond the first; 0: none)",
         metavar="N",
     )
-    max_pages: int = _opt(0, "stop after fetching this many pages (0: no limit)", metavar="N")
+    max_pages: int = _opt(
+        5_000_000,
+        "stop after fetching this many pages (0: no limit; the default ends a URL space "
+        "no other rule catches)",
+        metavar="N",
+    )
     max_time: float = _opt(
         0.0,
         "stop taking new URLs after this many seconds and publish what was found, if the "
@@ -236,7 +241,10 @@ class Config:
         0, "fetch at most this many URLs of one folder (0: no limit)", metavar="N"
     )
     max_pages_per_param: int = _opt(
-        0, "fetch at most this many URLs carrying one query parameter (0: no limit)", metavar="N"
+        1000,
+        "fetch at most this many URLs of one path that differ only in their query "
+        "(a calendar, facets; 0: no limit)",
+        metavar="N",
     )
     priority_by_depth: bool = _opt(False, "write priority = max(0.1, 0.8 ** depth)")
     images: bool = _opt(True, "list the images each page shows (image sitemap extension)")

@@ -287,8 +287,12 @@ class Crawl:
                 limit = "max_time reached" if self._timed_out else "max_pages reached"
                 if self._seed_sitemaps:  # a limit ended the crawl first: they are `limit`
                     self._release_seeds(limit)
+                cut = 0
                 for task in self.frontier.drain():
                     self._record(task.url, None, Decision(LIMIT, limit), task)
+                    cut += 1
+                for line in self.screen.budgets.warnings() + _limit_warning(config, limit, cut):
+                    self.log(f"warning: {line}")
                 await journal.publish_listings()
                 if self.state is not None:
                     self._save_counters()
@@ -1338,6 +1342,14 @@ def _fewer_gc_pauses() -> Iterator[None]:
     finally:
         gc.set_threshold(*threshold)
         gc.unfreeze()
+
+
+def _limit_warning(config: Config, limit: str, cut: int) -> list[str]:
+    """The line saying a crawl limit left URLs unfetched (recorded as `limit`)."""
+    if not cut:
+        return []
+    key = f"max_pages {config.max_pages}" if limit == "max_pages reached" else "max_time"
+    return [f"limit: {limit} ({key}): {cut} URL(s) met were not fetched"]
 
 
 #: Reasons given before a fetch; replayed decisions with these spent no trap budget (unless
