@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Final
+from typing import Final, Protocol
 from urllib.parse import urlsplit
 
 from crawler.core.findings import Finding, ListedUrl
@@ -337,6 +337,14 @@ def _when(text: str) -> datetime | None:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
+class Clusters(Protocol):
+    """loc -> its Cluster: a dict, or the audit's spool on disk."""
+
+    def items(self) -> Iterable[tuple[str, Cluster]]: ...
+
+    def get(self, page: str) -> Cluster | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Cluster:
     """A listed URL's hreflang alternates, as a sitemap gives them."""
@@ -346,7 +354,7 @@ class Cluster:
     alternates: tuple[tuple[str, str], ...]
 
 
-def hreflang_return_links(clusters: dict[str, Cluster], listed: Container[str]) -> list[Finding]:
+def hreflang_return_links(clusters: Clusters, listed: Container[str]) -> list[Finding]:
     """hreflang_no_return where page A names B, B is listed (`listed`: every loc read) and B
     does not name A (`clusters`: the alternates of the locs that have some): search engines
     ignore a one-way annotation. An alternate listed in none of the files read is not

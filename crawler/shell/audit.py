@@ -24,7 +24,6 @@ from crawler.core.robots import RobotsTxt
 from crawler.core.screen import Plan
 from crawler.core.seeds import MAX_SITEMAP_REDIRECTS, where
 from crawler.core.sitemap_checks import (
-    Cluster,
     SitemapFile,
     duplicates,
     file_findings,
@@ -85,7 +84,6 @@ class _Reading:
     listed: Listed = field(default_factory=Listed)  # on disk: memory stays flat
     read: list[_Source] = field(default_factory=list)
     robots: Robots | None = None  # the site's, once read
-    clusters: dict[str, Cluster] = field(default_factory=dict)  # loc -> its hreflang set
     now: datetime = field(default_factory=lambda: datetime.now(UTC))  # news' two days
 
     def take(self, source: _Source, sitemap: SitemapFile, result: ReadResult) -> list[_Source]:
@@ -96,11 +94,7 @@ class _Reading:
         if result.kind != "sitemapindex":
             self.listed.add(listed_urls(sitemap, result))
             self.findings += news_findings(sitemap, result, self.now)
-            for entry in result.entries:
-                if entry.alternates and entry.loc:
-                    self.clusters.setdefault(
-                        entry.loc, Cluster(sitemap.name, entry.line, entry.alternates)
-                    )
+            self.listed.add_clusters(sitemap.name, result.entries)
             return []
         if source.parent is not None:
             back = any(_same(entry.loc, source.parent) for entry in result.entries)
@@ -187,8 +181,9 @@ async def _audit(
     reading.findings += reading.listed.duplicates(duplicates)
     if config is not None:
         reading.findings += reading.listed.tracking(config.strip_params, tracking_findings)
-    if reading.clusters:
-        reading.findings += hreflang_return_links(reading.clusters, reading.listed)
+    clusters = reading.listed.clusters()
+    if clusters is not None:
+        reading.findings += hreflang_return_links(clusters, reading.listed)
     summary.sitemaps_read = len(reading.read)
     summary.urls_listed = len(reading.listed)
     if why_nothing is None and config is not None and reading.listed:

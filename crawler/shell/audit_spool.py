@@ -11,6 +11,7 @@ memory holds one group, not the listing.
 from __future__ import annotations
 
 import itertools
+import json
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -18,10 +19,12 @@ from pathlib import Path
 from typing import Final
 
 from crawler.core.findings import Finding, ListedUrl
+from crawler.core.sitemap_checks import Cluster
 from crawler.core.urls import known, normalize, params_matching
 from crawler.errors import InvalidURLError, OutputError
+from sitemap_out.reader import ReadEntry
 
-__all__ = ["Listed"]
+__all__ = ["Clusters", "Listed"]
 
 #: Rows fetched from SQLite at a time while iterating.
 _BATCH: Final = 10_000
@@ -38,6 +41,12 @@ CREATE TABLE listed (
     news INTEGER NOT NULL
 );
 CREATE TABLE tracked (n INTEGER PRIMARY KEY, bare TEXT NOT NULL);
+CREATE TABLE cluster (      -- a listed loc's hreflang alternates, as first listed
+    page TEXT PRIMARY KEY,
+    sitemap INTEGER NOT NULL,
+    line INTEGER,
+    alternates TEXT NOT NULL    -- JSON [[hreflang, href], ...]
+) WITHOUT ROWID;
 """
 
 _ROW: Final = "l.loc, s.name, l.line, l.lastmod, l.news"
@@ -62,6 +71,7 @@ class Listed:
         self._sitemaps: dict[str, int] = {}
         self._count = 0
         self._indexed: set[str] = set()
+        self._clusters = False
 
     def add(self, items: Iterable[ListedUrl]) -> None:
         rows = [
@@ -82,6 +92,20 @@ class Listed:
             assert known is not None
             self._sitemaps[name] = known
         return known
+
+    def add_clusters(self, sitemap: str, entries: Iterable[ReadEntry]) -> None:
+        """The hreflang alternates of each entry that has some; a loc's first listing wins."""
+        rows = [
+            (entry.loc, self._sitemap(sitemap), entry.line, json.dumps(entry.alternates))
+            for entry in entries
+            if entry.alternates and entry.loc
+        ]
+        self._db.executemany("INSERT OR IGNORE INTO cluster VALUES (?, ?, ?, ?)", rows)
+        self._clusters = self._clusters or bool(rows)
+
+    def clusters(self) -> Clusters | None:
+        """The hreflang clusters as the return-link check reads them, or None without any."""
+        return Clusters(self._db) if self._clusters else None
 
     def __len__(self) -> int:
         return self._count
@@ -168,6 +192,35 @@ class Listed:
                 ListedUrl(loc, name, line, lastmod, bool(news))
                 for _, loc, name, line, lastmod, news in group
             ]
+
+
+class Clusters:
+    """The hreflang clusters on disk, as the mapping sitemap_checks.hreflang_return_links
+    reads (items, get): one cluster in memory at a time."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def items(self) -> Iterator[tuple[str, Cluster]]:
+        cursor = self._db.execute(
+            "SELECT c.page, s.name, c.line, c.alternates FROM cluster c "
+            "JOIN sitemap s ON s.id = c.sitemap ORDER BY c.page"
+        )
+        while batch := cursor.fetchmany(_BATCH):
+            for page, name, line, alternates in batch:
+                yield page, _cluster(name, line, alternates)
+
+    def get(self, page: str) -> Cluster | None:
+        row = self._db.execute(
+            "SELECT s.name, c.line, c.alternates FROM cluster c "
+            "JOIN sitemap s ON s.id = c.sitemap WHERE c.page = ?",
+            (page,),
+        ).fetchone()
+        return None if row is None else _cluster(*row)
+
+
+def _cluster(sitemap: str, line: int | None, alternates: str) -> Cluster:
+    return Cluster(sitemap, line, tuple((lang, href) for lang, href in json.loads(alternates)))
 
 
 def _key(loc: str) -> str:
