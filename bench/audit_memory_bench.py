@@ -26,15 +26,10 @@ from pathlib import Path
 from aiohttp import web
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from tests.procs import PEAK_RSS_CLI  # noqa: E402 - the CLI that reports its peak RSS
+
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
-MEASURED = (
-    "import sys\n"
-    "from crawler.cli import main\n"
-    "code = main(sys.argv[1:])\n"
-    "status = open('/proc/self/status').read().split('VmHWM:')[1]\n"
-    "print(status.split()[0], file=sys.stderr)\n"
-    "sys.exit(code)\n"
-)
 
 
 def part(base: str, index: int, size: int) -> tuple[bytes, int]:
@@ -96,7 +91,7 @@ def audit(url: str, work: Path) -> tuple[dict, float, float]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-c", MEASURED, "audit", url, "--no-fetch", "-q", "--json", str(out)],
+        [sys.executable, "-c", PEAK_RSS_CLI, "audit", url, "--no-fetch", "-q", "--json", str(out)],
         capture_output=True, text=True, env=env, cwd=work,
     )  # fmt: skip
     seconds = time.monotonic() - started

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from tests.procs import CLI, child_env
+from tests.procs import CLI, PEAK_RSS_CLI, child_env
 from tests.sites import Page, Site
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -26,19 +26,6 @@ def text_sitemap(base: str, first: int, size: int) -> bytes:
     return "".join(lines[:-1]).encode()
 
 
-#: The CLI in a child process that reports its own peak RSS (KiB) as its last stderr line:
-#: VmHWM, of its own address space (ru_maxrss would count the forked test process's pages,
-#: as Linux carries it across exec).
-_MEASURED = (
-    "import sys\n"
-    "from crawler.cli import main\n"
-    "code = main(sys.argv[1:])\n"
-    "status = open('/proc/self/status').read().split('VmHWM:')[1]\n"
-    "print(status.split()[0], file=sys.stderr)\n"
-    "sys.exit(code)\n"
-)
-
-
 def _line(base: str, n: int) -> str:
     return f"{base}/products/category-{n % 997}/item-{n:09d}.html\n"
 
@@ -46,7 +33,7 @@ def _line(base: str, n: int) -> str:
 def _audit_peak(target: str, out) -> tuple[subprocess.CompletedProcess[str], float]:
     """The audit's exit and its peak RSS in MB."""
     proc = subprocess.run(
-        [CLI[0], "-c", _MEASURED, "audit", target, "--no-fetch", "-q", "--json", str(out)],
+        [CLI[0], "-c", PEAK_RSS_CLI, "audit", target, "--no-fetch", "-q", "--json", str(out)],
         capture_output=True, text=True, env=child_env(), timeout=300,
     )  # fmt: skip
     return proc, int(proc.stderr.splitlines()[-1]) * 1024 / 1e6
