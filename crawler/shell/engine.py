@@ -202,8 +202,13 @@ class Crawl:
                 limit = "max_time reached" if loop.timed_out else "max_pages reached"
                 if self.seeds.waiting:  # a limit ended the crawl first: they are `limit`
                     self._release_seeds(limit)
+                cut = 0
                 for task in self.frontier.drain():
                     self.links.record(task.url, None, Decision(LIMIT, limit), task)
+                    cut += 1
+                budgets = self.links.screen.budgets
+                for line in budgets.warnings() + _limit_warning(config, limit, cut):
+                    self.log(f"warning: {line}")
                 await journal.publish_listings()
                 if self.state is not None:
                     self._save_counters()
@@ -465,6 +470,14 @@ def _policy(config: Config) -> Policy:
         Patterns.compile(config.include, "include"),
         Patterns.compile(config.exclude_listing_only, "exclude_listing_only"),
     )
+
+
+def _limit_warning(config: Config, limit: str, cut: int) -> list[str]:
+    """The line saying a crawl limit left URLs unfetched (recorded as `limit`)."""
+    if not cut:
+        return []
+    key = f"max_pages {config.max_pages}" if limit == "max_pages reached" else "max_time"
+    return [f"limit: {limit} ({key}): {cut} URL(s) met were not fetched"]
 
 
 def _page_policy(config: Config, agent: str) -> PagePolicy:

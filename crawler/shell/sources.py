@@ -94,7 +94,7 @@ class SeedSource:
             robots,
             config.user_agent,
             get,
-            max_urls=config.max_pages or MAX_SEED_URLS,
+            max_urls=min(config.max_pages or MAX_SEED_URLS, MAX_SEED_URLS),
             stopped=stopped,
         )
         self.sitemaps = [sitemap for sitemap in seeds.sitemaps if sitemap.locs]
