@@ -6,9 +6,9 @@
 
 A restructure of the writer must publish the same bytes: run this on both checkouts and
 compare. The steps cover a single file, rollover on URL count and on bytes, gzip, the text
-format, every extension, the news sitemap, and four nights of a stable layout with the feed
-(unchanged, lastmods moved, grown and shrunk, then with other limits, which lays it out afresh). Every run
-is given its time, so the output does not depend on the clock.
+format, every extension, the news sitemap, and five nights of a stable layout with the feed
+(fresh, unchanged, lastmods moved, grown and shrunk, then other limits: a fresh layout).
+Every run is given its time, so the output does not depend on the clock.
 """
 
 from __future__ import annotations
