@@ -32,7 +32,7 @@ from typing import Final
 from crawler.config import Config
 from crawler.errors import BusyError, ConfigError
 from sitemap_out import locks
-from sitemap_out.writer import is_reserved
+from sitemap_out.manifest import is_reserved
 
 __all__ = ["LOCK_NAME", "OUTPUT_FILES", "held_outputs", "output_files", "written_in_place"]
 
