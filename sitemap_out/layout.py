@@ -107,14 +107,13 @@ class StableLayout:
             parts.append(data, own, None)
         parts.close()
         # every part written is new as of now (those left unchanged get their old date back)
-        parts.done[:] = [replace(info, newest_lastmod=self._now) for info in parts.done]
+        parts.restamp(self._now)
 
     def _write_routed(self, part: OldPart, first: Iterator[Rec], second: Iterator[Rec]) -> int:
         """Write an old part's new content (first and second merged, each in loc order,
         cut where the limits are reached) to the staging folder; return how many of
         `first` it took."""
         parts = self._parts
-        name = parts.name(part.number)
         taken = 0
         count, body_bytes, ns = 0, 0, 0
         chosen = self._scratch.bucket(f"part-{part.number}.records")
@@ -126,19 +125,9 @@ class StableLayout:
             count, body_bytes = count + 1, body_bytes + len(rec[1])
             ns |= rec[2]
         chosen.close()
-        header = parts.headers[ns]
-        parts.digests[name] = parts.write(
-            name, header, (rec[1] for rec in self._scratch.records(chosen.path))
-        )
+        serialised = (rec[1] for rec in self._scratch.records(chosen.path))
+        parts.stage(part.number, ns, serialised, count, body_bytes, self._now)
         chosen.path.unlink()
-        parts.done.append(
-            PartInfo(
-                name=name,
-                url_count=count,
-                uncompressed_bytes=len(header) + body_bytes + len(parts.footer),
-                newest_lastmod=self._now,
-            )
-        )
         return taken
 
     def keep_unchanged(self, infos: list[PartInfo]) -> list[PartInfo]:

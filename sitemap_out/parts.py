@@ -16,7 +16,7 @@ import gzip as gziplib
 import hashlib
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import BinaryIO, Final
@@ -162,6 +162,27 @@ class Parts:
                 newest_lastmod=part.newest,
             )
         )
+
+    def stage(
+        self,
+        number: int,
+        ns: int,
+        chunks: Iterable[bytes],
+        count: int,
+        body_bytes: int,
+        newest: datetime | date | None,
+    ) -> None:
+        """Stage part ``number`` whole from serialised entries (the stable layout's parts),
+        keeping the digest that tells whether it is the part published before."""
+        name = self.name(number)
+        header = self.headers[ns]
+        self.digests[name] = self.write(name, header, chunks)
+        size = len(header) + body_bytes + len(self.footer)
+        self.done.append(PartInfo(name, count, size, newest))
+
+    def restamp(self, when: datetime) -> None:
+        """Give every part staged so far ``when`` as its index ``<lastmod>``."""
+        self.done[:] = [replace(info, newest_lastmod=when) for info in self.done]
 
     def discard(self) -> None:
         """Close the open part's body file (an abort: the staging folder goes whole)."""
