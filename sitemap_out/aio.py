@@ -20,7 +20,9 @@ from types import TracebackType
 
 from sitemap_out.changes import ChangeLog
 from sitemap_out.entry import Entry
-from sitemap_out.writer import MAX_BYTES, MAX_URLS, Format, PublishResult, SitemapWriter
+from sitemap_out.limits import MAX_BYTES, MAX_URLS
+from sitemap_out.publish import PublishResult
+from sitemap_out.writer import Format, SitemapWriter
 
 __all__ = ["AsyncSitemapWriter"]
 

@@ -34,7 +34,8 @@ from lxml import etree
 
 from sitemap_out.entry import CHANGEFREQS, MAX_LOC_CHARS, MIN_LOC_CHARS, check_uri, is_hreflang
 from sitemap_out.feed import ATOM_NS
-from sitemap_out.writer import MAX_BYTES, MAX_NEWS_URLS, MAX_URLS, read_manifest
+from sitemap_out.limits import MAX_BYTES, MAX_NEWS_URLS, MAX_URLS
+from sitemap_out.manifest import read_manifest
 from sitemap_out.xml import IMAGE_NS, NEWS_NS, SITEMAP_NS, VIDEO_NS, XHTML_NS
 
 __all__ = ["Problem", "ReadEntry", "ReadResult", "count_published", "read_sitemap"]

@@ -16,8 +16,8 @@ from crawler.core.robots import RobotsTxt
 from crawler.core.screen import Plan
 from crawler.core.urls import normalize
 from crawler.errors import InvalidURLError
+from sitemap_out.limits import MAX_BYTES
 from sitemap_out.reader import read_sitemap
-from sitemap_out.writer import MAX_BYTES
 
 __all__ = [
     "MAX_SEED_SITEMAPS",

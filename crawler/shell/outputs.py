@@ -34,7 +34,7 @@ from crawler.core.report import Tally
 from crawler.errors import BusyError, ConfigError, OutputError
 from sitemap_out import PublishResult, locks
 from sitemap_out.changes import ChangeLog
-from sitemap_out.writer import is_reserved
+from sitemap_out.manifest import is_reserved
 
 __all__ = [
     "LOCK_NAME",
