@@ -8,13 +8,14 @@ config fails fast with exit code 2.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 import os
 import re
 import ssl
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -595,7 +596,14 @@ def coerce(name: str, value: Any) -> Any:
         "str": lambda v: isinstance(v, str),
     }[kind]
     if not ok(value):
-        wanted = {"tuple": "a list of strings", "path": "a path"}.get(kind, f"a {kind}")
+        wanted = {
+            "bool": "true or false",
+            "int": "a whole number",
+            "float": "a number",
+            "tuple": "a list of strings",
+            "path": "a path",
+            "str": "a string",
+        }[kind]
         got = "(the value is not shown)" if name in SECRET_KEYS else f"got {value!r}"
         raise ConfigError(f"{name} must be {wanted}, {got}")
     if kind == "float":
@@ -630,7 +638,18 @@ def load_toml(path: Path) -> dict[str, Any]:
             if name in raw:
                 raise ConfigError(f"{name} is set twice: as a key and in [news]")
             raw[name] = value
+    known = {spec.name for spec in fields()}
+    for key in raw:
+        if key not in known:
+            raise ConfigError(f"unknown key {key!r} in {path}{did_you_mean(key, known)}")
     return {key: coerce(key, value) for key, value in raw.items()}
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """'; did you mean 'x'?' for the closest known name, or '' when none is close: a typo in
+    a config file is the likeliest reason for an unknown key."""
+    close = difflib.get_close_matches(word, sorted(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 #: The keys of the config file's [news] table: [news] name = ... is the key news_name.
@@ -640,10 +659,14 @@ NEWS_KEYS = ("name", "language", "articles")
 #: The prefix of the environment variables that set config keys: SITEMAP_CRAWLER_<KEY>.
 ENV_PREFIX = "SITEMAP_CRAWLER_"
 #: SITEMAP_CRAWLER_* variables that are not config keys: the tool's own switches
-#: (a traceback, the event loop, the job's config file), and what --on-publish tells its
+#: (a traceback, the event loop, the job's config file), what --on-publish tells its
 #: command (SITEMAP_CRAWLER_OUTPUT and _SITEMAP_URL are keys of the same meaning, so a hook
-#: that runs sitemap-crawler again inherits them harmlessly).
-ENV_NOT_KEYS = frozenset(ENV_PREFIX + name for name in ("DEBUG", "LOOP", "CONFIG", "FILES"))
+#: that runs sitemap-crawler again inherits them harmlessly), and the test suite's (SHARED,
+#: and TEST_*), which a crawl run by a test inherits.
+ENV_NOT_KEYS = frozenset(
+    ENV_PREFIX + name for name in ("DEBUG", "LOOP", "CONFIG", "FILES", "SHARED")
+)
+ENV_NOT_KEYS_PREFIX = ENV_PREFIX + "TEST_"
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 
@@ -663,11 +686,14 @@ def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     for name in sorted(environ):
         if not name.startswith(ENV_PREFIX) or name in ENV_NOT_KEYS:
             continue
+        if name.startswith(ENV_NOT_KEYS_PREFIX):
+            continue
         spec = specs.get(name)
         if spec is None:
             raise ConfigError(
                 f"unknown environment variable {name}: no config key "
-                f"{name[len(ENV_PREFIX) :].lower()!r} (unset it, or see docs/reference.md)"
+                f"{name[len(ENV_PREFIX) :].lower()!r}{did_you_mean(name, specs)} (unset it, "
+                "or see docs/reference.md)"
             )
         text = environ[name]
         if text.strip() == "":
