@@ -677,8 +677,10 @@ def env_var(key: str) -> str:
 
 def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     """The config keys set in `environ` as SITEMAP_CRAWLER_<KEY>, parsed to each key's type.
-    Lists are comma-separated, except the repeatable keys (header, cookie, include, exclude,
-    exclude_listing_only), whose values may hold commas: one item per line. An empty variable
+    Lists: one item a line, for every list key (a newline is the one separator no item can
+    hold); the lists of plain words (listed_types, strip_params, ...) take commas too, and the
+    repeatable keys, whose items may hold commas (header, cookie, include, exclude,
+    exclude_listing_only, news_articles), only lines. An empty variable
     counts as unset. A bad value or an unknown SITEMAP_CRAWLER_* variable is a ConfigError
     naming the variable (never quoting a secret's value)."""
     specs = {env_var(spec.name): spec for spec in fields()}
@@ -725,9 +727,10 @@ def _parse_env(name: str, spec: dataclasses.Field, text: str) -> Any:
         if number != number or number in (float("inf"), float("-inf")):
             raise ConfigError(f"{name} must be a finite number, {shown}")
         return number
-    if kind == "tuple":
-        separator = "\n" if spec.metadata["repeat"] else ","
-        return tuple(part.strip() for part in text.split(separator) if part.strip())
+    if kind == "tuple":  # one item a line; a list of plain words may use commas too
+        lines = text.splitlines()
+        parts = lines if spec.metadata["repeat"] else [p for line in lines for p in line.split(",")]
+        return tuple(part.strip() for part in parts if part.strip())
     if kind == "path":
         return Path(word)
     return text if spec.name in SECRET_KEYS else word

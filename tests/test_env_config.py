@@ -34,6 +34,7 @@ def test_every_key_has_its_variable_and_values_take_the_keys_types():
             "SITEMAP_CRAWLER_DELAY": "0.5",
             "SITEMAP_CRAWLER_OUTPUT": "/data/out",
             "SITEMAP_CRAWLER_LISTED_TYPES": "text/html, application/pdf",
+            "SITEMAP_CRAWLER_STRIP_PARAMS": "ref\nsid, lang\n",  # lines, and commas: plain words
             "SITEMAP_CRAWLER_EXCLUDE": "/a,b/*\n\n/search?*\n",
             "SITEMAP_CRAWLER_HEADER": "X-Token: a,b\nX-Other: c",
             "SITEMAP_CRAWLER_CHANGEFREQ": "",  # empty: unset
@@ -51,6 +52,7 @@ def test_every_key_has_its_variable_and_values_take_the_keys_types():
         "delay": 0.5,
         "output": Path("/data/out"),
         "listed_types": ("text/html", "application/pdf"),
+        "strip_params": ("ref", "sid", "lang"),
         "exclude": ("/a,b/*", "/search?*"),
         "header": ("X-Token: a,b", "X-Other: c"),
     }
