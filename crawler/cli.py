@@ -297,8 +297,10 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or exc
             raise ConfigError(f"cannot read sites file {sites}: {reason}") from None
-        url, folder = pick(parse_sites(text), index_of(index, os.environ), str(sites))
+        line = index_of(index, os.environ)
+        url, folder = pick(parse_sites(text), line, str(sites))
         given["url"], data = [url], data / "sites" / folder
+        _LOG.labels = {"index": str(line)}  # the site's line, next to the site label
     elif index is not None:
         raise ConfigError("--index needs --sites FILE: the list of sites it indexes")
     given.update(
@@ -607,6 +609,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return Exit.USAGE
     _LOG.json = args.command in ("crawl", "job") and vars(args).get("log_format") == "json"
     _LOG.figures, _LOG.metrics, _LOG.began = None, None, time.monotonic()
+    _LOG.labels = {}
     return _finish(_command(args))
 
 
@@ -962,6 +965,9 @@ class _Log:
     metrics: Path | None = None  # --metrics, once the config is read
     began = 0.0  # time.monotonic() at the start of the run
 
+    def __init__(self) -> None:
+        self.labels: dict[str, str] = {}  # on every metric: the site, and a fleet job's index
+
 
 _LOG = _Log()
 
@@ -971,6 +977,7 @@ def _start(config: Config, secrets: Sequence[str]) -> None:
 
     _LOG.json = config.log_format == "json"
     _LOG.metrics = config.metrics
+    _LOG.labels = {"site": redact(config.url or "", secrets), **_LOG.labels}
     if _LOG.json:
         _event(start_line(config, __version__, secrets))
 
@@ -1012,7 +1019,10 @@ def _write_metrics(path: Path, figures: dict[str, Any], code: int) -> None:
         except (OSError, UnicodeDecodeError):
             last = None
     seconds = time.monotonic() - _LOG.began
-    _replace(path, render(figures, exit_code=code, seconds=seconds, ended=now, last_publish=last))
+    text = render(
+        figures, exit_code=code, seconds=seconds, ended=now, last_publish=last, labels=_LOG.labels
+    )
+    _replace(path, text)
 
 
 def _event(line: str) -> None:
