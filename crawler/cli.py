@@ -37,7 +37,7 @@ from crawler.errors import (
     SitemapCrawlerError,
 )
 from crawler.exit_codes import Exit, help_text
-from crawler.shell.progress import Renderer
+from crawler.shell.progress import AUDIT_WORDS, Renderer
 from sitemap_out.errors import SitemapOutError
 
 from . import __version__
@@ -871,7 +871,7 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
         return config
 
     quiet = bool(given.get("quiet"))
-    progress = None if quiet else Renderer(sys.stderr, tty=sys.stderr.isatty())
+    progress = None if quiet else Renderer(sys.stderr, tty=sys.stderr.isatty(), words=AUDIT_WORDS)
     log = (lambda _: None) if progress is None else progress.log
     from crawler.shell.pool import forked
 
@@ -918,7 +918,6 @@ def _replace(path: Path, text: str) -> None:
     the device or the link."""
     from crawler.shell.outputs import written_in_place
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     if written_in_place(path):
         with path.open("w", encoding="utf-8") as fh:
             fh.write(text)
