@@ -280,6 +280,7 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
     holds a stopped crawl of these settings (asked of the state file itself)."""
     from crawler.config import fingerprint
     from crawler.core.fleet import index_of, parse_sites, pick
+    from crawler.shell.outputs import ensure_free
     from crawler.shell.state import CrawlState
 
     given = dict(vars(args))
@@ -324,6 +325,7 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
     _start(config, secrets)  # JSON logs and --metrics, as for crawl
     for made in (config.output, config.state.parent):
         _writable_folder(made)
+    ensure_free(config.output)  # busy: refused before saying what this run would do
     if not config.quiet:  # a log event with JSON logs
         if config.resume:
             _err(f"job: resuming the stopped crawl saved in {config.state}")
@@ -338,7 +340,14 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
             _err(f"job: crawling {config.url}, from its history in {config.state}")
         else:
             _err(f"job: crawling {config.url}, a first run: its history will be {config.state}")
-    return _crawl(config)
+    try:
+        return _crawl(config)
+    except InterruptedCrawl as exc:  # the crawl's hint names crawl's options, not the job's
+        hint = f" (--state {config.state} --resume goes on from here)"
+        text = str(exc)
+        if not text.endswith(hint):
+            raise
+        raise InterruptedCrawl(text.removesuffix(hint) + "; the next job run resumes it") from None
 
 
 def _add_robots_command(commands: Any) -> None:

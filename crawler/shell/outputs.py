@@ -38,7 +38,14 @@ from sitemap_out import locks
 from sitemap_out.writer import LOCK_NAME as WRITER_LOCK
 from sitemap_out.writer import is_reserved
 
-__all__ = ["LOCK_NAME", "OUTPUT_FILES", "held_outputs", "output_files", "written_in_place"]
+__all__ = [
+    "LOCK_NAME",
+    "OUTPUT_FILES",
+    "ensure_free",
+    "held_outputs",
+    "output_files",
+    "written_in_place",
+]
 
 #: The lock file in the output folder, held by the run writing there. Never deleted: a run
 #: deleting it while a second one waits would let a third lock a fresh file beside them.
@@ -100,6 +107,13 @@ def held_outputs(config: Config) -> Iterator[None]:
         if made:
             _remove_if_unused(made)
         raise
+
+
+def ensure_free(folder: Path) -> None:
+    """Raise BusyError when another run holds the output folder now: for a caller that
+    says what it is about to do, so that it does not say it before being refused."""
+    if (folder / LOCK_NAME).exists():
+        _unlock(_lock(folder))
 
 
 def _remove_if_unused(made: list[Path]) -> None:
