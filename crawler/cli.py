@@ -927,6 +927,9 @@ def _replace(path: Path, text: str) -> None:
     the device or the link."""
     from crawler.shell.outputs import written_in_place
 
+    # a crawl's files were checked before its first request (their folders exist); an
+    # audit's are not yet, and its results are not to be lost for a missing folder
+    path.parent.mkdir(parents=True, exist_ok=True)
     if written_in_place(path):
         with path.open("w", encoding="utf-8") as fh:
             fh.write(text)
