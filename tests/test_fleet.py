@@ -62,6 +62,7 @@ def test_three_sites_by_index_each_in_its_own_folder(serve, tmp_path, xsd):
     )
     data = tmp_path / "data"
     env = child_env(SITEMAP_CRAWLER_QUIET="true")
+    (tmp_path / "textfile").mkdir()  # the node exporter's folder, shared by the jobs
     for index in range(3):
         metrics = tmp_path / "textfile" / f"sitemap-{index}.prom"  # one folder for all jobs
         args = ["job", "--data", str(data), "--sites", str(listing), "--metrics", str(metrics)]
