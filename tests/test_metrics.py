@@ -32,6 +32,7 @@ def test_a_published_then_a_failed_run_keep_the_last_publish_time(serve, tmp_pat
     site = Site(pages)
     url = serve(site.app).url + "/"
     metrics = tmp_path / "m" / "sitemap.prom"
+    metrics.parent.mkdir()  # the node exporter's textfile folder
     before = time.time()
     first = _crawl(url, "-o", str(tmp_path / "o"), "--metrics", str(metrics), "-q")
     assert first.returncode == 0, first.stderr
