@@ -257,7 +257,7 @@ def metrics(path: str, listed: str) -> None:
     values = {}
     for family in text_string_to_metric_families(Path(path).read_text()):
         for sample in family.samples:
-            if not sample.labels:
+            if set(sample.labels) == {"site"}:  # the run's own figures, not per reason
                 values[sample.name] = sample.value
     want = {"sitemap_crawler_published": 1, "sitemap_crawler_exit_code": 0,
             "sitemap_crawler_urls_listed": int(listed)}
