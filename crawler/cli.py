@@ -914,8 +914,11 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
 
 
 def _write_text(path: Path, text: str) -> None:
-    """An audit's output file, whole or not at all (see _replace)."""
+    """An audit's output file, whole or not at all (see _replace). Its folder is made: an
+    audit's paths are not checked before its requests yet, and the results are not to be
+    lost for a missing folder (a crawl's are checked: a missing folder is refused)."""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         _replace(path, text)
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
@@ -927,9 +930,6 @@ def _replace(path: Path, text: str) -> None:
     the device or the link."""
     from crawler.shell.outputs import written_in_place
 
-    # a crawl's files were checked before its first request (their folders exist); an
-    # audit's are not yet, and its results are not to be lost for a missing folder
-    path.parent.mkdir(parents=True, exist_ok=True)
     if written_in_place(path):
         with path.open("w", encoding="utf-8") as fh:
             fh.write(text)
