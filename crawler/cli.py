@@ -87,8 +87,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "sitemap_url", "public_url", "include", "exclude", "exclude_listing_only",
             "seed_sitemaps", "max_pages", "max_depth", "max_time", "strip_params",
-            "listed_types", "follow_nofollow", "respect_noindex", "respect_canonical",
-            "skip_duplicates", "max_redirects",
+            "listed_types", "follow_nofollow", "respect_noindex", "search_engines",
+            "respect_canonical", "skip_duplicates", "max_redirects",
         ),
     ),
     (
@@ -133,9 +133,9 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 EXPLAIN_OPTIONS = frozenset(
     {
         "sitemap_url", "public_url", "include", "exclude", "exclude_listing_only",
-        "strip_params", "listed_types", "respect_noindex", "respect_canonical",
-        "max_redirects", "retries", "max_retry_after", "timeout", "user_agent", "auth",
-        "header", "cookie", "proxy", "ca_bundle", "insecure", "robots_from",
+        "strip_params", "listed_types", "respect_noindex", "search_engines",
+        "respect_canonical", "max_redirects", "retries", "max_retry_after", "timeout",
+        "user_agent", "auth", "header", "cookie", "proxy", "ca_bundle", "insecure", "robots_from",
         "max_page_bytes", "max_url_length", "max_segment_repeats", "render",
         "render_timeout", "render_hosts", "chromium_path",
     }

@@ -84,7 +84,10 @@ def test_robots_meta_directives(serve, crawl):
     srv = serve(site.app)
     r = crawl(site, srv)
     u = srv.url
-    assert r.locs == sorted(u + p for p in ["/", "/two", "/google", "/only-here"])
+    assert r.locs == sorted(u + p for p in ["/", "/two", "/only-here"])
+    # googlebot reads the sitemap (search_engines): what it may not index is not listed
+    assert r.reason(u + "/google") == "meta_noindex"
+    assert r.decisions[u + "/google"]["detail"] == 'for googlebot: meta googlebot "noindex"'
     assert r.reason(u + "/upper") == "meta_noindex"
     assert "NOINDEX" in r.decisions[u + "/upper"]["detail"].upper()
     assert r.reason(u + "/ours") == "meta_noindex"

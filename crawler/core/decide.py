@@ -53,9 +53,12 @@ REASONS = (
 #: Each reason in plain words, for `sitemap-crawler explain`.
 REASON_TEXT = {
     LISTED: "listed: a final 200 page of a listed type, indexable and canonical",
-    ROBOTS_TXT: "not listed: robots.txt forbids fetching it",
-    META_NOINDEX: "not listed: the page's robots meta tag says noindex",
-    HEADER_NOINDEX: "not listed: the X-Robots-Tag response header says noindex",
+    ROBOTS_TXT: "not listed: robots.txt forbids fetching it (to us, or to a search engine "
+    "named in the detail: search_engines)",
+    META_NOINDEX: "not listed: the page's robots meta tag says noindex (to every robot, or "
+    "to a search engine named in the detail)",
+    HEADER_NOINDEX: "not listed: the X-Robots-Tag response header says noindex (to every "
+    "robot, or to a search engine named in the detail)",
     CANONICALISED: "not listed: the page names another URL as its canonical",
     DUPLICATE_OF: "not listed: its body is byte-identical to a listed page's, whose URL "
     "is preferred (shallower, shorter, or smaller)",
@@ -129,6 +132,9 @@ class PageFacts:
     too_large: bool = False
     public: str | None = None  # the URL as the sitemap would list it, when not `url`
     last_modified: str | None = None  # the Last-Modified header as sent (the audit's dates)
+    # a search engine reading the sitemap whose robots.txt group disallows the URL, though
+    # ours allows it (Screen.engine_denial): "for googlebot: Disallow: /g/ (line 3)"
+    engine_denial: str | None = None
 
 
 def decide_page(facts: PageFacts, policy: Policy) -> Decision:
@@ -143,11 +149,17 @@ def decide_page(facts: PageFacts, policy: Policy) -> Decision:
         return Decision(TOO_LARGE, "body larger than max_page_bytes")
     if facts.mime not in policy.listed_types:
         return Decision(CONTENT_TYPE, facts.mime or "no Content-Type")
+    if facts.engine_denial is not None:
+        return Decision(ROBOTS_TXT, facts.engine_denial)
     if policy.respect_noindex:
         if facts.header.noindex:
             return Decision(HEADER_NOINDEX, facts.header.source)
         if facts.meta.noindex:
             return Decision(META_NOINDEX, facts.meta.source)
+        if (told := facts.header.engine_noindex()) is not None:
+            return Decision(HEADER_NOINDEX, engine_detail(*told))
+        if (told := facts.meta.engine_noindex()) is not None:
+            return Decision(META_NOINDEX, engine_detail(*told))
     if policy.respect_canonical and facts.canonical and facts.canonical != facts.url:
         where = "" if facts.canonical_in_scope else " (out of scope)"
         named = facts.canonical_public or facts.canonical
@@ -157,6 +169,11 @@ def decide_page(facts: PageFacts, policy: Policy) -> Decision:
         if unlisted is not None:
             return unlisted
     return Decision(LISTED)
+
+
+def engine_detail(engine: str, why: str) -> str:
+    """The detail of a decision made for a search engine, not for us: names the engine."""
+    return f"for {engine}: {why}"
 
 
 def _unlisted_by_pattern(url: str, policy: Policy) -> Decision | None:

@@ -296,6 +296,7 @@ def extract_page(
     agent: str = PRODUCT_TOKEN,
     images: bool = True,
     content: bool = False,
+    engines: tuple[str, ...] = (),
 ) -> PageData:
     """Parse ``body`` once and collect links, alternates, canonical and robots meta directives.
 
@@ -304,7 +305,8 @@ def extract_page(
     elements of the document); ``<noscript>`` content is parsed as markup, as crawlers do.
     Canonical and hreflang ``<link>``s count only inside ``<head>``, as search engines read
     them. `content`: also the content blocks (content_blocks), which only a crawl keeping a
-    history uses: they cost about a third of the parse.
+    history uses: they cost about a third of the parse. `engines`: the search engines whose
+    named robots meta tags are read too (meta_directives).
     """
     encoding = sniff_encoding(body, content_type)
     if encoding == "utf-8":
@@ -372,7 +374,7 @@ def extract_page(
             prop, value = attrs.get("property"), attrs.get("content")
             if prop and value:
                 props.setdefault(ascii_lower(prop), value.strip())
-    directives = meta_directives(metas, agent) if metas else NO_DIRECTIVES
+    directives = meta_directives(metas, agent, engines) if metas else NO_DIRECTIVES
 
     data = PageData(base, links, alternates, canonical, directives, encoding)
     if images:
@@ -559,9 +561,10 @@ def digest_page(
     follow_nofollow: bool = False,
     images: bool = True,
     content: bool = False,
+    engines: tuple[str, ...] = (),
 ) -> PageDigest:
     """Parse an HTML page into its digest. Never raises, like :func:`extract_page`."""
-    page = extract_page(body, content_type, page_url, agent, images, content)
+    page = extract_page(body, content_type, page_url, agent, images, content, engines)
     base, canonical, encoding = page.base, page.canonical, page.encoding
     hrefs = [link.href for link in page.links if follow_nofollow or not link.nofollow]
     hrefs += [href for _, href in page.alternates]

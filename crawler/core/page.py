@@ -49,6 +49,9 @@ class PagePolicy:
     images: bool = True  # collect the images each page shows (image sitemap)
     image_hosts: tuple[str, ...] = ()  # hosts images may live on; () = the page's and below
     content: bool = False  # the content blocks too (a crawl keeping a history, for lastmods)
+    # the search engines reading the sitemap (lower-case product tokens): the meta and header
+    # directives addressed to them by name are read too (Directives.engines)
+    engines: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -89,13 +92,13 @@ def analyse(
     """
     mime, _ = parse_content_type(headers.get("Content-Type"))
     if status == 304:  # RFC 9110 15.4.5: a 304 may repeat the headers a 200 would carry
-        header = header_directives(headers.getall("X-Robots-Tag", ()), policy.agent)
+        header = _header(headers, policy)
         raw = link_header_canonical(headers.getall("Link", ()))
         canonical = resolve(url, raw, policy.strip_params) if raw else None
         return PageResult(mime, header, canonical=canonical, not_modified=True)
     if status != 200 or truncated:
         return PageResult(mime)
-    header = header_directives(headers.getall("X-Robots-Tag", ()), policy.agent)
+    header = _header(headers, policy)
     links = headers.getall("Link", ())
     header_alternates = link_header_alternates(links) if links else []
     if mime not in HTML_TYPES:
@@ -112,6 +115,7 @@ def analyse(
         policy.follow_nofollow,
         policy.images,
         policy.content,
+        policy.engines,
     )
     canonical = resolve(page.base, page.canonical, strip) if page.canonical else None
     if canonical is None:
@@ -126,6 +130,11 @@ def analyse(
     return PageResult(
         mime, header, page.directives, canonical, targets, page.body_key, extras, blocks
     )
+
+
+def _header(headers: Headers, policy: PagePolicy) -> Directives:
+    """The X-Robots-Tag directives for us and for the search engines (a 200's, or a 304's)."""
+    return header_directives(headers.getall("X-Robots-Tag", ()), policy.agent, policy.engines)
 
 
 def _extras(

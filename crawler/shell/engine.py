@@ -155,6 +155,7 @@ class Crawl:
             config.images,
             tuple(host.lower() for host in config.image_hosts),
             content=config.state is not None and config.lastmod in (AUTO, CONTENT),
+            engines=config.search_engines,
         )
         self.frontier = Frontier()
         self.screen = Screen(
@@ -168,6 +169,7 @@ class Crawl:
             exclude=Patterns.compile(config.exclude, "exclude"),
             seeds=frozenset({self.plan.start, *self.plan.seeds}),
             listing_only=self.policy.exclude_listing_only,
+            engines=config.search_engines,
         )
         self.tally = Tally()
         self.journal = Journal(self._public, self.tally)
@@ -616,6 +618,7 @@ class Crawl:
                 max_segment_repeats=1 << 30,
                 max_depth=-1,
                 budgets=TrapBudgets(),
+                engines=self.config.search_engines,
             )
         started = time.monotonic()
         try:
@@ -1086,6 +1089,7 @@ class Crawl:
         facts.too_large = resp.truncated
         facts.last_modified = modified
         facts.public = self._public(url)
+        facts.engine_denial = self.screen.engine_denial(url)  # #24: may they crawl it
         if page.canonical is not None:
             canonical = self._to_crawl(page.canonical)
             facts.canonical = canonical
