@@ -154,7 +154,7 @@ exit codes: 0 would be listed, 3 would not, 2 bad usage or config
 ROBOTS_OPTIONS = frozenset(
     {
         "user_agent", "timeout", "retries", "max_retry_after", "auth", "header", "cookie",
-        "proxy", "ca_bundle", "insecure",
+        "proxy", "ca_bundle", "insecure", "search_engines",
     }
 )  # fmt: skip
 
@@ -162,6 +162,7 @@ ROBOTS_EXAMPLES = """\
 examples:
   sitemap-crawler robots https://example.com/private/x https://example.com/a
   sitemap-crawler robots --user-agent 'Googlebot/2.1' https://example.com/a
+  sitemap-crawler robots --user-agent 'Mozilla/5.0 (compatible; bingbot/2.0)' https://example.com/a
   sitemap-crawler robots --robots draft-robots.txt https://example.com/a https://other.org/b
 
 exit codes: 0 every URL allowed, 1 one or more blocked by a rule, 2 bad usage, URL or
@@ -390,6 +391,12 @@ def _add_robots_command(commands: Any) -> None:
         type=Path,
         metavar="FILE",
         help="test the rules in this file instead of fetching robots.txt (URLs of any origin)",
+    )
+    robots.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="the robots.txt product token to test (default: the one after 'compatible;' in "
+        "a browser-style --user-agent, else its first word)",
     )
     _config_file_option(robots)
     _add_config_options(robots, only=ROBOTS_OPTIONS)
@@ -807,24 +814,27 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
 
 
 def _robots_command(args: argparse.Namespace, secrets: list[str]) -> int:
-    from crawler.core.robots_check import check, exit_code, report
+    from crawler.core.robots_check import check, exit_code, report, tester_token
     from crawler.core.urls import normalize
     from crawler.shell.robots_check import origin_of, read_file_source, read_sources
 
     given = dict(vars(args))
     targets: list[str] = given.pop("target")
     robots_file: Path | None = given.pop("robots_file", None)
+    token_given: str | None = given.pop("token", None)
     urls = [normalize(target) for target in targets]  # a bad one: exit 2 before any request
     config = load_config(argparse.Namespace(**given, url=urls[0]), only=ROBOTS_OPTIONS)
     secrets += config.secrets
+    token, how = tester_token(config.user_agent, token_given)
+    engines = config.search_engines
     if robots_file is not None:
         source = read_file_source(robots_file)
-        checks = [check(url, source, config.user_agent) for url in urls]
+        checks = [check(url, source, token, engines) for url in urls]
     else:
         _warn_insecure(config)
         sources = _run(read_sources(urls, config))
-        checks = [check(url, sources[origin_of(url)], config.user_agent) for url in urls]
-    print("\n".join(report(checks, config.user_agent)))
+        checks = [check(url, sources[origin_of(url)], token, engines) for url in urls]
+    print("\n".join(report(checks, config.user_agent, token, how)))
     return exit_code(checks)
 
 
