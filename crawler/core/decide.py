@@ -62,7 +62,9 @@ REASON_TEXT = {
     CANONICALISED: "not listed: the page names another URL as its canonical",
     DUPLICATE_OF: "not listed: its body is byte-identical to a listed page's, whose URL "
     "is preferred (shallower, shorter, or smaller)",
-    REDIRECT: "not listed: it redirects (only the final URL of a redirect can be listed)",
+    REDIRECT: "not listed: it redirects, by HTTP or as a redirect stub (a meta refresh of "
+    "up to 5 s, or a page that is only a script setting location): only the final URL of a "
+    "redirect can be listed",
     HTTP_ERROR: "not listed: the server did not answer 200",
     OUT_OF_SCOPE: "not listed: outside the sitemap's scheme, host, port and folder",
     EXCLUDED_BY_PATTERN: "not listed: excluded by the crawl's include, exclude or "
@@ -135,6 +137,9 @@ class PageFacts:
     # a search engine reading the sitemap whose robots.txt group disallows the URL, though
     # ours allows it (Screen.engine_denial): "for googlebot: Disallow: /g/ (line 3)"
     engine_denial: str | None = None
+    # a redirect stub (crawler.core.stubs): its target as the sitemap names URLs, and how
+    moved_to: str | None = None
+    moved_by: str = ""
 
 
 def decide_page(facts: PageFacts, policy: Policy) -> Decision:
@@ -149,6 +154,8 @@ def decide_page(facts: PageFacts, policy: Policy) -> Decision:
         return Decision(TOO_LARGE, "body larger than max_page_bytes")
     if facts.mime not in policy.listed_types:
         return Decision(CONTENT_TYPE, facts.mime or "no Content-Type")
+    if facts.moved_to is not None:  # a redirect to search engines, as an HTTP one is
+        return Decision(REDIRECT, f"{facts.moved_by} to {facts.moved_to}")
     if facts.engine_denial is not None:
         return Decision(ROBOTS_TXT, facts.engine_denial)
     if policy.respect_noindex:

@@ -31,6 +31,7 @@ from crawler.core.media import (
     largest_candidate,
     player_video,
 )
+from crawler.core.stubs import STUB_MAX_BYTES, STUB_MAX_TEXT, refresh_target, script_target
 from crawler.core.urls import resolve
 
 __all__ = [
@@ -248,6 +249,8 @@ class PageData:
     published: str | None = None  # article:published_time, else JSON-LD datePublished
     title: str | None = None  # og:title, JSON-LD headline or <title>: news and videos only
     blocks: bytes = b""  # the main content's text blocks, hashed: see content_blocks
+    # a redirect stub's (crawler.core.stubs) raw target and what sends the browser there
+    moved: tuple[str, str] | None = None
 
 
 # The URL parser strips leading/trailing C0 controls and spaces; so do we, so that an href
@@ -366,6 +369,7 @@ def extract_page(
 
     metas: list[tuple[str | None, str | None]] = []
     props: dict[str, str] = {}  # og: and article: properties, the first of each
+    moved: tuple[str, str] | None = None
     for node in parser.tags("meta"):
         attrs = node.attributes
         if "name" in attrs:
@@ -374,15 +378,40 @@ def extract_page(
             prop, value = attrs.get("property"), attrs.get("content")
             if prop and value:
                 props.setdefault(ascii_lower(prop), value.strip())
+        elif moved is None and ascii_lower(attrs.get("http-equiv") or "").strip() == "refresh":
+            refresh = refresh_target(attrs.get("content"))
+            if refresh is not None:
+                moved = refresh[1], f"meta refresh ({refresh[0]} s)"
     directives = meta_directives(metas, agent, engines) if metas else NO_DIRECTIVES
+    if moved is None and len(body) <= STUB_MAX_BYTES:
+        moved = _script_stub(parser)
 
-    data = PageData(base, links, alternates, canonical, directives, encoding)
+    data = PageData(base, links, alternates, canonical, directives, encoding, moved=moved)
     if images:
         data.images = _images(parser, props)
     _media(parser, props, metas, data)
     if content:
         data.blocks = content_blocks(parser)  # last: it strips the template
     return data
+
+
+def _script_stub(parser: LexborHTMLParser) -> tuple[str, str] | None:
+    """A small page's one inline script, when it only sends the browser on and the page
+    has no more than a notice besides (crawler.core.stubs.script_target)."""
+    scripts = parser.tags("script")
+    if len(scripts) != 1 or "src" in scripts[0].attributes:
+        return None
+    kind = ascii_lower(scripts[0].attributes.get("type") or "").strip()
+    if kind and "javascript" not in kind and kind != "module":
+        return None
+    code = scripts[0].text(deep=True)
+    found = script_target(code)
+    if found is None or parser.root is None:
+        return None
+    text = _HTML_SPACE_RE.sub("", parser.root.text(deep=True))
+    if len(text) - len(_HTML_SPACE_RE.sub("", code)) > STUB_MAX_TEXT:
+        return None
+    return found[0], f"script {found[1]}"
 
 
 def _images(parser: LexborHTMLParser, props: dict[str, str]) -> list[str]:
@@ -551,6 +580,7 @@ class PageDigest:
     published: str | None = None
     title: str | None = None
     blocks: bytes = b""  # the main content's text blocks, hashed (content_blocks)
+    moved: tuple[str, str] | None = None  # a redirect stub's raw target, and how (PageData)
 
 
 def digest_page(
@@ -565,7 +595,7 @@ def digest_page(
 ) -> PageDigest:
     """Parse an HTML page into its digest. Never raises, like :func:`extract_page`."""
     page = extract_page(body, content_type, page_url, agent, images, content, engines)
-    base, canonical, encoding = page.base, page.canonical, page.encoding
+    base, canonical, encoding, moved = page.base, page.canonical, page.encoding, page.moved
     hrefs = [link.href for link in page.links if follow_nofollow or not link.nofollow]
     hrefs += [href for _, href in page.alternates]
     pictures, alternates, videos = page.images, page.alternates, page.videos
@@ -579,6 +609,8 @@ def digest_page(
         base = encode_query(base, encoding)
         if canonical is not None:
             canonical = encode_query(canonical, encoding)
+        if moved is not None:
+            moved = encode_query(moved[0], encoding), moved[1]
     if base != page_url:  # a <base href>: normalised (fragment and all) once here
         base = resolve(page_url, base) or page_url
     # sha256 (OpenSSL, hardware-assisted): 12 us for 23 KB against blake2b's 17
@@ -595,4 +627,5 @@ def digest_page(
         page.published,
         page.title,
         page.blocks,
+        moved,
     )

@@ -73,6 +73,10 @@ class PageResult:
     # a 304 to a conditional request: no body, so the engine fills in the page from the
     # crawl's history; header and canonical hold what the 304's own headers say, if anything
     not_modified: bool = False
+    # a redirect stub (crawler.core.stubs): where it sends the browser (resolved and
+    # normalised, another URL than the page's) and how, e.g. "meta refresh (0 s)"
+    moved_to: str | None = None
+    moved_by: str = ""
 
 
 def analyse(
@@ -127,9 +131,14 @@ def analyse(
     targets = resolve_links(page.base, hrefs, strip, known or {})
     extras = _extras(url, page.base, page, header_alternates, policy)
     blocks = page.blocks if policy.content else None
-    return PageResult(
+    result = PageResult(
         mime, header, page.directives, canonical, targets, page.body_key, extras, blocks
     )
+    if page.moved is not None:
+        moved_to = resolve(page.base, page.moved[0], strip)
+        if moved_to is not None and moved_to != url:  # a refresh of itself reloads it
+            result.moved_to, result.moved_by = moved_to, page.moved[1]
+    return result
 
 
 def _header(headers: Headers, policy: PagePolicy) -> Directives:

@@ -1050,6 +1050,8 @@ class Crawl:
         self._active.pop(task.url, None)  # judged: a link to it from its own page is no news
         if facts.canonical and not decision.listed and facts.canonical_in_scope:
             self._discover(facts.canonical, task.depth + 1, self._public(url))
+        if page.moved_to is not None and decision.reason == REDIRECT:  # #24: a stub's target
+            self._discover(page.moved_to, task.depth, self._public(url))
         if page.targets and follows_links(facts, self.policy):
             self._follow_targets(page.targets, task.depth + 1, self._public(url))
 
@@ -1090,6 +1092,10 @@ class Crawl:
         facts.last_modified = modified
         facts.public = self._public(url)
         facts.engine_denial = self.screen.engine_denial(url)  # #24: may they crawl it
+        if page.moved_to is not None:  # #24: a redirect stub, followed like a redirect
+            facts.moved_to = self._public(self._to_crawl(page.moved_to))
+            facts.moved_by = page.moved_by
+            etag = modified = None  # no validators: the history keeps no target for a 304
         if page.canonical is not None:
             canonical = self._to_crawl(page.canonical)
             facts.canonical = canonical
