@@ -177,3 +177,33 @@ def test_audit_crawl_no_longer_reports_stubs_as_missing(serve, tmp_path, capsys)
     redirects = {f["url"]: f["detail"] for f in findings if f["code"] == "redirect"}
     assert redirects == {u + "/old/": f"meta refresh (0 s) to {u}/new/"}
     capsys.readouterr()
+
+
+def test_a_rendered_page_that_navigates_away_is_a_redirect(serve, tmp_path, xsd):
+    """A computed location is no raw stub (only a browser knows where it goes); rendered,
+    the navigation the browser was refused is the page's redirect."""
+    import importlib.util
+    import shutil
+
+    from tests.procs import missing
+
+    if importlib.util.find_spec("playwright") is None or shutil.which("chromium") is None:
+        missing("playwright and Debian's chromium")
+    text = "<p>" + "Moved somewhere, computed by a script. " * 10 + "</p>"
+    site = Site(
+        {
+            "/": html("/computed"),
+            "/computed": f'<script>location.href = "/ta" + "rget/"</script>{text}',
+            "/target/": html(),
+        }
+    )
+    srv = serve(site.app)
+    u = srv.url
+    locs, decisions = _crawl(tmp_path, u + "/", xsd)
+    assert u + "/computed" in locs and u + "/target/" not in locs  # raw: a page
+    locs, decisions = _crawl(tmp_path, u + "/", xsd, "--render", "always", "--workers", "0")
+    assert locs == [u + "/", u + "/target/"]
+    assert decisions[u + "/computed"]["reason"] == "redirect"
+    assert decisions[u + "/computed"]["detail"].startswith(
+        f"its script navigated while rendering to {u}/target/"
+    )

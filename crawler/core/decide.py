@@ -7,7 +7,7 @@ act on. The engine gathers facts; this module only judges them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from crawler.core.access import AUTH_ENV
 from crawler.core.directives import Directives
@@ -176,6 +176,20 @@ def decide_page(facts: PageFacts, policy: Policy) -> Decision:
         if unlisted is not None:
             return unlisted
     return Decision(LISTED)
+
+
+def awaits_canonical(facts: PageFacts, decision: Decision, policy: Policy) -> bool:
+    """Whether a page canonicalised to a URL the crawl judges would be listed if that
+    canonical were ignored, as search engines ignore a broken one (crawler.core.canonicals):
+    then its decision waits for its target's."""
+    if decision.reason != CANONICALISED or not facts.canonical_in_scope:
+        return False
+    return decide_page(replace(facts, canonical=None), policy).listed
+
+
+def canonical_ignored(canonical: str, why: str) -> str:
+    """The detail of a page listed although its canonical names another URL."""
+    return f"its canonical {canonical} is ignored: {why} (canonical_broken)"
 
 
 def engine_detail(engine: str, why: str) -> str:

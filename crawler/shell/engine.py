@@ -40,6 +40,7 @@ from crawler.core.decide import (
     PageFacts,
     Policy,
     TrapBudgets,
+    awaits_canonical,
     decide_page,
     depth_priority,
     follows_links,
@@ -51,7 +52,14 @@ from crawler.core.lastmod import AUTO, CONTENT, stamped
 from crawler.core.media import PageExtras
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.patterns import Patterns
-from crawler.core.rendering import AutoRender, directives_note, is_app_shell, refused
+from crawler.core.rendering import (
+    NAVIGATED,
+    AutoRender,
+    directives_note,
+    is_app_shell,
+    navigated_to,
+    refused,
+)
 from crawler.core.report import DecisionRecord, Tally
 from crawler.core.robots import RobotsTxt, parse_robots, product_token
 from crawler.core.screen import Plan, Screen
@@ -583,8 +591,28 @@ class Crawl:
                 self._record(target, None, screened, task)
             else:
                 self.frontier.mark_seen(target)
-                await self._judge(task)
+                judged = await self._judge(task)
+                if judged is not None and self.journal.canonicals:  # #24: is it usable?
+                    await self._judge_quietly(judged[1].canonical, judged[0])
+            self.journal.settle_canonicals()
         return records
+
+    async def _judge_quietly(self, url: str | None, referrer: str) -> None:
+        """Judge url (crawl space) for its decision's effect alone, not recorded in the
+        answer: explain's page waits on its canonical's (#24)."""
+        if url is None or url in self.frontier:
+            return
+        echo, self.journal.echo = self.journal.echo, None
+        try:
+            task = Task(url, 1, self._public(referrer))
+            self.frontier.mark_seen(url)
+            screened = self.screen(url, 1)
+            if screened is not None:
+                self._record(url, None, screened, task)
+            else:
+                await self._judge(task)
+        finally:
+            self.journal.echo = echo
 
     @contextlib.asynccontextmanager
     async def requests(self) -> AsyncIterator[Callable[[str, int | None], Awaitable[Response]]]:
@@ -634,6 +662,8 @@ class Crawl:
             self.tally.seconds = time.monotonic() - started
         if self._stop_signal is not None:
             raise InterruptedCrawl(self._stopped_message())
+        self.journal.settle_canonicals()  # #24: every URL is judged
+        checked.canonical_broken = {b.url: b for b in self.tally.canonical_broken}
         checked.outage = self._outage
         if follow:
             starts = set(urls)
@@ -932,6 +962,9 @@ class Crawl:
         rendered = analysed(url, shown, self.page_policy, self.frontier.seen)
         if rendered.page is None:
             return rendered, None
+        moved = navigated_to(url, out.navigated, self.config.strip_params)
+        if moved is not None and rendered.page.moved_to is None:  # #24: a redirect, as a stub
+            rendered.page.moved_to, rendered.page.moved_by = moved, NAVIGATED
         notes = out.notes
         if (note := directives_note(page.meta, rendered.page.meta)) is not None:
             notes.append(note)
@@ -1116,12 +1149,20 @@ class Crawl:
                 url, prior, etag=etag, modified=modified, status=status,
                 reason=decision.reason, result=page, stamped=is_stamped,
             )  # fmt: skip
-        if decision.listed:
+        # #24: canonicalised, but listed if its canonical turns out broken (journal decides)
+        awaits = awaits_canonical(facts, decision, self.policy)
+        if decision.listed or awaits:
             body = page.body_key if self.policy.skip_duplicates else None
             made = self._listing(
-                url, task, status, modified, is_stamped, page, decision.detail, body
-            )
-            if isinstance(made, Decision):
+                url, task, status, modified, is_stamped, page,
+                "" if awaits else decision.detail, body,
+            )  # fmt: skip
+            if awaits:
+                if isinstance(made, Listing):
+                    assert facts.canonical is not None
+                    self.journal.canonicalised(made, facts.canonical, decision)
+                    return url, facts, page, decision
+            elif isinstance(made, Decision):
                 decision = made
             else:
                 if facts.twin_of is not None:

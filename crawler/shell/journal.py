@@ -18,12 +18,14 @@ the replayed lines come first). Sorting those too would take a second sort of ev
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Protocol
 
-from crawler.core.decide import DUPLICATE_OF, LISTED, OUT_OF_SCOPE, Decision
+from crawler.core.canonicals import BrokenCanonical, Canonicals
+from crawler.core.decide import DUPLICATE_OF, LISTED, OUT_OF_SCOPE, Decision, canonical_ignored
 from crawler.core.duplicates import Twins
 from crawler.core.lastmod import (
     AUTO,
@@ -85,6 +87,8 @@ class Journal:
         self.extensions: Extensions | None = None
         # decides each listing's lastmod when the crawl is over (set by the engine)
         self.dating = Dating(AUTO, None)
+        # pages listed but for their canonical, waiting for its target's decision (#24)
+        self.canonicals: Canonicals[tuple[Listing, Decision]] = Canonicals()
 
     # -- decisions -------------------------------------------------------------------------
 
@@ -117,6 +121,7 @@ class Journal:
         `lastmod_source`: a listed page's (crawler.core.lastmod)."""
         public = self.public(url) if decision.reason != OUT_OF_SCOPE else url
         record = DecisionRecord(public, status, decision.reason, decision.detail, depth, referrer)
+        self.canonicals.judged(url, decision.reason, status)
         if not counted:
             self.tally.count(record)
         if is_broken(decision.reason, status):
@@ -164,6 +169,41 @@ class Journal:
         if self.tally.refer_broken(self.public(url), referrer) and self.state is not None:
             self.state.referred(url, referrer)
 
+    # -- canonicals -----------------------------------------------------------------------
+
+    def canonicalised(self, listing: Listing, target: str, decision: Decision) -> None:
+        """A page that would be listed but for its canonical, `target` (crawl space), which
+        the crawl judges: `decision` (canonicalised) stands unless the target turns out
+        unusable as a canonical (crawler.core.canonicals); known now, or once every URL is
+        judged (settle_canonicals)."""
+        broken = self.canonicals.broken(target)
+        if broken is not None:
+            self._canonical_broken(listing, target, broken)
+        else:
+            self.canonicals.wait(target, (listing, decision))
+
+    def settle_canonicals(self) -> None:
+        """Every URL is judged: each waiting page is listed if its canonical is broken, else
+        recorded as canonicalised."""
+        for target, (listing, decision), broken in self.canonicals.settle():
+            if broken is not None:
+                self._canonical_broken(listing, target, broken)
+            else:
+                self.record(listing.url, listing.status, decision, listing.depth, listing.referrer)
+
+    def _canonical_broken(
+        self, listing: Listing, target: str, broken: tuple[str, int | None]
+    ) -> None:
+        why, status = broken
+        public = self.public(target)
+        self.tally.add_canonical_broken(BrokenCanonical(listing.loc, public, status, why))
+        detail = canonical_ignored(public, why)
+        if listing.detail:
+            detail = f"{detail}; {listing.detail}"
+        if listing.body is not None:
+            self.contested = True  # it may have twins, met before it was listed
+        self.listing(dataclasses.replace(listing, detail=detail))
+
     # -- listings --------------------------------------------------------------------------
 
     def closer(self, url: str, depth: int) -> None:
@@ -203,6 +243,7 @@ class Journal:
         and record the others as duplicates of the one listed."""
         assert self.spool is not None and self.sink is not None
         self.settle = None  # the workers are gone
+        self.settle_canonicals()  # before the twins compete: a page listed now may win
         twins, state, depths, sink = self.twins, self.state, self.depths, self.sink
         dating = self.dating
         dating.settle(self.spool)
