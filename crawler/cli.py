@@ -808,6 +808,11 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
             "  (unless a byte-identical page has a better URL, such as / for /index.html: "
             "only a whole crawl can tell)"
         )
+    if listed and not config.follow_nofollow:
+        print(
+            "  (unless only rel=nofollow links lead to it, which a crawl does not follow: "
+            "its decision is then nofollow; only a whole crawl can tell)"
+        )
     elif len(records) > 1 and records[-1].reason == LISTED:
         print(f"  (the sitemap would list {records[-1].url} instead)")
     return EXIT_OK if listed else EXIT_NOTHING

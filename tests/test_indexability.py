@@ -94,7 +94,13 @@ def test_robots_meta_directives(serve, crawl):
     assert r.reason(u + "/none") == "meta_noindex"
     # nofollow and none: links not followed, so never met
     assert "/from-two" not in r.paths and "/from-none" not in r.paths
-    assert u + "/from-two" not in r.decisions
+    # met all the same: their decision says why they were not fetched (#24)
+    assert r.reason(u + "/from-two") == "nofollow"
+    assert (
+        r.decisions[u + "/from-two"]["detail"]
+        == f"linked only by nofollow links, e.g. from {u}/two"
+    )
+    assert r.reason(u + "/from-none") == "nofollow"
 
 
 def test_x_robots_tag(serve, crawl):

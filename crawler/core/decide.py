@@ -29,6 +29,7 @@ TOO_LARGE = "too_large"
 TRAP = "trap"
 LIMIT = "limit"
 FETCH_ERROR = "fetch_error"
+NOFOLLOW = "nofollow"
 
 #: Every reason a decision may carry, in the order the summary prints them.
 REASONS = (
@@ -48,6 +49,7 @@ REASONS = (
     TRAP,
     LIMIT,
     FETCH_ERROR,
+    NOFOLLOW,
 )
 
 #: Each reason in plain words, for `sitemap-crawler explain`.
@@ -75,6 +77,8 @@ REASON_TEXT = {
     TRAP: "not listed: it looks like a spider trap",
     LIMIT: "not listed: a crawl limit (max_pages, max_depth or max_time) was reached first",
     FETCH_ERROR: "not listed: it could not be fetched",
+    NOFOLLOW: "not listed: only rel=nofollow links (or the links of nofollow pages) lead to "
+    "it, which are not followed (follow_nofollow); the detail names one such page",
 }
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -192,6 +196,11 @@ def canonical_ignored(canonical: str, why: str) -> str:
     return f"its canonical {canonical} is ignored: {why} (canonical_broken)"
 
 
+def nofollow_detail(page: str) -> str:
+    """The detail of a URL only nofollow links lead to: one page linking to it."""
+    return f"linked only by nofollow links, e.g. from {page}"
+
+
 def engine_detail(engine: str, why: str) -> str:
     """The detail of a decision made for a search engine, not for us: names the engine."""
     return f"for {engine}: {why}"
@@ -232,6 +241,19 @@ def follows_links(facts: PageFacts, policy: Policy) -> bool:
     if policy.follow_nofollow:
         return True
     return not (facts.meta.nofollow or facts.header.nofollow)
+
+
+def nofollow_links(
+    facts: PageFacts, targets: list[str], nofollow: list[str], policy: Policy
+) -> list[str]:
+    """The URLs a page leads to only by links not followed because they are nofollow: its
+    rel=nofollow links, and all its links when the page itself says nofollow. They are met
+    all the same, and get the decision `nofollow` unless a followed link leads there too."""
+    if policy.follow_nofollow or facts.status != 200:
+        return []
+    if facts.meta.nofollow or facts.header.nofollow:
+        return targets + nofollow
+    return nofollow
 
 
 def repeats_segment(path: str, limit: int) -> bool:

@@ -581,6 +581,7 @@ class PageDigest:
     title: str | None = None
     blocks: bytes = b""  # the main content's text blocks, hashed (content_blocks)
     moved: tuple[str, str] | None = None  # a redirect stub's raw target, and how (PageData)
+    nofollow: list[str] = field(default_factory=list)  # rel=nofollow hrefs, raw, not followed
 
 
 def digest_page(
@@ -598,9 +599,11 @@ def digest_page(
     base, canonical, encoding, moved = page.base, page.canonical, page.encoding, page.moved
     hrefs = [link.href for link in page.links if follow_nofollow or not link.nofollow]
     hrefs += [href for _, href in page.alternates]
+    nofollow = [] if follow_nofollow else [link.href for link in page.links if link.nofollow]
     pictures, alternates, videos = page.images, page.alternates, page.videos
     if encoding not in UTF8_QUERIES:
         hrefs = [encode_query(href, encoding) for href in hrefs]
+        nofollow = [encode_query(href, encoding) for href in nofollow]
         pictures = [encode_query(href, encoding) for href in pictures]
         alternates = [(lang, encode_query(href, encoding)) for lang, href in alternates]
         videos = [
@@ -628,4 +631,5 @@ def digest_page(
         page.title,
         page.blocks,
         moved,
+        nofollow,
     )

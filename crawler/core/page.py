@@ -77,6 +77,9 @@ class PageResult:
     # normalised, another URL than the page's) and how, e.g. "meta refresh (0 s)"
     moved_to: str | None = None
     moved_by: str = ""
+    # the URLs only its rel=nofollow links lead to (resolved and normalised, each once; none
+    # of them among targets): not followed, but met (the decision `nofollow`)
+    nofollow: list[str] = field(default_factory=list)
 
 
 def analyse(
@@ -134,6 +137,10 @@ def analyse(
     result = PageResult(
         mime, header, page.directives, canonical, targets, page.body_key, extras, blocks
     )
+    if page.nofollow:
+        followed = set(targets)
+        nofollow = resolve_links(page.base, page.nofollow, strip, known or {})
+        result.nofollow = [u for u in nofollow if u not in followed and u != url]
     if page.moved is not None:
         moved_to = resolve(page.base, page.moved[0], strip)
         if moved_to is not None and moved_to != url:  # a refresh of itself reloads it

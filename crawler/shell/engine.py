@@ -44,6 +44,7 @@ from crawler.core.decide import (
     decide_page,
     depth_priority,
     follows_links,
+    nofollow_links,
 )
 from crawler.core.frontier import DONE, Frontier, Task
 from crawler.core.history import Prior, Validators, revive
@@ -299,6 +300,7 @@ class Crawl:
                     self._release_seeds(limit)
                 for task in self.frontier.drain():
                     self._record(task.url, None, Decision(LIMIT, limit), task)
+                journal.settle_nofollow(self.frontier)  # #24: met, never followed
                 await journal.publish_listings()
                 if self.state is not None:
                     self._save_counters()
@@ -663,6 +665,8 @@ class Crawl:
         if self._stop_signal is not None:
             raise InterruptedCrawl(self._stopped_message())
         self.journal.settle_canonicals()  # #24: every URL is judged
+        if follow:
+            self.journal.settle_nofollow(self.frontier)
         checked.canonical_broken = {b.url: b for b in self.tally.canonical_broken}
         checked.outage = self._outage
         if follow:
@@ -1087,6 +1091,10 @@ class Crawl:
             self._discover(page.moved_to, task.depth, self._public(url))
         if page.targets and follows_links(facts, self.policy):
             self._follow_targets(page.targets, task.depth + 1, self._public(url))
+        unfollowed = nofollow_links(facts, page.targets, page.nofollow, self.policy)  # #24
+        if unfollowed:
+            met = [u for u in unfollowed if u not in self.frontier]
+            self.journal.nofollow_links(met, self._public(url), task.depth + 1)
 
     async def _judge(self, task: Task) -> tuple[str, PageFacts, PageResult, Decision] | None:
         """Fetch task.url (its redirects hop by hop), decide and record each decision. The

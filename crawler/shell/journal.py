@@ -19,13 +19,21 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Protocol
 
 from crawler.core.canonicals import BrokenCanonical, Canonicals
-from crawler.core.decide import DUPLICATE_OF, LISTED, OUT_OF_SCOPE, Decision, canonical_ignored
+from crawler.core.decide import (
+    DUPLICATE_OF,
+    LISTED,
+    NOFOLLOW,
+    OUT_OF_SCOPE,
+    Decision,
+    canonical_ignored,
+    nofollow_detail,
+)
 from crawler.core.duplicates import Twins
 from crawler.core.lastmod import (
     AUTO,
@@ -89,6 +97,8 @@ class Journal:
         self.dating = Dating(AUTO, None)
         # pages listed but for their canonical, waiting for its target's decision (#24)
         self.canonicals: Canonicals[tuple[Listing, Decision]] = Canonicals()
+        # URLs met only through nofollow links so far -> (a page linking so, its depth + 1)
+        self.nofollowed: dict[str, tuple[str, int]] = {}
 
     # -- decisions -------------------------------------------------------------------------
 
@@ -168,6 +178,24 @@ class Journal:
         """Another page links to url, judged already: noted if url is broken."""
         if self.tally.refer_broken(self.public(url), referrer) and self.state is not None:
             self.state.referred(url, referrer)
+
+    # -- nofollow links --------------------------------------------------------------------
+
+    def nofollow_links(self, urls: Iterable[str], referrer: str, depth: int) -> None:
+        """urls (crawl space, not met otherwise yet) are linked from referrer (public) only
+        by nofollow links: each gets the decision `nofollow` at the end unless met then."""
+        for url in urls:
+            self.nofollowed.setdefault(url, (referrer, depth))
+
+    def settle_nofollow(self, met: Container[str]) -> None:
+        """The crawl is over: every URL only nofollow links lead to, and not `met` otherwise
+        (the frontier's URLs), is decided `nofollow`, naming one page linking to it."""
+        nofollowed, self.nofollowed = self.nofollowed, {}
+        for url, (referrer, depth) in nofollowed.items():
+            if url not in met:
+                self.record(
+                    url, None, Decision(NOFOLLOW, nofollow_detail(referrer)), depth, referrer
+                )
 
     # -- canonicals -----------------------------------------------------------------------
 
