@@ -718,6 +718,8 @@ def _crawl(config: Config) -> int:
     )
     if not config.quiet and not _LOG.json:  # JSON logs: the summary event says it all
         print(tally.summary())
+        if (hint := tally.foreign.hint()) is not None:
+            print(hint)
         print(
             f"published {result.published.url_count} URLs in "
             f"{len(result.published.files)} file(s) to {config.output}"
@@ -803,6 +805,8 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
         print(f"{record.url}  ({status})")
         print(f"  {REASON_TEXT[record.reason]}" + (f": {record.detail}" if record.detail else ""))
     listed = len(records) == 1 and records[0].reason == LISTED
+    if (hint := crawl.tally.foreign.hint()) is not None:
+        print(f"  {hint}")
     if listed and config.skip_duplicates:
         print(
             "  (unless a byte-identical page has a better URL, such as / for /index.html: "

@@ -143,3 +143,62 @@ def test_the_audit_reports_canonical_broken(serve, tmp_path, capsys):
     assert "it answers HTTP 404" in found[("canonical_broken", u + "/to-gone")]["detail"]
     assert ("canonicalised", u + "/to-fine") in found
     capsys.readouterr()
+
+
+# -- a crawl of a copy of a site: canonicals on another origin, at the same paths ----------------
+
+
+def test_same_path_elsewhere():
+    from crawler.core.canonicals import ForeignCanonicals, same_path_elsewhere
+
+    live = "https://www.example.com"
+    assert same_path_elsewhere("http://127.0.0.1:8000/a/b?x=1", live + "/a/b?x=1") == live
+    assert same_path_elsewhere("http://127.0.0.1:8000/a/b", live + "/a/c") is None
+    assert same_path_elsewhere("http://127.0.0.1:8000/a", "http://127.0.0.1:8000/b") is None
+    seen = ForeignCanonicals()
+    for path in ("/", "/a", "/b"):
+        seen.saw("http://127.0.0.1:8000" + path, live + path)
+    seen.saw("http://127.0.0.1:8000/c", None)
+    assert seen.hint() == (
+        f"3 of 4 fetched pages name their canonical at the same path on {live}: a copy of "
+        f"that site? crawl it with --public-url {live}/"
+    )
+    refusal = seen.refusal()
+    assert refusal is not None and refusal.startswith("not published: 3 of 4 fetched pages")
+    seen.saw("http://127.0.0.1:8000/d", None)
+    seen.saw("http://127.0.0.1:8000/e", None)
+    assert seen.refusal() is None and seen.hint() is None  # 3 of 6: not most
+
+
+def _copy_site(live: str) -> Site:
+    pages = {p: html("/a", "/b", "/c", head=f'<link rel="canonical" href="{live}{p}">')
+             for p in ("/", "/a", "/b")}  # fmt: skip
+    return Site({**pages, "/c": html(), "/old": html(head='<meta http-equiv="refresh" '
+                                                         'content="0; url=/a">')})  # fmt: skip
+
+
+def test_a_crawl_of_a_copy_is_refused_with_a_hint(serve, tmp_path, xsd, capsys):
+    live = "https://www.example.com"
+    srv = serve(_copy_site(live).app)
+    out = tmp_path / "out"
+    code = main(["crawl", srv.url + "/", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 4 and not (out / "sitemap.xml").exists()
+    assert "3 of 4 fetched pages are canonicalised to another origin" in err
+    assert f"--public-url {live}/" in err
+    # --force publishes what is left, and says so in one line
+    assert main(["crawl", srv.url + "/", "-o", str(out), "--force"]) == 0
+    assert f"crawl it with --public-url {live}/" in capsys.readouterr().out
+    assert read_published(out, xsd).locs == [srv.url + "/c"]
+    # as suggested: the canonicals are the pages' own, all listed
+    code = main(["crawl", srv.url + "/", "-o", str(tmp_path / "pub"), "--public-url", live + "/"])
+    assert code == 0
+    assert "a copy of that site" not in capsys.readouterr().out
+    assert len(read_published(tmp_path / "pub", xsd).locs) == 4
+
+
+def test_explain_suggests_public_url(serve, capsys):
+    live = "https://www.example.com"
+    srv = serve(_copy_site(live).app)
+    assert main(["explain", srv.url + "/a"]) != 0
+    assert f"crawl it with --public-url {live}/" in capsys.readouterr().out

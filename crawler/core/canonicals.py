@@ -14,13 +14,21 @@ a subset of the URLs the frontier holds anyway), and one per page waiting.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from crawler.core.decide import HEADER_NOINDEX, HTTP_ERROR, META_NOINDEX, ROBOTS_TXT
+from crawler.core.urls import join_parts
 
-__all__ = ["BrokenCanonical", "Canonicals", "broken_target"]
+__all__ = [
+    "BrokenCanonical",
+    "Canonicals",
+    "ForeignCanonicals",
+    "broken_target",
+    "same_path_elsewhere",
+]
 
 T = TypeVar("T")
 
@@ -90,3 +98,61 @@ class Canonicals(Generic[T]):
             broken = self._broken.get(target)
             for page in pages:
                 yield target, page, broken
+
+
+def same_path_elsewhere(page: str, canonical: str) -> str | None:
+    """The origin of `canonical` when it names the page's own path and query on another
+    origin (both normalised): the mark of a copy of a site, whose pages point home."""
+    _, origin, _ = join_parts(canonical)
+    _, own, _ = join_parts(page)
+    if origin == own or canonical[len(origin) :] != page[len(own) :]:
+        return None
+    return origin
+
+
+@dataclass(slots=True)
+class ForeignCanonicals:
+    """The fetched pages whose canonical names another origin. When most name their own
+    path there, the crawl is of a copy (a staging or local build whose canonicals name the
+    live site): everything is canonicalised away and the sitemap would hold only what is
+    left (redirect stubs, say), so the crawl says so, suggests --public-url, and refuses to
+    publish when more than half of the pages are canonicalised elsewhere."""
+
+    pages: int = 0  # final 200 pages judged
+    elsewhere: int = 0  # of those, naming a canonical on another origin
+    same_path: Counter[str] = field(default_factory=Counter)  # origin -> their own path there
+
+    def saw(self, page: str, canonical: str | None) -> None:
+        """A final 200 page (public URL) and its canonical (public), if any."""
+        self.pages += 1
+        if canonical is None or canonical == page:
+            return
+        origin = same_path_elsewhere(page, canonical)
+        if origin is not None:
+            self.same_path[origin] += 1
+            self.elsewhere += 1
+        elif join_parts(canonical)[1] != join_parts(page)[1]:
+            self.elsewhere += 1
+
+    def hint(self) -> str | None:
+        """One line when most pages name their own path on one other origin."""
+        if not self.same_path:
+            return None
+        origin, n = self.same_path.most_common(1)[0]
+        if 2 * n <= self.pages:
+            return None
+        return (
+            f"{n} of {self.pages} fetched pages name their canonical at the same path on "
+            f"{origin}: a copy of that site? crawl it with --public-url {origin}/"
+        )
+
+    def refusal(self) -> str | None:
+        """Why the publish guard refuses: more than half the pages canonicalised elsewhere."""
+        if 2 * self.elsewhere <= self.pages:
+            return None
+        why = self.hint() or "search engines index those instead"
+        return (
+            f"not published: {self.elsewhere} of {self.pages} fetched pages are canonicalised "
+            f"to another origin ({why}); a sitemap of what is left is worse than none "
+            f"(--force publishes anyway)"
+        )

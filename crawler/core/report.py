@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
-from crawler.core.canonicals import BrokenCanonical
+from crawler.core.canonicals import BrokenCanonical, ForeignCanonicals
 from crawler.core.decide import HTTP_ERROR, LISTED, REASONS
 
 MAX_REFERRERS = 10
@@ -142,6 +142,8 @@ class Tally:
     # (crawler.core.canonicals): the first MAX_CANONICAL_BROKEN, and how many in all
     canonical_broken: list[BrokenCanonical] = field(default_factory=list)
     canonical_broken_count: int = 0
+    # canonicals naming another origin: a crawl of a copy of a site (--public-url hint)
+    foreign: ForeignCanonicals = field(default_factory=ForeignCanonicals)
 
     @property
     def listed(self) -> int:
@@ -235,6 +237,7 @@ class Tally:
             ],
             "canonical_broken": [b.to_json() for b in self.canonical_broken],
             "canonical_broken_count": self.canonical_broken_count,
+            "public_url_hint": self.foreign.hint(),
             **self.extensions.to_json(),
         }
 

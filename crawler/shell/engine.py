@@ -395,6 +395,8 @@ class Crawl:
         """Refuse to publish what a failing site or a broken crawl produced: the previous
         sitemap is a better answer to search engines than a gutted one."""
         config, tally = self.config, self.tally
+        if (copied := tally.foreign.refusal()) is not None:  # #24
+            raise PublishRefused(copied)
         failed = tally.failed
         if tally.fetched and failed / tally.fetched > config.max_error_rate:
             kept = "the previous sitemap is kept" if previous is not None else "nothing written"
@@ -1005,9 +1007,10 @@ class Crawl:
         if (why := self._why_not_the_start()) is not None:
             return why
         met = sum(self.tally.reasons.values())
+        hint = self.tally.foreign.hint()  # #24
         return (
             f"nothing listed: no indexable page among {met} URLs met from {start} "
-            f"({self.tally.summary()})"
+            f"({self.tally.summary()})" + (f"; {hint}" if hint else "")
         )
 
     def _why_not_the_start(self) -> str | None:
@@ -1147,6 +1150,8 @@ class Crawl:
             if first is None and self.state is not None:
                 self.state.body(page.body_key.to_bytes(8, "little", signed=True), url)
         decision = decide_page(facts, self.policy)
+        if status == 200:  # #24: most canonicals on another origin: a copy of a site?
+            self.tally.foreign.saw(facts.public, facts.canonical_public)
         if rendering:
             detail = f"{decision.detail} ({rendering})" if decision.detail else rendering
             decision = Decision(decision.reason, detail)
