@@ -17,7 +17,7 @@ from crawler.core.decide import (
     awaits_canonical,
     decide_page,
 )
-from tests.sites import Page, Site, html, read_decisions, read_published
+from tests.sites import Page, Site, html, read_decisions, read_published, urlset
 
 
 def test_which_targets_break_a_canonical():
@@ -130,12 +130,7 @@ def test_the_audit_reports_canonical_broken(serve, tmp_path, capsys):
     srv = serve(site.app)
     u = srv.url
     listed = ["/", "/to-gone", "/to-fine", "/gone"]
-    urls = "".join(f"<url><loc>{u}{p}</loc></url>" for p in listed)
-    site.pages["/sitemap.xml"] = Page(
-        '<?xml version="1.0" encoding="UTF-8"?>'
-        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>',
-        content_type="application/xml",
-    )
+    site.pages["/sitemap.xml"] = urlset(u, listed)
     out = tmp_path / "audit.json"
     main(["audit", u + "/sitemap.xml", "-q", "--json", str(out), "--retries", "0"])
     found = {(f["code"], f["url"]): f for f in json.loads(out.read_text())["findings"]}

@@ -28,7 +28,7 @@ from crawler.core.robots import parse_robots
 from crawler.core.screen import Plan, Screen
 from crawler.core.wire import pack, unpack
 from crawler.errors import ConfigError
-from tests.sites import Page, Site, html, read_decisions, read_published
+from tests.sites import Page, Site, html, read_decisions, read_published, urlset
 
 ENGINES = ("googlebot", "bingbot")
 ROBOTS = (
@@ -260,12 +260,7 @@ def test_the_audit_names_the_engine(serve, tmp_path, capsys):
     srv = serve(site.app)
     u = srv.url
     listed = ["/", "/g-only/page", "/g-meta", "/b-header"]
-    urls = "".join(f"<url><loc>{u}{p}</loc></url>" for p in listed)
-    site.pages["/sitemap.xml"] = Page(
-        '<?xml version="1.0" encoding="UTF-8"?>'
-        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>',
-        content_type="application/xml",
-    )
+    site.pages["/sitemap.xml"] = urlset(u, listed)
     out = tmp_path / "audit.json"
     code = main(["audit", u + "/sitemap.xml", "-q", "--json", str(out), "--retries", "0"])
     assert code == 1

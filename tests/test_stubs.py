@@ -14,7 +14,7 @@ from crawler.cli import main
 from crawler.core.decide import REDIRECT, PageFacts, Policy, decide_page
 from crawler.core.page import PagePolicy, analyse
 from crawler.core.stubs import REFRESH_MAX_DELAY, refresh_target, script_target
-from tests.sites import Page, Site, html, read_decisions, read_published
+from tests.sites import Page, Site, html, read_decisions, read_published, urlset
 
 
 @pytest.mark.parametrize(
@@ -163,12 +163,7 @@ def test_audit_crawl_no_longer_reports_stubs_as_missing(serve, tmp_path, capsys)
     srv = serve(site.app)
     u = srv.url
     listed = ["/", "/new/", "/js-new", "/countdown", "/computed", "/old/"]
-    urls = "".join(f"<url><loc>{u}{p}</loc></url>" for p in listed)
-    site.pages["/sitemap.xml"] = Page(
-        '<?xml version="1.0" encoding="UTF-8"?>'
-        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>',
-        content_type="application/xml",
-    )
+    site.pages["/sitemap.xml"] = urlset(u, listed)
     out = tmp_path / "audit.json"
     main(["audit", u + "/", "--crawl", "-q", "--json", str(out), "--retries", "0"])
     findings = json.loads(out.read_text())["findings"]
