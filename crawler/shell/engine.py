@@ -1172,8 +1172,14 @@ class Crawl:
             )  # fmt: skip
             if awaits:
                 if isinstance(made, Listing):
-                    assert facts.canonical is not None
-                    self.journal.canonicalised(made, facts.canonical, decision)
+                    target = facts.canonical
+                    assert target is not None
+                    judged = (
+                        target in self.frontier
+                        and not self.frontier.is_queued(target)
+                        and target not in self._active
+                    )
+                    self.journal.canonicalised(made, target, decision, judged=judged)
                     return url, facts, page, decision
             elif isinstance(made, Decision):
                 decision = made

@@ -199,14 +199,19 @@ class Journal:
 
     # -- canonicals -----------------------------------------------------------------------
 
-    def canonicalised(self, listing: Listing, target: str, decision: Decision) -> None:
+    def canonicalised(
+        self, listing: Listing, target: str, decision: Decision, *, judged: bool
+    ) -> None:
         """A page that would be listed but for its canonical, `target` (crawl space), which
         the crawl judges: `decision` (canonicalised) stands unless the target turns out
-        unusable as a canonical (crawler.core.canonicals); known now, or once every URL is
-        judged (settle_canonicals)."""
+        unusable as a canonical (crawler.core.canonicals). Known now when the target is
+        `judged` already (the usual case: canonicals name shallower pages), else once every
+        URL is judged (settle_canonicals): only those pages wait, in memory."""
         broken = self.canonicals.broken(target)
         if broken is not None:
             self._canonical_broken(listing, target, broken)
+        elif judged:
+            self.record(listing.url, listing.status, decision, listing.depth, listing.referrer)
         else:
             self.canonicals.wait(target, (listing, decision))
 
