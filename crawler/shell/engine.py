@@ -300,7 +300,7 @@ class Crawl:
                     self._release_seeds(limit)
                 for task in self.frontier.drain():
                     self._record(task.url, None, Decision(LIMIT, limit), task)
-                journal.settle_nofollow(self.frontier)  # #24: met, never followed
+                journal.settle_nofollow(self.frontier.seen)  # #24: met, never followed
                 await journal.publish_listings()
                 if self.state is not None:
                     self._save_counters()
@@ -668,7 +668,7 @@ class Crawl:
             raise InterruptedCrawl(self._stopped_message())
         self.journal.settle_canonicals()  # #24: every URL is judged
         if follow:
-            self.journal.settle_nofollow(self.frontier)
+            self.journal.settle_nofollow(self.frontier.seen)
         checked.canonical_broken = {b.url: b for b in self.tally.canonical_broken}
         checked.outage = self._outage
         if follow:
