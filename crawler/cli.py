@@ -32,6 +32,7 @@ from crawler.config import (
     fields,
     from_env,
     load_toml,
+    withhold_secrets,
 )
 from crawler.core.access import redact, secrets_of
 from crawler.errors import (
@@ -43,7 +44,7 @@ from crawler.errors import (
     PublishRefused,
     SitemapCrawlerError,
 )
-from crawler.shell.progress import Renderer
+from crawler.shell.progress import ProgressLine
 from sitemap_out.errors import SitemapOutError
 
 from . import __version__
@@ -60,7 +61,8 @@ examples:
   sitemap-crawler crawl http://127.0.0.1:8080/ --public-url https://www.example.com/
   sitemap-crawler crawl -c nightly.toml
   sitemap-crawler crawl -c nightly.toml --log-format json --metrics /var/lib/node/sitemap.prom
-  sitemap-crawler crawl -c nightly.toml --on-publish 'rsync -a "$SITEMAP_CRAWLER_OUTPUT/" web:/srv/'
+  sitemap-crawler crawl -c nightly.toml \\
+      --on-publish 'rsync -a "$SITEMAP_CRAWLER_PUBLISHED_DIR/" web:/srv/'
 
 exit codes: 0 published, 1 unexpected failure, 2 bad usage or config, or an output path
             that cannot be written (nothing fetched), 3 nothing could be listed, 4 publishing
@@ -100,7 +102,10 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "staging access",
-        ("auth", "header", "cookie", "proxy", "ca_bundle", "insecure", "robots_from"),
+        (
+            "auth", "header", "cookie", "auth_origin", "proxy", "ca_bundle", "insecure",
+            "robots_from",
+        ),
     ),
     (
         "output",
@@ -135,7 +140,8 @@ EXPLAIN_OPTIONS = frozenset(
         "sitemap_url", "public_url", "include", "exclude", "exclude_listing_only",
         "strip_params", "listed_types", "respect_noindex", "search_engines",
         "respect_canonical", "max_redirects", "retries", "max_retry_after", "timeout",
-        "user_agent", "auth", "header", "cookie", "proxy", "ca_bundle", "insecure", "robots_from",
+        "user_agent", "auth", "header", "cookie", "auth_origin", "proxy", "ca_bundle",
+        "insecure", "robots_from",
         "max_page_bytes", "max_url_length", "max_segment_repeats", "render",
         "render_timeout", "render_hosts", "chromium_path",
     }
@@ -154,7 +160,7 @@ exit codes: 0 would be listed, 3 would not, 2 bad usage or config
 ROBOTS_OPTIONS = frozenset(
     {
         "user_agent", "timeout", "retries", "max_retry_after", "auth", "header", "cookie",
-        "proxy", "ca_bundle", "insecure", "search_engines",
+        "auth_origin", "proxy", "ca_bundle", "insecure", "search_engines",
     }
 )  # fmt: skip
 
@@ -175,7 +181,9 @@ exit codes: 0 every URL allowed, 1 one or more blocked by a rule, 2 bad usage, U
 AUDIT_OPTIONS = frozenset(
     {
         "user_agent", "concurrency", "delay", "max_rps", "timeout", "retries", "public_url",
-        "auth", "header", "cookie", "proxy", "ca_bundle", "insecure", "quiet",
+        "auth", "header", "cookie", "auth_origin", "proxy", "ca_bundle", "insecure", "quiet",
+        "strip_params", "render", "render_timeout", "render_concurrency", "render_hosts",
+        "chromium_path", "robots_from", "max_crawl_delay", "max_retry_after",
     }
 )  # fmt: skip
 
@@ -532,9 +540,17 @@ def _comma_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def load_config(args: argparse.Namespace, only: frozenset[str] | None = None) -> Config:
+def load_config(
+    args: argparse.Namespace,
+    only: frozenset[str] | None = None,
+    target: str | None = None,
+    *,
+    say: bool = True,
+) -> Config:
     """Defaults < the TOML file (-c) < the command line. `only`: the keys taken from the
-    file (explain ignores a crawl's output and politeness settings)."""
+    file (explain ignores a crawl's output and politeness settings). `target`: the URL the
+    command sends its requests to (default: the url): the file's and the environment's
+    credentials are withheld from another origin than theirs, in a line unless not `say`."""
     values = dict(vars(args))
     values.pop("command", None)
     values.pop("target", None)
@@ -552,7 +568,13 @@ def load_config(args: argparse.Namespace, only: frozenset[str] | None = None) ->
     if only is not None:
         file_values = {k: v for k, v in file_values.items() if k in only or k == "url"}
         env_values = {k: v for k, v in env_values.items() if k in only or k == "url"}
-    return _build_layers(file_values, env_values, values)
+    config = _build_layers(file_values, env_values, values)
+    layers = ((file_values, lambda key: f"{key} in {path}"), (env_values, env_var))
+    note = withhold_secrets(config, layers, values, target or config.url or "")
+    if note is not None and say and note not in _LOG.said:
+        _LOG.said |= {note}  # once a run: the audit builds a config per sitemap
+        _err(note)
+    return config
 
 
 def _build_layers(
@@ -630,6 +652,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     _LOG.json = args.command in ("crawl", "job") and vars(args).get("log_format") == "json"
     _LOG.figures, _LOG.metrics, _LOG.began = None, None, time.monotonic()
+    _LOG.said = frozenset()
     return _finish(_command(args))
 
 
@@ -689,7 +712,7 @@ def _crawl(config: Config) -> int:
     _warn_insecure(config)
     progress = None
     if not config.quiet:
-        progress = Renderer(
+        progress = ProgressLine(
             sys.stderr, tty=sys.stderr.isatty(), json_lines=config.log_format == "json"
         )
     log = (lambda _: None) if progress is None else progress.log
@@ -791,7 +814,7 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     else:  # as a crawl from the site's root, the usual one, would judge it
         args.url = join_parts(normalize(args.target))[1] + "/"
         scope_is = "the site's root; -c CONFIG for a crawl's own"
-    config = load_config(args, only=EXPLAIN_OPTIONS)
+    config = load_config(args, only=EXPLAIN_OPTIONS, target=args.target)
     secrets += config.secrets
     _warn_insecure(config)
     crawl = Crawl(config)
@@ -893,14 +916,19 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
             _warn_insecure(config)
         return config
 
+    from crawler.shell.outputs import check_files
+
+    reports = (("--json", json_path), ("--html", html_path))
+    check_files([(option, path) for option, path in reports if path is not None])
     quiet = bool(given.get("quiet"))
-    progress = None if quiet else Renderer(sys.stderr, tty=sys.stderr.isatty())
+    progress = None if quiet else ProgressLine(sys.stderr, tty=sys.stderr.isatty())
     log = (lambda _: None) if progress is None else progress.log
     from crawler.shell.pool import forked
 
     # the worker processes are forked now, before the event loop, as for a crawl; the
     # settings that decide how many are checked here already (a placeholder start URL)
-    settings = load_config(argparse.Namespace(**given, url="http://localhost/"), only=AUDIT_OPTIONS)
+    placeholder = argparse.Namespace(**given, url="http://localhost/")
+    settings = load_config(placeholder, only=AUDIT_OPTIONS, say=False)
     with forked(0 if no_fetch else _worker_count(settings)) as spares:
         result = _run(
             audit(
@@ -987,6 +1015,7 @@ class _Log:
     figures: Callable[[], dict[str, Any]] | None = None
     metrics: Path | None = None  # --metrics, once the config is read
     began = 0.0  # time.monotonic() at the start of the run
+    said: frozenset[str] = frozenset()  # warnings said once a run
 
 
 _LOG = _Log()

@@ -14,14 +14,14 @@ import os
 import re
 import ssl
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from crawler.core.access import AUTH_ENV, Access, redact, secrets_of
 from crawler.core.patterns import Patterns
-from crawler.core.urls import normalize
+from crawler.core.urls import join_parts, normalize
 from crawler.errors import ConfigError
 
 from . import DEFAULT_USER_AGENT
@@ -91,7 +91,12 @@ class Config:
         "(-1: one per CPU core beyond the first; 0: none)",
         metavar="N",
     )
-    max_pages: int = _opt(0, "stop after fetching this many pages (0: no limit)", metavar="N")
+    max_pages: int = _opt(
+        5_000_000,
+        "stop after fetching this many pages (0: no limit; the default ends a URL space "
+        "no other rule catches)",
+        metavar="N",
+    )
     max_time: float = _opt(
         0.0,
         "stop taking new URLs after this many seconds and publish what was found, if the "
@@ -124,6 +129,12 @@ class Config:
     )
     cookie: tuple[str, ...] = _opt(
         (), "a cookie for the start URL's origin only", metavar="NAME=VALUE", repeat=True
+    )
+    auth_origin: str | None = _opt(
+        None,
+        "the origin auth, header and cookie from a config or the environment are for "
+        "(default: the configured url's); a command aimed elsewhere does not send them",
+        metavar="ORIGIN",
     )
     proxy: str | None = _opt(
         None,
@@ -240,7 +251,10 @@ class Config:
         0, "fetch at most this many URLs of one folder (0: no limit)", metavar="N"
     )
     max_pages_per_param: int = _opt(
-        0, "fetch at most this many URLs carrying one query parameter (0: no limit)", metavar="N"
+        1000,
+        "fetch at most this many URLs of one path that differ only in their query "
+        "(a calendar, facets; 0: no limit)",
+        metavar="N",
     )
     priority_by_depth: bool = _opt(False, "write priority = max(0.1, 0.8 ** depth)")
     images: bool = _opt(True, "list the images each page shows (image sitemap extension)")
@@ -364,7 +378,9 @@ class Config:
             raise ConfigError(
                 f"render_timeout must be between 0 and 600 seconds, got {self.render_timeout}"
             )
-        self.render_hosts = tuple(_render_origin(value) for value in self.render_hosts)
+        self.render_hosts = tuple(origin_key("render_hosts", v) for v in self.render_hosts)
+        if self.auth_origin is not None:
+            self.auth_origin = origin_key("auth_origin", self.auth_origin)
         if self.resume and self.state is None:
             raise ConfigError("--resume needs --state FILE: the saved crawl to continue")
         if self.state is None and (self.fresh or self.lastmod == "content"):
@@ -452,21 +468,20 @@ class Config:
         return redact(f"Config({shown})", self.secrets)
 
 
-def _render_origin(value: str) -> str:
-    """A render_hosts entry as the origin it names (scheme://host[:port]); a bare host is
-    https. A path or a typo fails now, before any request."""
+def origin_key(key: str, value: str) -> str:
+    """An origin setting (render_hosts, auth_origin) as the origin it names
+    (scheme://host[:port]); a bare host is https. A path or a typo fails now, before any
+    request."""
     text = value.strip()
     if "://" not in text:
         text = "https://" + text
     try:
         url = normalize(text.rstrip("/") + "/")
     except ValueError:
-        raise ConfigError(
-            f"render_hosts: {value!r} is not an origin (https://host[:port])"
-        ) from None
+        raise ConfigError(f"{key}: {value!r} is not an origin (https://host[:port])") from None
     origin, path = url.split("/", 3)[:3], url.split("/", 3)[3:]
     if path and path[0]:
-        raise ConfigError(f"render_hosts: {value!r} has a path; give an origin (https://host)")
+        raise ConfigError(f"{key}: {value!r} has a path; give an origin (https://host)")
     return "/".join(origin)
 
 
@@ -511,6 +526,51 @@ def _check_robots_from(value: str | None) -> None:
 SECRET_KEYS = frozenset({"auth", "header", "cookie", "proxy"})
 
 
+#: Keys whose values go to one origin only: from a config or the environment, auth_origin's
+#: (else the configured url's); from the command line, the command's target's.
+BOUND_KEYS = ("auth", "header", "cookie")
+
+
+def withhold_secrets(
+    config: Config,
+    layers: Sequence[tuple[Mapping[str, Any], Callable[[str], str]]],
+    given: Mapping[str, Any],
+    target: str,
+) -> str | None:
+    """Clear the credentials the config file or the environment gave for another origin
+    than `target`'s, and say so in one line (None: nothing withheld). An exported staging
+    password must not follow the operator to whatever host a later command names.
+    `layers`: (values, how a key of them is named), lowest first; `given`: the command
+    line's values, whose credentials are for its target whatever it is."""
+    named: dict[str, str] = {}
+    for values, name in layers:
+        named.update({key: name(key) for key in BOUND_KEYS if values.get(key)})
+    named = {key: text for key, text in named.items() if key not in given}
+    if not named:
+        return None
+    bound = config.auth_origin
+    if bound is None:
+        urls = [values["url"] for values, _ in layers if values.get("url")]
+        bound = _origin_of(urls[-1]) if urls else None
+    to = _origin_of(target)
+    if bound == to:
+        return None
+    for key in named:
+        setattr(config, key, None if key == "auth" else ())
+    what = ", ".join(named.values())
+    verb = "is" if len(named) == 1 else "are"
+    if bound is None:
+        return (
+            f"{what} {verb} for no origin (give auth_origin or url beside it, e.g. "
+            f"{env_var('auth_origin')}), not sent to {to}"
+        )
+    return f"{what} {verb} for {bound}, not sent to {to}"
+
+
+def _origin_of(url: str) -> str:
+    return join_parts(normalize(url))[1]
+
+
 #: Settings that change neither which URLs are met nor how they are judged: a crawl saved
 #: with --state may be resumed with other values for these.
 _NOT_FINGERPRINTED = frozenset(
@@ -551,6 +611,7 @@ _NOT_FINGERPRINTED = frozenset(
         "proxy",
         "ca_bundle",
         "insecure",
+        "auth_origin",
         "max_time",
         # how pages are rendered, not which: the browser, its pace
         "render_timeout",
@@ -659,9 +720,12 @@ NEWS_KEYS = ("name", "language", "articles")
 ENV_PREFIX = "SITEMAP_CRAWLER_"
 #: SITEMAP_CRAWLER_* variables that are not config keys: the tool's own switches
 #: (a traceback, the event loop, the job's config file), and what --on-publish tells its
-#: command (SITEMAP_CRAWLER_OUTPUT and _SITEMAP_URL are keys of the same meaning, so a hook
-#: that runs sitemap-crawler again inherits them harmlessly).
-ENV_NOT_KEYS = frozenset(ENV_PREFIX + name for name in ("DEBUG", "LOOP", "CONFIG", "FILES"))
+#: command: named so that none is a key, as a hook that runs sitemap-crawler again must not
+#: take the crawl's output or sitemap URL for its own settings.
+ENV_NOT_KEYS = frozenset(
+    ENV_PREFIX + name
+    for name in ("DEBUG", "LOOP", "CONFIG", "PUBLISHED_DIR", "PUBLISHED_URL", "PUBLISHED_FILES")
+)
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 

@@ -20,7 +20,9 @@ from types import TracebackType
 
 from sitemap_out.changes import ChangeLog
 from sitemap_out.entry import Entry
-from sitemap_out.writer import MAX_BYTES, MAX_URLS, Format, PublishResult, SitemapWriter
+from sitemap_out.limits import MAX_BYTES, MAX_URLS
+from sitemap_out.publish import PublishResult
+from sitemap_out.writer import Format, SitemapWriter
 
 __all__ = ["AsyncSitemapWriter"]
 
@@ -76,6 +78,11 @@ class AsyncSitemapWriter:
     def count(self) -> int:
         """Entries added so far, including those still waiting in the batch."""
         return self._writer.count + len(self._batch)
+
+    @property
+    def published_count(self) -> int | None:
+        """SitemapWriter.published_count."""
+        return self._writer.published_count
 
     def check(self, entry: Entry) -> None:
         """Raise EntryError now if entry could never be written (SitemapWriter.check)."""

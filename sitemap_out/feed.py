@@ -7,14 +7,17 @@ updates its entry rather than adding one), newest first, at most ``MAX_ENTRIES``
 the last N days: each run carries forward the entries of the feed it published before that
 are still in the window, and adds its own.
 
-Pure serialisation, plus :func:`read_feed`, which reads a previously published feed back
-with lxml as hostile input is read elsewhere (no DTD, no entity expansion, bounded size).
+Serialisation, :func:`read_feed`, which reads a previously published feed back with lxml
+as hostile input is read elsewhere (no DTD, no entity expansion, bounded size), and
+:class:`FeedWindow`, which stages the next feed from the last one and a run's changes.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
 
@@ -22,7 +25,15 @@ from lxml import etree
 
 from sitemap_out.xml import XML_DECLARATION, escape
 
-__all__ = ["ATOM_NS", "FEED_NAME", "MAX_ENTRIES", "FeedEntry", "feed_document", "read_feed"]
+__all__ = [
+    "ATOM_NS",
+    "FEED_NAME",
+    "MAX_ENTRIES",
+    "FeedEntry",
+    "FeedWindow",
+    "feed_document",
+    "read_feed",
+]
 
 ATOM_NS: Final = "http://www.w3.org/2005/Atom"
 FEED_NAME: Final = "changes.atom"
@@ -105,3 +116,39 @@ def _parse(text: str | None) -> datetime | None:
     except ValueError:
         return None
     return when if when.tzinfo is not None else None
+
+
+class FeedWindow:
+    """The last feed's entries still in the window of ``days``, to carry into the next."""
+
+    def __init__(self, out_dir: Path, days: int, now: datetime) -> None:
+        entries, updated = read_feed(out_dir / FEED_NAME)
+        since = now - timedelta(days=days)
+        self._carried = {e.loc: e for e in entries if e.updated >= since}
+        self._updated = updated
+        self._now = now
+
+    def drop(self, loc: str) -> None:
+        """A URL removed from the sitemap leaves the feed too."""
+        self._carried.pop(loc, None)
+
+    def stage(self, folder: Path, base_url: str, news: Iterable[tuple[datetime, str, str]]) -> str:
+        """The feed in folder: ``news`` (when, loc, kind: this run's URLs added or
+        changed), then the last feed's still in the window, newest first, at most
+        MAX_ENTRIES, fsynced; returns its URL."""
+        carried = self._carried
+        entries: list[FeedEntry] = []
+        for when, loc, kind in news:
+            carried.pop(loc, None)
+            entries.append(FeedEntry(when, loc, kind))
+        entries += carried.values()
+        entries.sort(reverse=True)
+        del entries[MAX_ENTRIES:]
+        updated = entries[0].updated if entries else (self._updated or self._now)
+        url = base_url + FEED_NAME
+        text = feed_document(url, base_url, entries, updated)
+        with open(folder / FEED_NAME, "wb") as fh:
+            fh.write(text.encode())
+            fh.flush()
+            os.fsync(fh.fileno())
+        return url

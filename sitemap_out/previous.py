@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gzip as gziplib
 import hashlib
-import json
 import re
 import zlib
 from collections.abc import Iterator
@@ -23,8 +22,10 @@ from typing import Final
 
 from lxml import etree
 
+from sitemap_out.limits import MAX_BYTES
+from sitemap_out.manifest import read_layout, read_manifest
 from sitemap_out.reader import read_sitemap
-from sitemap_out.writer import MANIFEST_NAME, MAX_BYTES, read_chunks, read_manifest
+from sitemap_out.scratch import CHUNK, read_chunks
 from sitemap_out.xml import SITEMAP_NS
 
 __all__ = ["OldPart", "PreviousSet", "old_locs", "read_layout", "read_previous"]
@@ -58,16 +59,6 @@ class PreviousSet:
     reusable: bool
     note: str
     index: bool = False  # published as a sitemap index (then a stable layout keeps one)
-
-
-def read_layout(out_dir: Path) -> dict[str, object] | None:
-    """The settings the published set was made with, as the manifest records them."""
-    try:
-        data = json.loads((out_dir / MANIFEST_NAME).read_text("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    layout = data.get("layout") if isinstance(data, dict) else None
-    return layout if isinstance(layout, dict) else None
 
 
 def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> PreviousSet:
@@ -215,12 +206,12 @@ def _unreadable(why: str) -> PreviousSet:
     )  # fmt: skip
 
 
-def old_locs(part: OldPart) -> Iterator[tuple[str, str | None, int]]:
+def old_locs(part: OldPart, chunk_size: int = CHUNK) -> Iterator[tuple[str, str | None, int]]:
     """(loc, lastmod as written, part number) of one old part, in loc order; the file is
     read a chunk at a time without holding it open (a merge of thousands of parts)."""
     number = part.number
     pending = b""
-    for chunk in read_chunks(part.locs):
+    for chunk in read_chunks(part.locs, chunk_size):
         *lines, pending = (pending + chunk).split(b"\n")
         for line in lines:
             loc, tab, lastmod = line.decode().partition("\t")

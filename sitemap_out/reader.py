@@ -1,4 +1,5 @@
-"""Read and check a sitemap (urlset, index or text, optionally gzipped) as a stream.
+"""Read and check a sitemap (urlset, index, text, or an RSS 2.0 or Atom 1.0 feed, which
+search engines accept as sitemaps; optionally gzipped) as a stream.
 
 Hostile input is expected (the audit reads other people's sitemaps), so reading is bounded:
 at most ``max_bytes`` of decompressed data are ever inflated (a gzip bomb stops there),
@@ -10,7 +11,8 @@ The checks are those of sitemap.xsd / siteindex.xsd (so a file the XSDs accept g
 error, and one they reject gives one) plus the protocol rules the XSD cannot express:
 the URL and size limits, percent-encoded absolute http(s) locs, duplicates. Where the
 protocol is stricter than the XSD but search engines are lenient (a dateTime without a time
-zone, a urlset without its namespace) the problem is a warning.
+zone, a urlset without its namespace, an unknown element or fields in another order, which
+every engine reads past) the problem is a warning.
 """
 
 from __future__ import annotations
@@ -24,18 +26,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal, InvalidOperation
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import BinaryIO, Final, Literal
 
 from lxml import etree
 
 from sitemap_out.entry import CHANGEFREQS, MAX_LOC_CHARS, MIN_LOC_CHARS, check_uri, is_hreflang
-from sitemap_out.writer import MAX_BYTES, MAX_NEWS_URLS, MAX_URLS, read_manifest
+from sitemap_out.feed import ATOM_NS
+from sitemap_out.limits import MAX_BYTES, MAX_NEWS_URLS, MAX_URLS
+from sitemap_out.manifest import read_manifest
 from sitemap_out.xml import IMAGE_NS, NEWS_NS, SITEMAP_NS, VIDEO_NS, XHTML_NS
 
 __all__ = ["Problem", "ReadEntry", "ReadResult", "count_published", "read_sitemap"]
 
-Kind = Literal["urlset", "sitemapindex", "text", "unknown"]
+Kind = Literal["urlset", "sitemapindex", "text", "feed", "unknown"]
 Severity = Literal["error", "warning"]
 
 #: Each problem code is listed at most this often; ``ReadResult.problem_counts`` has totals.
@@ -49,6 +54,7 @@ _DATETIME_RE: Final = re.compile(_DATE + r"T(\d{2}):(\d{2}):(\d{2})(\.\d+)?" + _
 _DECIMAL_RE: Final = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
 _ABSOLUTE_RE: Final = re.compile(r"(?i:https?)://[^/?#\s]")
 _WS: Final = b" \t\r\n"
+_SPACE_RE: Final = re.compile(r"\s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +81,7 @@ class ReadEntry:
     line: int | None = None
     videos: int = 0  # video:video elements
     news_date: str | None = None  # news:publication_date, as written
+    mobile: tuple[str, ...] = ()  # separate mobile URLs (xhtml:link media=, no hreflang)
 
 
 @dataclass(slots=True)
@@ -84,6 +91,7 @@ class ReadResult:
     problems: list[Problem] = field(default_factory=list)
     problem_counts: dict[str, int] = field(default_factory=dict)
     uncompressed_bytes: int = 0
+    past_limit: int = 0  # entries past max_urls: counted, neither kept nor checked
 
     @property
     def ok(self) -> bool:
@@ -164,16 +172,35 @@ def _check_loc(text: str | None, result: ReadResult, line: int | None, *, xsd_mi
     loc = (text or "").strip()
     if not loc:
         result.report("missing_loc", "empty <loc>" if text is not None else "no <loc>", line)
-    elif len(loc) > MAX_LOC_CHARS:
+        return loc
+    if loc != text:
+        result.report(
+            "loc_whitespace",
+            f"{loc[:200]!r} has whitespace around it (engines trim it; a strict reader may not)",
+            line,
+            warn=True,
+        )
+    if len(loc) > MAX_LOC_CHARS:
         result.report("loc_too_long", f"loc has {len(loc)} characters (max 2048)", line)
+    elif _ABSOLUTE_RE.match(loc) is None:
+        what = "not an absolute http(s) URL"
+        if "://" not in loc and not loc.lower().startswith(("http:", "https:")):
+            what = "relative: a loc must be an absolute http(s) URL"
+        result.report("loc_not_absolute", f"{loc[:200]!r} is {what}", line)
     elif xsd_min and len(loc) < MIN_LOC_CHARS:
         result.report("loc_too_short", f"loc {loc!r} is under the schema's 12 characters", line)
-    elif _ABSOLUTE_RE.match(loc) is None:
-        result.report("loc_not_absolute", f"{loc[:200]!r} is not an absolute http(s) URL", line)
     else:
         problem = check_uri(loc)
         if problem is not None:
             result.report("loc_not_encoded", f"{loc[:200]!r} {problem}", line)
+        elif "#" in loc:
+            result.report(
+                "loc_fragment",
+                f"{loc[:200]!r} has a fragment ({loc[loc.find('#') :][:50]}): engines drop "
+                "it, so it names the page without it",
+                line,
+                warn=True,
+            )
     return loc
 
 
@@ -245,6 +272,8 @@ class _XmlReader:
         self.seen: set[str] = set()
         self.stopped = False
         self.news = 0  # entries with news:news
+        self.item_depth = 2  # where an entry's element ends: an RSS item is one deeper
+        self.feed_kind: Literal["", "rss", "atom"] = ""
 
     def feed(self, data: bytes) -> None:
         try:
@@ -282,14 +311,22 @@ class _XmlReader:
                     self._top_child(elem)
             else:
                 self.depth -= 1
-                if self.depth == 1 and elem.tag == self.item_tag:
-                    self._item(elem)
-                if self.depth == 1:
+                if self.depth == self.item_depth - 1 and elem.tag == self.item_tag:
+                    if self.count >= self.max_urls:
+                        self._past_limit(elem)
+                    elif self.feed_kind:
+                        self._feed_item(elem)
+                    else:
+                        self._item(elem)
+                if self.depth == self.item_depth - 1:
                     self._drop(elem)
 
     def _root(self, root: etree._Element) -> None:
         result = self.result
         qname = etree.QName(root)
+        if (qname.localname, qname.namespace) in (("rss", None), ("feed", ATOM_NS)):
+            self._feed_root(root)
+            return
         if qname.localname not in ("urlset", "sitemapindex"):
             result.report("wrong_root", f"root element is <{qname.localname}>", root.sourceline)
             self.stopped = True
@@ -315,15 +352,71 @@ class _XmlReader:
         if (root.text or "").strip():
             result.report("unexpected_text", "text directly inside the root", root.sourceline)
 
+    def _past_limit(self, elem: etree._Element) -> None:
+        """An entry past the file's limit, already an error: counted, not kept, so memory
+        stays flat however long the file (an engine reads no further either)."""
+        self.count += 1
+        if self.count == self.max_urls + 1:
+            what = "sitemaps" if self.result.kind == "sitemapindex" else "URLs"
+            self.result.report(
+                "too_many_urls", f"more than {self.max_urls} {what}", elem.sourceline
+            )
+        self.result.past_limit += 1
+
+    def _feed_root(self, root: etree._Element) -> None:
+        """An RSS 2.0 or Atom 1.0 feed, which Google and Bing read as a sitemap: its items'
+        links (and dates) are its URLs, under a sitemap's limits."""
+        self.result.kind = "feed"
+        if root.tag == "rss":
+            self.feed_kind, self.item_tag, self.item_depth = "rss", "item", 3
+        else:
+            self.feed_kind, self.item_tag = "atom", f"{{{ATOM_NS}}}entry"
+
+    def _feed_item(self, elem: etree._Element) -> None:
+        result = self.result
+        line = elem.sourceline
+        self.count += 1
+        lastmod: str | None
+        if self.feed_kind == "rss":
+            link = elem.findtext("link")
+            lastmod = _rss_date(elem.findtext("pubDate"), result, line)
+        else:
+            link = next(
+                (
+                    child.get("href")
+                    for child in elem.iterfind(f"{{{ATOM_NS}}}link")
+                    if child.get("rel", "alternate") == "alternate"
+                ),
+                None,
+            )
+            lastmod = elem.findtext(f"{{{ATOM_NS}}}updated")
+            lastmod = lastmod.strip() if lastmod is not None else None
+            if lastmod is not None:
+                _check_lastmod(lastmod, result, line)
+        loc = _check_loc(link, result, line, xsd_min=False)
+        self._entry(ReadEntry(loc=loc, lastmod=lastmod, line=line))
+
+    def _entry(self, entry: ReadEntry) -> None:
+        if entry.loc:
+            if entry.loc in self.seen:
+                self.result.report(
+                    "duplicate_loc", f"{entry.loc[:200]!r} is listed again", entry.line
+                )
+            else:
+                self.seen.add(entry.loc)
+        self.result.entries.append(entry)
+
     def _top_child(self, elem: etree._Element) -> None:
-        if elem.tag == self.item_tag or not isinstance(elem.tag, str):
+        if self.feed_kind or elem.tag == self.item_tag or not isinstance(elem.tag, str):
             return
         ns = etree.QName(elem).namespace or ""
         if ns == self.ns:
+            name = etree.QName(elem).localname
             self.result.report(
-                "unexpected_element",
-                f"<{etree.QName(elem).localname}> is not allowed here",
+                "unknown_element",
+                f"<{name}> does not belong in <{self.result.kind}>; engines skip it",
                 elem.sourceline,
+                warn=True,
             )
 
     def _drop(self, elem: etree._Element) -> None:
@@ -340,13 +433,11 @@ class _XmlReader:
         result = self.result
         line = elem.sourceline
         self.count += 1
-        if self.count == self.max_urls + 1:
-            what = "URLs" if result.kind == "urlset" else "sitemaps"
-            result.report("too_many_urls", f"more than {self.max_urls} {what}", line)
         values: dict[str, str | None] = {}
         position = -1
         images: list[str] = []
         alternates: list[tuple[str, str]] = []
+        mobile: list[str] = []
         videos = 0
         news_date: str | None = None
         if (elem.text or "").strip():
@@ -360,15 +451,28 @@ class _XmlReader:
                 result.report("unexpected_text", "text between fields", child.sourceline)
             if cns == self.ns:
                 name = q.localname
-                if name in values or name not in self.fields:
+                if name not in self.fields:
                     result.report(
-                        "unexpected_element", f"<{name}> is not allowed here", child.sourceline
+                        "unknown_element",
+                        f"<{name}> does not belong in <{etree.QName(elem).localname}>; "
+                        "engines skip it (the URL is read)",
+                        child.sourceline,
+                        warn=True,
+                    )
+                    continue
+                if name in values:
+                    result.report(
+                        "unexpected_element", f"<{name}> is given twice", child.sourceline
                     )
                     continue
                 index = self.fields.index(name)
                 if index < position:
                     result.report(
-                        "unexpected_element", f"<{name}> is out of order", child.sourceline
+                        "field_order",
+                        f"<{name}> comes after <{self.fields[position]}>: the schema's order is "
+                        f"{', '.join(self.fields)} (every engine reads it anyway)",
+                        child.sourceline,
+                        warn=True,
                     )
                 position = max(position, index)
                 values[name] = child.text or ""
@@ -377,14 +481,7 @@ class _XmlReader:
                     if sub.tag == f"{{{IMAGE_NS}}}loc":
                         images.append((sub.text or "").strip())
             elif cns == XHTML_NS and q.localname == "link":
-                hreflang = child.get("hreflang", "")
-                alternates.append((hreflang, child.get("href", "")))
-                if not is_hreflang(hreflang):
-                    result.report(
-                        "bad_hreflang",
-                        f"hreflang {hreflang[:50]!r} is not a language code (or x-default)",
-                        child.sourceline,
-                    )
+                self._link(child, alternates, mobile)
             elif cns == VIDEO_NS and q.localname == "video":
                 videos += 1
                 self._video(child)
@@ -407,12 +504,7 @@ class _XmlReader:
         priority = values.get("priority")
         if priority is not None:
             _check_priority(priority, result, line)
-        if loc:
-            if loc in self.seen:
-                result.report("duplicate_loc", f"{loc[:200]!r} is listed again", line)
-            else:
-                self.seen.add(loc)
-        result.entries.append(
+        self._entry(
             ReadEntry(
                 loc=loc,
                 lastmod=lastmod.strip() if lastmod is not None else None,
@@ -423,8 +515,48 @@ class _XmlReader:
                 line=line,
                 videos=videos,
                 news_date=news_date,
+                mobile=tuple(mobile),
             )
         )
+
+    def _link(
+        self, link: etree._Element, alternates: list[tuple[str, str]], mobile: list[str]
+    ) -> None:
+        """An xhtml:link: an hreflang alternate, or (media= without hreflang) the page's
+        separate mobile URL, Google's markup for m. sites. Either needs rel="alternate" and
+        an href, or engines ignore it."""
+        href, hreflang = (link.get("href") or "").strip(), link.get("hreflang")
+        missing = [
+            what
+            for what, ok in (
+                ('rel="alternate"', "alternate" in (link.get("rel") or "").split()),
+                ("href", href),
+            )
+            if not ok
+        ]
+        if missing:
+            self.result.report(
+                "bad_hreflang",
+                f"xhtml:link without {' and '.join(missing)}: engines ignore it",
+                link.sourceline,
+            )
+            return
+        if hreflang is None and link.get("media"):
+            mobile.append(href)
+            return
+        alternates.append((hreflang or "", href))
+        if hreflang is None:
+            self.result.report(
+                "bad_hreflang",
+                "xhtml:link without hreflang (nor media=, for a mobile URL)",
+                link.sourceline,
+            )
+        elif not is_hreflang(hreflang):
+            self.result.report(
+                "bad_hreflang",
+                f"hreflang {hreflang[:50]!r} is not a language code (or x-default)",
+                link.sourceline,
+            )
 
     def _video(self, video: etree._Element) -> None:
         """A video lacking a field Google requires is left out of its index: say which."""
@@ -441,6 +573,20 @@ class _XmlReader:
                 return
             name = "content_loc or player_loc"
         self.result.report("video_missing_field", f"a video without {name}", video.sourceline)
+
+
+def _rss_date(text: str | None, result: ReadResult, line: int | None) -> str | None:
+    """An RSS pubDate (RFC 822) as the W3C datetime a lastmod is, or None."""
+    if text is None or not text.strip():
+        return None
+    try:
+        when = parsedate_to_datetime(text.strip())
+    except (TypeError, ValueError, IndexError):
+        result.report("bad_lastmod", f"pubDate {text[:100]!r} is not an RFC 822 date", line)
+        return None
+    if when.tzinfo is None:
+        return when.isoformat(timespec="seconds") + "Z"
+    return when.isoformat(timespec="seconds")
 
 
 # -- text -----------------------------------------------------------------------------------
@@ -460,9 +606,12 @@ def _read_text(chunks: Iterator[bytes], result: ReadResult, max_urls: int) -> No
         url = line.strip()
         if not url:
             return
-        if len(result.entries) == max_urls:
-            result.report("too_many_urls", f"more than {max_urls} URLs", line_no)
-        if any(c.isspace() for c in url):
+        if len(result.entries) == max_urls:  # past the limit: counted, not kept
+            if not result.past_limit:
+                result.report("too_many_urls", f"more than {max_urls} URLs", line_no)
+            result.past_limit += 1
+            return
+        if _SPACE_RE.search(url) is not None:
             result.report("loc_not_encoded", f"line {url[:200]!r} holds whitespace", line_no)
         else:
             _check_loc(url, result, line_no, xsd_min=False)
@@ -537,7 +686,19 @@ def read_sitemap(
                 _read_text(_chain(head, chunks), result, max_urls)
         except _TooLarge:
             pass
+    if result.past_limit:
+        _say_past_limit(result)
     return result
+
+
+def _say_past_limit(result: ReadResult) -> None:
+    """The too_many_urls problem, told how many entries the file holds past its limit."""
+    for n, problem in enumerate(result.problems):
+        if problem.code == "too_many_urls":
+            more = f"{result.past_limit} more entries, counted but neither read nor checked"
+            result.problems[n] = Problem(
+                problem.code, f"{problem.message}: {more}", problem.line, problem.severity
+            )
 
 
 def _chain(head: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
@@ -548,15 +709,15 @@ def _chain(head: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
 def count_published(out_dir: str | os.PathLike[str]) -> int | None:
     """How many URLs the set published in ``out_dir`` by SitemapWriter lists, read from its
     files (the manifest names them); None when nothing was published there. Index files
-    are passed over: the parts they list are counted themselves."""
+    are passed over: the parts they list are counted themselves, and the news sitemap."""
     folder = os.fspath(out_dir)
     names = read_manifest(Path(folder))
     if not names:
         return None
     total = 0
     for name in names:
-        if not name.startswith("sitemap"):
-            continue  # the feed
+        if not name.startswith("sitemap") or name.startswith("sitemap-news."):
+            continue  # the feed; the news sitemap is no part (it lists recent articles only)
         try:
             result = read_sitemap(os.path.join(folder, name))
         except OSError:

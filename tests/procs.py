@@ -23,6 +23,17 @@ from typing import IO, NoReturn
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = (sys.executable, "-m", "crawler.cli")
+#: The CLI, run as `python -c PEAK_RSS_CLI ARGS...`, adding its own peak RSS (KiB) as its last
+#: stderr line: VmHWM, of its own address space (ru_maxrss would count the pages of the
+#: process that forked it, as Linux carries it across exec). For memory tests and benchmarks.
+PEAK_RSS_CLI = (
+    "import sys\n"
+    "from crawler.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "status = open('/proc/self/status').read().split('VmHWM:')[1]\n"
+    "print(status.split()[0], file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
 
 
 def child_env(**extra: str) -> dict[str, str]:

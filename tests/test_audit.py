@@ -90,7 +90,7 @@ CASES: dict[str, tuple[Callable[[str], dict], str, str, bool]] = {
         lambda b: {
             "/index.xml": xml(index(f"{b}/ok.xml", f"{b}/bad.xml")),
             "/ok.xml": xml(urlset(f"{b}/a")),
-            "/bad.xml": xml(f"{XML}<rss><channel><link>{b}/b</link></channel></rss>"),
+            "/bad.xml": xml(f'{XML}<html><body><a href="{b}/b">b</a></body></html>'),
         },
         "/index.xml",
         "/bad.xml",

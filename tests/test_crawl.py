@@ -678,10 +678,10 @@ def test_a_signal_during_publish_lets_the_publish_finish(serve, crawl, tmp_path,
     import signal
     import threading
 
-    from crawler.shell.engine import Crawl
+    from crawler.shell.loop import CrawlLoop
     from sitemap_out.writer import SitemapWriter
 
-    publish, on_signal = SitemapWriter.publish, Crawl._on_signal
+    publish, on_signal = SitemapWriter.publish, CrawlLoop._on_signal
     taken = threading.Event()
 
     def noting_signal(self, sig):
@@ -695,7 +695,7 @@ def test_a_signal_during_publish_lets_the_publish_finish(serve, crawl, tmp_path,
             pytest.fail("the crawl did not take the SIGINT within 30 s", pytrace=False)
         return publish(self)
 
-    monkeypatch.setattr(Crawl, "_on_signal", noting_signal)
+    monkeypatch.setattr(CrawlLoop, "_on_signal", noting_signal)
     monkeypatch.setattr(SitemapWriter, "publish", interrupted_publish)
     srv = serve(Site({"/": html("/a"), "/a": html()}).app)
     code, pub, _, _ = crawl(srv.url + "/")

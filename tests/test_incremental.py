@@ -18,6 +18,7 @@ from aiohttp import web
 
 from crawler.cli import main
 from crawler.shell.state import SCHEMA_VERSION
+from sitemap_out.feed import FEED_NAME, read_feed
 from tests.memory import Answer, crawl_until_crash
 from tests.memory import crawl as memory_crawl
 from tests.sites import html, read_decisions, read_published
@@ -44,6 +45,7 @@ class HistorySite:
         self.last_modified: str | None = None  # "now": stamped with the response's Date
         self.robots_tag: dict[str, str] = {}  # path -> X-Robots-Tag, sent with a 304 too
         self.bare_304 = False  # a 304 without Last-Modified
+        self.newsletter = "Subscribe to our newsletter"  # on every page: template
         self.requests = self.conditional = self.bodies = self.not_modified = 0
 
     def render(self, path: str) -> str:
@@ -62,7 +64,7 @@ class HistorySite:
             f"<!doctype html><html><head><title>{path}</title>{head}</head><body>"
             f"<header>Acme Corp</header><nav>{nav}</nav>"
             f"<div class=content>{text}{image}{links}{box}</div>"
-            f"<div class=newsletter>Subscribe to our newsletter</div>"
+            f"<div class=newsletter>{self.newsletter}</div>"
             f"<footer>(c) {self.year} Acme</footer></body></html>"
         )
 
@@ -470,3 +472,83 @@ def test_the_job_starts_afresh_on_a_state_of_an_older_version(serve, tmp_path, c
     assert "another version" in capsys.readouterr().err
     assert main(["job", srv.url + "/", "--data", str(data)]) == 0
     assert "from its history" in capsys.readouterr().err
+
+
+def _changed(path: Path) -> list[str]:
+    report = json.loads(path.read_text())
+    assert report["counts"]["added"] == report["counts"]["removed"] == 0
+    return [change["loc"] for change in report["changed"]]
+
+
+@pytest.mark.parametrize("rebuilt", ["Sun, 01 Jun 2025 08:00:00 GMT", None])
+@pytest.mark.parametrize("mode", ["auto", "content"])
+def test_a_rebuild_moves_the_lastmod_of_the_one_page_whose_text_moved(
+    site_run, tmp_path, mode, rebuilt
+):
+    """Issue #22, defect 2: a new footer and newsletter on every page moves every ETag and
+    Last-Modified; one page's main text moved. That page's lastmod moves (to its believable
+    Last-Modified, else the run's date), and it alone is reported changed."""
+    site = HistorySite(pages=6)
+    site.last_modified = "Wed, 01 Jan 2025 08:00:00 GMT"
+    run = site_run(site)
+    changes = tmp_path / "changes.json"
+    args = ("--lastmod", mode, "--changes", str(changes), "--feed")
+    first, decisions = run(*args)
+    assert {_day(v) for v in first.lastmods.values()} == {"2025-01-01"}  # believable
+    _age(run.state)
+    second, _ = run(*args)  # nothing changed: 304s, the same lastmods
+    assert site.not_modified == site.requests
+    assert second.lastmods == first.lastmods and _changed(changes) == []
+
+    site.year, site.newsletter = 2026, "Our new newsletter: weekly"
+    site.last_modified = rebuilt
+    edited = run.url + "/p/3"
+    site.texts["/p/3"][0] = "Page 3 first paragraph, reworded."
+    _age(run.state)
+    third, decisions = run(*args)
+    assert site.bodies == site.requests  # every ETag moved: every page answered in full
+    moved = {loc for loc in third.locs if third.lastmods[loc] != second.lastmods[loc]}
+    assert moved == {edited}
+    run_day = (datetime.now(UTC) + timedelta(days=2)).date().isoformat()
+    assert _day(third.lastmods[edited]) == ("2025-06-01" if rebuilt else run_day)
+    assert decisions[edited]["lastmod_source"] == ("header" if rebuilt else "content")
+    assert _changed(changes) == [edited]
+    feed, _ = read_feed(tmp_path / "out" / FEED_NAME)
+    assert [entry.loc for entry in feed if entry.kind == "changed"] == [edited]
+
+    _age(run.state)
+    fourth, _ = run(*args)  # the rebuilt site again: nothing moves
+    assert fourth.lastmods == third.lastmods and _changed(changes) == []
+
+
+@pytest.mark.parametrize("mode", ["auto", "content"])
+def test_no_lastmod_comes_and_goes_on_an_unchanged_site(site_run, tmp_path, mode):
+    """A server whose Last-Modified is the response's Date one night and a fixed date the
+    next: the believability test flips, and no published lastmod follows it."""
+    site = HistorySite(pages=6, etag=False)
+    run = site_run(site)
+    changes = tmp_path / "changes.json"
+    args = ("--lastmod", mode, "--changes", str(changes))
+    nights = []
+    for modified in ("Wed, 01 Jan 2025 08:00:00 GMT", "now", "Wed, 01 Jan 2025 08:00:00 GMT"):
+        site.last_modified = modified
+        published, _ = run(*args)
+        nights.append(published.lastmods)
+        if len(nights) > 1:
+            assert _changed(changes) == []
+        _age(run.state)
+    assert {_day(v) for v in nights[0].values()} == {"2025-01-01"}
+    assert nights[1] == nights[0] and nights[2] == nights[0]
+
+    # and the other way round: nothing published while the stamp is not believed, then
+    # the header, once believable, dates the pages (a lastmod appears; none disappears)
+    site.last_modified = "now"
+    run("--fresh", *args)
+    _age(run.state)
+    site.last_modified = "Wed, 01 Jan 2025 08:00:00 GMT"
+    believed, _ = run(*args)
+    assert {_day(v) for v in believed.lastmods.values()} == {"2025-01-01"}
+    site.last_modified = "now"
+    _age(run.state)
+    kept, _ = run(*args)
+    assert kept.lastmods == believed.lastmods and _changed(changes) == []

@@ -12,10 +12,14 @@ from crawler.core.lastmod import (
     CONTENT,
     HEADER,
     NONE,
+    Dated,
     HeavyHitters,
+    LastRun,
     SiteDates,
     choose,
     common_blocks,
+    content_date,
+    date_page,
     pack_blocks,
     same_content,
     stamped,
@@ -88,3 +92,99 @@ def test_the_summary_keeps_every_block_on_most_pages(pages, template):
     assert len(candidates) <= 64
     exact = {b: counts.get(b, 0) for b in candidates}
     assert common_blocks(exact, len(pages)) == common_blocks(counts, len(pages))
+
+
+NAV, TEXT, EDITED, FOOTER_OLD, FOOTER_NEW = 1, 2, 3, 4, 5
+TEMPLATE = frozenset({NAV, FOOTER_OLD, FOOTER_NEW})
+PAGE = pack_blocks([NAV, TEXT, FOOTER_OLD])
+REBUILT = pack_blocks([NAV, TEXT, FOOTER_NEW])  # a new footer: the same main text
+EDITED_PAGE = pack_blocks([NAV, EDITED, FOOTER_NEW])
+STARTED = 1_000  # this run's start
+OLD, NEW = 100, 900  # Last-Modified headers before and after a rebuild
+
+
+def _date(mode: str, blocks: bytes, before: LastRun | None, **facts: object) -> Dated:
+    given: dict = {"header": NEW, "stamped": False, "believable": True, **facts}
+    return date_page(
+        mode, blocks=blocks, before=before, template=TEMPLATE, started=STARTED, **given
+    )
+
+
+def test_content_date_moves_only_with_the_main_text():
+    assert content_date(PAGE, 50, REBUILT, TEMPLATE, STARTED) == 50
+    assert content_date(PAGE, None, REBUILT, TEMPLATE, STARTED) is None  # still not known
+    assert content_date(PAGE, 50, EDITED_PAGE, TEMPLATE, STARTED) == STARTED
+    assert content_date(None, 50, PAGE, TEMPLATE, STARTED) is None  # first sight
+    assert content_date(PAGE, 50, None, TEMPLATE, STARTED) is None  # not an HTML page
+
+
+def test_a_rebuild_keeps_every_lastmod_but_the_edited_page():
+    for mode in (AUTO, CONTENT):
+        before = LastRun(PAGE, None, OLD, HEADER)
+        assert _date(mode, REBUILT, before) == Dated(OLD, HEADER, None)
+        assert _date(mode, EDITED_PAGE, before) == Dated(NEW, HEADER, STARTED)
+        # no Last-Modified, or one not believed, or stamped: the run's start
+        assert _date(mode, EDITED_PAGE, before, header=None) == Dated(STARTED, CONTENT, STARTED)
+        assert _date(mode, EDITED_PAGE, before, believable=False).lastmod == STARTED
+        assert _date(mode, EDITED_PAGE, before, stamped=True).lastmod == STARTED
+        # a header no later than the lastmod it had does not date a change seen since
+        assert _date(mode, EDITED_PAGE, before, header=OLD).lastmod == STARTED
+
+
+def test_header_is_the_raw_header_and_none_is_none():
+    before = LastRun(PAGE, 50, OLD, HEADER)
+    assert _date(HEADER, REBUILT, before) == Dated(NEW, HEADER, 50)
+    assert _date(HEADER, REBUILT, before, believable=False).lastmod == NEW
+    assert _date(NONE, EDITED_PAGE, before) == Dated(None, NONE, STARTED)
+
+
+def test_first_sight_follows_choose():
+    for mode in (AUTO, CONTENT, HEADER, NONE):
+        for believable in (True, False):
+            expected = choose(mode, NEW, None, believable)
+            dated = _date(mode, PAGE, None, believable=believable)
+            assert (dated.lastmod, dated.source) == expected and dated.changed is None
+    # a history without a published lastmod (first night: none was believable)
+    nothing = LastRun(PAGE, None, None, NONE)
+    assert _date(AUTO, REBUILT, nothing) == Dated(NEW, HEADER, None)
+    assert _date(CONTENT, REBUILT, nothing, believable=False) == Dated(None, NONE, None)
+    # a history without blocks (a --lastmod header run made none): first sight too
+    assert _date(AUTO, PAGE, LastRun(None, None, OLD, HEADER)) == Dated(NEW, HEADER, None)
+
+
+_nights = st.lists(
+    st.tuples(
+        st.none() | st.integers(0, 2_000),  # Last-Modified
+        st.booleans(),  # stamped
+        st.booleans(),  # the site's headers believable
+        st.booleans(),  # a rebuild: a new footer (the template) or not
+        st.booleans(),  # the main text edited
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@given(st.sampled_from([AUTO, CONTENT]), _nights)
+def test_a_lastmod_moves_only_when_the_main_text_does(mode, nights):
+    """Whatever the headers and the believability test do, night after night: once a
+    lastmod is published it never disappears, and it moves only on a night the main text
+    moved, then to a later header or that night's start."""
+    before: LastRun | None = None
+    text = 0
+    for night, (header, is_stamped, believable, rebuilt, edited) in enumerate(nights):
+        started = 10_000 * (night + 1)
+        text += edited
+        blocks = pack_blocks([NAV, 100 + text, FOOTER_NEW if rebuilt else FOOTER_OLD])
+        dated = date_page(
+            mode, header=header, stamped=is_stamped, blocks=blocks, before=before,
+            template=TEMPLATE, believable=believable, started=started,
+        )  # fmt: skip
+        if before is not None and before.lastmod is not None:
+            if edited:
+                assert dated.lastmod == started or (
+                    dated.lastmod == header and header > before.lastmod
+                )
+            else:
+                assert (dated.lastmod, dated.source) == (before.lastmod, before.source)
+        before = LastRun(blocks, dated.changed, dated.lastmod, dated.source)

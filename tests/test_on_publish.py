@@ -13,8 +13,8 @@ from tests.procs import CLI, child_env, wait_for
 from tests.sites import Page, Site, tree_site
 
 WRITE_ENV = (
-    'printf "%s\\n%s\\n%s\\n" "$SITEMAP_CRAWLER_OUTPUT" "$SITEMAP_CRAWLER_SITEMAP_URL" '
-    '"$SITEMAP_CRAWLER_FILES" > "$MARKER"; echo hook-says-hi'
+    'printf "%s\\n%s\\n%s\\n" "$SITEMAP_CRAWLER_PUBLISHED_DIR" "$SITEMAP_CRAWLER_PUBLISHED_URL" '
+    '"$SITEMAP_CRAWLER_PUBLISHED_FILES" > "$MARKER"; echo hook-says-hi'
 )
 
 
@@ -124,13 +124,15 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_hook_may_run_sitemap_crawler_again(tmp_path):
-    """The hook's SITEMAP_CRAWLER_* variables are settings of the same meaning, or known not
-    to be settings: a hook running `sitemap-crawler audit` is not refused for them."""
+    """What a hook is told is no setting: a hook running `sitemap-crawler audit` is neither
+    refused for these variables nor handed the crawl's output and sitemap URL as its own."""
     from crawler.config import from_env
+    from crawler.shell.on_publish import environment
 
-    env = {
-        "SITEMAP_CRAWLER_OUTPUT": str(tmp_path),
-        "SITEMAP_CRAWLER_SITEMAP_URL": "https://example.com/sitemap.xml",
-        "SITEMAP_CRAWLER_FILES": str(tmp_path / "sitemap.xml"),
+    env = environment(tmp_path, "https://example.com/sitemap.xml", [tmp_path / "sitemap.xml"])
+    assert set(env) == {
+        "SITEMAP_CRAWLER_PUBLISHED_DIR",
+        "SITEMAP_CRAWLER_PUBLISHED_URL",
+        "SITEMAP_CRAWLER_PUBLISHED_FILES",
     }
-    assert set(from_env(env)) == {"output", "sitemap_url"}
+    assert from_env(env) == {}

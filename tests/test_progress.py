@@ -9,10 +9,10 @@ import json
 from crawler.cli import main
 from crawler.config import Config
 from crawler.shell.engine import Crawl
-from crawler.shell.progress import Renderer, Snapshot, format_text
+from crawler.shell.progress import ProgressFigures, ProgressLine, format_text
 from tests.sites import Page, Site, html, tree_site
 
-SNAP = Snapshot(fetched=1200, listed=1100, queued=300, failed=2, elapsed=65.0)
+SNAP = ProgressFigures(fetched=1200, listed=1100, queued=300, failed=2, elapsed=65.0)
 
 
 def test_text_line():
@@ -23,7 +23,7 @@ def test_text_line():
 
 
 def test_the_line_fits_a_narrow_terminal_dropping_the_least_important_parts():
-    snap = Snapshot(12, 10, 3000, 0, 12.0, "Crawl-delay 1 s from robots.txt", 1.0)
+    snap = ProgressFigures(12, 10, 3000, 0, 12.0, "Crawl-delay 1 s from robots.txt", 1.0)
     full = format_text(snap)
     assert full == (
         "12 fetched, 10 listed, 3000 queued, 1 pages/s, 0:12 elapsed, "
@@ -49,16 +49,16 @@ def test_the_pace_says_what_holds_the_crawl_back():
 def test_the_terminal_line_is_cut_to_the_terminal_width(monkeypatch):
     monkeypatch.setenv("COLUMNS", "40")
     out = io.StringIO()
-    r = Renderer(out, tty=True)
+    r = ProgressLine(out, tty=True)
     r(SNAP)
     assert len(out.getvalue().lstrip("\r")) <= 39
 
 
 def test_terminal_rewrites_one_line_and_clears_it():
     out = io.StringIO()
-    r = Renderer(out, tty=True)
+    r = ProgressLine(out, tty=True)
     r(SNAP)
-    r(Snapshot(1, 1, 1, 0, 1.0))
+    r(ProgressFigures(1, 1, 1, 0, 1.0))
     r.finish()
     text = out.getvalue()
     assert "\n" not in text and text.count("\r") == 4
@@ -67,11 +67,11 @@ def test_terminal_rewrites_one_line_and_clears_it():
 
 def test_log_lines_every_ten_seconds_and_json():
     out = io.StringIO()
-    r = Renderer(out, tty=False)
+    r = ProgressLine(out, tty=False)
     r(SNAP)
     assert out.getvalue().startswith("progress: 1200 fetched") and r.interval == 10.0
     out = io.StringIO()
-    Renderer(out, tty=True, json_lines=True)(SNAP)
+    ProgressLine(out, tty=True, json_lines=True)(SNAP)
     data = json.loads(out.getvalue())
     assert data == {
         "event": "progress",
@@ -90,7 +90,7 @@ def test_log_lines_every_ten_seconds_and_json():
 def test_crawl_reports_progress_while_it_runs(serve, tmp_path):
     srv = serve(tree_site(40, 0.05).app)
     out = io.StringIO()
-    renderer = Renderer(out, tty=False, json_lines=True, interval=0.1)
+    renderer = ProgressLine(out, tty=False, json_lines=True, interval=0.1)
     config = Config(url=srv.url + "/", output=tmp_path / "o", concurrency=2).validate()
     asyncio.run(Crawl(config, progress=renderer).run())
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
@@ -108,7 +108,7 @@ def test_quiet_prints_nothing(serve, tmp_path, capsys):
 
 def test_a_log_line_clears_the_status_line_first():
     out = io.StringIO()
-    r = Renderer(out, tty=True)
+    r = ProgressLine(out, tty=True)
     r(SNAP)
     r.log("warning: something")
     text = out.getvalue()
@@ -123,7 +123,7 @@ def test_urls_waiting_on_a_crawl_delay_count_as_queued_with_the_time_left(serve,
     site = Site({"/robots.txt": robots, "/": html(*pages), **pages})
     srv = serve(site.app)
     out = io.StringIO()
-    renderer = Renderer(out, tty=False, json_lines=True, interval=0.3)
+    renderer = ProgressLine(out, tty=False, json_lines=True, interval=0.3)
     config = Config(url=srv.url + "/", output=tmp_path / "o", concurrency=8).validate()
     asyncio.run(Crawl(config, progress=renderer).run())
     lines = [json.loads(line) for line in out.getvalue().splitlines()]

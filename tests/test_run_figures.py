@@ -16,7 +16,7 @@ from aiohttp import web
 
 from crawler.cli import main
 from crawler.config import _NOT_FINGERPRINTED, Config, settings
-from crawler.shell.progress import Snapshot, format_json
+from crawler.shell.progress import ProgressFigures, format_json
 from tests.procs import wait_for
 from tests.sites import Page, Site, crawl_process, html, tree_site
 
@@ -154,7 +154,7 @@ def test_the_settings_kept_are_those_fingerprinted_and_never_a_secret(serve, tmp
 
 
 def test_the_progress_rate_of_a_resumed_crawl_counts_this_run_only():
-    resumed = Snapshot(1200, 0, 0, 0, elapsed=10.0, fetched_before=1000)
+    resumed = ProgressFigures(1200, 0, 0, 0, elapsed=10.0, fetched_before=1000)
     assert resumed.pages_per_second == 20.0
     assert json.loads(format_json(resumed))["fetched_before"] == 1000
-    assert "fetched_before" not in json.loads(format_json(Snapshot(1, 1, 1, 0, 1.0)))
+    assert "fetched_before" not in json.loads(format_json(ProgressFigures(1, 1, 1, 0, 1.0)))

@@ -159,6 +159,7 @@ def test_auth_from_the_environment(serve, crawl, rules_file, monkeypatch):
     site = staging_site()
     srv = serve(site.app)
     monkeypatch.setenv(AUTH_ENV, f"{USER}:{PASSWORD}")
+    monkeypatch.setenv("SITEMAP_CRAWLER_AUTH_ORIGIN", srv.url)  # what the password is for
     code, pub, _, err = crawl(srv.url + "/", *ACCESS[2:], "--robots-from", str(rules_file))
     assert code == 0, err
     assert len(pub.locs) == 3

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import crawler.core.report as report_module
 import crawler.shell.state as state_module
+import crawler.shell.state_queue as queue_module
 from crawler.core.media import PageExtras, RawVideo
 from crawler.core.report import DecisionRecord
 from crawler.core.wire import pack
@@ -27,7 +28,7 @@ from crawler.shell.listings import Listing, from_micros, to_micros
 from crawler.shell.state import (
     CrawlState,
     QueuedRow,
-    Snapshot,
+    SavedCrawl,
     StateError,
     StateWriteError,
 )
@@ -75,7 +76,7 @@ def listed(
 
 def reload_listings(
     path: Path, start_url: str = START, fingerprint: str = FP
-) -> tuple[Snapshot, list[DecisionRecord], list[Listing]]:
+) -> tuple[SavedCrawl, list[DecisionRecord], list[Listing]]:
     """Everything in the file, finished or not, with the listings as they were recorded."""
     with CrawlState.open(
         path, fingerprint=fingerprint, start_url=start_url, resume=True, reopen_finished=True
@@ -86,7 +87,7 @@ def reload_listings(
 
 def reload(
     path: Path, start_url: str = START, fingerprint: str = FP
-) -> tuple[Snapshot, list[DecisionRecord], list[EntryRow]]:
+) -> tuple[SavedCrawl, list[DecisionRecord], list[EntryRow]]:
     """Like reload_listings, with each listing reduced to the sitemap entry it makes."""
     snap, decisions, listings = reload_listings(path, start_url, fingerprint)
     return snap, decisions, [entry_row(x) for x in listings]
@@ -300,23 +301,24 @@ def test_decision_records_and_queued_rows_round_trip_field_by_field(path: Path) 
     assert all(type(x.status) is int for x in got if x.status is not None)
 
 
-def _state_module_copy(
+def _queue_module_copy(
     monkeypatch: pytest.MonkeyPatch, replace: tuple[str, str] | None = None
 ) -> object:
-    """A fresh crawler.shell.state, as a separate module, reading crawler.core.report as it is now
-    (patched or not), its source edited by `replace`: the state as a developer would have
-    it after changing a record."""
-    source = Path(state_module.__file__).read_text(encoding="utf-8")
+    """A fresh crawler.shell.state_queue (the records' SQL), as a separate module, reading
+    crawler.core.report as it is now (patched or not), its source edited by `replace`: the
+    state as a developer would have it after changing a record. CrawlState uses it."""
+    source = Path(queue_module.__file__).read_text(encoding="utf-8")
     if replace is not None:
-        assert source.count(replace[0]) == 1, f"{replace[0]!r} is no longer in crawler/state.py"
+        assert source.count(replace[0]) == 1, f"{replace[0]!r} is no longer in state_queue.py"
         source = source.replace(*replace)
-    name = "crawler._state_under_test"
+    name = "crawler._state_queue_under_test"
     spec = importlib.util.spec_from_loader(name, loader=None)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
-    module.__file__ = state_module.__file__
+    module.__file__ = queue_module.__file__
     monkeypatch.setitem(sys.modules, name, module)  # dataclasses look their module up
-    exec(compile(source, state_module.__file__, "exec"), module.__dict__)
+    exec(compile(source, queue_module.__file__, "exec"), module.__dict__)
+    monkeypatch.setattr(state_module, "ResumeQueue", module.ResumeQueue)
     return module
 
 
@@ -334,10 +336,10 @@ def test_a_decision_field_without_a_column_fails_loudly(
         state.decided("https://example.com/gone", 404, "http_error", "HTTP 404", 1, START)
         state.checkpoint()
     monkeypatch.setattr(report_module, "DecisionRecord", Extended)
-    copy = _state_module_copy(monkeypatch)
+    copy = _queue_module_copy(monkeypatch)
     assert "d.extra" in copy._DECISION_SELECT  # type: ignore[attr-defined]
     assert "extra" in copy._DECISION_INSERT  # type: ignore[attr-defined]
-    crawl_state: CrawlState = copy.CrawlState  # type: ignore[attr-defined]
+    crawl_state = CrawlState
     with crawl_state.open(path, fingerprint=FP, start_url=START, resume=True) as state:
         with pytest.raises(SitemapCrawlerError, match=r"no such column: d\.extra"):
             list(state.load().decisions)
@@ -353,7 +355,7 @@ def test_a_queued_row_field_without_a_column_fails_loudly(
     with fresh(path) as state:
         state.queued(START, 0, None)
         state.checkpoint()
-    copy = _state_module_copy(
+    copy = _queue_module_copy(
         monkeypatch,
         ("    depth: int\n    referrer: str | None\n\n\n#: load() reads",
          "    depth: int\n    referrer: str | None\n    extra: int = 0\n\n\n#: load() reads"),
@@ -364,7 +366,7 @@ def test_a_queued_row_field_without_a_column_fails_loudly(
         "referrer",
         "extra",
     ]
-    crawl_state: CrawlState = copy.CrawlState  # type: ignore[attr-defined]
+    crawl_state = CrawlState
     with (
         crawl_state.open(path, fingerprint=FP, start_url=START, resume=True) as state,
         pytest.raises(SitemapCrawlerError, match="no such column: extra"),
@@ -376,17 +378,17 @@ def test_the_state_names_every_field_of_its_records(path: Path) -> None:
     """The SQL is generated from the records' fields, and decided() buffers its values in
     the order of the INSERT's columns."""
     fields = [f.name for f in dataclasses.fields(DecisionRecord)]
-    insert = state_module._DECISION_INSERT
+    insert = queue_module._DECISION_INSERT
     assert insert.startswith(f"INSERT INTO decisions ({', '.join(fields)}) VALUES")
-    assert state_module._DECISION_SELECT.count(",") == len(fields) - 1
+    assert queue_module._DECISION_SELECT.count(",") == len(fields) - 1
     queued = [f.name for f in dataclasses.fields(QueuedRow)]
-    assert state_module._URLS_SELECT.endswith(f"{', '.join(queued)} FROM urls")
+    assert queue_module._URLS_SELECT.endswith(f"{', '.join(queued)} FROM urls")
     with fresh(path) as state:
         state.queued("https://example.com/r", 1, None)
         state.decided(
             "https://example.com/a", 404, "http_error", "HTTP 404", 3, "https://example.com/r"
         )
-        (buffered,) = state._decisions
+        (buffered,) = state._queue._decisions
     assert dict(zip(fields, buffered, strict=True)) == {
         "url": 2,
         "status": 404,
@@ -599,7 +601,7 @@ def test_first_body_wins(path: Path) -> None:
 def test_streams_page_through_large_tables_in_order(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(state_module, "_CHUNK", 7)
+    monkeypatch.setattr(queue_module, "_CHUNK", 7)
     urls = [f"https://example.com/{i}" for i in range(100)]
     gone = [f"https://example.com/gone/{i}" for i in range(100)]
     with fresh(path) as state:

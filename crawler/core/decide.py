@@ -268,35 +268,46 @@ def repeats_segment(path: str, limit: int) -> bool:
 
 
 class TrapBudgets:
-    """Per-folder and per-query-parameter page budgets: the defence against calendars,
-    faceted search and other URL spaces that never end. Counts only; no I/O."""
+    """Per-folder and per-path-query page budgets: the defence against calendars, faceted
+    search and other URL spaces that never end. Counts only; no I/O."""
 
-    __slots__ = ("_folders", "_params", "per_folder", "per_param")
+    __slots__ = ("_folders", "_paths", "cuts", "per_folder", "per_param")
 
     def __init__(self, per_folder: int = 0, per_param: int = 0) -> None:
         self.per_folder = per_folder
         self.per_param = per_param
         self._folders: dict[str, int] = {}
-        self._params: dict[str, int] = {}
+        self._paths: dict[str, int] = {}  # a path -> its URLs that differ only in the query
+        self.cuts: dict[str, int] = {}  # a spent budget's reason -> URLs it refused
 
     def spend(self, url: str) -> str | None:
         """Count url against its budgets; the reason when one is spent (then nothing is
         counted), else None."""
         path, _, query = url.partition("?")
         folder = path[: path.rfind("/") + 1]
+        why = None
         if self.per_folder and self._folders.get(folder, 0) >= self.per_folder:
-            return f"more than {self.per_folder} URLs in folder {folder}"
-        names: set[str] = set()
-        if self.per_param and query:
-            names = {pair.partition("=")[0] for pair in query.split("&") if pair}
-            for name in sorted(names):
-                if self._params.get(name, 0) >= self.per_param:
-                    return f"more than {self.per_param} URLs with query parameter {name!r}"
+            why = f"more than {self.per_folder} URLs in folder {folder} (max_pages_per_folder)"
+        elif self.per_param and query and self._paths.get(path, 0) >= self.per_param:
+            why = (
+                f"more than {self.per_param} URLs of {path} that differ only in their query "
+                "(max_pages_per_param)"
+            )
+        if why is not None:
+            self.cuts[why] = self.cuts.get(why, 0) + 1
+            return why
         if self.per_folder:
             self._folders[folder] = self._folders.get(folder, 0) + 1
-        for name in names:
-            self._params[name] = self._params.get(name, 0) + 1
+        if self.per_param and query:
+            self._paths[path] = self._paths.get(path, 0) + 1
         return None
+
+    def warnings(self) -> list[str]:
+        """A line per spent budget: a trap cut short is worth a look (a real catalogue
+        past the budget wants it raised)."""
+        return [
+            f"trap: {cut}: {count} URL(s) not fetched" for cut, count in sorted(self.cuts.items())
+        ]
 
 
 def depth_priority(depth: int) -> float:

@@ -54,6 +54,14 @@ CODES: Final[dict[str, Code]] = {
     "invalid_url": Code("error", "file", "a loc that is not a valid absolute http(s) URL"),
     "invalid_date": Code("error", "file", "a lastmod that is not a W3C datetime"),
     "invalid_tag_value": Code("error", "file", "a changefreq or priority the protocol forbids"),
+    "unknown_element": Code(
+        "warning", "file", "an element the protocol does not define (engines skip it)"
+    ),
+    "field_order": Code(
+        "warning", "file", "the fields of an entry in another order than the schema's"
+    ),
+    "loc_fragment": Code("warning", "file", "a loc with a #fragment, which engines drop"),
+    "loc_whitespace": Code("notice", "file", "a loc with whitespace around the URL"),
     "url_not_allowed": Code(
         "error", "file", "a loc outside the sitemap's scheme, host, port and folder"
     ),
@@ -70,7 +78,12 @@ CODES: Final[dict[str, Code]] = {
     ),
     "news_too_old": Code("warning", "file", "a news entry published more than two days ago"),
     "too_many_news_urls": Code("error", "file", "more than 1,000 URLs in a news sitemap"),
-    "duplicate_url": Code("warning", "file", "the same URL listed more than once"),
+    "duplicate_url": Code(
+        "warning", "file", "the same URL listed more than once, or twice but for tracking"
+    ),
+    "tracking_parameter": Code(
+        "warning", "file", "a loc carrying a session or tracking parameter (strip_params)"
+    ),
     "not_in_robots_txt": Code(
         "notice", "file", "robots.txt has no Sitemap: line naming this sitemap"
     ),

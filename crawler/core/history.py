@@ -5,7 +5,7 @@ the page: the validators to ask again with (ETag, Last-Modified), the facts its 
 made on (type, directives, canonical, links, body key) and its content blocks and dates. The
 next run asks with ``If-None-Match`` / ``If-Modified-Since``; a ``304`` then has no body, and
 the page is rebuilt from the history here, so that it is judged, and its links followed,
-exactly as the full answer would have been (crawler.shell.engine).
+exactly as the full answer would have been (crawler.shell.revalidation owns the rule).
 """
 
 from __future__ import annotations

@@ -15,6 +15,15 @@ pages). So a page's blocks are kept one by one (32-bit hashes), and a page's old
 blocks are compared after removing from BOTH the blocks common now or in the previous run:
 a block that became common (or stopped being so) then moves no page's lastmod, and neither
 does a footer year changed on every page (the old year was common, the new one is).
+
+What a lastmod means (this module is its one owner; the shell only feeds it facts): once a
+page has a published lastmod and a history, its lastmod stays as it was until that
+fingerprint changes, whatever its Last-Modified or ETag do (a site rebuild moves every one
+of them, and would otherwise announce every page as changed); then it moves to the page's
+Last-Modified when that is believable and later than the old lastmod, else to the start of
+the run that saw the change. A heuristic (whether the site's headers are believable) only
+ever decides a page seen for the first time, so no lastmod disappears from one night to the
+next because it changed its mind. `header` is the raw header, always, as documented.
 """
 
 from __future__ import annotations
@@ -34,10 +43,14 @@ __all__ = [
     "MODES",
     "NONE",
     "Blocks",
+    "Dated",
     "HeavyHitters",
+    "LastRun",
     "SiteDates",
     "choose",
     "common_blocks",
+    "content_date",
+    "date_page",
     "pack_blocks",
     "same_content",
     "stamped",
@@ -173,3 +186,72 @@ def choose(
         if mode == CONTENT and believable and header is not None:  # first sight
             return header, HEADER
     return None, NONE
+
+
+def content_date(
+    before: bytes | None,
+    changed: int | None,
+    blocks: bytes | None,
+    template: frozenset[int],
+    started: int,
+) -> int | None:
+    """A page's content date (microseconds): `changed`, the last run's, while its blocks say
+    the same as `before` once `template` is left out; `started`, the start of this run, once
+    they differ. None when either run has no blocks (first sight, or not an HTML page): when
+    its text last changed is not known until a run sees it differ."""
+    if before is None or blocks is None:
+        return None
+    return changed if same_content(before, blocks, template) else started
+
+
+@dataclass(slots=True, frozen=True)
+class LastRun:
+    """What the last finished run kept of a listed page (the state's history)."""
+
+    blocks: bytes | None = None  # its content blocks, packed
+    changed: int | None = None  # its content date
+    lastmod: int | None = None  # the lastmod it was published with
+    source: str | None = None  # and that lastmod's source
+
+
+@dataclass(slots=True, frozen=True)
+class Dated:
+    """A listed page's date: the lastmod published (microseconds, or None) and its source,
+    and the content date the history keeps for the next run."""
+
+    lastmod: int | None
+    source: str
+    changed: int | None
+
+
+def date_page(
+    mode: str,
+    *,
+    header: int | None,
+    stamped: bool,
+    blocks: bytes | None,
+    before: LastRun | None,
+    template: frozenset[int],
+    believable: bool,
+    started: int,
+) -> Dated:
+    """The lastmod of a listed page (see the module doc). `header`: its Last-Modified (None
+    when missing or in the future); `stamped`: that header was its response's Date;
+    `blocks`: its content blocks (a 304's are the history's); `before`: the last finished
+    run's row, None without a history; `template`: the blocks common now or in the last run;
+    `believable`: the site's headers are (SiteDates); `started`: this run's start."""
+    if before is None or before.blocks is None or blocks is None:
+        # its main text not seen by both runs: when it last changed is not known
+        lastmod, source = choose(mode, header, None, believable)
+        return Dated(lastmod, source, None)
+    moved = not same_content(before.blocks, blocks, template)
+    changed = started if moved else before.changed
+    kept = before.lastmod
+    if mode in (HEADER, NONE) or kept is None or before.source not in (HEADER, CONTENT):
+        lastmod, source = choose(mode, header, changed, believable)
+        return Dated(lastmod, source, changed)
+    if not moved:  # the same main text: the lastmod it has, whatever its headers say
+        return Dated(kept, before.source, changed)
+    if header is not None and believable and not stamped and header > kept:
+        return Dated(header, HEADER, changed)
+    return Dated(started, CONTENT, changed)

@@ -12,9 +12,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
+from typing import Protocol
 from urllib.parse import urljoin
-
-from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawler.core.decide import HTML_TYPES
 from crawler.core.directives import (
@@ -36,7 +35,15 @@ from crawler.core.urls import join_parts, resolve, resolve_links
 
 __all__ = ["PagePolicy", "PageResult", "analyse"]
 
-Headers = CIMultiDictProxy[str] | CIMultiDict[str]
+
+class Headers(Protocol):
+    """A response's headers as the core reads them: any case-insensitive multi-mapping with
+    these two methods (the shell's transport gives aiohttp's; tests, a plain one of theirs).
+    The core names no I/O library's type."""
+
+    def get(self, key: str, /) -> str | None: ...
+
+    def getall(self, key: str, default: tuple[()], /) -> list[str] | tuple[()]: ...
 
 
 @dataclass(slots=True, frozen=True)

@@ -7,7 +7,7 @@ data, so the rules are tested without one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser
@@ -115,9 +115,12 @@ class AutoRender:
     def sampling(self) -> bool:
         return self.decided is None
 
-    def wants(self, shell: bool) -> bool:
-        """Render this page? Every page while sampling, then as decided; an app shell always."""
-        return self.decided is None or self.decided or shell
+    def wants(self, shell: bool | Callable[[], bool]) -> bool:
+        """Render this page? Every page while sampling, then as decided; an app shell always.
+        `shell` may be a test run only when the answer depends on it (it parses the page)."""
+        if self.decided is None or self.decided:
+            return True
+        return shell() if callable(shell) else shell
 
     def observe(self, raw: Iterable[str], rendered: Iterable[str]) -> bool:
         """One sampled page's in-scope links, both ways. True when this page settles the

@@ -2,7 +2,7 @@
 
 A webmaster asks "may this agent fetch this URL, and which line of my robots.txt says so?";
 search engines answer only inside their consoles. The shell fetches each origin's robots.txt
-(or reads a file) into a :class:`Source`; everything here is plain data in, lines of text
+(or reads a file) into a :class:`RobotsSource`; everything here is plain data in, lines of text
 and an exit code out, so the wording is tested without a server.
 
 Exit codes: 0 every URL allowed, 1 one or more blocked by a rule, 3 a robots.txt could not be
@@ -25,7 +25,7 @@ __all__ = [
     "EXIT_ALLOWED",
     "EXIT_BLOCKED",
     "EXIT_UNREADABLE",
-    "Source",
+    "RobotsSource",
     "UrlCheck",
     "check",
     "exit_code",
@@ -43,7 +43,7 @@ _COMPATIBLE = re.compile(r"compatible;\s*([^\s;/()]+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
-class Source:
+class RobotsSource:
     """One robots.txt and how it was obtained: the facts a report needs, nothing live."""
 
     url: str  # the robots.txt URL (the last one asked, after redirects), or the file's path
@@ -79,7 +79,7 @@ class UrlCheck:
     """The verdict on one URL for one agent, with the group and the rules behind it."""
 
     url: str
-    source: Source
+    source: RobotsSource
     verdict: Verdict
     groups: tuple[UserAgentGroup, ...]
     matched: tuple[RobotsRule, ...]  # every matching rule, the deciding one first
@@ -106,7 +106,7 @@ def tester_token(user_agent: str, token: str | None = None) -> tuple[str, str]:
     return _product_token(user_agent) or "*", "the User-Agent's first word"
 
 
-def check(url: str, source: Source, token: str, engines: Sequence[str] = ()) -> UrlCheck:
+def check(url: str, source: RobotsSource, token: str, engines: Sequence[str] = ()) -> UrlCheck:
     """The verdict for the product `token` (tester_token), and for each search engine."""
     robots = source.robots
     return UrlCheck(
@@ -137,7 +137,7 @@ def report(
     for item in checks:
         lines += _url_lines(item, token)
         lines += _engine_lines(item)
-    sources: list[Source] = []
+    sources: list[RobotsSource] = []
     for item in checks:
         if all(item.source is not seen for seen in sources):
             sources.append(item.source)
@@ -214,7 +214,7 @@ def _group_text(groups: Sequence[UserAgentGroup], token: str) -> str:
     return text
 
 
-def _source_lines(source: Source, user_agent: str, token: str) -> list[str]:
+def _source_lines(source: RobotsSource, user_agent: str, token: str) -> list[str]:
     lines = [f"robots.txt {source.url}: {source.outcome()}"]
     lines += [f"  retried: {note}" for note in source.notes]
     if source.unreadable or (source.status is not None and source.status >= 300):
@@ -229,7 +229,7 @@ def _source_lines(source: Source, user_agent: str, token: str) -> list[str]:
     return lines
 
 
-def _warnings(source: Source) -> list[str]:
+def _warnings(source: RobotsSource) -> list[str]:
     """What makes a robots.txt read as something other than its author meant."""
     found: list[str] = []
     head = source.head.lstrip()

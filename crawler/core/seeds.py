@@ -16,8 +16,8 @@ from crawler.core.robots import RobotsTxt
 from crawler.core.screen import Plan
 from crawler.core.urls import normalize
 from crawler.errors import InvalidURLError
+from sitemap_out.limits import MAX_BYTES
 from sitemap_out.reader import read_sitemap
-from sitemap_out.writer import MAX_BYTES
 
 __all__ = [
     "MAX_SEED_SITEMAPS",
@@ -25,7 +25,7 @@ __all__ = [
     "MAX_SITEMAP_BYTES",
     "MAX_SITEMAP_REDIRECTS",
     "SitemapRead",
-    "Source",
+    "SitemapToRead",
     "read_body",
     "sources",
     "where",
@@ -46,7 +46,7 @@ _FATAL: Final = ("too_large", "bad_gzip", "not_well_formed", "wrong_root")
 
 
 @dataclass(slots=True, frozen=True)
-class Source:
+class SitemapToRead:
     """A sitemap to read."""
 
     url: str  # crawl space: where it is fetched
@@ -89,11 +89,11 @@ def _crawled_origin(plan: Plan) -> str:
 
 def sources(
     named: tuple[str, ...], plan: Plan, robots: RobotsTxt, user_agent: str
-) -> tuple[list[Source], list[str]]:
+) -> tuple[list[SitemapToRead], list[str]]:
     """The sitemaps to read, and a note for each one left out. The robots.txt `Sitemap:`
     lines, else the guesses: /sitemap.xml, and the start folder's when that is another.
     Each obeys robots.txt like a page: the crawl requests nothing robots.txt forbids it."""
-    found: list[Source] = []
+    found: list[SitemapToRead] = []
     notes: list[str] = []
     if named:
         candidates = [(raw, True) for raw in named]
@@ -113,7 +113,7 @@ def sources(
             notes.append(f"seed sitemap {plan.public(url)}: robots.txt forbids it ({rule})")
             continue
         if all(source.url != url for source in found):
-            found.append(Source(url, is_named))
+            found.append(SitemapToRead(url, is_named))
     return found, notes
 
 

@@ -13,11 +13,11 @@ from collections import Counter
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Final
+from typing import Final, Protocol
 from urllib.parse import urlsplit
 
 from crawler.core.findings import Finding, ListedUrl
-from crawler.core.urls import DEFAULT_PORTS, Scope, normalize
+from crawler.core.urls import DEFAULT_PORTS, Scope, known, normalize, params_matching
 from crawler.errors import InvalidURLError
 from sitemap_out.reader import MAX_PROBLEMS_PER_CODE, ReadResult
 
@@ -33,6 +33,7 @@ __all__ = [
     "location_problem",
     "news_findings",
     "not_in_robots",
+    "tracking_findings",
 ]
 
 #: The reader's problem codes -> the audit's. `too_many_urls` depends on the file's kind
@@ -47,6 +48,10 @@ PROBLEM_CODES: Final[dict[str, str | None]] = {
     "wrong_root": "parse_error",
     "doctype": "parse_error",
     "unexpected_element": "parse_error",
+    "unknown_element": "unknown_element",
+    "field_order": "field_order",
+    "loc_fragment": "loc_fragment",
+    "loc_whitespace": "loc_whitespace",
     "unexpected_text": "parse_error",
     "bad_encoding": "parse_error",
     "missing_namespace": "wrong_namespace",
@@ -69,8 +74,12 @@ PROBLEM_CODES: Final[dict[str, str | None]] = {
 }
 #: Codes whose finding names the URL of the entry on the problem's line, when known.
 _ENTRY_CODES: Final = frozenset(
-    {"invalid_url", "invalid_date", "invalid_tag_value", "invalid_hreflang", "video_missing_field"}
-)
+    {
+        "invalid_url", "invalid_date", "invalid_tag_value", "invalid_hreflang",
+        "video_missing_field", "unknown_element", "field_order", "loc_fragment",
+        "loc_whitespace",
+    }
+)  # fmt: skip
 #: Google News reads the articles of the last two days.
 NEWS_WINDOW: Final = timedelta(days=2)
 
@@ -190,9 +199,9 @@ def index_problem(loc: str, index_url: str) -> str | None:
 
 
 def listed_urls(sitemap: SitemapFile, result: ReadResult) -> list[ListedUrl]:
-    """The URLs a urlset or text sitemap lists that are URLs at all (what the URL checks can
+    """The URLs a urlset, text sitemap or feed lists that are URLs at all (what the URL checks can
     fetch); the others are invalid_url findings already."""
-    if result.kind not in ("urlset", "text"):
+    if result.kind not in ("urlset", "text", "feed"):
         return []
     listed: list[ListedUrl] = []
     for entry in result.entries:
@@ -208,13 +217,58 @@ def duplicates(listed: Iterable[ListedUrl]) -> list[Finding]:
     first: dict[str, ListedUrl] = {}
     found: list[Finding] = []
     for item in listed:
-        seen = first.setdefault(item.loc, item)
+        seen = first.setdefault(_as_read(item.loc), item)
         if seen is item or (item.news != seen.news and item.sitemap != seen.sitemap):
             continue  # an article in the news sitemap is in the main sitemap too, rightly
         where = "this file" if seen.sitemap == item.sitemap else seen.sitemap
         at = f", line {seen.line}" if seen.line is not None else ""
         detail = f"listed first in {where}{at}"
         found.append(Finding("duplicate_url", item.sitemap, item.loc, detail, item.line))
+    return found
+
+
+def _as_read(loc: str) -> str:
+    """A loc as the protocol reads it (escaping, host case), the key of duplicates."""
+    try:
+        return normalize(loc)
+    except InvalidURLError:
+        return loc
+
+
+def tracking_findings(listed: Iterable[ListedUrl], strip: tuple[str, ...]) -> list[Finding]:
+    """tracking_parameter for each loc carrying a parameter of `strip` (a session or
+    tracking parameter: a search engine fetches the URL as written, and indexes the page
+    under it), and duplicate_url for a loc that differs from an earlier one only in such
+    parameters (the same page listed under two URLs), naming both; each loc judged once."""
+    found: list[Finding] = []
+    first: dict[str, tuple[ListedUrl, bool]] = {}  # loc less them -> first listing, tracked
+    seen: set[str] = set()
+    for item in listed:
+        if item.loc in seen:
+            continue  # the same loc twice: duplicates() says so
+        seen.add(item.loc)
+        names = params_matching(item.loc, strip)
+        try:
+            bare = known(item.loc, strip)
+        except InvalidURLError:
+            continue
+        if names:
+            found.append(
+                Finding(
+                    "tracking_parameter",
+                    item.sitemap,
+                    item.loc,
+                    f"carries {', '.join(names)} (strip_params): search engines fetch and "
+                    "index it as written",
+                    item.line,
+                )
+            )
+        earlier, tracked = first.setdefault(bare, (item, bool(names)))
+        if earlier is not item and (names or tracked):
+            where = "this file" if earlier.sitemap == item.sitemap else earlier.sitemap
+            at = f", line {earlier.line}" if earlier.line is not None else ""
+            detail = f"the same page as {earlier.loc} ({where}{at}) but for tracking parameters"
+            found.append(Finding("duplicate_url", item.sitemap, item.loc, detail, item.line))
     return found
 
 
@@ -283,6 +337,14 @@ def _when(text: str) -> datetime | None:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
+class Clusters(Protocol):
+    """loc -> its Cluster: a dict, or the audit's spool on disk."""
+
+    def items(self) -> Iterable[tuple[str, Cluster]]: ...
+
+    def get(self, page: str) -> Cluster | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Cluster:
     """A listed URL's hreflang alternates, as a sitemap gives them."""
@@ -292,7 +354,7 @@ class Cluster:
     alternates: tuple[tuple[str, str], ...]
 
 
-def hreflang_return_links(clusters: dict[str, Cluster], listed: Container[str]) -> list[Finding]:
+def hreflang_return_links(clusters: Clusters, listed: Container[str]) -> list[Finding]:
     """hreflang_no_return where page A names B, B is listed (`listed`: every loc read) and B
     does not name A (`clusters`: the alternates of the locs that have some): search engines
     ignore a one-way annotation. An alternate listed in none of the files read is not

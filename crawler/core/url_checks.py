@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final
@@ -93,7 +93,7 @@ class Checked:
 
 
 def url_findings(
-    listed: Sequence[ListedUrl], keys: Mapping[str, str], checked: Checked
+    listed: Iterable[ListedUrl], keys: Mapping[str, str], checked: Checked
 ) -> list[Finding]:
     """The findings on each URL judged. `keys`: a listed loc -> the public URL the engine
     judged it as (normalised); locs without one were not fetched (out of scope: the file
@@ -254,7 +254,7 @@ def parse_w3c(text: str | None) -> Lastmod | None:
 
 
 def lastmod_findings(
-    listed: Sequence[ListedUrl],
+    listed: Iterable[ListedUrl],
     keys: Mapping[str, str],
     checked: Checked,
     *,
@@ -343,7 +343,7 @@ def _show(when: datetime) -> str:
 
 
 def crawl_findings(
-    listed: Sequence[ListedUrl],
+    listed: Iterable[ListedUrl],
     keys: Mapping[str, str],
     crawled: Checked,
     *,

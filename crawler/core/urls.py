@@ -46,6 +46,7 @@ __all__ = [
     "clear_resolve_cache",
     "known",
     "normalize",
+    "params_matching",
     "resolve",
     "strip_params",
     "url_folder",
@@ -367,6 +368,22 @@ def strip_params(url: str, patterns: tuple[str, ...]) -> str:
     if query is not None:
         url = f"{url}?{query}"
     return url + fragment
+
+
+def params_matching(url: str, patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of the query and ``;name=value`` path parameters of ``url`` that
+    ``patterns`` match (as :func:`strip_params` would remove them), each once, as written."""
+    if not patterns or ("?" not in url and ";" not in url):
+        return ()
+    matches = _param_matcher(patterns).fullmatch
+    url = url.partition("#")[0]
+    path, _, query = url.partition("?")
+    params = query.split("&") if query else []
+    path = path.partition("://")[2].partition("/")[2]
+    for segment in path.split("/"):
+        params += [p for p in segment.split(";")[1:] if "=" in p]
+    names = (param.partition("=")[0] for param in params)
+    return tuple(dict.fromkeys(name for name in names if name and matches(_name(name))))
 
 
 def known(url: str, strip: tuple[str, ...]) -> str:

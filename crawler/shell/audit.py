@@ -19,12 +19,11 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from crawler.config import Config
-from crawler.core.findings import AuditSummary, Finding, ListedUrl
+from crawler.core.findings import AuditSummary, Finding
 from crawler.core.robots import RobotsTxt
 from crawler.core.screen import Plan
 from crawler.core.seeds import MAX_SITEMAP_REDIRECTS, where
 from crawler.core.sitemap_checks import (
-    Cluster,
     SitemapFile,
     duplicates,
     file_findings,
@@ -33,14 +32,16 @@ from crawler.core.sitemap_checks import (
     listed_urls,
     news_findings,
     not_in_robots,
+    tracking_findings,
 )
 from crawler.core.urls import normalize, resolve, url_folder
-from crawler.errors import AuditInputError, ConfigError
+from crawler.errors import AuditInputError, ConfigError, InvalidURLError
+from crawler.shell.audit_spool import Listed
 from crawler.shell.audit_urls import check_urls, compare_with_crawl
 from crawler.shell.engine import Crawl, Robots
 from crawler.shell.fetch import REDIRECT_STATUSES, Response
 from crawler.shell.pool import Spare
-from crawler.shell.progress import Renderer
+from crawler.shell.progress import ProgressLine
 from sitemap_out.reader import ReadResult, read_sitemap
 from sitemap_out.writer import MAX_BYTES
 
@@ -80,10 +81,9 @@ class _Reading:
     """What the files read so far gave."""
 
     findings: list[Finding] = field(default_factory=list)
-    listed: list[ListedUrl] = field(default_factory=list)
+    listed: Listed = field(default_factory=Listed)  # on disk: memory stays flat
     read: list[_Source] = field(default_factory=list)
     robots: Robots | None = None  # the site's, once read
-    clusters: dict[str, Cluster] = field(default_factory=dict)  # loc -> its hreflang set
     now: datetime = field(default_factory=lambda: datetime.now(UTC))  # news' two days
 
     def take(self, source: _Source, sitemap: SitemapFile, result: ReadResult) -> list[_Source]:
@@ -92,31 +92,42 @@ class _Reading:
         self.read.append(source)
         self.findings += file_findings(sitemap, result)
         if result.kind != "sitemapindex":
-            self.listed += listed_urls(sitemap, result)
+            self.listed.add(listed_urls(sitemap, result))
             self.findings += news_findings(sitemap, result, self.now)
-            for entry in result.entries:
-                if entry.alternates and entry.loc:
-                    self.clusters.setdefault(
-                        entry.loc, Cluster(sitemap.name, entry.line, entry.alternates)
-                    )
+            self.listed.add_clusters(sitemap.name, result.entries)
             return []
         if source.parent is not None:
+            back = any(_same(entry.loc, source.parent) for entry in result.entries)
+            loop = f"; it lists {source.parent} back: a loop" if back else ""
             self.findings.append(
                 Finding(
                     "nested_index",
                     source.parent,
                     None,
                     f"lists {source.name}, itself a sitemap index; the sitemaps it lists "
-                    "are not read (an index is followed one level only)",
+                    f"are not read (an index is followed one level only){loop}",
                     source.line,
                 )
             )
             return []
-        return [
-            _Source(entry.loc, entry.loc, source.name, entry.line)
-            for entry in result.entries
-            if entry.loc
-        ]
+        children: list[_Source] = []
+        for entry in result.entries:
+            if not entry.loc:
+                continue
+            if _same(entry.loc, source.name):
+                detail = "lists itself: an index may list sitemaps only, and this is a loop"
+                self.findings.append(Finding("nested_index", source.name, None, detail, entry.line))
+                continue
+            children.append(_Source(entry.loc, entry.loc, source.name, entry.line))
+        return children
+
+
+def _same(loc: str, name: str) -> bool:
+    """loc names the sitemap called `name` (its public URL), as the protocol reads URLs."""
+    try:
+        return normalize(loc) == normalize(name)
+    except InvalidURLError:
+        return loc == name
 
 
 def is_url(target: str) -> bool:
@@ -139,22 +150,40 @@ async def audit(
     fetch_urls: bool,
     crawl: bool,
     log: Log,
-    progress: Renderer | None,
+    progress: ProgressLine | None,
     workers: list[Spare] | None = None,
 ) -> Audit:
     """Audit TARGET (a local file, a sitemap URL or a site URL). `workers`: forked before
     the event loop (pool.forked), for checking the listed URLs as a crawl uses them."""
-    started = time.monotonic()
     reading = _Reading()
+    try:
+        return await _audit(target, configure, reading, fetch_urls, crawl, log, progress, workers)
+    finally:
+        reading.listed.close()
+
+
+async def _audit(
+    target: str,
+    configure: Configure,
+    reading: _Reading,
+    fetch_urls: bool,
+    crawl: bool,
+    log: Log,
+    progress: ProgressLine | None,
+    workers: list[Spare] | None,
+) -> Audit:
+    started = time.monotonic()
     summary = AuditSummary(target=target)
     if is_url(target):
         config, why_nothing = await _remote(target, configure, reading, log)
     else:
         config, why_nothing = _local(target, configure, reading)
-    reading.findings += duplicates(reading.listed)
-    if reading.clusters:
-        listed = {item.loc for item in reading.listed}
-        reading.findings += hreflang_return_links(reading.clusters, listed)
+    reading.findings += reading.listed.duplicates(duplicates)
+    if config is not None:
+        reading.findings += reading.listed.tracking(config.strip_params, tracking_findings)
+    clusters = reading.listed.clusters()
+    if clusters is not None:
+        reading.findings += hreflang_return_links(clusters, reading.listed)
     summary.sitemaps_read = len(reading.read)
     summary.urls_listed = len(reading.listed)
     if why_nothing is None and config is not None and reading.listed:
@@ -201,9 +230,10 @@ def _local(
             continue
         local = _Source(str(beside), str(beside), target, child.line)
         reading.take(local, _local_file(beside, local.name), _read_file(beside, local.name))
-    if not reading.listed:
+    loc = reading.listed.first_loc()
+    if loc is None:
         return None, None
-    first = normalize(reading.listed[0].loc)
+    first = normalize(loc)
     parts = urlsplit(first)
     return configure(f"{parts.scheme}://{parts.netloc}/", None), None
 

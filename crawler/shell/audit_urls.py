@@ -10,8 +10,9 @@ findings in crawler.core.url_checks.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -24,11 +25,11 @@ from crawler.core.url_checks import (
     soft_404_finding,
     url_findings,
 )
-from crawler.core.urls import url_folder
+from crawler.core.urls import normalize, url_folder
 from crawler.errors import InvalidURLError, SitemapCrawlerError
 from crawler.shell.engine import Crawl, Robots
 from crawler.shell.pool import Spare
-from crawler.shell.progress import Renderer
+from crawler.shell.progress import ProgressLine
 
 __all__ = ["SOFT_404_SUFFIX", "SiteDown", "UrlChecks", "check_urls", "compare_with_crawl"]
 
@@ -50,18 +51,20 @@ class UrlChecks:
 
 async def check_urls(
     config: Config,
-    listed: Sequence[ListedUrl],
+    listed: Iterable[ListedUrl],
     *,
     log: Callable[[str], None],
-    progress: Renderer | None,
+    progress: ProgressLine | None,
     workers: list[Spare] | None = None,
     robots: Robots | None = None,
 ) -> UrlChecks:
     """Judge every listed URL once, as a crawl would, and say what a search engine would
     complain about. `workers`: forked with pool.forked() before the event loop, as the
     crawl command does (none: pages are fetched and analysed in this process)."""
-    crawl = Crawl(config, log, progress, robots=robots)  # `robots`: as the audit read it
-    keys, urls = _in_scope(crawl, listed)
+    # the URLs as written: a search engine strips no parameter (tracking_parameter says
+    # what a crawl would strip); `robots`: as the audit read it
+    crawl = Crawl(dataclasses.replace(config, strip_params=()), log, progress, robots=robots)
+    keys, urls = _in_scope(crawl, listed, normalize)
     probe = _soft_404_probe(crawl, config)
     checked = await crawl.check([*urls, *([probe] if probe else [])], workers)
     if checked.outage is not None:
@@ -85,10 +88,10 @@ async def check_urls(
 
 async def compare_with_crawl(
     config: Config,
-    listed: Sequence[ListedUrl],
+    listed: Iterable[ListedUrl],
     *,
     log: Callable[[str], None],
-    progress: Renderer | None,
+    progress: ProgressLine | None,
     workers: list[Spare] | None = None,
     robots: Robots | None = None,
 ) -> list[Finding]:
@@ -97,7 +100,7 @@ async def compare_with_crawl(
     A crawl of its own: the listed URLs a link reaches are fetched again (simple, and a
     listed URL no link reaches must not be fetched by it, or it would seem reached)."""
     crawl = Crawl(config, log, progress, robots=robots)
-    keys, _ = _in_scope(crawl, listed)
+    keys, _ = _in_scope(crawl, listed, crawl.known_as)  # as the crawl's links know them
     crawled = await crawl.check([crawl.plan.start, *crawl.plan.seeds], workers, follow=True)
     if crawled.outage is not None:
         raise SiteDown(
@@ -108,11 +111,13 @@ async def compare_with_crawl(
     return crawl_findings(listed, keys, crawled, start=start)
 
 
-def _in_scope(crawl: Crawl, listed: Sequence[ListedUrl]) -> tuple[dict[str, str], list[str]]:
-    """Each listed loc the audit may fetch -> the public URL the engine judges it as, and
-    the URLs to fetch (crawl space), each once. A loc that is not a URL, or lies outside the
-    sitemap's folder on the audited site, is the file checks' (invalid_url, url_not_allowed)
-    and is never fetched."""
+def _in_scope(
+    crawl: Crawl, listed: Iterable[ListedUrl], identity: Callable[[str], str]
+) -> tuple[dict[str, str], list[str]]:
+    """Each listed loc the audit may fetch -> the public URL the engine judges it as
+    (`identity` of the loc), and the URLs to fetch (crawl space), each once. A loc that is
+    not a URL, or lies outside the sitemap's folder on the audited site, is the file
+    checks' (invalid_url, url_not_allowed) and is never fetched."""
     plan = crawl.plan
     keys: dict[str, str] = {}
     urls: dict[str, None] = {}
@@ -120,7 +125,7 @@ def _in_scope(crawl: Crawl, listed: Sequence[ListedUrl]) -> tuple[dict[str, str]
         if item.loc in keys:
             continue
         try:
-            url = plan.to_crawl(crawl.known_as(item.loc))
+            url = plan.to_crawl(identity(item.loc))
         except (InvalidURLError, ValueError):
             continue
         if not url.startswith(plan.origins.crawl.root):

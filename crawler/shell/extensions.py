@@ -39,7 +39,7 @@ from crawler.errors import OutputError
 from crawler.shell.listings import Listing
 from sitemap_out import Alternate, Entry, EntryError
 from sitemap_out.entry import News
-from sitemap_out.writer import MAX_NEWS_URLS
+from sitemap_out.limits import MAX_NEWS_URLS
 
 __all__ = ["NEWS_WINDOW", "Extensions", "NewsPolicy"]
 

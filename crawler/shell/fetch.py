@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import ssl
 import time
 from collections.abc import Awaitable, Callable
@@ -23,6 +24,7 @@ from yarl import URL
 from crawler.core.access import Access, redact
 from crawler.core.history import Validators
 from crawler.core.robots import RobotsTxt, parse_robots, robots_from_response
+from crawler.core.urls import join_parts, normalize, resolve
 from crawler.errors import ConfigError
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
@@ -244,6 +246,10 @@ class HttpTransport:
         return redact(text, self._secrets) if self._secrets else text
 
 
+#: A URL with a scheme of its own (another origin, when resolve() takes no such URL).
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
 async def fetch_robots(
     page_url: str, get: Callable[[str, int], Awaitable[Response]]
 ) -> tuple[RobotsTxt, str]:
@@ -259,21 +265,21 @@ async def fetch_robots(
     `get(url, max_bytes)` makes one request: the engine sends it through its throttle
     and retries like any other.
     """
-    home = URL(page_url, encoded=True).origin()
-    url = str(home) + "/robots.txt"
+    home = join_parts(normalize(page_url))[1]  # scheme, host lower-cased; no default port
+    url = home + "/robots.txt"
     for _ in range(ROBOTS_MAX_REDIRECTS + 1):
         resp = await get(url, ROBOTS_MAX_BYTES)
         if resp.status not in REDIRECT_STATUSES or not resp.location:
             break
-        try:
-            target = URL(url).join(URL(resp.location))
-        except ValueError:
-            break
-        if not _same_origin(target, home):
-            reason = f"redirects to another origin ({target})"
+        location = resp.location.strip()
+        target = resolve(url, location)  # the crawl's own URL semantics: http(s) only
+        if target is None and _SCHEME.match(location) is None:
+            break  # no URL at all
+        if target is None or join_parts(target)[1] != home:
+            reason = f"redirects to another origin ({target or location})"
             robots = robots_from_response(None, None, error=reason)
             return robots, f"{url}: {reason}, everything disallowed"
-        url = str(target)
+        url = target
     else:
         return robots_from_response(
             None, None, error="more than 5 redirects"
@@ -308,16 +314,14 @@ async def fetch_rules(url: str, get: Callable[[str, int], Awaitable[Response]]) 
         resp = await get(url, ROBOTS_MAX_BYTES)
         if resp.status not in REDIRECT_STATUSES:
             break
-        try:
-            target = URL(url).join(URL((resp.location or "").strip()))
-        except ValueError:
-            target = None
-        if target is None or target.scheme not in ("http", "https") or not resp.location:
+        location = (resp.location or "").strip()
+        target = resolve(url, location) if location else None  # http(s) only
+        if target is None:
             raise ConfigError(
                 f"robots_from {first}: HTTP {resp.status} without a usable Location; "
                 "nothing was crawled"
             )
-        url = str(target)
+        url = target
     else:
         raise ConfigError(
             f"robots_from {first}: more than {ROBOTS_MAX_REDIRECTS} redirects; nothing was crawled"
@@ -328,12 +332,6 @@ async def fetch_rules(url: str, get: Callable[[str, int], Awaitable[Response]]) 
             "(the rules to apply could not be read)"
         )
     return parse_robots(resp.body)
-
-
-def _same_origin(url: URL, origin: URL) -> bool:
-    """Scheme, host and port compared the way yarl normalises them: case-insensitive, with
-    the default port filled in, so http://A.test:80 is http://a.test."""
-    return (url.scheme, url.host, url.port) == (origin.scheme, origin.host, origin.port)
 
 
 async def _read_capped(resp: aiohttp.ClientResponse, cap: int) -> tuple[bytes, bool]:

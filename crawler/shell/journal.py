@@ -37,12 +37,10 @@ from crawler.core.decide import (
 from crawler.core.duplicates import Twins
 from crawler.core.lastmod import (
     AUTO,
-    CONTENT,
     HeavyHitters,
     SiteDates,
-    choose,
     common_blocks,
-    same_content,
+    date_page,
     unpack_blocks,
 )
 from crawler.core.report import DecisionRecord, Tally, is_broken
@@ -375,8 +373,6 @@ class Dating:
     def __init__(self, mode: str, state: CrawlState | None) -> None:
         self.mode = mode
         self.state = state
-        # content dates need a history; `header` and `none` never read them
-        self.content = state is not None and mode in (AUTO, CONTENT)
         self.site = SiteDates()
         self.summary = HeavyHitters()
         self.template: frozenset[int] = frozenset()  # common now
@@ -406,27 +402,22 @@ class Dating:
         self._ignored = self.template | self.state.template_before
 
     def date(self, listing: Listing) -> tuple[int | None, str]:
-        """The listing's lastmod (microseconds, or None) and its source."""
+        """The listing's lastmod (microseconds, or None) and its source: the rule is
+        crawler.core.lastmod's; this feeds it the page's facts and the history's row."""
         state = self.state
-        content = changed = None
-        if state is not None:
-            # a content date is a change seen: the run that first sees a page does not
-            # know when its text last changed, nor does a later run that sees the same
-            # text, until a run sees it differ (then: that run's start)
-            prior = state.prior_content(listing.url)
-            if prior is not None and prior[0] is not None and listing.blocks is not None:
-                old, old_changed = prior
-                if same_content(old, listing.blocks, self._ignored):
-                    changed = old_changed
-                else:
-                    changed = state.run_started
-                content = changed
-        lastmod, source = choose(
-            self.mode, listing.lastmod, content if self.content else None, self.site.believable
+        dated = date_page(
+            self.mode,
+            header=listing.lastmod,
+            stamped=listing.stamped,
+            blocks=listing.blocks,
+            before=state.last_run(listing.url) if state is not None else None,
+            template=self._ignored,
+            believable=self.site.believable,
+            started=state.run_started if state is not None else 0,
         )
         if state is not None:
-            state.published(listing.url, changed, lastmod, source)
-        return lastmod, source
+            state.published(listing.url, dated.changed, dated.lastmod, dated.source)
+        return dated.lastmod, dated.source
 
 
 def _listed(listing: Listing) -> Decision:

@@ -4,8 +4,8 @@ rsync or a cloud CLI), with what was published in its environment.
 Run through `sh -c` in its own process group, stdin closed, for at most `TIMEOUT` seconds
 (then the whole group is killed). Its stdout and stderr pass through, or are handed back
 as lines when the caller needs stderr for itself (JSON logs). It never sees the crawl's
-secrets beyond what the environment already holds, and its outcome never touches the
-published files: the CLI turns a failure into one line and exit 6.
+secrets: the credentials' variables are taken out of the environment it inherits. Its
+outcome never touches the published files: the CLI turns a failure into one line and exit 6.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+from crawler.config import SECRET_KEYS, env_var
 
 #: Seconds the command may take: an upload of a large sitemap over a slow link fits, a
 #: command waiting for a password that never comes does not hold the nightly job forever.
@@ -46,14 +48,25 @@ class Outcome:
         return f"exit {self.exit_code}"
 
 
+#: The crawler's own variables that hold credentials: never handed to the command, which
+#: may be any upload tool, or sitemap-crawler aimed at another site.
+WITHHELD: Final = frozenset(env_var(key) for key in SECRET_KEYS)
+
+
 def environment(output: Path, sitemap_url: str, files: Sequence[Path]) -> dict[str, str]:
     """What the command is told: the output folder, the sitemap's public URL and the
-    published files (absolute paths, one a line, the entry point last)."""
+    published files (absolute paths, one a line, the entry point last). None of these names
+    is a config key: a hook running sitemap-crawler does not take them for its settings."""
     return {
-        "SITEMAP_CRAWLER_OUTPUT": str(output.resolve()),
-        "SITEMAP_CRAWLER_SITEMAP_URL": sitemap_url,
-        "SITEMAP_CRAWLER_FILES": "\n".join(str(Path(f).resolve()) for f in files),
+        "SITEMAP_CRAWLER_PUBLISHED_DIR": str(output.resolve()),
+        "SITEMAP_CRAWLER_PUBLISHED_URL": sitemap_url,
+        "SITEMAP_CRAWLER_PUBLISHED_FILES": "\n".join(str(Path(f).resolve()) for f in files),
     }
+
+
+def inherited(environ: Mapping[str, str]) -> dict[str, str]:
+    """The crawler's environment less its credentials: what the command inherits."""
+    return {name: value for name, value in environ.items() if name not in WITHHELD}
 
 
 def run(
@@ -62,7 +75,7 @@ def run(
     try:
         proc = subprocess.Popen(
             ["sh", "-c", command],
-            env={**os.environ, **env},
+            env={**inherited(os.environ), **env},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE if capture else None,
             stderr=subprocess.STDOUT if capture else None,

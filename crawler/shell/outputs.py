@@ -25,16 +25,25 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Final
 
 from crawler.config import Config
-from crawler.errors import BusyError, ConfigError
-from sitemap_out import locks
-from sitemap_out.writer import is_reserved
+from crawler.core.report import Tally
+from crawler.errors import BusyError, ConfigError, OutputError
+from sitemap_out import PublishResult, locks
+from sitemap_out.changes import ChangeLog
+from sitemap_out.manifest import is_reserved
 
-__all__ = ["LOCK_NAME", "OUTPUT_FILES", "held_outputs", "output_files", "written_in_place"]
+__all__ = [
+    "LOCK_NAME",
+    "OUTPUT_FILES",
+    "check_files",
+    "held_outputs",
+    "output_files",
+    "written_in_place",
+]
 
 #: The lock file in the output folder, held by the run writing there. Never deleted: a run
 #: deleting it while a second one waits would let a third lock a fresh file beside them.
@@ -89,16 +98,40 @@ def held_outputs(config: Config) -> Iterator[None]:
 def _check_files(config: Config) -> None:
     seen: dict[Path, str] = {}
     for key, path in output_files(config):
-        what = f"{key} file {path}"
-        if path.is_dir():
-            raise ConfigError(f"{what} is a folder, not a file")
-        _check_clash(key, path, config.output, what)
-        _make_folder(path.parent, what)
-        _check_writable(key, path, what)
-        same = path.resolve()
-        if same in seen:
-            raise ConfigError(f"{what} is also the {seen[same]} file; name two different files")
-        seen[same] = key
+        _check_file(key, path, seen, config.output)
+
+
+def check_files(files: Sequence[tuple[str, Path]]) -> None:
+    """Check the output files of a command without an output folder (the audit's reports)
+    as a crawl checks its own, before its first request: a path that cannot be written is
+    found now, not after hours of requests whose results it would lose. `files`: (the
+    option, its path)."""
+    seen: dict[Path, str] = {}
+    for key, path in files:
+        _check_file(key, path, seen, None, kind="report")  # written whole, as a report
+
+
+def _check_file(
+    key: str,
+    path: Path,
+    seen: dict[Path, str],
+    output: Path | None,
+    *,
+    kind: str | None = None,
+) -> None:
+    """`output`: the output folder a file must not clash with; `kind`: the key whose
+    writing it shares (how it is probed), when not its own."""
+    what = f"{key} file {path}"
+    if path.is_dir():
+        raise ConfigError(f"{what} is a folder, not a file")
+    if output is not None:
+        _check_clash(key, path, output, what)
+    _make_folder(path.parent, what)
+    _check_writable(kind or key, path, what)
+    same = path.resolve()
+    if same in seen:
+        raise ConfigError(f"{what} is also the {seen[same]} file; name two different files")
+    seen[same] = key
 
 
 def _check_clash(key: str, path: Path, output: Path, what: str) -> None:
@@ -196,3 +229,33 @@ def _lock(folder: Path) -> int:
 
 def _unlock(fd: int) -> None:
     locks.release(fd)
+
+
+def report_changes(
+    published: PublishResult,
+    changes: ChangeLog,
+    tally: Tally,
+    path: Path | None,
+    log: Callable[[str], None],
+) -> None:
+    """The changes into the tally, and into --changes FILE.json when asked for."""
+    counts = published.changes
+    if counts is not None and counts.layout:
+        log(counts.layout)
+    if counts is not None:
+        tally.changes = {
+            "added": counts.added, "removed": counts.removed, "changed": counts.changed,
+        }  # fmt: skip
+    tally.feed_url = published.feed_url
+    if path is None:
+        return
+    extra: dict[str, object] = {"sitemap_url": published.sitemap_url}
+    if published.feed_url is not None:
+        extra["feed_url"] = published.feed_url
+    try:
+        changes.write_json(path, extra, in_place=written_in_place(path))
+    except OSError as exc:
+        raise OutputError(
+            f"the sitemap is published, but cannot write the changes file {path}: "
+            f"{exc.strerror or exc}"
+        ) from None

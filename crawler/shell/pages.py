@@ -1,7 +1,8 @@
 """Where pages come from: a transport's answer and its analysis, as one step.
 
 `LocalPages` fetches with a transport and analyses in this process; `pool.PoolPages` hands the
-same step to worker processes, which run `LocalPages` themselves. Either way a page goes
+same step to worker processes, which run `LocalPages` themselves. The crawl sees only this
+interface (the Pages strategy): it never asks which of the two it has. Either way a page goes
 transport -> page.analyse by the one path here, and the engine gets a `Fetched`.
 """
 
@@ -67,6 +68,24 @@ class LocalPages:
     async def get(self, url: str, max_bytes: int | None = None) -> Response:
         """A plain GET (robots.txt): nothing to analyse."""
         return await self.transport.get(url, max_bytes)
+
+    def allow_workers(self) -> bool:
+        """Let worker processes take pages, if there are any (PoolPages); True when so."""
+        return False
+
+    @property
+    def pipeline_depth(self) -> int:
+        """Jobs the crawl keeps in flight per allowed request."""
+        return 1
+
+    worker_count = 0  # workers started: the crawl report's figures
+    worker_requests = 0
+
+    def settle(self, url: str, depth: int = 0) -> None:
+        """The crawl judged url for good: nothing to tell when pages are made here."""
+
+    def abort(self) -> None:
+        """Stop at once (a second signal): nothing runs outside this process here."""
 
     async def close(self) -> None:
         """Nothing to release here; the pool stops its workers."""

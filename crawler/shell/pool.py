@@ -283,12 +283,17 @@ class PoolPages(LocalPages):
         self._here: asyncio.Semaphore | None = None
         self._deep: bool | None = False  # pipelined; None: never again (a worker was lost)
 
-    def allow_workers(self) -> None:
+    def allow_workers(self) -> bool:
         """Let the workers start once the crawl passes START_AFTER pages."""
         self._allowed = bool(self._spares)
+        return self._allowed
 
     @property
-    def worker_count(self) -> int:
+    def pipeline_depth(self) -> int:
+        return PIPELINE_DEPTH if self._allowed else 1
+
+    @property
+    def worker_count(self) -> int:  # type: ignore[override]
         """Workers started (alive or not): the crawl report's figure."""
         return len(self._workers)
 

@@ -20,7 +20,7 @@ LOG_INTERVAL = 10.0
 
 
 @dataclass(slots=True, frozen=True)
-class Snapshot:
+class ProgressFigures:
     fetched: int
     listed: int
     queued: int
@@ -52,7 +52,7 @@ def _clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def parts(s: Snapshot) -> list[str]:
+def parts(s: ProgressFigures) -> list[str]:
     """The line's parts, most important first: a narrow terminal shows a prefix of them."""
     items = [
         f"{s.fetched} fetched",
@@ -71,7 +71,7 @@ def parts(s: Snapshot) -> list[str]:
     return items
 
 
-def format_text(s: Snapshot, width: int | None = None) -> str:
+def format_text(s: ProgressFigures, width: int | None = None) -> str:
     """The status line; with `width`, only as many parts as fit (then cut, as a last resort)."""
     items = parts(s)
     text = ", ".join(items)
@@ -82,7 +82,7 @@ def format_text(s: Snapshot, width: int | None = None) -> str:
     return ", ".join(items)[: max(width, 1)]
 
 
-def format_json(s: Snapshot) -> str:
+def format_json(s: ProgressFigures) -> str:
     data = asdict(s)
     if not s.fetched_before:
         del data["fetched_before"]  # a fresh crawl's line keeps its shape
@@ -93,7 +93,7 @@ def format_json(s: Snapshot) -> str:
     return json.dumps({"event": "progress", **data})
 
 
-class Renderer:
+class ProgressLine:
     """Writes snapshots to a stream: in place on a terminal, as lines elsewhere."""
 
     def __init__(
@@ -110,7 +110,7 @@ class Renderer:
         self.interval = interval or (TTY_INTERVAL if self.tty else LOG_INTERVAL)
         self._width = 0
 
-    def __call__(self, snapshot: Snapshot) -> None:
+    def __call__(self, snapshot: ProgressFigures) -> None:
         if self.json_lines:
             self.stream.write(format_json(snapshot) + "\n")
         elif self.tty:

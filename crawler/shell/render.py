@@ -31,7 +31,7 @@ from crawler.core.rendering import CACHED_TYPES
 from crawler.errors import RenderUnavailable
 from crawler.shell.fetch import Response
 
-__all__ = ["Rendered", "Renderer", "find_chromium"]
+__all__ = ["Browser", "Rendered", "find_chromium"]
 
 #: Chromium's switches: no sandbox (it runs as root in containers), and none of its own
 #: traffic (updates, sync, field trials, QUIC probes): a crawl's browser talks to no one.
@@ -58,7 +58,7 @@ POLL_SECONDS = 0.05
 SETTLE_SECONDS = 0.1
 #: Times a tall page is scrolled to its bottom to load more (infinite scroll), at most.
 SCROLLS = 3
-#: Pages made ahead of need (see Renderer._fresh_page).
+#: Pages made ahead of need (see Browser._fresh_page).
 SPARE_PAGES = 1
 #: Seconds to read the DOM once the page is judged: a script looping forever blocks it.
 CONTENT_SECONDS = 5.0
@@ -157,7 +157,7 @@ class _Watch:
             await asyncio.sleep(min(POLL_SECONDS, max(0.0, deadline - now)))
 
 
-class Renderer:
+class Browser:
     """The crawl's browser. `fetch(url)`: a GET by the crawl's transport inside its throttle;
     `refuse(url, method, resource_type)`: why a request may not leave, or None."""
 

@@ -17,7 +17,7 @@ from yarl import URL
 
 from crawler.config import Config
 from crawler.core.robots import parse_robots
-from crawler.core.robots_check import Source
+from crawler.core.robots_check import RobotsSource
 from crawler.errors import ConfigError
 from crawler.shell.fetch import ROBOTS_MAX_BYTES, HttpTransport, Response, fetch_robots
 from crawler.shell.retry import RetryPolicy, fetch_with_retries
@@ -30,8 +30,8 @@ def origin_of(url: str) -> str:
     return str(URL(url, encoded=True).origin())
 
 
-async def read_sources(urls: Sequence[str], config: Config) -> dict[str, Source]:
-    """{origin: Source} for the origins of ``urls``. Credentials, headers and cookies go to
+async def read_sources(urls: Sequence[str], config: Config) -> dict[str, RobotsSource]:
+    """{origin: RobotsSource} for the origins of ``urls``. Credentials, headers and cookies go to
     the first URL's origin only, as a crawl sends them to its start URL's."""
     origins = list(dict.fromkeys(origin_of(url) for url in urls))
     http = HttpTransport(
@@ -47,7 +47,7 @@ async def read_sources(urls: Sequence[str], config: Config) -> dict[str, Source]
     return dict(zip(origins, sources, strict=True))
 
 
-async def _read(origin: str, http: HttpTransport, policy: RetryPolicy) -> Source:
+async def _read(origin: str, http: HttpTransport, policy: RetryPolicy) -> RobotsSource:
     answers: list[Response] = []
     notes: list[str] = []
 
@@ -65,7 +65,7 @@ async def _read(origin: str, http: HttpTransport, policy: RetryPolicy) -> Source
 
     robots, _ = await fetch_robots(origin + "/", get)
     last = answers[-1]
-    return Source(
+    return RobotsSource(
         url=last.url,
         robots=robots,
         status=last.status or None,
@@ -77,7 +77,7 @@ async def _read(origin: str, http: HttpTransport, policy: RetryPolicy) -> Source
     )
 
 
-def read_file_source(path: Path) -> Source:
+def read_file_source(path: Path) -> RobotsSource:
     """--robots FILE: the rules to test, from a draft or a copy; unreadable is a usage error."""
     try:
         with open(path, "rb") as file:  # once, small: no need for the event loop
@@ -85,7 +85,7 @@ def read_file_source(path: Path) -> Source:
             size = os.fstat(file.fileno()).st_size
     except OSError as exc:
         raise ConfigError(f"--robots: cannot read {path}: {exc.strerror or exc}") from None
-    return Source(
+    return RobotsSource(
         url=str(path),
         robots=parse_robots(body),
         size=max(size, len(body)),

@@ -16,7 +16,7 @@ from crawler.core.seeds import (
     MAX_SEED_SITEMAPS,
     MAX_SITEMAP_BYTES,
     MAX_SITEMAP_REDIRECTS,
-    Source,
+    SitemapToRead,
     read_body,
     sources,
     where,
@@ -104,7 +104,7 @@ async def read_seed_sitemaps(
                     left += 1
                 else:
                     planned.add(child)
-                    queue.append(Source(child, True, 1))
+                    queue.append(SitemapToRead(child, True, 1))
                     children += 1
             line = (
                 f"seed sitemap {plan.public(source.url)}: an index of {children} sitemaps to read"
@@ -134,7 +134,9 @@ async def read_seed_sitemaps(
     return seeds
 
 
-def _skip(seeds: Seeds, plan: Plan, source: Source, why: str, *, quiet: bool = False) -> None:
+def _skip(
+    seeds: Seeds, plan: Plan, source: SitemapToRead, why: str, *, quiet: bool = False
+) -> None:
     """A line for a sitemap not read, naming it as the sitemap would (--public-url)."""
     line = f"seed sitemap {plan.public(source.url)}: {why}" + ("" if quiet else ": skipped")
     seeds.notes.append(line)

@@ -1,0 +1,174 @@
+"""The crawl's polite client: every request a crawl makes (pages, robots.txt, sitemaps, the
+browser's assets) goes through the throttle and the retries here, to the Pages strategy the
+run opened (pages.LocalPages, or pool.PoolPages with worker processes)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+
+from crawler.config import Config
+from crawler.core.history import Validators
+from crawler.core.page import PagePolicy
+from crawler.core.urls import join_parts
+from crawler.shell.fetch import HttpTransport, Response, Transport
+from crawler.shell.pages import Fetched, LocalPages
+from crawler.shell.pool import PoolPages, Spare
+from crawler.shell.retry import RetryPolicy, fetch_with_retries
+from crawler.shell.throttle import Throttle, ThrottleClosed
+
+#: Fraction added to any requested spacing between requests: starts are timed here, and a
+#: send delayed by a busy machine must not bring two requests closer than --delay at the
+#: server (5% of 0.2 s is 10 ms).
+SPACING_MARGIN = 0.05
+
+
+class PoliteClient:
+    """Requests through the throttle and the retries. `on_outage`: told once the throttle
+    finds the site down (the loop stops taking URLs)."""
+
+    def __init__(
+        self,
+        config: Config,
+        start: str,
+        page_policy: PagePolicy,
+        *,
+        transport: Transport | None = None,
+        on_outage: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.config = config
+        self.start = start
+        self.page_policy = page_policy
+        self.on_outage = on_outage
+        self.throttle = Throttle(
+            concurrency=config.concurrency,
+            delay=config.delay,
+            max_rps=config.max_rps or None,
+            max_crawl_delay=config.max_crawl_delay,
+            margin=SPACING_MARGIN,
+        )
+        self.retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)
+        self._transport = transport  # given (tests: in memory): its owner opens and closes it
+        self.pages: LocalPages | None = None  # while open
+
+    @contextlib.asynccontextmanager
+    async def opened(
+        self,
+        known: Mapping[str, object],
+        workers: list[Spare] | None = None,
+        *,
+        log: Callable[[str], None] = lambda _: None,
+        all_links: bool = False,
+    ) -> AsyncIterator[LocalPages]:
+        """The transport and the pages fetched with it (by workers too, when given).
+        `known`: the crawl's seen set; `all_links`: workers send every link back (a page's
+        links are its history)."""
+        if self._transport is not None:
+            self.pages = LocalPages(self._transport, self.page_policy, known)
+            try:
+                yield self.pages
+            finally:
+                self.pages = None
+            return
+        c = self.config
+        http = HttpTransport(
+            user_agent=c.user_agent,
+            concurrency=c.concurrency,
+            timeout=c.timeout,
+            max_bytes=c.max_page_bytes,
+            access=c.access(join_parts(self.start)[1]),  # credentials: the start's origin
+        )
+        async with http:
+            pages = (
+                PoolPages(
+                    workers,
+                    http,
+                    self.page_policy,
+                    known,
+                    log=log,
+                    set_depth=self.throttle.set_depth,
+                    all_links=all_links,
+                )
+                if workers
+                else LocalPages(http, self.page_policy, known)
+            )
+            self.pages = pages
+            try:
+                yield pages
+            finally:
+                self.pages = None
+                await pages.close()
+
+    def take_workers(self) -> bool:
+        """Let worker processes take pages, when there are some and requests are not
+        spaced (a spaced crawl waits, it does not compute). True when they may."""
+        assert self.pages is not None
+        return self.throttle.requested_interval == 0 and self.pages.allow_workers()
+
+    async def request(self, url: str, max_bytes: int | None = None) -> Response:
+        """One plain GET (robots.txt, a sitemap) through the throttle and the retries."""
+        assert self.pages is not None
+        pages = self.pages
+        fetched = await self._retried(lambda: _as_fetched(pages.get(url, max_bytes)))
+        return fetched.response
+
+    async def fetch(self, url: str, depth: int, validators: Validators | None = None) -> Fetched:
+        """One page through the throttle and the retries, analysed. `depth`: of the links on
+        the page; `validators`: ask conditionally (crawler.shell.revalidation)."""
+        assert self.pages is not None
+        return await self._retried(functools.partial(self.pages.fetch, url, depth, validators))
+
+    async def unthrottled(self, url: str, max_bytes: int) -> Response:
+        """A GET of another host's (--robots-from URL): with retries, outside the site's
+        throttle, without the site's credentials (the transport sends them to it only)."""
+        assert self.pages is not None
+        pages = self.pages
+        resp, _ = await fetch_with_retries(
+            lambda: pages.get(url, max_bytes),
+            self.retry,
+            status_of=lambda r: r.status or None,
+            retry_after_of=lambda r: r.headers.get("Retry-After"),
+            error_of=lambda r: r.error,
+        )
+        return resp
+
+    async def asset(self, url: str) -> Response:
+        """A request of the browser's, made by the crawl: its transport, its throttle."""
+        assert self.pages is not None
+        pages = self.pages
+        try:
+            async with self.throttle.slot():
+                return await pages.get(url)
+        except ThrottleClosed:
+            return Response(url, error="max_time reached")
+
+    async def _retried(self, fetch: Callable[[], Awaitable[Fetched]]) -> Fetched:
+        throttle = self.throttle
+
+        async def attempt() -> Fetched:
+            async with throttle.slot():
+                started = time.monotonic()
+                fetched = await fetch()
+            resp = fetched.response
+            seconds = resp.seconds if resp.seconds is not None else time.monotonic() - started
+            throttle.observe(resp.status or None, seconds)
+            if (outage := throttle.outage) is not None:
+                self.on_outage(outage)
+            return fetched
+
+        fetched, notes = await fetch_with_retries(
+            attempt,
+            self.retry,
+            status_of=lambda f: f.response.status or None,
+            retry_after_of=lambda f: f.response.headers.get("Retry-After"),
+            error_of=lambda f: f.response.error,
+        )
+        if notes:
+            fetched.response.notes = tuple(notes)
+        return fetched
+
+
+async def _as_fetched(response: Awaitable[Response]) -> Fetched:
+    return Fetched(await response, None)

@@ -1,0 +1,291 @@
+"""The page judge: one URL from its fetch to its decision, the same for every mode (crawl,
+check, explain). Redirects are followed hop by hop, each hop screened like a link; the final
+answer is revived (a 304, crawler.shell.revalidation) or rendered when asked
+(crawler.shell.rendered), analysed, decided (crawler.core.decide) and listed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from crawler.config import Config
+from crawler.core.decide import (
+    FETCH_ERROR,
+    HTTP_ERROR,
+    LIMIT,
+    REDIRECT,
+    Decision,
+    PageFacts,
+    Policy,
+    awaits_canonical,
+    decide_page,
+    depth_priority,
+)
+from crawler.core.frontier import Task
+from crawler.core.history import Prior
+from crawler.core.httpdate import parse_http_date
+from crawler.core.media import PageExtras
+from crawler.core.page import PageResult
+from crawler.core.wire import pack
+from crawler.shell.client import PoliteClient
+from crawler.shell.fetch import REDIRECT_STATUSES, Response
+from crawler.shell.links import Links
+from crawler.shell.listings import Listing, to_micros
+from crawler.shell.loop import CrawlLoop
+from crawler.shell.pages import Fetched
+from crawler.shell.rendered import PageRenderer
+from crawler.shell.revalidation import Answer, Revalidation
+from crawler.shell.throttle import ThrottleClosed
+from sitemap_out import Entry, EntryError
+
+#: A judged page: its final URL, facts, analysis and decision.
+Judged = tuple[str, PageFacts, PageResult, Decision]
+
+
+class PageJudge:
+    """Fetch (or revive), render when asked, analyse, decide, list. `check_entry`: raises
+    EntryError for a listing the sitemap cannot hold (the writer's check, when publishing)."""
+
+    def __init__(
+        self,
+        config: Config,
+        policy: Policy,
+        client: PoliteClient,
+        links: Links,
+        loop: CrawlLoop,
+        revalidation: Revalidation,
+        renderer: PageRenderer,
+        check_entry: Callable[[Entry], None] = lambda _: None,
+    ) -> None:
+        self.config = config
+        self.policy = policy
+        self.client = client
+        self.links = links
+        self.loop = loop
+        self.revalidation = revalidation
+        self.renderer = renderer
+        self.check_entry = check_entry
+        self.journal = links.journal
+        self.tally = links.tally
+
+    async def judge(self, task: Task) -> Judged | None:
+        """Fetch task.url (its redirects hop by hop), decide and record each decision. The
+        final page's URL, facts, analysis and decision; None when there was no page."""
+        fetched, url, prior = await self._follow(task)
+        if fetched is None:
+            return None
+        rendering = None
+        if self.renderer.browser is not None:
+            fetched, rendering = await self.renderer.render(url, fetched)
+        resp, page = fetched.response, fetched.page
+        self.loop.done_requests += 1  # recorded below, before the next await
+        answer = None
+        if page is not None:
+            answer = self.revalidation.answer(url, prior, resp, page)
+            if answer is None:  # a 304 with no history to revive: ask for the whole page
+                fetched = await self._get(url, task)
+                if fetched is None:
+                    return None
+                resp, page, prior = fetched.response, fetched.page, None
+                if page is not None:
+                    answer = self.revalidation.answer(url, None, resp, page, asked_whole=True)
+        if page is None or answer is None:  # no answer, or none we could read
+            error = resp.error or fetched.unreadable or "no answer"
+            self.links.record(url, None, Decision(FETCH_ERROR, _with_notes(error, resp)), task)
+            return None
+        if answer.revived:
+            self.tally.not_modified += 1
+        page = answer.page
+        facts = self._facts(url, answer)
+        decision = decide_page(facts, self.policy)
+        if answer.status == 200:  # #24: most canonicals on another origin: a copy of a site?
+            self.tally.foreign.saw(facts.public or url, facts.canonical_public)
+        if page.moved_to is not None:  # #24: the history keeps no stub's target: no validators
+            answer = dataclasses.replace(answer, etag=None, modified=None)
+        if rendering:
+            detail = f"{decision.detail} ({rendering})" if decision.detail else rendering
+            decision = Decision(decision.reason, detail)
+        if resp.notes:
+            decision = Decision(decision.reason, _with_notes(decision.detail, resp))
+        self.revalidation.record(url, prior, answer, decision.reason)
+        # #24: canonicalised, but listed if its canonical turns out broken (journal decides)
+        awaits = awaits_canonical(facts, decision, self.policy)
+        if decision.listed or awaits:
+            made = self._listing(url, task, answer, "" if awaits else decision.detail)
+            if awaits:
+                if isinstance(made, Listing):
+                    self._canonicalised(made, facts, decision)
+                    return url, facts, page, decision
+            elif isinstance(made, Decision):
+                decision = made
+            else:
+                if facts.twin_of is not None:
+                    self.journal.contested = True
+                self.journal.listing(made)
+        if not decision.listed:
+            self.links.record(url, answer.status, decision, task)  # a 304's: the page's, 200
+        return url, facts, page, decision
+
+    def _facts(self, url: str, answer: Answer) -> PageFacts:
+        page, links = answer.page, self.links
+        facts = PageFacts(url, answer.status, page.mime, page.meta, page.header)
+        facts.too_large = answer.too_large
+        facts.last_modified = answer.modified
+        facts.public = links.public(url)
+        facts.engine_denial = links.screen.engine_denial(url)  # #24: may they crawl it
+        if page.moved_to is not None:  # #24: a redirect stub, followed like a redirect
+            facts.moved_to = links.public(links.to_crawl(page.moved_to))
+            facts.moved_by = page.moved_by
+        if page.canonical is not None:
+            canonical = links.to_crawl(page.canonical)
+            facts.canonical = canonical
+            facts.canonical_public = links.public(canonical)
+            facts.canonical_in_scope = links.plan.scope.contains(facts.canonical_public)
+        if page.body_key is not None and self.policy.skip_duplicates:
+            facts.twin_of = first = self.journal.twins.met(page.body_key, url)
+            state = self.revalidation.state
+            if first is None and state is not None:
+                state.body(page.body_key.to_bytes(8, "little", signed=True), url)
+        return facts
+
+    def _canonicalised(self, listing: Listing, facts: PageFacts, decision: Decision) -> None:
+        """#24: the journal decides once its canonical's target is judged (at once, when it
+        is already)."""
+        target, links = facts.canonical, self.links
+        assert target is not None
+        judged = (
+            target in links.frontier
+            and not links.frontier.is_queued(target)
+            and target not in links.active
+        )
+        self.journal.canonicalised(listing, target, decision, judged=judged)
+
+    async def _get(self, url: str, task: Task) -> Fetched | None:
+        """url asked for whole, without validators; None when max_time closed the throttle."""
+        self.loop.requested += 1
+        try:
+            fetched = await self.client.fetch(url, task.depth + 1)
+        except ThrottleClosed:
+            self.links.record(url, None, Decision(LIMIT, "max_time reached"), task)
+            return None
+        self._count(fetched.response)
+        return fetched
+
+    def _count(self, resp: Response) -> None:
+        self.tally.fetched += 1
+        if resp.error or resp.status >= 500:
+            self.tally.failed += 1  # the publish guard's max_error_rate
+
+    async def _follow(self, task: Task) -> tuple[Fetched | None, str, Prior | None]:
+        """Fetch task.url, following redirects one hop at a time.
+
+        Each hop is screened like a link (scope, robots.txt, traps); the redirecting URL is
+        recorded as `redirect`. Returns (the final answer, its URL, its history if any), or
+        (None, url, None) when the chain ended without a page to judge. A URL with a
+        history is asked with its validators (a 304 may answer).
+        """
+        url = task.url
+        chain = [url]
+        links, loop, frontier = self.links, self.loop, self.links.frontier
+        record = links.record
+        for _ in range(self.config.max_redirects + 1):
+            loop.requested += 1  # before the await: max_pages counts requests in flight
+            prior, validators = self.revalidation.ask(url)
+            try:
+                fetched = await self.client.fetch(url, task.depth + 1, validators)
+            except ThrottleClosed:  # max_time is up: never sent
+                record(url, None, Decision(LIMIT, "max_time reached"), task)
+                return None, url, None
+            resp = fetched.response
+            self._count(resp)
+            if resp.status not in REDIRECT_STATUSES:
+                return fetched, url, prior
+            location = (resp.location or "").strip()
+            target = links.resolve(url, location) if location else None
+            if target is None:
+                decision = Decision(HTTP_ERROR, f"HTTP {resp.status} without a usable Location")
+            elif target in chain:
+                decision = Decision(REDIRECT, f"redirect loop: {' -> '.join([*chain, target])}")
+            else:
+                decision = Decision(REDIRECT, links.public(target))
+            record(url, resp.status, decision, task)
+            loop.done_requests += 1
+            if target is None or target in chain:
+                return None, url, None
+            if target in frontier:
+                links.refer(target, links.public(url), task.depth)
+                return None, url, None  # handled, or to be handled, on its own
+            frontier.mark_seen(target)
+            if links.state is not None:
+                links.state.queued(target, task.depth, task.referrer)
+            screened = links.screen(target, task.depth)
+            max_pages = self.config.max_pages
+            if screened is None and max_pages and loop.requested >= max_pages:
+                screened = Decision(LIMIT, "max_pages reached")
+            if screened is not None:
+                record(target, None, screened, task)
+                return None, url, None
+            url = target
+            chain.append(url)
+        why = f"more than {self.config.max_redirects} redirects from {chain[0]}"
+        record(url, None, Decision(REDIRECT, why), task)
+        return None, url, None
+
+    def _listing(self, url: str, task: Task, answer: Answer, detail: str) -> Listing | Decision:
+        """The listing of a page judged listable, or why the protocol cannot list it. Its
+        lastmod is the Last-Modified header's for now; the one published is decided when
+        the crawl is over (journal.Dating), from what the whole site says."""
+        config, page = self.config, answer.page
+        lastmod = parse_http_date(answer.modified)
+        if lastmod is not None and lastmod > datetime.now(UTC) + timedelta(days=1):
+            lastmod = None  # a date in the future is a server clock error, not a lastmod
+        # links found to it while it was fetched may have brought it closer to the start
+        depth = min(task.depth, self.loop.active.get(url, task.depth))
+        body = page.body_key if self.policy.skip_duplicates else None
+        listing = Listing(
+            url,
+            self.links.public(url),
+            answer.status,
+            detail,
+            depth,
+            task.referrer,
+            to_micros(lastmod),
+            config.changefreq,
+            depth_priority(depth) if config.priority_by_depth else None,
+            body,
+            None if page.extras is None else pack(self._public_extras(page.extras)),
+            page.blocks,
+            answer.stamped,
+        )
+        try:
+            self.check_entry(listing.entry())  # checked now, so the decision says it
+        except EntryError as exc:  # a URL the protocol cannot hold (e.g. under 12 chars)
+            return Decision(FETCH_ERROR, f"cannot be listed: {exc}")
+        return listing
+
+    def _public_extras(self, extras: PageExtras) -> PageExtras:
+        """The page's extension facts with its URLs as the sitemap names them: images, videos
+        and alternates on the crawled origin get the public one (public_url). A copy: the
+        page's own facts (kept in the history) stay in the crawl's space."""
+        if self.links.identity:
+            return extras
+        public, to_crawl = self.links.public, self.links.to_crawl
+
+        def named(url: str) -> str:
+            return public(to_crawl(url))
+
+        return dataclasses.replace(
+            extras,
+            images=tuple(map(named, extras.images)),
+            alternates=tuple((lang, named(url)) for lang, url in extras.alternates),
+            videos=tuple(video.with_urls(named) for video in extras.videos),
+        )
+
+
+def _with_notes(detail: str, resp: Response) -> str:
+    """A decision's detail with the retries that led to it, so retries show in the report."""
+    if not resp.notes:
+        return detail
+    return f"{detail} (after {len(resp.notes)} retries: {'; '.join(resp.notes)})"

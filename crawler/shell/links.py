@@ -1,0 +1,150 @@
+"""Where a crawl's URLs go once met: screened and queued, or recorded at once with why not;
+the links of a judged page followed; each decision recorded once (crawler.shell.journal)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from crawler.core.decide import (
+    REDIRECT,
+    Decision,
+    PageFacts,
+    Policy,
+    follows_links,
+    nofollow_links,
+)
+from crawler.core.frontier import DONE, Frontier, Task
+from crawler.core.page import PageResult
+from crawler.core.report import DecisionRecord, Tally
+from crawler.core.screen import Plan, Screen
+from crawler.core.urls import resolve
+from crawler.shell.journal import Journal
+from crawler.shell.state import CrawlState
+
+
+class Links:
+    """The frontier's door: discover, refer, follow a page's links, record decisions.
+    `active`: the loop's URLs being worked on (a link to one may bring it closer)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        screen: Screen,
+        policy: Policy,
+        frontier: Frontier,
+        journal: Journal,
+        tally: Tally,
+        active: dict[str, int],
+        queued: Callable[[], None],
+        strip_params: tuple[str, ...] = (),
+    ) -> None:
+        self.plan = plan
+        self.screen = screen
+        self.policy = policy
+        self.frontier = frontier
+        self.journal = journal
+        self.tally = tally
+        self.active = active
+        self.queued = queued  # tells the loop a URL was added
+        self.strip_params = strip_params
+        self.state: CrawlState | None = None
+        self.identity = plan.identity
+        # the start URL's decisions, each hop of its redirects: why nothing was listed
+        self.start_chain: list[DecisionRecord] = []
+
+    def public(self, url: str) -> str:
+        return self.plan.public(url)
+
+    def to_crawl(self, url: str) -> str:
+        return self.plan.to_crawl(url)
+
+    def resolve(self, url: str, location: str) -> str | None:
+        """A redirect's target, in crawl space; None when it is no usable URL."""
+        target = resolve(url, location, self.strip_params)
+        return None if target is None else self.plan.to_crawl(target)
+
+    def record(self, url: str, status: int | None, decision: Decision, task: Task) -> None:
+        if task.url == self.plan.start and task.referrer is None:  # crawl space: as requested
+            self.start_chain.append(
+                DecisionRecord(url, status, decision.reason, decision.detail, 0, None)
+            )
+        self.journal.record(url, status, decision, task.depth, task.referrer)
+
+    def follow_page(
+        self, task: Task, url: str, facts: PageFacts, page: PageResult, decision: Decision
+    ) -> None:
+        """Follow where a judged page leads: its canonical (when it is not listed itself)
+        and its links (unless its directives say not to)."""
+        self.active.pop(task.url, None)  # judged: a link to it from its own page is no news
+        if facts.canonical and not decision.listed and facts.canonical_in_scope:
+            self.discover(facts.canonical, task.depth + 1, self.public(url))
+        if page.targets and follows_links(facts, self.policy):
+            self.follow_targets(page.targets, task.depth + 1, self.public(url))
+        if page.moved_to is not None and decision.reason == REDIRECT:  # #24: a stub's target
+            self.discover(page.moved_to, task.depth, self.public(url))
+        unfollowed = nofollow_links(facts, page.targets, page.nofollow, self.policy)  # #24
+        if unfollowed:
+            met = [u for u in unfollowed if u not in self.frontier]
+            self.journal.nofollow_links(met, self.public(url), task.depth + 1)
+
+    def follow_targets(self, targets: list[str], depth: int, referrer: str) -> None:
+        """Discover the links of a page: the crawl's hottest loop. Most lead to URLs met
+        before (navigation repeats on every page): those cost a lookup, and a note only
+        while the URL waits to be judged, or when broken URLs are known."""
+        discover, refer, met = self.discover, self.refer, self.frontier.seen.get
+        active, broken = self.active, self.tally.broken
+        depths = self.journal.depths  # listings that may have twins: a closer link counts
+        to_crawl = None if self.identity else self.plan.origins.to_crawl
+        for target in targets:
+            url = target if to_crawl is None else to_crawl(target)
+            queued = met(url)
+            if queued is None:
+                discover(target, depth, referrer)  # maps to crawl space itself
+                continue
+            if queued != DONE or broken or url in active:
+                refer(url, referrer, depth)  # which also brings a listed twin closer
+            elif depth < depths.get(url, depth):
+                self.journal.closer(url, depth)
+
+    def discover(self, url: str, depth: int, referrer: str | None) -> None:
+        """A link to url was found: queue it, or record at once why it won't be fetched."""
+        url = self.to_crawl(url)
+        if url in self.frontier:
+            if referrer is not None:
+                self.refer(url, referrer, depth)
+            return
+        task = Task(url, depth, referrer)
+        screened = self.screen(url, depth)
+        if screened is not None:
+            self.frontier.mark_seen(url)
+            self.record(url, None, screened, task)
+            return
+        self.frontier.add(url, depth, referrer)
+        if self.state is not None:
+            self.state.queued(url, depth, referrer)
+        self.queued()
+
+    def met(self, url: str) -> bool:
+        return url in self.frontier.seen
+
+    def late_seed(self, url: str, sitemap: str) -> None:
+        """A seed sitemap lists a URL met already: noted when it is broken."""
+        if self.tally.broken and not self.frontier.is_queued(url) and url not in self.active:
+            self.journal.late_referrer(url, sitemap)
+
+    def refer(self, url: str, referrer: str, depth: int) -> None:
+        """Another page links to url: a queued url may move closer to the start (so may one
+        being fetched, and a listing: twins are ranked by it), and pages linking to URLs not
+        yet judged or judged broken are kept for the broken-links report."""
+        active = self.active.get(url)
+        if active is not None or self.frontier.is_queued(url):
+            if active is not None and depth < active:
+                self.active[url] = depth
+            if self.frontier.lower(url, depth, referrer) and self.state is not None:
+                self.state.lowered(url, depth, referrer)
+            self.journal.early_referrer(url, referrer)
+            return
+        if self.tally.broken:
+            self.journal.late_referrer(url, referrer)
+        if depth < self.journal.depths.get(url, depth):
+            self.journal.closer(url, depth)

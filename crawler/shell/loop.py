@@ -1,0 +1,256 @@
+"""The loop that runs a crawl, and nothing else: the frontier's URLs handed to workers under
+--concurrency, the stop signals and their grace, --max-time, the progress line.
+
+It does not know what a URL's work is (a driver gives it: crawl, check, judge) nor where pages
+come from (crawler.shell.client): the loop only decides when work starts and when it stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import signal
+import time
+from collections.abc import Awaitable, Callable, Iterator
+
+from crawler.core.frontier import Frontier, Task
+from crawler.core.report import Tally
+from crawler.shell.progress import ProgressFigures, ProgressLine
+from crawler.shell.throttle import Throttle
+
+#: After SIGINT/SIGTERM, requests in flight get this long to finish before they are cut.
+STOP_GRACE_SECONDS = 10.0
+
+#: What a driver does with one URL the loop hands it.
+Process = Callable[[Task], Awaitable[None]]
+
+
+class CrawlLoop:
+    """Workers taking URLs from the frontier until it is empty, a limit is reached or the run
+    is stopped (a signal, --max-time, an outage the client reports)."""
+
+    def __init__(
+        self,
+        frontier: Frontier,
+        tally: Tally,
+        throttle: Throttle,
+        *,
+        concurrency: int,
+        max_pages: int = 0,
+        max_time: float = 0.0,
+        log: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.frontier = frontier
+        self.tally = tally
+        self.throttle = throttle
+        self.concurrency = concurrency
+        self.max_pages = max_pages
+        self.max_time = max_time
+        self.log = log
+        # URLs being worked on now -> the fewest links from the start found to them so far
+        self.active: dict[str, int] = {}
+        self.changed = asyncio.Event()
+        self.stop_signal: int | None = None
+        self.timed_out = False  # max_time is up
+        self.outage: str | None = None  # why the site looks down, when it does
+        self.requested = 0  # page requests started, redirect hops included (max_pages)
+        self.done_requests = 0  # requests whose outcome is recorded: the state's "fetched"
+        self.pipeline_depth = 1  # jobs per allowed request (worker processes pipeline)
+        self.on_cut: Callable[[], None] = lambda: None  # what else a cut stops (the pool)
+        self._workers: list[asyncio.Task[None]] = []
+        self._steps: list[asyncio.Future[None]] = []  # what a stop's cut ends before workers
+        self._grace: asyncio.TimerHandle | None = None
+
+    @property
+    def stopped(self) -> bool:
+        """No new URL is taken: a signal, an outage or max_time."""
+        return self.stop_signal is not None or self.outage is not None or self.timed_out
+
+    def down(self, outage: str) -> None:
+        """The client found the site down: stop taking URLs."""
+        if self.outage is None:
+            self.outage = outage
+            self.log(f"warning: the site looks down ({outage}): stopping")
+            self.changed.set()
+
+    def queued(self) -> None:
+        """A URL was added to the frontier: idle workers look again."""
+        self.changed.set()
+
+    async def run(
+        self,
+        process: Process,
+        idle: Callable[[], bool] = lambda: False,
+        after: Callable[[], None] = lambda: None,
+    ) -> None:
+        """concurrency workers until the frontier is empty; one failing cancels the rest, and
+        its error (not an ExceptionGroup) reaches the CLI, which maps it to an exit code.
+        `idle`: the frontier ran out with nothing in flight; True when it queued more (the
+        seed sitemaps). `after`: once per URL worked on (the state's checkpoints)."""
+        try:
+            async with asyncio.TaskGroup() as workers:
+                count = self.concurrency * self.pipeline_depth
+                self._workers = [
+                    workers.create_task(self._worker(process, idle, after)) for _ in range(count)
+                ]
+        except BaseExceptionGroup as group:
+            raise group.exceptions[0] from None
+
+    async def _worker(
+        self, process: Process, idle: Callable[[], bool], after: Callable[[], None]
+    ) -> None:
+        max_pages, frontier, active = self.max_pages, self.frontier, self.active
+        while not self.stopped:
+            if max_pages and self.requested >= max_pages:
+                return
+            task = frontier.pop()
+            if task is None:
+                if not active:
+                    if idle():
+                        continue
+                    self.changed.set()
+                    return
+                self.changed.clear()
+                await self.changed.wait()
+                continue
+            active[task.url] = task.depth
+            try:
+                await process(task)
+            finally:
+                active.pop(task.url, None)
+                self.changed.set()
+            after()
+
+    @contextlib.contextmanager
+    def showing(self, renderer: ProgressLine | None, started: float) -> Iterator[None]:
+        """Report progress every renderer.interval seconds while the workers run."""
+        if renderer is None:
+            yield
+            return
+
+        def figures() -> ProgressFigures:
+            throttle, tally = self.throttle, self.tally
+            return ProgressFigures(
+                tally.fetched,
+                tally.listed,
+                # not yet judged: workers waiting on the throttle have taken theirs already
+                len(self.frontier) + len(self.active),
+                tally.failed,
+                time.monotonic() - started,
+                throttle.pace,
+                throttle.min_interval,
+                tally.fetched_before,
+            )
+
+        async def tick() -> None:
+            while True:
+                await asyncio.sleep(renderer.interval)
+                renderer(figures())
+
+        task = asyncio.get_running_loop().create_task(tick())
+        try:
+            yield
+        finally:
+            task.cancel()
+            renderer.finish()
+
+    @contextlib.contextmanager
+    def timed(self) -> Iterator[None]:
+        """--max-time: once it is up, no new URL is taken; requests in flight finish, and
+        what is left in the queue is recorded as a limit reached."""
+        if not self.max_time:
+            yield
+            return
+
+        def time_up() -> None:
+            self.timed_out = True
+            self.throttle.close()  # requests waiting for their turn are not sent
+            self.log(f"max_time {self.max_time:g} s reached: finishing requests in flight")
+            self.changed.set()
+
+        timer = asyncio.get_running_loop().call_later(self.max_time, time_up)
+        try:
+            yield
+        finally:
+            timer.cancel()
+
+    @contextlib.contextmanager
+    def signals(self) -> Iterator[None]:
+        """First SIGINT/SIGTERM: take no new URLs, let requests in flight finish within
+        STOP_GRACE_SECONDS. A second signal, or the end of the grace period, cuts them. The
+        grace's timer ends with the run: a cut after it would cancel nothing of this run."""
+        loop = asyncio.get_running_loop()
+        installed = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+                installed.append(sig)
+            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread
+                pass
+        try:
+            yield
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            if self._grace is not None:
+                self._grace.cancel()
+                self._grace = None
+
+    def _on_signal(self, sig: int) -> None:
+        if self.stop_signal is None:
+            self.stop_signal = sig
+            self.log(
+                f"{signal.Signals(sig).name}: finishing requests in flight "
+                f"(up to {STOP_GRACE_SECONDS:g} s; signal again to stop at once)"
+            )
+            self.changed.set()
+            self._grace = asyncio.get_running_loop().call_later(STOP_GRACE_SECONDS, self.cut)
+        else:
+            self.cut()
+
+    async def cuttable(self, step: Awaitable[None]) -> None:
+        """A step before the workers start (robots.txt, the seed sitemaps), which a stop
+        signal's cut must end as it ends the workers: a robots.txt that never answers would
+        otherwise hold a SIGTERM for its retries' whole timeouts. Cut, the step is dropped
+        and the run stops as after any signal (the workers take nothing)."""
+        task = asyncio.ensure_future(step)
+        self._steps.append(task)
+        try:
+            await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if self.stop_signal is None or (current is not None and current.cancelling()):
+                raise  # not ours: the run itself is being cancelled
+        finally:
+            self._steps.remove(task)
+
+    def cut(self) -> None:
+        for step in self._steps:
+            step.cancel()
+        for worker in self._workers:
+            worker.cancel()
+        self.on_cut()
+
+    def stopped_message(self, state_path: object | None) -> str:
+        name = signal.Signals(self.stop_signal or signal.SIGTERM).name
+        resume = f" (--state {state_path} --resume goes on from here)" if state_path else ""
+        return (
+            f"stopped by {name} after {self.tally.fetched} pages; "
+            f"the previously published sitemap is untouched{resume}"
+        )
+
+
+@contextlib.contextmanager
+def fewer_gc_pauses() -> Iterator[None]:
+    """A crawl allocates millions of short-lived objects and almost no reference cycles, so
+    the cycle collector's youngest generation runs every 50,000 allocations instead of 700,
+    over a heap frozen at the start (measured: 5-8% less time for the same memory)."""
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()

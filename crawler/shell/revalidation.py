@@ -1,0 +1,115 @@
+"""Revalidation: the one owner of what a crawl with a history (--state) asks again and what a
+304 means. It keeps the validators a page is asked with, sends them (or not), turns a 304
+into the page the history holds, writes the page's history row and keys the history by
+the settings a page's facts depend on.
+
+The rule it keeps: a page revived from a 304 is judged exactly as its full answer would be
+(type, directives, canonical, links, body key, extension facts). Only a page whose whole
+body was read gets validators: an answer cut at max_page_bytes is asked whole the next
+night, so it is judged too large again and never revived as if it were whole.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+from crawler.config import Config
+from crawler.core.history import Prior, Validators, revive
+from crawler.core.httpdate import parse_http_date
+from crawler.core.lastmod import stamped
+from crawler.core.page import PagePolicy, PageResult
+from crawler.shell.fetch import Response
+from crawler.shell.state import CrawlState
+
+
+def history_key(page_policy: PagePolicy, config: Config) -> str:
+    """The settings a page's facts depend on (every PagePolicy field, so a new one cannot
+    be forgotten; rendering; the byte cap, which decides whether a page is too large): a
+    history kept with others is not reused for a 304 (crawler.shell.state). A run with
+    --no-images must not revive last night's images, nor a rendered run last night's raw
+    links, nor a larger cap last night's too-large verdict."""
+    policy = dataclasses.asdict(page_policy)
+    return json.dumps([policy, config.render, config.max_page_bytes], sort_keys=True)
+
+
+@dataclass(slots=True)
+class Answer:
+    """A final answer as judged: the page (revived, for a 304), its status (200 for a
+    revived page) and the dates and validators of its headers (the history's where a 304
+    leaves them out)."""
+
+    page: PageResult
+    status: int
+    etag: str | None
+    modified: str | None  # Last-Modified as sent
+    stamped: bool  # Last-Modified was the response's Date: not a believable date
+    too_large: bool  # the body passed max_page_bytes
+    revived: bool = False
+
+
+class Revalidation:
+    """Validators out, 304s in, history rows written. `state`: the crawl's, None without
+    --state (then nothing is asked conditionally); `conditional`: False while pages are
+    rendered (an app serves one shell, one ETag, on every route)."""
+
+    def __init__(self, state: CrawlState | None = None, *, conditional: bool = True) -> None:
+        self.state = state
+        self.conditional = conditional
+
+    def ask(self, url: str) -> tuple[Prior | None, Validators | None]:
+        """url's history, and the validators to ask with (None: ask for the whole page)."""
+        state = self.state
+        if state is None:
+            return None, None
+        prior = state.prior(url)
+        if prior is None or not self.conditional:
+            return prior, None
+        return prior, prior.validators
+
+    def answer(
+        self,
+        url: str,
+        prior: Prior | None,
+        resp: Response,
+        page: PageResult,
+        *,
+        asked_whole: bool = False,
+    ) -> Answer | None:
+        """The answer as a full one; None for a 304 there is no history to revive it
+        from: then the page is to be asked for whole. A 304 to a request for the whole
+        page (`asked_whole`) is judged as the bodiless answer it is."""
+        headers = resp.headers
+        etag, modified = headers.get("ETag"), headers.get("Last-Modified")
+        # a 304 need not repeat Last-Modified (RFC 9110 15.4.5): then last night's stamp,
+        # compared with tonight's Date, would pass for a believable date
+        if modified is not None:
+            is_stamped = stamped(parse_http_date(modified), parse_http_date(headers.get("Date")))
+        else:
+            is_stamped = page.not_modified and prior is not None and prior.stamped
+        if not page.not_modified or ((prior is None or self.state is None) and asked_whole):
+            return Answer(page, resp.status, etag, modified, is_stamped, resp.truncated)
+        if prior is None or self.state is None:
+            return None
+        # no body: the page is the history's, its links followed as the full answer's; a
+        # page with validators was read whole (record), so it is not too large
+        page = revive(
+            prior, page, header_given="X-Robots-Tag" in headers,
+            targets=self.state.outlinks(url),
+        )  # fmt: skip
+        etag, modified = etag or prior.etag, modified or prior.modified
+        return Answer(page, 200, etag, modified, is_stamped, too_large=False, revived=True)
+
+    def record(self, url: str, prior: Prior | None, answer: Answer, reason: str) -> None:
+        """The page's history row: its facts, and validators only when its whole body was
+        read (a truncated answer is asked whole next time)."""
+        state = self.state
+        if state is None:
+            return
+        whole = not answer.too_large
+        state.page(
+            url, prior, etag=answer.etag if whole else None,
+            modified=answer.modified if whole else None, status=answer.status,
+            reason=reason, result=answer.page, stamped=answer.stamped,
+        )  # fmt: skip

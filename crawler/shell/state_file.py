@@ -1,0 +1,576 @@
+"""The state file itself: its schema, its identity, its lock, and how a run opens it.
+
+One SQLite file per crawl (crawler.shell.state). This module knows the tables, and the three
+ways a run comes to a file: a new one (created, replacing only a file of ours), a resumed one
+(same start URL and configuration, else refused saying why), and a new run on a file that
+holds the site's history (its crawl dropped, its history and URL ids kept).
+
+* WAL with ``synchronous=NORMAL``: a commit is durable against a process crash (the threat
+  here) without an fsync per checkpoint; a power cut may lose the latest checkpoints but
+  never corrupts the file, which is the trade every resumable tool makes.
+* One writer per file, enforced with ``fcntl.flock`` on ``<file>.lock``: two crawls
+  interleaving checkpoints would produce a state neither could resume. The OS drops the lock
+  when the process dies, so a crashed crawl never leaves a stale lock behind.
+* The schema version moves only when the tables change; a file of another version is
+  refused, not migrated, because a half-understood state would resume into a wrong sitemap
+  (the nightly job starts afresh instead: :func:`outdated`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from crawler.core.history import HistoryRow
+from crawler.errors import BusyError, SitemapCrawlerError
+from sitemap_out import locks
+
+__all__ = [
+    "APPLICATION_ID",
+    "DONE",
+    "HISTORY_NAMES",
+    "QUEUED",
+    "SCHEMA_VERSION",
+    "OpenedFile",
+    "StateError",
+    "StateWriteError",
+    "now_iso",
+    "open_file",
+    "outdated",
+    "peek",
+    "unlock",
+]
+
+SCHEMA_VERSION: Final = 5
+#: ``PRAGMA application_id`` marks the file as ours, so a random SQLite database passed by
+#: mistake to ``--state`` is recognised (and, with ``--resume`` off, never silently replaced
+#: by something that merely looks similar). ASCII "SMCS".
+APPLICATION_ID: Final = 0x534D4353
+
+# urls.state: NULL means the string is only referenced (say, a referrer that was never met
+# under that spelling), so it is interned but not part of the seen set.
+QUEUED: Final = 0
+DONE: Final = 1
+
+#: A URL's history (the site's, across runs): `history` holds the last finished run's rows,
+#: read as the baseline and never written during a run; this run's rows gather in
+#: `fresh_history` and replace them when the run finishes (finish()), so a resumed or
+#: abandoned run never mixes two runs' rows into the baseline. Per URL: the validators,
+#: the facts its decision was made on (for a 304), its content blocks (4 bytes each) and
+#: dates (microseconds since the epoch). Outlinks are packed 32-bit ids into urls.
+#: The columns are HistoryRow's fields, by name: a field without a type here fails at import.
+_HISTORY_TYPES: Final = {
+    "url": "INTEGER PRIMARY KEY REFERENCES urls(id)",
+    **dict.fromkeys(("etag", "modified", "mime", "canonical", "reason", "source"), "TEXT"),
+    **dict.fromkeys(("meta", "header", "targets", "blocks", "extras"), "BLOB"),
+    **dict.fromkeys(("body", "status", "first_seen", "changed", "lastmod", "stamped"), "INTEGER"),
+}
+HISTORY_NAMES: Final = tuple(f.name for f in dataclasses.fields(HistoryRow))
+_HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in HISTORY_NAMES)
+
+_SCHEMA: Final = f"""
+CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE urls (
+    id INTEGER PRIMARY KEY,
+    url TEXT NOT NULL,
+    state INTEGER,
+    depth INTEGER,
+    referrer INTEGER REFERENCES urls(id),
+    qseq INTEGER
+);
+CREATE TABLE decisions (
+    seq INTEGER PRIMARY KEY,
+    url INTEGER NOT NULL REFERENCES urls(id),
+    status INTEGER,
+    reason TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    referrer INTEGER REFERENCES urls(id)
+);
+CREATE TABLE listings (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: a replay reads seq <= its last
+    url INTEGER NOT NULL REFERENCES urls(id),
+    loc TEXT,
+    status INTEGER NOT NULL,
+    detail TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    referrer INTEGER REFERENCES urls(id),
+    lastmod INTEGER,
+    changefreq TEXT,
+    priority REAL,
+    body INTEGER,
+    stamped INTEGER,
+    extras BLOB  -- the page's images, alternates, videos (listings.Listing.extras)
+);
+CREATE INDEX listings_url ON listings (url);  -- unlisted() deletes by URL
+CREATE TABLE referrers (
+    seq INTEGER PRIMARY KEY,
+    url INTEGER NOT NULL REFERENCES urls(id),
+    referrer INTEGER NOT NULL REFERENCES urls(id)
+);
+CREATE TABLE bodies (digest BLOB PRIMARY KEY, url INTEGER NOT NULL REFERENCES urls(id))
+    WITHOUT ROWID;
+CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE history ({_HISTORY_COLUMNS});
+CREATE TABLE fresh_history ({_HISTORY_COLUMNS});
+"""
+_TABLES: Final = frozenset(
+    {
+        "meta",
+        "urls",
+        "decisions",
+        "listings",
+        "referrers",
+        "bodies",
+        "counters",
+        "history",
+        "fresh_history",
+    }
+)
+
+
+class StateError(SitemapCrawlerError):
+    """The state file cannot be used: it belongs to another crawl, is not a state file, is
+    missing when resuming, or cannot be written. (In use by a live crawl: BusyError.)"""
+
+    exit_code = 2
+
+
+class StateWriteError(StateError):
+    """The state file could not be written during the crawl (a full disk, a lost mount):
+    a runtime failure, not a usage error; the crawl can be resumed once it is fixed."""
+
+    exit_code = 5
+
+
+@dataclass(slots=True)
+class OpenedFile:
+    """A state file opened for a run, locked: where its records go on (ids, queue order)."""
+
+    conn: sqlite3.Connection
+    lock_fd: int
+    kept: bool  # rows of an earlier run are kept: a resumed crawl, or a history
+    next_id: int = 1
+    qseq: int = 0
+    finished: bool = False
+
+    def close(self) -> None:
+        self.conn.close()
+        unlock(self.lock_fd)
+
+
+def open_file(
+    path: Path,
+    *,
+    fingerprint: str,
+    start_url: str,
+    resume: bool,
+    settings: str | None,
+    fresh: bool,
+    history_key: str,
+    started: int,
+) -> OpenedFile:
+    """Lock and open the file of a run (crawler.shell.state.CrawlState.open says which
+    file each argument makes): resumed, restarted on its history, or created afresh."""
+    if resume and not path.is_file():
+        raise StateError(f"nothing to resume: state file {path} does not exist")
+    if not resume:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StateError(f"cannot create state file {path}: {exc.strerror}") from exc
+    lock_fd = _lock(path)
+    conn: sqlite3.Connection | None = None
+    try:
+        kept = not resume and not fresh and _has_baseline(path, start_url)
+        if resume or kept:
+            conn = _connect(path)
+            if resume:
+                _check_existing(
+                    conn, path, fingerprint=fingerprint, start_url=start_url, settings=settings
+                )
+            _configure(conn, path)
+            if kept:
+                _restart(
+                    conn, path, fingerprint=fingerprint, settings=settings,
+                    history_key=history_key, started=started,
+                )  # fmt: skip
+            next_id, qseq, finished = _resume_counters(conn, path)
+            return OpenedFile(conn, lock_fd, True, next_id, qseq, finished)
+        _check_replaceable(path)
+        _remove_database(path)
+        conn = _connect(path)
+        _configure(conn, path)
+        _create(
+            conn, path, fingerprint=fingerprint, start_url=start_url, settings=settings,
+            history_key=history_key, started=started,
+        )  # fmt: skip
+        return OpenedFile(conn, lock_fd, False)
+    except BaseException:
+        if conn is not None:
+            conn.close()
+        unlock(lock_fd)
+        raise
+
+
+def peek(path: Path, fingerprint: str) -> bool:
+    """Read-only, for the nightly job: does ``path`` hold a crawl of this configuration
+    (``fingerprint``) that stopped before its end (SIGTERM, killed, out of memory), so
+    that a resume would continue it? False for anything else: no file, not a state
+    file, another schema version or configuration, a finished crawl, one that ran to
+    its end but published nothing (nothing listed, refused by the publish guard), or one
+    ended by an outage: those are over, and the next run starts afresh. Never writes,
+    never takes the lock: a crawl running on the file is left alone (its own lock
+    refuses the run that follows, exit 75)."""
+    conn = _read_only(Path(path))
+    if conn is None:
+        return False
+    try:
+        if _identity(conn) != (APPLICATION_ID, SCHEMA_VERSION):
+            return False
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        if meta.get("fingerprint") != fingerprint or int(meta.get("finished") or 0):
+            return False
+        outage = conn.execute("SELECT value FROM counters WHERE name = 'outage'").fetchone()
+        if outage is not None and outage[0]:
+            return False
+        waiting = conn.execute("SELECT 1 FROM urls WHERE state = ? LIMIT 1", (QUEUED,))
+        return waiting.fetchone() is not None
+    except (sqlite3.Error, ValueError, TypeError):
+        return False
+    finally:
+        conn.close()
+
+
+def outdated(path: Path) -> bool:
+    """Read-only, for the nightly job: is ``path`` a state file of ours written by
+    another schema version? A crawl refuses such a file (its history would be misread);
+    the job, which no one watches, starts afresh instead of failing every night."""
+    conn = _read_only(Path(path))
+    if conn is None:
+        return False
+    try:
+        app_id, version = _identity(conn)
+        return app_id == APPLICATION_ID and version != SCHEMA_VERSION
+    except (sqlite3.Error, TypeError):
+        return False
+    finally:
+        conn.close()
+
+
+def _read_only(path: Path) -> sqlite3.Connection | None:
+    """path opened read-only (no lock, no write, no journal), or None."""
+    if not path.is_file():
+        return None
+    try:
+        return sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+
+
+def _identity(conn: sqlite3.Connection) -> tuple[int, int]:
+    """The file's application id and schema version."""
+    (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    return app_id, version
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def _lock(path: Path) -> int:
+    """Take the file's exclusive lock, or refuse: two crawls on one state file would
+    interleave checkpoints into something neither can resume."""
+    try:
+        return locks.take(_lock_path(path))
+    except locks.LockHeld as held:
+        raise BusyError(f"state file {path} is in use by another running crawl{held.who}") from None
+    except OSError as exc:
+        raise StateError(f"cannot lock state file {path}: {exc.strerror}") from exc
+
+
+def unlock(fd: int) -> None:
+    locks.release(fd)
+
+
+def _remove_database(path: Path) -> None:
+    """A fresh crawl starts over: drop the old file and its WAL, so no page of the old
+    crawl can leak into the new one."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        victim = path.with_name(path.name + suffix)
+        try:
+            victim.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StateError(f"cannot replace state file {path}: {exc.strerror}") from exc
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        # Autocommit mode: transactions are begun and committed explicitly by checkpoint().
+        return sqlite3.connect(path, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StateError(f"cannot open state file {path}: {exc}") from exc
+
+
+def _configure(conn: sqlite3.Connection, path: Path) -> None:
+    """WAL and synchronous=NORMAL: see the module docstring. Done only once the file is known
+    to be ours, because switching the journal mode rewrites the file's header."""
+    try:
+        (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        if str(mode).lower() != "wal":
+            raise StateError(f"state file {path} cannot use WAL mode (got {mode})")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        # Checkpoints are bulk writes; a larger page cache keeps the b-trees' inner pages hot.
+        conn.execute("PRAGMA cache_size = -65536")
+        conn.execute("PRAGMA temp_store = MEMORY")
+    except sqlite3.DatabaseError as exc:
+        raise StateError(f"{path} is not a sitemap-crawler state file ({exc})") from exc
+
+
+def _check_replaceable(path: Path) -> None:
+    """A fresh crawl replaces its old state file, but nothing else: a typo in ``--state``
+    must not delete someone's database or sitemap."""
+    try:
+        if not path.exists():
+            return
+        if not path.is_file():  # before the size: /dev/null is empty, and must stay
+            raise StateError(f"cannot use {path} as a state file: it is not a regular file")
+        if path.stat().st_size == 0:
+            return
+    except OSError as exc:
+        raise StateError(f"cannot replace state file {path}: {exc.strerror}") from exc
+    try:
+        # Read-write, not ?mode=ro: a read-only connection cannot recover the WAL a crashed
+        # crawl left behind, and that is exactly the file a fresh crawl usually replaces.
+        conn = sqlite3.connect(path)
+        try:
+            (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        app_id = None
+    if app_id != APPLICATION_ID:
+        raise StateError(
+            f"refusing to replace {path}: it is not a sitemap-crawler state file "
+            "(delete it or choose another --state file)"
+        )
+
+
+def _run_meta(
+    fingerprint: str, settings: str | None, history_key: str, started: int | None
+) -> list[tuple[str, object]]:
+    """The meta rows a run starts with, in a new file and in one holding a history. Meta
+    keys are free-form, so one added later needs no new schema version (a file whose
+    "settings" is missing or null is refused on a mismatch without naming them)."""
+    return [
+        ("fingerprint", fingerprint),
+        ("settings", settings),
+        ("updated", now_iso()),
+        ("qseq", 0),
+        ("finished", 0),
+        ("history_key", history_key),
+        ("run_started", started or 0),
+    ]
+
+
+def _create(
+    conn: sqlite3.Connection,
+    path: Path,
+    *,
+    fingerprint: str,
+    start_url: str,
+    settings: str | None,
+    history_key: str = "",
+    started: int | None = None,
+) -> None:
+    now = now_iso()
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.executemany(
+            "INSERT INTO meta (key, value) VALUES (?, ?)",
+            [
+                ("schema_version", SCHEMA_VERSION),
+                ("start_url", start_url),
+                ("created", now),
+                ("next_id", 1),
+                *_run_meta(fingerprint, settings, history_key, started),
+            ],
+        )
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise StateError(f"cannot create state file {path}: {exc}") from exc
+
+
+def _has_baseline(path: Path, start_url: str) -> bool:
+    """Whether path holds a history a new run of start_url starts from: a state file of
+    ours, of this schema version and start URL. Another version's file is refused (its
+    history cannot be read, and silently dropping it would cost a night of lastmods);
+    another site's is replaced, as anything else of ours is."""
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return False
+    except OSError:
+        return False
+    try:
+        conn = sqlite3.connect(path)  # read-write: a crashed crawl's WAL is recovered
+        try:
+            (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            if app_id != APPLICATION_ID:
+                return False  # refused or replaced by _check_replaceable
+            if version != SCHEMA_VERSION:
+                raise StateError(
+                    f"state file {path} has schema version {version}, this version of "
+                    f"sitemap-crawler reads {SCHEMA_VERSION}; its history cannot be used: "
+                    "delete it or run with --fresh"
+                )
+            row = conn.execute("SELECT value FROM meta WHERE key = 'start_url'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    return row is not None and row[0] == start_url
+
+
+def _restart(
+    conn: sqlite3.Connection,
+    path: Path,
+    *,
+    fingerprint: str,
+    settings: str | None,
+    history_key: str,
+    started: int | None,
+) -> None:
+    """A new run on a file holding a history: the last run's crawl is dropped (queue,
+    decisions, listings, an unfinished run's rows), its history and URL ids kept."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        for table in ("decisions", "listings", "referrers", "bodies", "counters", "fresh_history"):
+            conn.execute(f"DELETE FROM {table}")
+        conn.execute(
+            "UPDATE urls SET state = NULL, depth = NULL, referrer = NULL, qseq = NULL"
+            " WHERE state IS NOT NULL OR referrer IS NOT NULL"
+        )
+        old = conn.execute("SELECT value FROM meta WHERE key = 'history_key'").fetchone()
+        if old is None or old[0] != history_key:
+            # links and directives were read with other settings: ask for whole pages again
+            conn.execute("UPDATE history SET etag = NULL, modified = NULL")
+        conn.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            _run_meta(fingerprint, settings, history_key, started),
+        )
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise StateError(f"cannot start a new run in state file {path}: {exc}") from exc
+
+
+def _check_existing(
+    conn: sqlite3.Connection,
+    path: Path,
+    *,
+    fingerprint: str,
+    start_url: str,
+    settings: str | None = None,
+) -> None:
+    """Refuse a file that is not ours, is of another schema version, or belongs to another
+    crawl; each refusal says which of these it is, in one line."""
+    try:
+        (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        tables = {
+            name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type='table'")
+        }
+        if app_id != APPLICATION_ID or not tables >= _TABLES:
+            raise StateError(f"{path} is not a sitemap-crawler state file")
+        if version != SCHEMA_VERSION:
+            raise StateError(
+                f"state file {path} has schema version {version}, this version of "
+                f"sitemap-crawler reads {SCHEMA_VERSION}; delete it or start a fresh crawl "
+                "with --fresh"
+            )
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+    except sqlite3.DatabaseError as exc:
+        raise StateError(f"{path} is not a sitemap-crawler state file ({exc})") from exc
+    stored_url = meta.get("start_url")
+    if stored_url != start_url:
+        raise StateError(
+            f"state file {path} is for a crawl of {stored_url}, not {start_url}; "
+            "start a fresh crawl without --resume"
+        )
+    if meta.get("fingerprint") != fingerprint:
+        differences = _differences(meta.get("settings"), settings)
+        if differences is not None:
+            saved, now = differences
+            raise StateError(
+                f"--resume refused: {path} was saved with {saved}; now {now} "
+                "(start a fresh crawl without --resume, or use the same settings)"
+            )
+        raise StateError(
+            f"the state file was made with a different configuration ({path}); "
+            "use the same options to resume, or start a fresh crawl without --resume"
+        )
+
+
+_NONE: Final = object()  # a setting one side does not have (made by another version)
+
+
+def _differences(saved: object, now: str | None) -> tuple[str, str] | None:
+    """The settings that differ, as "key=value, ..." saved and now; None when the file holds
+    none (made before they were kept) or they cannot be told apart."""
+    if not isinstance(saved, str) or now is None:
+        return None
+    try:
+        before, after = json.loads(saved), json.loads(now)
+    except ValueError:
+        return None
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return None
+    keys = sorted(
+        k for k in before.keys() | after.keys() if before.get(k, _NONE) != after.get(k, _NONE)
+    )
+    if not keys:
+        return None
+
+    def shown(values: dict[str, Any]) -> str:
+        return ", ".join(
+            f"{k}={json.dumps(values[k], ensure_ascii=False)}" if k in values else f"no {k}"
+            for k in keys
+        )
+
+    return shown(before), shown(after)
+
+
+def _resume_counters(conn: sqlite3.Connection, path: Path) -> tuple[int, int, bool]:
+    """The next URL id, queue sequence and finished flag, so new records continue the old
+    ones instead of colliding with them. Each checkpoint stores them in its transaction."""
+    try:
+        meta = dict(
+            conn.execute("SELECT key, value FROM meta WHERE key IN ('next_id', 'qseq', 'finished')")
+        )
+        (max_id,) = conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+    except sqlite3.Error as exc:
+        raise StateError(f"cannot read state file {path}: {exc}") from exc
+    next_id = max(int(meta.get("next_id", 1)), max_id + 1)
+    return next_id, int(meta.get("qseq", 0)), bool(meta.get("finished", 0))

@@ -1,0 +1,219 @@
+"""The site's history in the state file: per URL, what the last finished run learnt of it.
+
+The file outlives a finished crawl as the site's history (#14): per URL its validators, the
+facts of its last answer (for a 304), its links (ids into the URL table) and its content
+blocks and dates. `history` holds the last finished run's rows, read as the baseline and
+never written during a run; this run's rows gather in `fresh_history` and replace them only
+when it publishes (:meth:`HistoryStore.write` with ``finished``), so a resumed or abandoned
+run never changes what the next one compares with. A point query by URL id per page keeps
+the history of a site of millions of URLs on disk, not in Python objects.
+
+What a lastmod means is not decided here (crawler.core.lastmod owns that): this keeps the
+facts it is decided from, and what was published.
+"""
+
+from __future__ import annotations
+
+import operator
+import sqlite3
+from array import array
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+from crawler.core.directives import NO_DIRECTIVES, Directives
+from crawler.core.history import HistoryRow, Prior
+from crawler.core.lastmod import LastRun, content_date, pack_blocks, unpack_blocks
+from crawler.core.page import PageResult
+from crawler.core.wire import pack, unpack
+from crawler.shell.state_file import HISTORY_NAMES, StateError
+from crawler.shell.state_queue import ResumeQueue
+
+__all__ = ["HistoryStore"]
+
+#: A HistoryRow's values in column order (operator.attrgetter: one C call on the hot path).
+_history_values: Final = operator.attrgetter(*HISTORY_NAMES)
+_FRESH_INSERT: Final = (
+    f"INSERT OR REPLACE INTO fresh_history ({', '.join(HISTORY_NAMES)})"
+    f" VALUES ({', '.join('?' * len(HISTORY_NAMES))})"
+)
+_PRIOR_SELECT: Final = (
+    "SELECT etag, modified, mime, meta, header, canonical, body, blocks, first_seen, changed,"
+    " extras, stamped FROM history WHERE url = ?"
+)
+
+
+class HistoryStore:
+    """The baseline read by URL, this run's rows buffered until the next checkpoint."""
+
+    def __init__(
+        self, path: Path, conn: Callable[[], sqlite3.Connection], urls: ResumeQueue
+    ) -> None:
+        self.path = path
+        self._conn = conn
+        self._urls = urls  # the URL ids the rows point at
+        #: the start of this run (kept by a resume): the date a content change is given
+        self.run_started = 0
+        #: the blocks common to most pages in the previous finished run (crawler.core.lastmod)
+        self.template_before: frozenset[int] = frozenset()
+        #: whether earlier runs left a history to ask with validators and date content by
+        self.has_history = False
+        self.reset()
+
+    def reset(self) -> None:
+        """Drop the buffers: they were written (or the state is closed)."""
+        self._rows: dict[int, tuple[object, ...]] = {}
+        self._published: list[tuple[object, ...]] = []
+        self.ops = 0
+
+    def read_meta(self) -> None:
+        """The run's start and the last run's template, and whether there is a history."""
+        conn = self._conn()
+        try:
+            meta = dict(
+                conn.execute("SELECT key, value FROM meta WHERE key IN ('run_started', 'common')")
+            )
+            has = conn.execute("SELECT 1 FROM history LIMIT 1").fetchone() is not None
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+        self.run_started = int(meta.get("run_started") or 0)
+        self.template_before = frozenset(unpack_blocks(meta.get("common")))
+        self.has_history = has
+
+    # -- the baseline --------------------------------------------------------------------
+
+    def prior(self, url: str) -> Prior | None:
+        """url's row of the history (the last finished run), or None: a point query by id
+        (see the module doc). Its links are read by outlinks(), for a 304 only."""
+        row = self._row(url, _PRIOR_SELECT)
+        if row is None:
+            return None
+        etag, modified, mime, meta, header, canonical, body, blocks, first, changed = row[:10]
+        extras, stamped = row[10:]
+        return Prior(
+            etag, modified, mime or "", _directives(meta), _directives(header), canonical,
+            body, blocks, first, changed, extras, bool(stamped),
+        )  # fmt: skip
+
+    def outlinks(self, url: str) -> list[str]:
+        """The links of url's page in the history, in their order (for a 304: read only
+        then, so that prior(), asked for every URL, stays small)."""
+        row = self._row(url, "SELECT targets FROM history WHERE url = ?")
+        packed = row[0] if row is not None else None
+        if not packed:
+            return []
+        names = self._urls.names()
+        links = array("I")
+        links.frombytes(packed)
+        return [name for name in map(names.__getitem__, links) if name is not None]
+
+    def last_run(self, url: str) -> LastRun | None:
+        """What the last finished run kept of url's page for its lastmod (its content
+        blocks and date, the lastmod published and its source), None when it has no row."""
+        row = self._row(url, "SELECT blocks, changed, lastmod, source FROM history WHERE url = ?")
+        return None if row is None else LastRun(*row)
+
+    def _row(self, url: str, select: str) -> tuple[Any, ...] | None:
+        """url's row of the history as `select` (by url id) reads it, or None."""
+        if not self.has_history:
+            return None
+        uid = self._urls.ids().get(url)
+        if uid is None:
+            return None
+        try:
+            row: tuple[Any, ...] | None = self._conn().execute(select, (uid,)).fetchone()
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+        return row
+
+    # -- this run ------------------------------------------------------------------------
+
+    def page(
+        self,
+        url: str,
+        prior: Prior | None,
+        *,
+        etag: str | None,
+        modified: str | None,
+        status: int,
+        reason: str,
+        result: PageResult | None,
+        stamped: bool = False,
+    ) -> None:
+        """This run's answer for url, kept as its history once the run finishes: the
+        validators and facts of a 200 (or a 304 revived from `prior`), or only the status
+        of any other answer (a page gone has no validators to ask with)."""
+        urls = self._urls
+        ids = urls.ids()
+        uid = ids.get(url) or urls.intern(url)
+        started = self.run_started
+        if result is None or status != 200:
+            row = HistoryRow(uid, status=status, reason=reason)
+        else:
+            links = result.targets
+            found = list(map(ids.get, links))  # every link is met, so interned, but for a few
+            if None in found:
+                intern = urls.intern
+                found = [
+                    i if i is not None else intern(t) for i, t in zip(found, links, strict=True)
+                ]
+            targets = array("I", found).tobytes()  # type: ignore[type-var]  # no None left
+            blocks = result.blocks
+            first: int | None = started
+            changed: int | None = None  # not known until a run sees the text differ
+            if prior is not None and prior.blocks is not None and blocks is not None:
+                first = prior.first_seen if prior.first_seen is not None else started
+                # a listed page's is decided again with the site's template (published())
+                changed = content_date(prior.blocks, prior.changed, blocks, frozenset(), started)
+            row = HistoryRow(
+                uid, etag=etag, modified=modified, mime=result.mime,
+                meta=_packed(result.meta), header=_packed(result.header),
+                canonical=result.canonical, targets=targets or None, body=result.body_key,
+                blocks=blocks, status=status, reason=reason, first_seen=first, changed=changed,
+                extras=None if result.extras is None else pack(result.extras), stamped=stamped,
+            )  # fmt: skip
+        self._rows[uid] = _history_values(row)
+        self.ops += 1
+
+    def published(self, url: str, changed: int | None, lastmod: int | None, source: str) -> None:
+        """The lastmod a listed page was published with, and its content date, decided at
+        the end of the crawl (crawler.core.lastmod)."""
+        uid = self._urls.ids().get(url)
+        if uid is not None:
+            self._published.append((changed, lastmod, source, uid))
+            self.ops += 1
+
+    def write(self, conn: sqlite3.Connection, *, finished: bool, common: frozenset[int]) -> None:
+        """Everything buffered, inside the checkpoint's transaction (the caller's); with
+        `finished`, this run's rows become the baseline of the next, and `common` its
+        template."""
+        if self._rows:
+            conn.executemany(_FRESH_INSERT, self._rows.values())
+        if self._published:
+            conn.executemany(
+                "UPDATE fresh_history SET changed = ?, lastmod = ?, source = ? WHERE url = ?",
+                self._published,
+            )
+        if not finished:
+            return
+        # A URL this run met but did not fetch (a limit came first) keeps its row; one it
+        # never met (no link leads there any more) leaves the history, which so follows the
+        # site instead of growing for ever
+        conn.execute(
+            "DELETE FROM history WHERE url NOT IN (SELECT id FROM urls WHERE state IS NOT NULL)"
+        )
+        names = ", ".join(HISTORY_NAMES)
+        conn.execute(f"INSERT OR REPLACE INTO history ({names}) SELECT {names} FROM fresh_history")
+        conn.execute("DELETE FROM fresh_history")
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('common', ?)",
+            (pack_blocks(sorted(common)),),
+        )
+
+
+def _packed(directives: Directives) -> bytes | None:
+    return None if directives == NO_DIRECTIVES else pack(directives)
+
+
+def _directives(packed: bytes | None) -> Directives:
+    return NO_DIRECTIVES if packed is None else unpack(Directives, packed)

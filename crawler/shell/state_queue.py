@@ -1,0 +1,465 @@
+"""What ``--resume`` rebuilds the engine from: the URL table (ids, the frontier's queue) and
+every decision, listing, referrer, body hash and counter, buffered in memory between
+checkpoints (crawler.shell.state).
+
+* Recording is on the crawler's hot path, so every call only appends to in-memory buffers
+  (about a microsecond); a checkpoint writes them in one transaction with ``executemany``.
+* Each URL string is stored once, in ``urls`` with an integer id; decisions, listings, body
+  hashes, referrers and the history's links point at ids. Ids are assigned in memory (the
+  engine's URL universe is in memory anyway), so recording never asks SQLite for one, and a
+  checkpoint is pure bulk insert/update by primary key.
+* Rows are read and written by field name (QueuedRow, DecisionRecord, Listing): a field
+  added to a record that the table lacks fails loudly, at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from crawler.core.report import DecisionRecord
+from crawler.shell.listings import Listing
+from crawler.shell.state_file import DONE, QUEUED, StateError
+
+__all__ = ["QueuedRow", "ResumeQueue", "SavedCrawl"]
+
+#: Rows read per query when streaming decisions and listings back; bounds memory on resume.
+_CHUNK: Final = 10_000
+
+#: A listing's column in the listings table, by Listing field: rows are read and written by
+#: field name, so a field added to Listing that the table lacks fails loudly, at once.
+_LISTING_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Listing))
+#: Fields kept elsewhere: a listing's content blocks are its page's, in fresh_history
+#: (written with it: engine._judge records the page before its listing), not twice.
+_LISTING_JOINED: Final = frozenset({"blocks"})
+_LISTING_STORED: Final = tuple(n for n in _LISTING_FIELDS if n not in _LISTING_JOINED)
+_LISTING_SELECT: Final = ", ".join(
+    {
+        "url": "u.url",
+        "loc": "coalesce(l.loc, u.url)",
+        "referrer": "r.url",
+        "depth": "min(l.depth, coalesce(u.depth, l.depth))",  # lowered() after it was listed
+        "blocks": "f.blocks",
+    }.get(name, f"l.{name}")
+    for name in _LISTING_FIELDS
+)
+_LISTING_INSERT: Final = (
+    f"INSERT INTO listings ({', '.join(_LISTING_STORED)})"
+    f" VALUES ({', '.join('?' * len(_LISTING_STORED))})"
+)
+#: Likewise a decision's column in the decisions table, by DecisionRecord field (url and
+#: referrer hold ids into urls, joined back to their strings on load).
+_DECISION_FIELDS: Final = tuple(f.name for f in dataclasses.fields(DecisionRecord))
+_DECISION_SELECT: Final = ", ".join(
+    {"url": "u.url", "referrer": "r.url"}.get(name, f"d.{name}") for name in _DECISION_FIELDS
+)
+_DECISION_INSERT: Final = (
+    f"INSERT INTO decisions ({', '.join(_DECISION_FIELDS)})"
+    f" VALUES ({', '.join('?' * len(_DECISION_FIELDS))})"
+)
+#: decided()'s buffered row, in _DECISION_FIELDS order, from its values keyed by field name:
+#: a field that decided() does not fill is a KeyError at the first decision, never a value
+#: written into the next field's column. (About 0.1 µs; decided() is on the hot path.)
+_decision_values: Final = operator.itemgetter(*_DECISION_FIELDS)
+
+
+@dataclass(slots=True, frozen=True)
+class QueuedRow:
+    """A URL still in the frontier, as the engine's ``Task`` needs it. Each field is the
+    ``urls`` column of the same name (the referrer stored as an id), read by field name."""
+
+    url: str
+    depth: int
+    referrer: str | None
+
+
+#: load() reads the urls table once: id, state and qseq, then the columns a QueuedRow is
+#: made of, by field name, so a field the table lacks fails the load ("no such column")
+#: instead of being left out. The referrer column holds an id, named once all are read.
+_QUEUED_FIELDS: Final = tuple(f.name for f in dataclasses.fields(QueuedRow))
+_URLS_SELECT: Final = f"SELECT id, state, qseq, {', '.join(_QUEUED_FIELDS)} FROM urls"
+_URLS_URL: Final = 3 + _QUEUED_FIELDS.index("url")
+_URLS_QSEQ: Final = operator.itemgetter(2)
+_QUEUED_REFERRER: Final = _QUEUED_FIELDS.index("referrer")
+
+
+@dataclass(slots=True, frozen=True)
+class SavedCrawl:
+    """Everything the engine needs to rebuild its memory, as of the last checkpoint.
+
+    ``decisions`` and ``listings`` are streamed from the file in chunks (a big crawl has
+    millions), so consume them before closing the state; each can be iterated once.
+    ``referrers``: more pages linking to a URL, besides the one its decision names.
+    """
+
+    queued: list[QueuedRow]
+    seen: list[str]
+    decisions: Iterator[DecisionRecord]
+    listings: Iterator[Listing]
+    bodies: dict[bytes, str]
+    referrers: dict[str, list[str]]
+    counters: dict[str, int]
+    finished: bool
+
+
+_T = TypeVar("_T")
+
+
+class ResumeQueue:
+    """The URL table and the crawl's record, buffered until the next checkpoint."""
+
+    def __init__(
+        self,
+        path: Path,
+        conn: Callable[[], sqlite3.Connection],
+        *,
+        loaded: bool,
+        next_id: int = 1,
+        qseq: int = 0,
+    ) -> None:
+        self.path = path
+        self._conn = conn  # the open connection (raises once the state is closed)
+        # url -> id for every interned URL. Loaded lazily from a file that holds some:
+        # load() builds it in the same pass as the seen set, so the table is scanned once.
+        self._ids: dict[str, int] | None = {} if loaded else None
+        self._names: list[str | None] | None = None  # id -> URL, made once when asked
+        self.next_id = next_id
+        self.qseq = qseq
+        self.reset()
+
+    def reset(self) -> None:
+        """Drop the buffers: they were written (or the state is closed)."""
+        # Rows for URLs interned since the last checkpoint, mutated in place by later calls,
+        # so a URL queued and decided within one checkpoint costs a single INSERT.
+        self._new: dict[int, list[object]] = {}
+        # Changes to URLs already on disk, applied in this order (which is the only order
+        # the frontier allows: requeued before lowered before done).
+        self._requeue: list[tuple[int, int | None, int, int]] = []
+        self._lower: list[tuple[int, int | None, int, int]] = []
+        self._done: list[tuple[int]] = []
+        self._decisions: list[tuple[object, ...]] = []
+        self._listings: list[tuple[object, ...]] = []
+        self._unlisted: list[tuple[int]] = []
+        self._referrers: list[tuple[int, int]] = []
+        self._bodies: list[tuple[bytes, int]] = []
+        self._counters: dict[str, int] = {}
+        self.ops = 0
+
+    # -- URL ids (shared with the history) ---------------------------------------------
+
+    def ids(self) -> dict[str, int]:
+        """url -> id of every URL interned."""
+        return self._ids if self._ids is not None else self._load_ids()
+
+    def names(self) -> list[str | None]:
+        """id -> URL, made once from the ids dict (its strings, not copies): 8 bytes a URL,
+        where a query per 304 page to name its links cost a fifth of a 304 run's time."""
+        names = self._names
+        if names is None:
+            ids = self.ids()
+            names = self._names = [None] * (max(ids.values(), default=0) + 1)
+            for name, uid in ids.items():
+                names[uid] = name
+        return names
+
+    def intern(self, url: str) -> int:
+        """url's id, given now if it has none (a URL only referred to is not "seen")."""
+        ids = self._ids
+        if ids is None:
+            ids = self._load_ids()
+        uid = ids.get(url)
+        if uid is None:
+            uid = self._add(ids, url, None, None, None, None)
+        return uid
+
+    def _add(
+        self,
+        ids: dict[str, int],
+        url: str,
+        state: int | None,
+        depth: int | None,
+        ref: int | None,
+        qseq: int | None,
+    ) -> int:
+        """A new URL's id, and its row in the urls table (written at the next checkpoint)."""
+        uid = self.next_id
+        self.next_id = uid + 1
+        ids[url] = uid
+        self._new[uid] = [uid, url, state, depth, ref, qseq]
+        return uid
+
+    def queued(self, url: str, depth: int, referrer: str | None) -> None:
+        """``url`` entered the frontier; it stays queued until :meth:`decided`."""
+        # Interning inlined for a URL met before: this runs once per link found, the
+        # hottest call of all.
+        ids = self._ids if self._ids is not None else self._load_ids()
+        ref = None if referrer is None else (ids.get(referrer) or self.intern(referrer))
+        self.qseq = qseq = self.qseq + 1
+        uid = ids.get(url)
+        if uid is None:
+            self._add(ids, url, QUEUED, depth, ref, qseq)
+        elif (row := self._new.get(uid)) is not None:
+            row[2:] = (QUEUED, depth, ref, qseq)
+        else:
+            self._requeue.append((depth, ref, qseq, uid))
+        self.ops += 1
+
+    def lowered(self, url: str, depth: int, referrer: str | None = None) -> None:
+        """A queued ``url`` was found again at a smaller depth, so it moves up the frontier.
+
+        It takes a fresh place in the queue order, as the frontier gives it one;
+        ``referrer``, when given, replaces the old one, as the frontier's task does.
+        """
+        ref = None if referrer is None else self.intern(referrer)
+        uid = self.intern(url)
+        self.qseq += 1
+        row = self._new.get(uid)
+        if row is None:
+            self._lower.append((depth, ref, self.qseq, uid))
+        else:
+            row[3] = depth
+            row[5] = self.qseq
+            if ref is not None:
+                row[4] = ref
+        self.ops += 1
+
+    def decided(
+        self,
+        url: str,
+        status: int | None,
+        reason: str,
+        detail: str,
+        depth: int,
+        referrer: str | None,
+    ) -> None:
+        """``url`` got its decision; it leaves the queue.
+
+        ``url`` must be spelled as it was passed to :meth:`queued`: that is how the state
+        knows which queued URL is done.
+        """
+        ids = self.ids()
+        ref = None if referrer is None else (ids.get(referrer) or self.intern(referrer))
+        uid = self._done_id(ids, url)
+        self._decisions.append(
+            _decision_values(
+                {
+                    "url": uid,
+                    "status": status,
+                    "reason": reason,
+                    "detail": detail,
+                    "depth": depth,
+                    "referrer": ref,
+                }
+            )
+        )
+        self.ops += 1
+
+    def _done_id(self, ids: dict[str, int], url: str) -> int:
+        """The id of url, which leaves the queue now."""
+        uid = ids.get(url)
+        if uid is None:  # decided without being queued: screened out when found
+            uid = self._add(ids, url, DONE, None, None, None)
+        elif (row := self._new.get(uid)) is not None:
+            row[2] = DONE
+        else:
+            self._done.append((uid,))
+        return uid
+
+    def listed(self, listing: Listing) -> None:
+        """``listing.url`` would be listed, unless a twin wins (journal.Journal): it leaves
+        the queue with its listing, which a resumed crawl puts back in the spool."""
+        ids = self.ids()
+        stored = {
+            **{name: getattr(listing, name) for name in _LISTING_FIELDS},
+            "url": self._done_id(ids, listing.url),
+            "loc": None if listing.loc == listing.url else listing.loc,  # the same, mostly
+            "referrer": None if listing.referrer is None else self.intern(listing.referrer),
+        }
+        self._listings.append(tuple(stored[name] for name in _LISTING_STORED))
+        self.ops += 1
+
+    def unlisted(self, url: str) -> None:
+        """A listing lost to a better twin (its decision follows, with :meth:`decided`)."""
+        self._unlisted.append((self.intern(url),))
+        self.ops += 1
+
+    def referred(self, url: str, referrer: str) -> None:
+        """One more page links to ``url`` (kept for the broken-links report)."""
+        self._referrers.append((self.intern(url), self.intern(referrer)))
+        self.ops += 1
+
+    def body(self, digest: bytes, url: str) -> None:
+        """The first URL seen with a body whose hash is ``digest`` (duplicate detection)."""
+        self._bodies.append((bytes(digest), self.intern(url)))
+        self.ops += 1
+
+    def counter(self, name: str, value: int) -> None:
+        """The current value of a named counter; only the last value set is kept."""
+        self._counters[name] = value
+        self.ops += 1
+
+    # -- writing and reading -------------------------------------------------------------
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        """Everything buffered, inside the checkpoint's transaction (the caller's)."""
+        if self._new:
+            conn.executemany(
+                "INSERT INTO urls (id, url, state, depth, referrer, qseq)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                self._new.values(),
+            )
+        if self._requeue:
+            conn.executemany(
+                f"UPDATE urls SET state = {QUEUED}, depth = ?, referrer = ?, qseq = ? WHERE id = ?",
+                self._requeue,
+            )
+        if self._lower:
+            conn.executemany(
+                "UPDATE urls SET depth = ?, referrer = coalesce(?, referrer), qseq = ?"
+                " WHERE id = ?",
+                self._lower,
+            )
+        if self._done:
+            conn.executemany(f"UPDATE urls SET state = {DONE} WHERE id = ?", self._done)
+        if self._decisions:
+            conn.executemany(_DECISION_INSERT, self._decisions)
+        if self._listings:
+            conn.executemany(_LISTING_INSERT, self._listings)
+        if self._unlisted:
+            conn.executemany("DELETE FROM listings WHERE url = ?", self._unlisted)
+        if self._referrers:
+            conn.executemany("INSERT INTO referrers (url, referrer) VALUES (?, ?)", self._referrers)
+        if self._bodies:
+            # The engine keeps the first URL per body; a repeat here is a replay of one.
+            conn.executemany(
+                "INSERT OR IGNORE INTO bodies (digest, url) VALUES (?, ?)", self._bodies
+            )
+        if self._counters:
+            conn.executemany(
+                "INSERT OR REPLACE INTO counters (name, value) VALUES (?, ?)",
+                self._counters.items(),
+            )
+
+    def load(self) -> SavedCrawl:
+        """The state as of the last checkpoint, to seed the engine on ``--resume``.
+
+        URLs that were queued and had no decision when the crawl stopped come back in
+        ``queued``, in the order they were queued, so in-flight work is redone and the
+        frontier pops them in the same order as before.
+        """
+        conn = self._conn()
+        try:
+            # One scan of urls, joined and ordered in Python: on a million rows this is about
+            # twice as fast as letting SQLite join the referrers and sort by qseq.
+            (max_id,) = conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+            names: list[str | None] = [None] * (max_id + 1)
+            ids: dict[str, int] = {}
+            seen: list[str] = []
+            # Rows are indexed, not unpacked: a list per row for *rest costs a second a
+            # million, mostly in the garbage collector.
+            waiting: list[tuple[Any, ...]] = []
+            for row in conn.execute(_URLS_SELECT):
+                uid, state, url = row[0], row[1], row[_URLS_URL]
+                ids[url] = uid
+                names[uid] = url
+                if state is not None:
+                    seen.append(url)
+                    if state == QUEUED:
+                        waiting.append(row)
+            waiting.sort(key=_URLS_QSEQ)
+            queued = [_queued_row(row, names) for row in waiting]
+            del waiting
+            if self._ids is None:
+                self._ids = ids
+            bodies = {
+                digest: names[uid] for digest, uid in conn.execute("SELECT digest, url FROM bodies")
+            }
+            referrers: dict[str, list[str]] = {}
+            for uid, ref in conn.execute("SELECT url, referrer FROM referrers ORDER BY seq"):
+                referrers.setdefault(names[uid], []).append(names[ref])  # type: ignore[arg-type]
+            del names
+            counters = dict(conn.execute("SELECT name, value FROM counters"))
+            (last_decision,) = conn.execute(
+                "SELECT coalesce(max(seq), 0) FROM decisions"
+            ).fetchone()
+            (last_listing,) = conn.execute("SELECT coalesce(max(seq), 0) FROM listings").fetchone()
+            (finished,) = conn.execute(
+                "SELECT coalesce((SELECT value FROM meta WHERE key = 'finished'), 0)"
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+        return SavedCrawl(
+            queued=queued,
+            seen=seen,
+            decisions=self._stream(
+                f"SELECT d.seq, {_DECISION_SELECT}"
+                " FROM decisions d JOIN urls u ON u.id = d.url"
+                " LEFT JOIN urls r ON r.id = d.referrer",
+                last_decision,
+                _decision_row,
+            ),
+            listings=self._stream(
+                f"SELECT l.seq, {_LISTING_SELECT}"
+                " FROM listings l JOIN urls u ON u.id = l.url"
+                " LEFT JOIN urls r ON r.id = l.referrer"
+                " LEFT JOIN fresh_history f ON f.url = l.url",
+                last_listing,
+                _listing_row,
+            ),
+            bodies=bodies,
+            referrers=referrers,
+            counters=counters,
+            finished=bool(finished),
+        )
+
+    def _stream(
+        self, select: str, last: int, make: Callable[[tuple[object, ...]], _T]
+    ) -> Iterator[_T]:
+        """Rows ``seq <= last`` in seq order, one keyset-paged query per chunk: each chunk
+        is a fresh statement, so checkpoints made while the engine replays do not show up
+        in (or disturb) what it reads."""
+        query = f"{select} WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT {_CHUNK}"
+        after = 0
+        while after < last:
+            try:
+                rows = self._conn().execute(query, (after, last)).fetchall()
+            except sqlite3.Error as exc:
+                raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+            if not rows:
+                return
+            for row in rows:
+                yield make(row)
+            after = rows[-1][0]
+
+    def _load_ids(self) -> dict[str, int]:
+        try:
+            ids = dict(self._conn().execute("SELECT url, id FROM urls"))
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+        self._ids = ids
+        return ids
+
+
+def _queued_row(row: tuple[Any, ...], names: list[str | None]) -> QueuedRow:
+    """A row of _URLS_SELECT as a QueuedRow: positional, because the columns after id, state
+    and qseq are the fields in order by construction; the referrer is an id until named."""
+    values = list(row[3:])
+    ref = values[_QUEUED_REFERRER]
+    if ref is not None:
+        values[_QUEUED_REFERRER] = names[ref]
+    return QueuedRow(*values)
+
+
+def _decision_row(row: tuple[object, ...]) -> DecisionRecord:
+    # Positional, in field order by construction (_DECISION_SELECT): a keyword dict per row
+    # would add about a microsecond, a second per million decisions on resume.
+    return DecisionRecord(*row[1:])  # type: ignore[arg-type]
+
+
+def _listing_row(row: tuple[object, ...]) -> Listing:
+    return Listing(**dict(zip(_LISTING_FIELDS, row[1:], strict=True)))  # type: ignore[arg-type]

@@ -1,0 +1,100 @@
+"""What a stable run finds against the set published before it, URL by URL.
+
+The run's entries come in loc order, and so do the old parts' scratch files of
+``[loc, lastmod]`` lines (``sitemap_out.previous``): one merge of the two records each URL
+as added (not listed before), changed (listed with another ``<lastmod>``) or removed
+(listed before, not now) in a :class:`~sitemap_out.changes.ChangeLog`, with no dict of
+every old loc in memory; and says which old part listed each URL, for the layout.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+from sitemap_out.changes import ChangeLog
+from sitemap_out.entry import Entry, format_lastmod, lastmod_key
+from sitemap_out.errors import SitemapOutError
+from sitemap_out.feed import FeedWindow
+from sitemap_out.previous import PreviousSet, old_locs
+from sitemap_out.scratch import CHUNK
+
+__all__ = ["Comparison"]
+
+#: An old URL: loc, lastmod as published, the number of the part that listed it.
+_Old = tuple[str, str | None, int]
+
+
+class Comparison:
+    """``xml``: a text sitemap has no lastmods, so none is compared. ``feed``: the last
+    feed's window, which a removed URL leaves."""
+
+    def __init__(
+        self,
+        previous: PreviousSet,
+        changes: ChangeLog,
+        staging: Path,
+        *,
+        xml: bool,
+        now: datetime,
+        feed: FeedWindow | None = None,
+        chunk: int = CHUNK,
+    ) -> None:
+        self._changes = changes
+        self._xml = xml
+        self._now = now
+        self._feed = feed
+        changes.open(staging)
+        changes.previous = bool(previous.parts)
+        self._old: Iterator[_Old] = heapq.merge(*(old_locs(p, chunk) for p in previous.parts))
+        self._old_head: _Old | None = next(self._old, None)
+        self._last_loc: str | None = None
+
+    def compare(self, entry: Entry) -> int | None:
+        """Record what became of entry's URL, and of the old URLs before it; return the
+        number of the old part that listed it, None for a URL not listed before."""
+        loc = entry.loc
+        if self._last_loc is not None and loc <= self._last_loc:
+            raise SitemapOutError(
+                f"a stable layout takes entries in increasing loc order; {loc[:200]!r} "
+                f"came after {self._last_loc[:200]!r}"
+            )
+        self._last_loc = loc
+        changes = self._changes
+        lastmod = None
+        if self._xml and entry.lastmod is not None:
+            lastmod = format_lastmod(entry.lastmod)
+        head = self._old_head
+        while head is not None and head[0] < loc:
+            self._removed(head)
+            head = next(self._old, None)
+        number = None
+        if head is not None and head[0] == loc:
+            number = head[2]
+            if head[1] != lastmod:
+                changes.record("changed", loc, lastmod, head[1], self._when(entry))
+            while head is not None and head[0] == loc:
+                head = next(self._old, None)
+        else:
+            changes.record("added", loc, lastmod, None, self._when(entry))
+        self._old_head = head
+        return number
+
+    def _when(self, entry: Entry) -> datetime:
+        """An entry's date in the feed: its lastmod, else the run's time."""
+        return lastmod_key(entry.lastmod) if entry.lastmod is not None else self._now
+
+    def finish(self) -> None:
+        """Every old URL after the last entry was removed."""
+        head = self._old_head
+        while head is not None:
+            self._removed(head)
+            head = next(self._old, None)
+        self._old_head = None
+
+    def _removed(self, head: _Old) -> None:
+        self._changes.record("removed", head[0], head[1])
+        if self._feed is not None:
+            self._feed.drop(head[0])

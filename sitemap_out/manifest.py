@@ -1,0 +1,89 @@
+"""The names the writer owns in ``out_dir`` and the manifest that records them.
+
+Read by the writer (which files to replace and delete), by the reader (``count_published``)
+and by the stable layout (the settings a set was made with), so it imports nothing above
+it. Only names that match the sitemap naming pattern count as ours: an unrelated file in
+``out_dir`` is never touched, even with a tampered manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Final
+
+__all__ = [
+    "LOCK_NAME",
+    "MANIFEST_NAME",
+    "STAGING_PREFIX",
+    "fsync_dir",
+    "is_reserved",
+    "read_layout",
+    "read_manifest",
+    "write_manifest",
+]
+
+LOCK_NAME: Final = ".sitemap.lock"
+MANIFEST_NAME: Final = ".sitemap-manifest.json"
+STAGING_PREFIX: Final = ".sitemap-staging-"
+_OWN_NAME: Final = re.compile(r"sitemap(?:-[1-9][0-9]*|-news)?\.(?:xml|txt)(?:\.gz)?|changes\.atom")
+
+
+def is_reserved(name: str) -> bool:
+    """Whether ``name`` in ``out_dir`` is one the writer publishes, replaces, deletes or
+    uses there: a sitemap file, the manifest or its temporary, the lock, a staging folder.
+    Another file of that name would be overwritten or deleted by a publish."""
+    return (
+        _OWN_NAME.fullmatch(name) is not None
+        or name in (LOCK_NAME, MANIFEST_NAME, MANIFEST_NAME + ".tmp")
+        or name.startswith(STAGING_PREFIX)
+    )
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_manifest(out_dir: Path) -> list[str]:
+    """Names of the files this tool published last in ``out_dir`` (only well-formed names)."""
+    try:
+        data = json.loads((out_dir / MANIFEST_NAME).read_text("utf-8"))
+    except (FileNotFoundError, ValueError, UnicodeDecodeError):
+        return []
+    files = data.get("files", []) if isinstance(data, dict) else []
+    return [f for f in files if isinstance(f, str) and _OWN_NAME.fullmatch(f)]
+
+
+def read_layout(out_dir: Path) -> dict[str, object] | None:
+    """The settings the published set was made with, as the manifest records them."""
+    try:
+        data = json.loads((out_dir / MANIFEST_NAME).read_text("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    layout = data.get("layout") if isinstance(data, dict) else None
+    return layout if isinstance(layout, dict) else None
+
+
+def write_manifest(
+    out_dir: Path, names: Iterable[str], layout: dict[str, object] | None = None
+) -> None:
+    """``layout``: the settings the set was made with, written only once the set is whole,
+    so that a run killed while publishing leaves a set the next run lays out afresh."""
+    tmp = out_dir / (MANIFEST_NAME + ".tmp")
+    data: dict[str, object] = {"version": 1, "files": list(names)}
+    if layout is not None:
+        data["layout"] = layout
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, out_dir / MANIFEST_NAME)
+    fsync_dir(out_dir)

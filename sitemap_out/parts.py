@@ -1,0 +1,221 @@
+"""The urlset (or text) part files of a run: exact rollover, scratch bodies, gzip.
+
+Exact limits. A part file is rolled over *before* adding an entry would take it past
+``max_urls`` or ``max_bytes`` uncompressed bytes, counted exactly: declaration, ``<urlset>``
+start tag, every escaped ``<url>`` line and the closing tag. The start tag declares the
+image/xhtml namespaces only when that file uses them, which is known only when the part
+closes; so each part's body is streamed to a scratch file in the staging folder and, on
+rollover, copied behind the header it turned out to need (through gzip when on). Memory
+stays flat; the extra sequential copy costs about as much as the gzip pass it doubles as.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip as gziplib
+import hashlib
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import date, datetime
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from sitemap_out.entry import lastmod_key
+from sitemap_out.errors import IndexLimitError
+from sitemap_out.limits import MAX_SITEMAPS_PER_INDEX
+from sitemap_out.scratch import Rec
+from sitemap_out.xml import NS_ALL, URLSET_CLOSE, text_line, url_element, urlset_open_for
+
+__all__ = ["COPY_CHUNK", "OpenPart", "PartInfo", "Parts"]
+
+COPY_CHUNK: Final = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class PartInfo:
+    """One finished part file; ``newest_lastmod`` feeds the index's ``<lastmod>``.
+    ``kept``: a stable layout left the published file untouched (same entries, same bytes),
+    and its index ``<lastmod>`` is the one the index gave it before."""
+
+    name: str
+    url_count: int
+    uncompressed_bytes: int
+    newest_lastmod: datetime | date | None
+    kept: bool = False
+
+
+class OpenPart:
+    """A part being written: its scratch body file and the running exact counts."""
+
+    __slots__ = ("body", "body_bytes", "count", "newest", "newest_key", "ns", "number")
+
+    def __init__(self, number: int, body: BinaryIO) -> None:
+        self.number = number
+        self.body = body
+        self.count = 0
+        self.body_bytes = 0
+        self.ns = 0  # the extension namespaces its entries use (xml.NS_* bits)
+        self.newest: datetime | date | None = None
+        self.newest_key: datetime | None = None
+
+
+class Parts:
+    """Writes ``sitemap-N`` files into the staging folder and keeps their PartInfo, in the
+    order written. ``max_parts``: how many files one index may list."""
+
+    def __init__(
+        self,
+        staging: Path,
+        *,
+        xml: bool,
+        gzip: bool,
+        max_urls: int,
+        max_bytes: int,
+        compresslevel: int,
+        max_parts: int = MAX_SITEMAPS_PER_INDEX,
+    ) -> None:
+        self.staging = staging
+        self.xml = xml
+        self.gzip = gzip
+        self.max_urls = max_urls
+        self.max_bytes = max_bytes
+        self.compresslevel = compresslevel
+        self.max_parts = max_parts
+        self.suffix = (".xml" if xml else ".txt") + (".gz" if gzip else "")
+        self.serialise = url_element if xml else text_line
+        if xml:
+            self.headers = {ns: urlset_open_for(ns).encode() for ns in range(NS_ALL + 1)}
+            self.footer = URLSET_CLOSE.encode()
+        else:
+            self.headers = dict.fromkeys(range(NS_ALL + 1), b"")
+            self.footer = b""
+        #: the bytes of a file but its entries, by the namespaces it declares
+        self.fixed = {key: len(h) + len(self.footer) for key, h in self.headers.items()}
+        self.done: list[PartInfo] = []
+        self.next_number = 1
+        self.digests: dict[str, bytes] = {}  # uncompressed SHA-256 of parts staged whole
+        self._part: OpenPart | None = None
+
+    def name(self, number: int) -> str:
+        return f"sitemap-{number}{self.suffix}"
+
+    def append(self, data: bytes, own: int, lastmod: datetime | date | None) -> None:
+        """Put one serialised entry in the open part, rolling over first at either limit."""
+        size = len(data)
+        part = self._part
+        if part is None:
+            part = self._new_part()
+        ns = part.ns | own
+        if part.count >= self.max_urls or self.fixed[ns] + part.body_bytes + size > self.max_bytes:
+            self.close()
+            part = self._new_part()
+            ns = own
+        part.body.write(data)
+        part.body_bytes += size
+        part.count += 1
+        part.ns = ns
+        if lastmod is not None:
+            key = lastmod_key(lastmod)
+            if part.newest_key is None or key > part.newest_key:
+                part.newest_key = key
+                part.newest = lastmod
+
+    def fits(self, count: int, body: int, ns: int, rec: Rec) -> bool:
+        """Whether rec fits in a part holding count entries of body bytes (exact rules)."""
+        return (
+            count < self.max_urls and self.fixed[ns | rec[2]] + body + len(rec[1]) <= self.max_bytes
+        )
+
+    def _new_part(self) -> OpenPart:
+        number = self.next_number
+        self.next_number += 1
+        if len(self.done) + 1 > self.max_parts:
+            written = sum(p.url_count for p in self.done)
+            raise IndexLimitError(
+                f"this run needs more than {self.max_parts} sitemap files, the most one "
+                f"index may list (indexes must not nest); {written} URLs written so far"
+            )
+        body = open(self.staging / f"part-{number}.body", "wb", buffering=COPY_CHUNK)  # noqa: SIM115
+        self._part = OpenPart(number, body)
+        return self._part
+
+    def close(self) -> None:
+        """Write the open part: the header it needs, its body, the footer; fsync it."""
+        part = self._part
+        if part is None:
+            return
+        self._part = None
+        body_path = Path(part.body.name)
+        part.body.close()
+        if part.count == 0:
+            body_path.unlink()
+            return
+        name = self.name(part.number)
+        header = self.headers[part.ns]
+        self.write_body(name, header, body_path)
+        self.done.append(
+            PartInfo(
+                name=name,
+                url_count=part.count,
+                uncompressed_bytes=len(header) + part.body_bytes + len(self.footer),
+                newest_lastmod=part.newest,
+            )
+        )
+
+    def stage(
+        self,
+        number: int,
+        ns: int,
+        chunks: Iterable[bytes],
+        count: int,
+        body_bytes: int,
+        newest: datetime | date | None,
+    ) -> None:
+        """Stage part ``number`` whole from serialised entries (the stable layout's parts),
+        keeping the digest that tells whether it is the part published before."""
+        name = self.name(number)
+        header = self.headers[ns]
+        self.digests[name] = self.write(name, header, chunks)
+        size = len(header) + body_bytes + len(self.footer)
+        self.done.append(PartInfo(name, count, size, newest))
+
+    def restamp(self, when: datetime) -> None:
+        """Give every part staged so far ``when`` as its index ``<lastmod>``."""
+        self.done[:] = [replace(info, newest_lastmod=when) for info in self.done]
+
+    def discard(self) -> None:
+        """Close the open part's body file (an abort: the staging folder goes whole)."""
+        if self._part is not None:
+            self._part.body.close()
+            self._part = None
+
+    def write_body(self, name: str, header: bytes, body_path: Path) -> None:
+        """The staged file name: header, the body streamed from body_path, footer; fsynced.
+        The body file is deleted."""
+        with open(body_path, "rb") as body:
+            self.write(name, header, iter(functools.partial(body.read, COPY_CHUNK), b""))
+        body_path.unlink()
+
+    def write(self, name: str, header: bytes, chunks: Iterable[bytes]) -> bytes:
+        """The staged file name: header, chunks, footer, through gzip when on (mtime 0, so
+        the same entries make the same bytes); fsynced. The SHA-256 of its uncompressed
+        bytes, which tells an unchanged part of a stable layout."""
+        sha = hashlib.sha256(header)
+        with open(self.staging / name, "wb") as raw:
+            sink: BinaryIO = raw
+            if self.gzip:
+                sink = gziplib.GzipFile(  # type: ignore[assignment]
+                    filename="", mode="wb", fileobj=raw, compresslevel=self.compresslevel, mtime=0
+                )
+            sink.write(header)
+            for chunk in chunks:
+                sink.write(chunk)
+                sha.update(chunk)
+            sink.write(self.footer)
+            sha.update(self.footer)
+            if sink is not raw:
+                sink.close()
+            raw.flush()
+            os.fsync(raw.fileno())
+        return sha.digest()

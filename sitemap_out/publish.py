@@ -1,0 +1,113 @@
+"""Putting a staged set in place: the index, then the manifest and the renames.
+
+Only :func:`install` touches the published set, in this order:
+
+1. the manifest (``.sitemap-manifest.json``, the names this tool owns in ``out_dir``) is
+   rewritten as *old set plus new set*, so a file is on record before it is placed;
+2. the new part files are renamed into place (``os.replace``), the entry point last,
+   and ``out_dir`` is fsynced;
+3. files of the old set that are not in the new one are deleted;
+4. the manifest is rewritten as the new set.
+
+A run that raises or is killed before step 2 leaves the published files byte-for-byte as
+they were. A kill during step 2 leaves every file that the *current* entry point names
+present and valid: parts are replaced by complete new parts, never truncated, and old
+parts that the old index still lists are deleted only after the new entry point is in
+place (the set may briefly mix old and new parts, which a reader accepts). A kill during
+step 3 leaves extra, unlisted files that the manifest still records, so the next publish
+deletes them. Only names that match the sitemap naming pattern are ever deleted, so an
+unrelated file in ``out_dir`` is never touched, even with a tampered manifest.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from sitemap_out.errors import IndexLimitError
+from sitemap_out.feed import FEED_NAME
+from sitemap_out.limits import MAX_BYTES
+from sitemap_out.manifest import fsync_dir, read_manifest, write_manifest
+from sitemap_out.parts import COPY_CHUNK, PartInfo
+from sitemap_out.xml import index_close, index_entry, index_open
+
+__all__ = ["ChangeCounts", "PublishResult", "install", "write_index"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeCounts:
+    """What a stable run found against the set published before it: URLs added (not listed
+    before), removed (listed before, not now) and changed (listed in both, with another
+    ``<lastmod>``). ``layout``: why the part files were laid out afresh, or ""."""
+
+    added: int = 0
+    removed: int = 0
+    changed: int = 0
+    layout: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PublishResult:
+    """What a publish put in place. ``files`` are final paths, the entry point last."""
+
+    entry_point: Path
+    files: list[Path]
+    url_count: int
+    sitemap_url: str | None
+    parts: tuple[PartInfo, ...]
+    is_index: bool
+    changes: ChangeCounts | None = None  # stable runs only
+    feed_url: str | None = None  # changes.atom, when published
+    news: PartInfo | None = None  # sitemap-news.xml[.gz], listed in the index, when written
+
+
+def write_index(path: Path, base_url: str, parts: list[PartInfo], news: PartInfo | None) -> None:
+    """The sitemap index at path, listing parts then news by absolute URL; fsynced."""
+    size = 0
+    with open(path, "wb", buffering=COPY_CHUNK) as fh:
+        size += fh.write(index_open().encode())
+        listed = parts if news is None else [*parts, news]
+        for part in listed:
+            piece = index_entry(base_url + part.name, part.newest_lastmod)
+            size += fh.write(piece.encode())
+        size += fh.write(index_close().encode())
+        fh.flush()
+        os.fsync(fh.fileno())
+    if size > MAX_BYTES:
+        raise IndexLimitError(
+            f"the index listing {len(parts)} sitemaps would be {size} bytes, "
+            f"over the {MAX_BYTES}-byte limit; use a shorter base_url or fewer parts"
+        )
+
+
+def install(out_dir: Path, staging: Path, names: list[str], layout: dict[str, object]) -> None:
+    """Steps 1 to 4 of the module docstring; ``names`` end with the entry point, and
+    ``layout`` is the settings the set was made with. A name with no file in the staging
+    folder is a part left as published (a stable layout); an entry point whose bytes are
+    those published is left untouched too, so that its mtime and ETag say nothing changed."""
+    old = read_manifest(out_dir)
+    new = set(names)
+    for small in (names[-1], FEED_NAME):
+        if _same_bytes(staging / small, out_dir / small):
+            (staging / small).unlink()
+    write_manifest(out_dir, [*old, *(n for n in names if n not in old)])
+    for name in names:  # entry point last
+        staged = staging / name
+        if staged.exists():
+            os.replace(staged, out_dir / name)
+    fsync_dir(out_dir)
+    for name in old:
+        if name not in new:
+            (out_dir / name).unlink(missing_ok=True)
+    write_manifest(out_dir, names, layout)
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    """Whether two small files (an index) hold the same bytes; False if either is missing."""
+    try:
+        if a.stat().st_size != b.stat().st_size:
+            return False
+        return a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False
