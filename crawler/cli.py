@@ -1,12 +1,5 @@
-"""The `sitemap-crawler` command. Errors are caught here, once, and become exit codes.
-
-Exit codes: 0 published; 1 unexpected failure; 2 bad usage or config, or an output path that
-cannot be written (nothing fetched); 3 nothing could be listed; 4 publishing refused (the site
-failed, or the sitemap would shrink too much); 5 a file could not be written while crawling (a
-full disk); 6 published, but the --on-publish command failed (non-zero exit, not found, or
-past its 900 s timeout); 75 busy: another run is writing to the output folder or using the
-state file (nothing fetched; try again later); 130 interrupted. Only 0 and 6 touch the
-published sitemap (and 5 when its message says the sitemap was published).
+"""The `sitemap-crawler` command. Errors are caught here, once, and become exit codes, from the
+one table of crawler/exit_codes.py (which --help shows, command by command).
 """
 
 from __future__ import annotations
@@ -44,15 +37,14 @@ from crawler.errors import (
     PublishRefused,
     SitemapCrawlerError,
 )
-from crawler.shell.progress import ProgressLine
+from crawler.exit_codes import Exit, help_text
+from crawler.shell.progress import AUDIT_WORDS, ProgressLine
 from sitemap_out.errors import SitemapOutError
 
 from . import __version__
 
 T = TypeVar("T")
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOTHING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-EXIT_REFUSED, EXIT_IO, EXIT_ON_PUBLISH, EXIT_BUSY = 4, 5, 6, 75
 
 EXAMPLES = """\
 examples:
@@ -64,20 +56,13 @@ examples:
   sitemap-crawler crawl -c nightly.toml \\
       --on-publish 'rsync -a "$SITEMAP_CRAWLER_PUBLISHED_DIR/" web:/srv/'
 
-exit codes: 0 published, 1 unexpected failure, 2 bad usage or config, or an output path
-            that cannot be written (nothing fetched), 3 nothing could be listed, 4 publishing
-            refused (site failing, or sitemap shrinking past --max-shrink), 5 a file could
-            not be written (disk full), 6 published, but the --on-publish command failed
-            (or ran past its 900 s timeout), 75 another run is writing to the output folder
-            or using the state file (nothing fetched: try again later), 130 interrupted; all
-            but 0 and 6 leave the published sitemap as it was
-"""
+""" + help_text("crawl")
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """One line, not argparse's usage block: errors in cron logs should be greppable."""
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(Exit.USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
 #: The crawl's options in --help, by what a user is looking for; a line each. Every config
@@ -152,15 +137,13 @@ examples:
   sitemap-crawler explain https://example.com/docs/page.html
   sitemap-crawler explain -c nightly.toml https://example.com/docs/old/
 
-exit codes: 0 would be listed, 3 would not, 2 bad usage or config
-"""
-
+""" + help_text("explain")
 
 #: The options `robots` takes: who asks, and how robots.txt is reached.
 ROBOTS_OPTIONS = frozenset(
     {
         "user_agent", "timeout", "retries", "max_retry_after", "auth", "header", "cookie",
-        "auth_origin", "proxy", "ca_bundle", "insecure", "search_engines",
+        "auth_origin", "proxy", "ca_bundle", "insecure", "robots_from", "search_engines",
     }
 )  # fmt: skip
 
@@ -169,13 +152,9 @@ examples:
   sitemap-crawler robots https://example.com/private/x https://example.com/a
   sitemap-crawler robots --user-agent 'Googlebot/2.1' https://example.com/a
   sitemap-crawler robots --user-agent 'Mozilla/5.0 (compatible; bingbot/2.0)' https://example.com/a
-  sitemap-crawler robots --robots draft-robots.txt https://example.com/a https://other.org/b
+  sitemap-crawler robots --robots-from draft-robots.txt https://example.com/a https://other.org/b
 
-exit codes: 0 every URL allowed, 1 one or more blocked by a rule, 2 bad usage, URL or
-            --robots file (nothing fetched), 3 a robots.txt could not be read (5xx, 429,
-            unreachable, redirected off its site): RFC 9309 blocks all its URLs, as said
-"""
-
+""" + help_text("robots")
 #: The crawl options `audit` shares: what and how politely it fetches, never what a crawl
 #: publishes. A config file's other keys are ignored.
 AUDIT_OPTIONS = frozenset(
@@ -187,21 +166,14 @@ AUDIT_OPTIONS = frozenset(
     }
 )  # fmt: skip
 
-#: audit's exit codes: 1 is "findings", so an unexpected failure is 70 (sysexits' EX_SOFTWARE).
-EXIT_AUDIT_FINDINGS, EXIT_AUDIT_BUG = 1, 70
-
 AUDIT_EXAMPLES = """\
 examples:
   sitemap-crawler audit https://example.com/
-  sitemap-crawler audit https://example.com/sitemap_index.xml --json audit.json
+  sitemap-crawler audit https://example.com/sitemap_index.xml --report audit.json
   sitemap-crawler audit out/sitemap.xml --no-fetch
   sitemap-crawler audit http://127.0.0.1:8080/ --public-url https://www.example.com/
 
-exit codes: 0 no finding at or above --fail-on, 1 there is one, 2 bad usage or config, or
-            a local file or output path that cannot be read or written, 3 nothing could be
-            audited (no sitemap found, site unreachable), 70 unexpected failure (a bug:
-            the line says so), 130 interrupted
-"""
+""" + help_text("audit")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -275,9 +247,7 @@ layout: DIR/out (published), DIR/state/crawl.sqlite, DIR/state/last-report.json,
         DIR/state/last-decisions.jsonl, DIR/state/last-changes.json; with --sites:
         DIR/sites/<host[_port][_path]>/out and .../state
 
-exit codes: as crawl's (75: another run still holds the output folder or the state; it
-            is left alone)
-"""
+""" + help_text("job")
 
 
 def _add_job_parser(commands: Any) -> None:
@@ -319,6 +289,7 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
     holds a stopped crawl of these settings (asked of the state file itself)."""
     from crawler.config import fingerprint
     from crawler.core.fleet import index_of, parse_sites, pick
+    from crawler.shell.outputs import ensure_free
     from crawler.shell.state import CrawlState
 
     given = dict(vars(args))
@@ -336,8 +307,10 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or exc
             raise ConfigError(f"cannot read sites file {sites}: {reason}") from None
-        url, folder = pick(parse_sites(text), index_of(index, os.environ), str(sites))
+        line = index_of(index, os.environ)
+        url, folder = pick(parse_sites(text), line, str(sites))
         given["url"], data = [url], data / "sites" / folder
+        _LOG.labels = {"index": str(line)}  # the site's line, next to the site label
     elif index is not None:
         raise ConfigError("--index needs --sites FILE: the list of sites it indexes")
     given.update(
@@ -361,6 +334,7 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
     _start(config, secrets)  # JSON logs and --metrics, as for crawl
     for made in (config.output, config.state.parent):
         _writable_folder(made)
+    ensure_free(config.output)  # busy: refused before saying what this run would do
     if not config.quiet:  # a log event with JSON logs
         if config.resume:
             _err(f"job: resuming the stopped crawl saved in {config.state}")
@@ -375,7 +349,14 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
             _err(f"job: crawling {config.url}, from its history in {config.state}")
         else:
             _err(f"job: crawling {config.url}, a first run: its history will be {config.state}")
-    return _crawl(config)
+    try:
+        return _crawl(config)
+    except InterruptedCrawl as exc:  # the crawl's hint names crawl's options, not the job's
+        hint = f" (--state {config.state} --resume goes on from here)"
+        text = str(exc)
+        if not text.endswith(hint):
+            raise
+        raise InterruptedCrawl(text.removesuffix(hint) + "; the next job run resumes it") from None
 
 
 def _add_robots_command(commands: Any) -> None:
@@ -394,20 +375,21 @@ def _add_robots_command(commands: Any) -> None:
     )
     robots.add_argument("target", nargs="+", metavar="URL", help="absolute http(s) URL to test")
     robots.add_argument(
-        "--robots",
-        dest="robots_file",
-        type=Path,
-        metavar="FILE",
-        help="test the rules in this file instead of fetching robots.txt (URLs of any origin)",
-    )
-    robots.add_argument(
         "--token",
         metavar="TOKEN",
         help="the robots.txt product token to test (default: the one after 'compatible;' in "
         "a browser-style --user-agent, else its first word)",
     )
     _config_file_option(robots)
-    _add_config_options(robots, only=ROBOTS_OPTIONS)
+    _add_config_options(
+        robots,
+        only=ROBOTS_OPTIONS,
+        helps={
+            "robots_from": "test the rules at this URL or in this file instead of each "
+            "site's robots.txt (URLs of any origin)"
+        },
+    )
+    _old_spelling(robots, "--robots", "--robots-from", dest="robots_from")
 
 
 def _add_audit_parser(commands: Any) -> None:
@@ -441,13 +423,14 @@ def _add_audit_parser(commands: Any) -> None:
         help="also crawl the site and compare it with the sitemaps",
     )
     only.add_argument(
-        "--json",
+        "--report",
         dest="audit_json",
         type=Path,
         metavar="FILE",
         default=None,
         help="write the summary and every finding as JSON",
     )
+    _old_spelling(audit, "--json", "--report", dest="audit_json", type=Path)
     only.add_argument(
         "--html",
         dest="audit_html",
@@ -468,6 +451,18 @@ def _add_audit_parser(commands: Any) -> None:
             "TARGET's server (a staging copy) instead"
         },
     )
+
+
+def _old_spelling(parser: argparse.ArgumentParser, old: str, new: str, **kwargs: Any) -> None:
+    """`old`, a hidden alias of `new` for one release, saying so when used: one name for one
+    thing in every command (--report, --robots-from), without breaking a script at once."""
+
+    class Renamed(argparse.Action):
+        def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+            _err(f"warning: {old} is now {new}; {old} goes in the next release")
+            setattr(namespace, self.dest, values)
+
+    parser.add_argument(old, action=Renamed, help=argparse.SUPPRESS, **kwargs)
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -649,10 +644,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
-        return EXIT_USAGE
+        return Exit.USAGE
     _LOG.json = args.command in ("crawl", "job") and vars(args).get("log_format") == "json"
     _LOG.figures, _LOG.metrics, _LOG.began = None, None, time.monotonic()
     _LOG.said = frozenset()
+    _LOG.labels = {}
     return _finish(_command(args))
 
 
@@ -673,10 +669,10 @@ def _command(args: argparse.Namespace) -> int:
         _start(config, secrets)
         return _crawl(config)
     except KeyboardInterrupt:  # before the crawl's own signal handling is in place
-        _err("interrupted; the previously published sitemap is untouched", EXIT_INTERRUPTED)
-        return EXIT_INTERRUPTED
+        _err("interrupted; the previously published sitemap is untouched", Exit.INTERRUPTED)
+        return Exit.INTERRUPTED
     except (SitemapCrawlerError, SitemapOutError) as exc:
-        code = getattr(exc, "exit_code", EXIT_FAILURE)
+        code = getattr(exc, "exit_code", Exit.FAILURE)
         _err(redact(str(exc), secrets), code)
         return code
     except OSError as exc:
@@ -685,8 +681,8 @@ def _command(args: argparse.Namespace) -> int:
         # our own files: the sitemap's, in the output folder (the others name themselves)
         where = exc.filename or getattr(args, "output_folder", None) or "the output folder"
         reason = exc.strerror or str(exc) or type(exc).__name__
-        _err(f"cannot write {where}: {reason}; the published sitemap is untouched", EXIT_IO)
-        return EXIT_IO
+        _err(f"cannot write {where}: {reason}; the published sitemap is untouched", Exit.IO)
+        return Exit.IO
     except Exception as exc:  # the one place an unexpected error is turned into a line
         return _unexpected(exc, secrets)
 
@@ -700,9 +696,9 @@ def _unexpected(exc: Exception, secrets: Sequence[str] = ()) -> int:
             f"(set SITEMAP_CRAWLER_DEBUG=1 for a traceback)",
             secrets,
         ),
-        EXIT_FAILURE,
+        Exit.FAILURE,
     )
-    return EXIT_FAILURE
+    return Exit.FAILURE
 
 
 def _crawl(config: Config) -> int:
@@ -763,7 +759,7 @@ def _crawl(config: Config) -> int:
             f"published {result.published.url_count} URLs to {config.output}, but the "
             f"on-publish command failed: {hook_failed}"
         )
-    return EXIT_OK
+    return Exit.OK
 
 
 def _on_publish(config: Config, result: Any, figures: dict[str, Any]) -> str | None:
@@ -842,25 +838,35 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
         )
     elif len(records) > 1 and records[-1].reason == LISTED:
         print(f"  (the sitemap would list {records[-1].url} instead)")
-    return EXIT_OK if listed else EXIT_NOTHING
+    return Exit.OK if listed else Exit.NOTHING
 
 
 def _robots_command(args: argparse.Namespace, secrets: list[str]) -> int:
+    from crawler.config import robots_from_is_url
     from crawler.core.robots_check import check, exit_code, report, tester_token
     from crawler.core.urls import normalize
-    from crawler.shell.robots_check import origin_of, read_file_source, read_sources
+    from crawler.shell.robots_check import (
+        origin_of,
+        read_file_source,
+        read_sources,
+        read_url_source,
+    )
 
     given = dict(vars(args))
     targets: list[str] = given.pop("target")
-    robots_file: Path | None = given.pop("robots_file", None)
     token_given: str | None = given.pop("token", None)
     urls = [normalize(target) for target in targets]  # a bad one: exit 2 before any request
     config = load_config(argparse.Namespace(**given, url=urls[0]), only=ROBOTS_OPTIONS)
     secrets += config.secrets
     token, how = tester_token(config.user_agent, token_given)
     engines = config.search_engines
-    if robots_file is not None:
-        source = read_file_source(robots_file)
+    rules_from = config.robots_from
+    if rules_from is not None:
+        if robots_from_is_url(rules_from):
+            _warn_insecure(config)
+            source = _run(read_url_source(rules_from, urls, config))
+        else:
+            source = read_file_source(Path(rules_from))
         checks = [check(url, source, token, engines) for url in urls]
     else:
         _warn_insecure(config)
@@ -871,20 +877,19 @@ def _robots_command(args: argparse.Namespace, secrets: list[str]) -> int:
 
 
 def _audit(args: argparse.Namespace, secrets: list[str]) -> int:
-    """`audit`, whose exit 1 means findings: its own failures never look like that (an
-    unexpected one is EXIT_AUDIT_BUG), and every path ends here with its own code."""
+    """`audit`: every path ends here with its own code and its own words (an interrupted
+    audit has no sitemap to speak of)."""
     try:
         return _audit_run(args, secrets)
     except (KeyboardInterrupt, InterruptedCrawl):  # a crawl's message speaks of publishing
         _err("audit interrupted: no report written")
-        return EXIT_INTERRUPTED
+        return Exit.INTERRUPTED
     except (SitemapCrawlerError, SitemapOutError) as exc:
         _err(redact(str(exc), secrets))
-        code = getattr(exc, "exit_code", EXIT_FAILURE)
-        return EXIT_AUDIT_BUG if code == EXIT_FAILURE else code
+        return getattr(exc, "exit_code", Exit.FAILURE)
     except Exception as exc:  # the audit's one place for the unexpected
         _unexpected(exc, secrets)
-        return EXIT_AUDIT_BUG
+        return Exit.FAILURE
 
 
 def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
@@ -921,7 +926,9 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
     reports = (("--json", json_path), ("--html", html_path))
     check_files([(option, path) for option, path in reports if path is not None])
     quiet = bool(given.get("quiet"))
-    progress = None if quiet else ProgressLine(sys.stderr, tty=sys.stderr.isatty())
+    progress = (
+        None if quiet else ProgressLine(sys.stderr, tty=sys.stderr.isatty(), words=AUDIT_WORDS)
+    )
     log = (lambda _: None) if progress is None else progress.log
     from crawler.shell.pool import forked
 
@@ -951,13 +958,16 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
     print(render_text(summary, findings), end="")
     if result.why_nothing is not None:
         _err(result.why_nothing)
-        return EXIT_NOTHING
-    return EXIT_AUDIT_FINDINGS if at_or_above(findings, fail_on) else EXIT_OK
+        return Exit.NOTHING
+    return Exit.NO if at_or_above(findings, fail_on) else Exit.OK
 
 
 def _write_text(path: Path, text: str) -> None:
-    """An audit's output file, whole or not at all (see _replace)."""
+    """An audit's output file, whole or not at all (see _replace). Its folder is made: an
+    audit's paths are not checked before its requests yet, and the results are not to be
+    lost for a missing folder (a crawl's are checked: a missing folder is refused)."""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         _replace(path, text)
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
@@ -969,7 +979,6 @@ def _replace(path: Path, text: str) -> None:
     the device or the link."""
     from crawler.shell.outputs import written_in_place
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     if written_in_place(path):
         with path.open("w", encoding="utf-8") as fh:
             fh.write(text)
@@ -1017,6 +1026,9 @@ class _Log:
     began = 0.0  # time.monotonic() at the start of the run
     said: frozenset[str] = frozenset()  # warnings said once a run
 
+    def __init__(self) -> None:
+        self.labels: dict[str, str] = {}  # on every metric: the site, and a fleet job's index
+
 
 _LOG = _Log()
 
@@ -1026,6 +1038,7 @@ def _start(config: Config, secrets: Sequence[str]) -> None:
 
     _LOG.json = config.log_format == "json"
     _LOG.metrics = config.metrics
+    _LOG.labels = {"site": redact(config.url or "", secrets), **_LOG.labels}
     if _LOG.json:
         _event(start_line(config, __version__, secrets))
 
@@ -1037,14 +1050,14 @@ def _finish(code: int) -> int:
     from crawler.core.events import summary_line
 
     figures = _LOG.figures() if _LOG.figures else {}
-    if _LOG.metrics is not None and code != EXIT_BUSY:  # busy: the other run's file
+    if _LOG.metrics is not None and code != Exit.BUSY:  # busy: the other run's file
         try:
             _write_metrics(_LOG.metrics, figures, code)
         except OSError as exc:
-            if code == EXIT_USAGE:  # the line said what is wrong, maybe with this path
+            if code == Exit.USAGE:  # the line said what is wrong, maybe with this path
                 return code
             done = "the sitemap was published, but " if figures.get("published") else ""
-            failed = EXIT_IO if code == EXIT_OK else code
+            failed = Exit.IO if code == Exit.OK else code
             reason = exc.strerror or exc
             _err(f"{done}cannot write metrics {_LOG.metrics}: {reason}", failed)
             code = failed
@@ -1067,7 +1080,10 @@ def _write_metrics(path: Path, figures: dict[str, Any], code: int) -> None:
         except (OSError, UnicodeDecodeError):
             last = None
     seconds = time.monotonic() - _LOG.began
-    _replace(path, render(figures, exit_code=code, seconds=seconds, ended=now, last_publish=last))
+    text = render(
+        figures, exit_code=code, seconds=seconds, ended=now, last_publish=last, labels=_LOG.labels
+    )
+    _replace(path, text)
 
 
 def _event(line: str) -> None:

@@ -8,13 +8,14 @@ config fails fast with exit code 2.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 import os
 import re
 import ssl
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -674,7 +675,14 @@ def coerce(name: str, value: Any) -> Any:
         "str": lambda v: isinstance(v, str),
     }[kind]
     if not ok(value):
-        wanted = {"tuple": "a list of strings", "path": "a path"}.get(kind, f"a {kind}")
+        wanted = {
+            "bool": "true or false",
+            "int": "a whole number",
+            "float": "a number",
+            "tuple": "a list of strings",
+            "path": "a path",
+            "str": "a string",
+        }[kind]
         got = "(the value is not shown)" if name in SECRET_KEYS else f"got {value!r}"
         raise ConfigError(f"{name} must be {wanted}, {got}")
     if kind == "float":
@@ -709,7 +717,18 @@ def load_toml(path: Path) -> dict[str, Any]:
             if name in raw:
                 raise ConfigError(f"{name} is set twice: as a key and in [news]")
             raw[name] = value
+    known = {spec.name for spec in fields()}
+    for key in raw:
+        if key not in known:
+            raise ConfigError(f"unknown key {key!r} in {path}{did_you_mean(key, known)}")
     return {key: coerce(key, value) for key, value in raw.items()}
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """'; did you mean 'x'?' for the closest known name, or '' when none is close: a typo in
+    a config file is the likeliest reason for an unknown key."""
+    close = difflib.get_close_matches(word, sorted(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 #: The keys of the config file's [news] table: [news] name = ... is the key news_name.
@@ -719,13 +738,17 @@ NEWS_KEYS = ("name", "language", "articles")
 #: The prefix of the environment variables that set config keys: SITEMAP_CRAWLER_<KEY>.
 ENV_PREFIX = "SITEMAP_CRAWLER_"
 #: SITEMAP_CRAWLER_* variables that are not config keys: the tool's own switches
-#: (a traceback, the event loop, the job's config file), and what --on-publish tells its
-#: command: named so that none is a key, as a hook that runs sitemap-crawler again must not
-#: take the crawl's output or sitemap URL for its own settings.
+#: (a traceback, the event loop, the job's config file), what --on-publish tells its
+#: command (named so that none is a key: a hook that runs sitemap-crawler again must not
+#: take the crawl's output or sitemap URL for its own settings), and the test suite's
+#: (SHARED, and TEST_*), which a crawl run by a test inherits.
 ENV_NOT_KEYS = frozenset(
     ENV_PREFIX + name
-    for name in ("DEBUG", "LOOP", "CONFIG", "PUBLISHED_DIR", "PUBLISHED_URL", "PUBLISHED_FILES")
-)
+    for name in (
+        "DEBUG", "LOOP", "CONFIG", "PUBLISHED_DIR", "PUBLISHED_URL", "PUBLISHED_FILES", "SHARED",
+    )
+)  # fmt: skip
+ENV_NOT_KEYS_PREFIX = ENV_PREFIX + "TEST_"
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 
@@ -736,8 +759,10 @@ def env_var(key: str) -> str:
 
 def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     """The config keys set in `environ` as SITEMAP_CRAWLER_<KEY>, parsed to each key's type.
-    Lists are comma-separated, except the repeatable keys (header, cookie, include, exclude,
-    exclude_listing_only), whose values may hold commas: one item per line. An empty variable
+    Lists: one item a line, for every list key (a newline is the one separator no item can
+    hold); the lists of plain words (listed_types, strip_params, ...) take commas too, and the
+    repeatable keys, whose items may hold commas (header, cookie, include, exclude,
+    exclude_listing_only, news_articles), only lines. An empty variable
     counts as unset. A bad value or an unknown SITEMAP_CRAWLER_* variable is a ConfigError
     naming the variable (never quoting a secret's value)."""
     specs = {env_var(spec.name): spec for spec in fields()}
@@ -745,11 +770,14 @@ def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     for name in sorted(environ):
         if not name.startswith(ENV_PREFIX) or name in ENV_NOT_KEYS:
             continue
+        if name.startswith(ENV_NOT_KEYS_PREFIX):
+            continue
         spec = specs.get(name)
         if spec is None:
             raise ConfigError(
                 f"unknown environment variable {name}: no config key "
-                f"{name[len(ENV_PREFIX) :].lower()!r} (unset it, or see docs/reference.md)"
+                f"{name[len(ENV_PREFIX) :].lower()!r}{did_you_mean(name, specs)} (unset it, "
+                "or see docs/reference.md)"
             )
         text = environ[name]
         if text.strip() == "":
@@ -781,9 +809,10 @@ def _parse_env(name: str, spec: dataclasses.Field, text: str) -> Any:
         if number != number or number in (float("inf"), float("-inf")):
             raise ConfigError(f"{name} must be a finite number, {shown}")
         return number
-    if kind == "tuple":
-        separator = "\n" if spec.metadata["repeat"] else ","
-        return tuple(part.strip() for part in text.split(separator) if part.strip())
+    if kind == "tuple":  # one item a line; a list of plain words may use commas too
+        lines = text.splitlines()
+        parts = lines if spec.metadata["repeat"] else [p for line in lines for p in line.split(",")]
+        return tuple(part.strip() for part in parts if part.strip())
     if kind == "path":
         return Path(word)
     return text if spec.name in SECRET_KEYS else word

@@ -1,16 +1,19 @@
-"""Error types for the crawl. The CLI catches them once and maps them to exit codes."""
+"""Error types for the crawl. The CLI catches them once; each carries its exit code, from the
+one table of crawler/exit_codes.py."""
+
+from crawler.exit_codes import Exit
 
 
 class SitemapCrawlerError(Exception):
     """Base of every error the crawler reports to the user as one line."""
 
-    exit_code = 1
+    exit_code: int = Exit.FAILURE
 
 
 class ConfigError(SitemapCrawlerError):
     """Bad command line, TOML config or option value; raised before any request."""
 
-    exit_code = 2
+    exit_code: int = Exit.USAGE
 
 
 class RenderUnavailable(ConfigError):
@@ -24,19 +27,19 @@ class BusyError(SitemapCrawlerError):
     nothing of the other run was touched. Not a usage error: the same command works once
     that run ends (75 is sysexits' EX_TEMPFAIL, "try again later")."""
 
-    exit_code = 75
+    exit_code: int = Exit.BUSY
 
 
 class InvalidURLError(SitemapCrawlerError, ValueError):
     """A URL that cannot be parsed or normalised."""
 
-    exit_code = 2
+    exit_code: int = Exit.USAGE
 
 
 class NothingListedError(SitemapCrawlerError):
     """The crawl ended with no indexable page; the previous sitemap is left alone."""
 
-    exit_code = 3
+    exit_code: int = Exit.NOTHING
 
 
 class PublishRefused(SitemapCrawlerError):
@@ -44,7 +47,7 @@ class PublishRefused(SitemapCrawlerError):
     5xx or network errors, an outage) or the new sitemap would drop too much of the one
     published. The previous sitemap is kept; --force publishes anyway."""
 
-    exit_code = 4
+    exit_code: int = Exit.REFUSED
 
 
 class OutputError(SitemapCrawlerError):
@@ -52,23 +55,23 @@ class OutputError(SitemapCrawlerError):
     while it ran: a full disk, a lost mount. Not a usage error: the same command can work
     once the disk is fixed, and a crawl with --state can be resumed."""
 
-    exit_code = 5
+    exit_code: int = Exit.IO
 
 
 class OnPublishError(SitemapCrawlerError):
     """The sitemap was published, but the --on-publish command failed (non-zero exit, not
     found, timed out). The published files are as the publish left them."""
 
-    exit_code = 6
+    exit_code: int = Exit.ON_PUBLISH
 
 
 class InterruptedCrawl(SitemapCrawlerError):
     """SIGINT or SIGTERM stopped the crawl; the previous sitemap is untouched."""
 
-    exit_code = 130
+    exit_code: int = Exit.INTERRUPTED
 
 
 class AuditInputError(SitemapCrawlerError):
     """`audit`: the local file to audit cannot be read (missing, unreadable)."""
 
-    exit_code = 2
+    exit_code: int = Exit.USAGE

@@ -11,13 +11,17 @@
 #   - any uid in group 0 (4242:0) and the host user can run it on a group-writable folder;
 #     a /data it cannot write is a one-line error, exit 5, not a traceback.
 #
-# Usage: sudo docker/test-image.sh   (root: it runs rootful podman and may apt-get install)
-# It installs podman, runc, debootstrap and nginx with apt-get when missing, builds the base
-# image localhost/debian-py:bookworm with debootstrap when absent (no public registry is
-# reachable here; a few minutes), then localhost/sitemap-crawler:test from this checkout.
-# Docker Engine does not run on these machines; Debian's podman does, with runc.
-# Environment: SCHEMAS (the XSD folder, default ../shared/schemas from the repository root),
-# DEBIAN_MIRROR (for debootstrap), PAGES (the test site's size, default 400).
+# Usage: sudo docker/test-image.sh   (root: it runs rootful podman)
+# It needs podman, runc, debootstrap and nginx (and lxml and prometheus_client for python3),
+# and podman's default_ulimits emptied in /etc/containers/containers.conf. It installs and
+# writes those itself only when asked, with SITEMAP_CRAWLER_TEST_INSTALL=1 (.ci/run sets it);
+# otherwise it names what is missing and exits 77 (the "skipped" of automake's tests). It
+# builds the base image localhost/debian-py:bookworm with debootstrap when absent (no public
+# registry is reachable here; a few minutes), then localhost/sitemap-crawler:test from this
+# checkout. Docker Engine does not run on these machines; Debian's podman does, with runc.
+# Environment: SITEMAP_CRAWLER_SHARED (the shared test data holding schemas/, default ../shared
+# from the repository root, as for the test suite), DEBIAN_MIRROR (for debootstrap), PAGES (the
+# test site's size, default 400), SITEMAP_CRAWLER_TEST_INSTALL (above).
 set -euo pipefail
 
 [[ $EUID -eq 0 ]] || exec sudo -E "$0" "$@"
@@ -30,7 +34,8 @@ since() {
 }
 STARTED=$(now)
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SCHEMAS=${SCHEMAS:-$REPO/../shared/schemas}
+SCHEMAS=${SITEMAP_CRAWLER_SHARED:-$REPO/../shared}/schemas
+INSTALL=${SITEMAP_CRAWLER_TEST_INSTALL:-0}
 BASE_IMAGE=${BASE_IMAGE:-localhost/debian-py:bookworm}
 IMAGE=${IMAGE:-localhost/sitemap-crawler:test}
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -252,7 +257,7 @@ def metrics(path: str, listed: str) -> None:
     values = {}
     for family in text_string_to_metric_families(Path(path).read_text()):
         for sample in family.samples:
-            if not sample.labels:
+            if set(sample.labels) == {"site"}:  # the run's own figures, not per reason
                 values[sample.name] = sample.value
     want = {"sitemap_crawler_published": 1, "sitemap_crawler_exit_code": 0,
             "sitemap_crawler_urls_listed": int(listed)}
@@ -283,6 +288,21 @@ setup() {
     for tool in podman runc debootstrap nginx; do
         command -v "$tool" >/dev/null || [[ -x /usr/sbin/$tool ]] || need+=("$tool")
     done
+    local missing=("${need[@]}")
+    python3 -c 'import lxml, prometheus_client' 2>/dev/null ||
+        missing+=("python3's lxml and prometheus_client")
+    if ((${#missing[@]})) && [[ $INSTALL != 1 ]]; then
+        echo "missing: ${missing[*]}; install them, or run with SITEMAP_CRAWLER_TEST_INSTALL=1" \
+            "to let this script install them"
+        exit 77
+    fi
+    local conf=/etc/containers/containers.conf
+    if ! grep -qs '^[[:space:]]*default_ulimits' "$conf" && [[ $INSTALL != 1 ]]; then
+        echo "missing: default_ulimits = [] in $conf (podman's default ulimits are refused" \
+            "by this kind of machine's kernel limits); add it, or run with" \
+            "SITEMAP_CRAWLER_TEST_INSTALL=1 to let this script write it"
+        exit 77
+    fi
     if ((${#need[@]})); then
         echo "installing ${need[*]} with apt-get"
         apt-get update -qq
@@ -299,7 +319,6 @@ setup() {
     fi
     # podman's default ulimits (nofile and nproc from containers.conf) are refused by this
     # kind of machine's kernel limits: an empty list lets containers inherit podman's own
-    local conf=/etc/containers/containers.conf
     if ! grep -qs '^[[:space:]]*default_ulimits' "$conf"; then
         mkdir -p /etc/containers
         if grep -qs '^\[containers\]' "$conf"; then
@@ -311,7 +330,7 @@ setup() {
     fi
     PATH=$PATH:/usr/sbin
     [[ -f $SCHEMAS/sitemap.xsd && -f $SCHEMAS/siteindex.xsd ]] ||
-        die "no sitemap.xsd and siteindex.xsd in $SCHEMAS (set SCHEMAS=...)"
+        die "no sitemap.xsd and siteindex.xsd in $SCHEMAS (set SITEMAP_CRAWLER_SHARED=...)"
 }
 timed "tools" setup
 ok "tools: $(podman --version), runc $(runc --version | awk 'NR==1 {print $3}'), $(nginx -v 2>&1 | sed 's/.*: //'), schemas in $(cd "$SCHEMAS" && pwd)"

@@ -1,10 +1,10 @@
-"""Shared fixtures: the official XSDs (read from ../shared/schemas) and live local servers."""
+"""Shared fixtures: the official XSDs (read from the shared test data, tests/procs.py's
+`shared`: $SITEMAP_CRAWLER_SHARED/schemas, default ../shared/schemas) and live local servers."""
 
 from __future__ import annotations
 
 import asyncio
 import gzip
-import os
 import ssl
 import threading
 from collections.abc import Callable, Iterator
@@ -14,8 +14,7 @@ import pytest
 from aiohttp import web
 from lxml import etree
 
-REPO = Path(__file__).resolve().parents[1]
-SCHEMAS = Path(os.environ.get("SITEMAP_SCHEMAS_DIR", REPO.parent / "shared" / "schemas"))
+from tests.procs import SHARED_VARIABLE, shared
 
 
 class Xsd:
@@ -23,7 +22,7 @@ class Xsd:
 
     def __init__(self, schemas: Path) -> None:
         if not (schemas / "sitemap.xsd").is_file():
-            raise RuntimeError(f"schemas not found at {schemas} (set SITEMAP_SCHEMAS_DIR)")
+            raise RuntimeError(f"no sitemap.xsd in {schemas} (set {SHARED_VARIABLE})")
         load = lambda name: etree.XMLSchema(etree.parse(str(schemas / name)))  # noqa: E731
         self.urlset_schema = load("sitemap.xsd")
         self.index_schema = load("siteindex.xsd")
@@ -61,13 +60,13 @@ class Xsd:
 
 
 @pytest.fixture(scope="session")
-def xsd() -> Xsd:
-    return Xsd(SCHEMAS)
+def schemas_dir() -> Path:
+    return shared("schemas")
 
 
 @pytest.fixture(scope="session")
-def schemas_dir() -> Path:
-    return SCHEMAS
+def xsd(schemas_dir: Path) -> Xsd:
+    return Xsd(schemas_dir)
 
 
 class LiveServer:

@@ -152,14 +152,41 @@ class Watched:
             return "".join(self._out), "".join(self._err)
 
 
-def missing(why: str) -> NoReturn:
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("true", "1")
+
+
+def missing(why: str, *, module: bool = False) -> NoReturn:
     """A test's tool or condition is missing: skip with the reason on a developer's
-    machine, fail in CI (CI=true), where .ci/run installs everything a test needs."""
+    machine, fail in CI (CI=true), where .ci/run installs everything a test needs.
+    `module`: called while collecting a test module, to skip (or fail) all of it."""
     import pytest
 
-    if os.environ.get("CI", "").lower() in ("true", "1"):
+    if in_ci():
         pytest.fail(f"{why}; CI must have it (.ci/run installs what the tests need)")
-    pytest.skip(why)
+    pytest.skip(why, allow_module_level=module)
+
+
+#: the variable naming the folder of test data shared with the other tools of the project
+#: (sitemaps.org's XSDs in schemas/, protego's robots.txt cases in conformance/): it is not
+#: part of this repository. Default: `shared` next to the checkout (../shared).
+SHARED_VARIABLE = "SITEMAP_CRAWLER_SHARED"
+
+
+def shared(part: str, *, module: bool = False) -> Path:
+    """The folder `part` of the shared test data; when it is absent, the test asking for it
+    is skipped saying where it was looked for and how to name another place (in CI, it fails).
+    """
+    root = Path(os.environ.get(SHARED_VARIABLE) or REPO.parent / "shared")
+    folder = root / part
+    if not folder.is_dir():
+        missing(
+            f"no shared test data at {folder} (the project's shared/{part} folder, not part of"
+            f" this repository): put shared/ next to the checkout or set {SHARED_VARIABLE}"
+            " to its path",
+            module=module,
+        )
+    return folder
 
 
 @contextlib.contextmanager

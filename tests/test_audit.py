@@ -40,7 +40,7 @@ def xml(body: str | bytes, content_type: str = "application/xml") -> Page:
 
 def run_audit(tmp_path: Path, *args: str) -> tuple[int, dict]:
     out = tmp_path / "audit.json"
-    code = main(["audit", *args, "-q", "--json", str(out)])
+    code = main(["audit", *args, "-q", "--report", str(out)])
     return code, json.loads(out.read_text())
 
 
@@ -272,7 +272,7 @@ def test_too_large_gzip_bomb_in_bounded_memory(serve, tmp_path: Path) -> None:
     out = tmp_path / "a.json"
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     proc = subprocess.run(
-        [*CLI, "audit", base + "/", "--no-fetch", "-q", "--json", str(out)],
+        [*CLI, "audit", base + "/", "--no-fetch", "-q", "--report", str(out)],
         capture_output=True,
         text=True,
         env=child_env(),
@@ -506,3 +506,18 @@ def test_an_unreachable_site_is_said_once(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert code == 3
     assert err.count("could not be read") == 1 and err.count("\n") == 1
+
+
+def test_the_old_spelling_json_still_writes_the_report_and_says_so(tmp_path: Path, capsys) -> None:
+    """--report FILE in every command; audit's --json is its hidden alias for one release."""
+    sitemap = tmp_path / "sitemap.xml"
+    sitemap.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<url><loc>https://example.com/</loc></url></urlset>\n"
+    )
+    out = tmp_path / "a.json"
+    assert main(["audit", str(sitemap), "--no-fetch", "-q", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["summary"]["urls_listed"] == 1
+    err = capsys.readouterr().err
+    assert "warning: --json is now --report; --json goes in the next release" in err

@@ -46,7 +46,7 @@ def _fixture_site() -> Site:
 
 def _audit(tmp_path: Path, *args: str) -> tuple[int, dict]:
     out = tmp_path / f"audit{len(list(tmp_path.glob('audit*.json')))}.json"
-    code = main(["audit", *args, "-q", "--json", str(out), "--retries", "0"])
+    code = main(["audit", *args, "-q", "--report", str(out), "--retries", "0"])
     return code, json.loads(out.read_text())
 
 

@@ -174,11 +174,13 @@ def test_a_job_started_while_one_runs_leaves_it_alone(serve, tmp_path, xsd):
     second = _job(data, env)
     assert second.returncode == 75, second.stderr
     assert "another sitemap-crawler run is writing to" in second.stderr
+    assert second.stderr.count("\n") == 1, second.stderr  # refused, not "resuming" first
     assert first.poll() is None, "the first job ended before the second one started"
 
     first.send_signal(signal.SIGTERM)
     _, err = first.communicate(timeout=30)
     assert first.returncode == 130, err
+    assert "; the next job run resumes it" in err and "--resume" not in err, err
     stopped = len(site.requests)
     job = _job(data, env)
     assert job.returncode == 0, job.stderr

@@ -34,11 +34,14 @@ def test_every_key_has_its_variable_and_values_take_the_keys_types():
             "SITEMAP_CRAWLER_DELAY": "0.5",
             "SITEMAP_CRAWLER_OUTPUT": "/data/out",
             "SITEMAP_CRAWLER_LISTED_TYPES": "text/html, application/pdf",
+            "SITEMAP_CRAWLER_STRIP_PARAMS": "ref\nsid, lang\n",  # lines, and commas: plain words
             "SITEMAP_CRAWLER_EXCLUDE": "/a,b/*\n\n/search?*\n",
             "SITEMAP_CRAWLER_HEADER": "X-Token: a,b\nX-Other: c",
             "SITEMAP_CRAWLER_CHANGEFREQ": "",  # empty: unset
             "PATH": "/bin",  # not ours
             "SITEMAP_CRAWLER_DEBUG": "1",  # the tool's own switch, not a key
+            "SITEMAP_CRAWLER_SHARED": "/srv/shared",  # the test suite's, inherited by a crawl
+            "SITEMAP_CRAWLER_TEST_INSTALL": "1",
         }
     )
     assert values == {
@@ -49,6 +52,7 @@ def test_every_key_has_its_variable_and_values_take_the_keys_types():
         "delay": 0.5,
         "output": Path("/data/out"),
         "listed_types": ("text/html", "application/pdf"),
+        "strip_params": ("ref", "sid", "lang"),
         "exclude": ("/a,b/*", "/search?*"),
         "header": ("X-Token: a,b", "X-Other: c"),
     }
@@ -63,7 +67,12 @@ def test_every_key_has_its_variable_and_values_take_the_keys_types():
         (P + "GZIP", "maybe", f"{P}GZIP must be true or false, got 'maybe'"),
         ("SITEMAP_CRAWLER_DELAY", "soon", "SITEMAP_CRAWLER_DELAY must be a number, got 'soon'"),
         ("SITEMAP_CRAWLER_MAX_TIME", "nan", "SITEMAP_CRAWLER_MAX_TIME must be a finite number"),
-        (P + "CONCURENCY", "4", f"unknown environment variable {P}CONCURENCY"),
+        (
+            P + "CONCURENCY",
+            "4",
+            f"unknown environment variable {P}CONCURENCY: no config key 'concurency'; did you"
+            f" mean '{P}CONCURRENCY'?",
+        ),
     ],
 )  # fmt: skip
 def test_bad_values_and_unknown_variables_name_the_variable(name, value, expected):

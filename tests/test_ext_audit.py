@@ -25,7 +25,7 @@ def audit_file(tmp_path: Path, body: str) -> list[dict]:
     path = tmp_path / "sitemap.xml"
     path.write_text(HEAD + body + "</urlset>\n")
     out = tmp_path / "audit.json"
-    main(["audit", str(path), "--no-fetch", "-q", "--json", str(out), "--fail-on", "notice"])
+    main(["audit", str(path), "--no-fetch", "-q", "--report", str(out), "--fail-on", "notice"])
     return json.loads(out.read_text())["findings"]
 
 
@@ -108,6 +108,6 @@ def test_the_crawls_own_sitemaps_pass_the_audit(serve, crawl, tmp_path: Path) ->
     assert read.ok and not read.problems
     assert any(entry.alternates for entry in read.entries)
     out = tmp_path / "audit.json"
-    main(["audit", str(pub.files[0]), "--no-fetch", "-q", "--json", str(out)])
+    main(["audit", str(pub.files[0]), "--no-fetch", "-q", "--report", str(out)])
     findings = json.loads(out.read_text())["findings"]
     assert [(f["code"], f["url"]) for f in findings] == [("hreflang_no_return", srv.url + "/en/c")]

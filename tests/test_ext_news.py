@@ -181,6 +181,6 @@ def test_the_audit_of_a_crawl_with_news_finds_no_duplicate(serve, crawl, tmp_pat
     assert code == 0
     report = tmp_path / "audit.json"
     index = tmp_path / "out" / "sitemap.xml"
-    main(["audit", str(index), "--no-fetch", "-q", "--json", str(report)])
+    main(["audit", str(index), "--no-fetch", "-q", "--report", str(report)])
     codes = [f["code"] for f in json.loads(report.read_text())["findings"]]
     assert "duplicate_url" not in codes, codes

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from crawler.core.fleet import index_of, parse_sites, pick, site_folder
 from crawler.errors import ConfigError
@@ -61,8 +62,10 @@ def test_three_sites_by_index_each_in_its_own_folder(serve, tmp_path, xsd):
     )
     data = tmp_path / "data"
     env = child_env(SITEMAP_CRAWLER_QUIET="true")
+    (tmp_path / "textfile").mkdir()  # the node exporter's folder, shared by the jobs
     for index in range(3):
-        args = ["job", "--data", str(data), "--sites", str(listing)]
+        metrics = tmp_path / "textfile" / f"sitemap-{index}.prom"  # one folder for all jobs
+        args = ["job", "--data", str(data), "--sites", str(listing), "--metrics", str(metrics)]
         if index == 1:  # as an Indexed Job's pod: the index from the environment
             run_env = {**env, "JOB_COMPLETION_INDEX": "1"}
         else:
@@ -70,6 +73,13 @@ def test_three_sites_by_index_each_in_its_own_folder(serve, tmp_path, xsd):
             args += ["--index", str(index)]
         done = subprocess.run([*CLI, *args], env=run_env, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
+        exit_code = next(
+            sample
+            for family in text_string_to_metric_families(metrics.read_text())
+            for sample in family.samples
+            if sample.name == "sitemap_crawler_exit_code"
+        )
+        assert exit_code.labels == {"site": servers[index].url + "/", "index": str(index)}
     for name, srv, site in zip(("a", "b", "c"), servers, sites, strict=True):
         folder = data / "sites" / site_folder(srv.url + "/")
         assert folder.name == srv.url.removeprefix("http://").replace(":", "_")

@@ -19,13 +19,12 @@ def _crawl(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _samples(path: Path) -> dict[tuple[str, tuple], float]:
+def _samples(path: Path, site: str) -> dict[tuple[str, tuple], float]:
+    """{(name, labels): value}, without the `site` label every sample carries (asserted)."""
     text = path.read_text()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
+    samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
+    assert all(s.labels.pop("site") == site for s in samples)
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for s in samples}
 
 
 def test_a_published_then_a_failed_run_keep_the_last_publish_time(serve, tmp_path):
@@ -33,10 +32,11 @@ def test_a_published_then_a_failed_run_keep_the_last_publish_time(serve, tmp_pat
     site = Site(pages)
     url = serve(site.app).url + "/"
     metrics = tmp_path / "m" / "sitemap.prom"
+    metrics.parent.mkdir()  # the node exporter's textfile folder
     before = time.time()
     first = _crawl(url, "-o", str(tmp_path / "o"), "--metrics", str(metrics), "-q")
     assert first.returncode == 0, first.stderr
-    got = _samples(metrics)
+    got = _samples(metrics, url)
     assert got[("sitemap_crawler_exit_code", ())] == 0
     assert got[("sitemap_crawler_published", ())] == 1
     assert got[("sitemap_crawler_pages_fetched", ())] == 3
@@ -54,7 +54,7 @@ def test_a_published_then_a_failed_run_keep_the_last_publish_time(serve, tmp_pat
     pages["/"] = Page("gone", status=404)  # the start URL fails: exit 3, nothing published
     second = _crawl(url, "-o", str(tmp_path / "o"), "--metrics", str(metrics), "-q")
     assert second.returncode == 3, second.stderr
-    got = _samples(metrics)
+    got = _samples(metrics, url)
     assert got[("sitemap_crawler_exit_code", ())] == 3
     assert got[("sitemap_crawler_published", ())] == 0
     assert got[("sitemap_crawler_urls_listed", ())] == 0
@@ -68,7 +68,7 @@ def test_a_run_that_never_published_has_no_last_publish_time(serve, tmp_path):
     metrics = tmp_path / "sitemap.prom"
     proc = _crawl(url, "-o", str(tmp_path / "o"), "--metrics", str(metrics), "-q")
     assert proc.returncode == 3
-    got = _samples(metrics)
+    got = _samples(metrics, url)
     assert got[("sitemap_crawler_exit_code", ())] == 3
     assert ("sitemap_crawler_last_publish_timestamp_seconds", ()) not in got
 
@@ -91,5 +91,15 @@ def test_render_and_read_back():
     )  # fmt: skip
     assert last_publish_of(text) == 1000.0
     assert 'sitemap_crawler_urls_excluded{reason="robots_txt"} 2.0' in text
+    labelled = render(
+        {"reasons": {"robots_txt": 2}}, exit_code=0, seconds=1, ended=5, last_publish=5,
+        labels={"site": "https://example.com/", "index": "3"},
+    )  # fmt: skip
+    assert 'sitemap_crawler_exit_code{index="3",site="https://example.com/"} 0.0' in labelled
+    assert (
+        'sitemap_crawler_urls_excluded{index="3",reason="robots_txt",site="https://example.com/"}'
+        " 2.0" in labelled
+    )
+    assert last_publish_of(labelled) == 5
     assert last_publish_of(render({}, exit_code=2, seconds=0, ended=5, last_publish=None)) is None
     assert last_publish_of("not {the format") is None

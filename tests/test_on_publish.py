@@ -58,8 +58,8 @@ def test_a_failing_command_exits_6_and_the_sitemap_stays_published(serve, tmp_pa
     data = json.loads(report.read_text())
     assert data["published"] is True and data["on_publish_exit_code"] == 3
     text = metrics.read_text()
-    assert "sitemap_crawler_exit_code 6.0" in text
-    assert "sitemap_crawler_on_publish_exit_code 3.0" in text
+    assert f'sitemap_crawler_exit_code{{site="{url}"}} 6.0' in text
+    assert f'sitemap_crawler_on_publish_exit_code{{site="{url}"}} 3.0' in text
     assert "sitemap_crawler_last_publish_timestamp_seconds" in text
 
 

@@ -7,6 +7,7 @@ and the published sitemap is untouched. A missing folder is created up front."""
 from __future__ import annotations
 
 import os
+import socket
 import stat
 from pathlib import Path
 
@@ -101,19 +102,42 @@ def test_an_output_folder_that_cannot_be_written(site, published, capsys):
 
 
 def test_missing_folders_are_created_before_the_first_request(serve, tmp_path, xsd):
-    """The report's, decisions' and state's folders exist before the first request."""
+    """The output folder and the state's exist before the first request."""
     site = tree_site(20, delay=0.3)
     srv = serve(site.app)
-    out, deep = tmp_path / "new" / "out", tmp_path / "a" / "b"
-    files = {key: deep / key / f"{key}.out" for key in OUTPUT_FILES}
-    options = [arg for key, path in files.items() for arg in (f"--{key}", str(path))]
-    proc = crawl_process(srv.url + "/", "-o", str(out), "-q", *options)
+    out, state = tmp_path / "new" / "out", tmp_path / "a" / "b" / "crawl.sqlite"
+    proc = crawl_process(srv.url + "/", "-o", str(out), "-q", "--state", str(state))
     wait_for(lambda: len(site.requests) >= 1, "the first request", proc=proc)
-    assert out.is_dir() and all(path.parent.is_dir() for path in files.values())
+    assert out.is_dir() and state.parent.is_dir()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
-    assert files["report"].is_file() and files["decisions"].is_file()
     assert len(read_published(out, xsd).locs) == 20
+
+
+@pytest.mark.parametrize("key", sorted(set(OUTPUT_FILES) - {"state"}))
+def test_a_file_in_a_missing_folder_is_refused_and_nothing_is_made(serve, tmp_path, capsys, key):
+    """A report (decisions, changes, metrics) in a folder that does not exist is a typo
+    more likely than a wish: exit 2 before any request, and the output folder the run
+    would have made is not left behind either."""
+    site = tree_site(3)
+    srv = serve(site.app)
+    out, path = tmp_path / "out", tmp_path / "nonexistent" / "dir" / f"{key}.out"
+    code = main(["crawl", srv.url + "/", "-o", str(out), "-q", f"--{key}", str(path)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{key} file {path}: no folder {path.parent}" in err and err.count("\n") == 1
+    assert site.requests == []
+    assert sorted(tmp_path.iterdir()) == []
+
+
+def test_a_failed_crawl_leaves_no_output_folder_it_made(tmp_path, capsys):
+    """Nothing could be fetched (robots.txt unreachable, exit 3): no empty folder of locks."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: connections are refused
+    out = tmp_path / "new" / "out"
+    assert main(["crawl", f"http://127.0.0.1:{port}/", "-o", str(out), "-q"]) == 3
+    assert sorted(tmp_path.iterdir()) == []
 
 
 def test_a_second_run_on_the_same_output_folder_is_refused(serve, tmp_path, xsd, capsys):

@@ -133,3 +133,9 @@ def test_urls_waiting_on_a_crawl_delay_count_as_queued_with_the_time_left(serve,
         assert line["queued"] > 0
         assert line["interval"] >= 0.5
         assert abs(line["seconds_left"] - line["queued"] * line["interval"]) <= 0.1
+
+
+def test_an_audit_says_checked_not_fetched_or_listed():
+    from crawler.shell.progress import AUDIT_WORDS
+
+    assert format_text(SNAP, words=AUDIT_WORDS).startswith("1200 checked, 1100 indexable, ")

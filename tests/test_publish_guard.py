@@ -199,6 +199,7 @@ def test_a_report_that_cannot_be_written_after_publishing_exits_5(serve, tmp_pat
     """The report's folder passes the check before the first request, then becomes a file
     while the crawl runs (a lost mount, say): the sitemap is published, the report is not."""
     folder = tmp_path / "reports"
+    folder.mkdir()
 
     async def home(request: web.Request) -> web.Response:
         folder.rmdir()

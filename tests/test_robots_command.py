@@ -225,7 +225,7 @@ def test_robots_file_needs_no_server_and_takes_any_origin(tmp_path: Path, capsys
     rules.write_text(ROBOTS)
     code, out, _ = _run(
         capsys,
-        *("--robots", str(rules), "--user-agent", "OtherBot"),
+        *("--robots-from", str(rules), "--user-agent", "OtherBot"),
         *("https://a.test/private/x", "https://b.test/private/open"),
     )
     assert code == 1
@@ -235,6 +235,32 @@ def test_robots_file_needs_no_server_and_takes_any_origin(tmp_path: Path, capsys
         "         beats Disallow: /private/ (line 2): longer pattern wins",
     ]
     assert f"robots.txt {rules}: read from the file, {len(ROBOTS)} bytes" in out
+
+
+def test_robots_from_a_url_tests_its_rules_for_any_origin(serve, capsys) -> None:
+    """As crawl's --robots-from URL: the rules are fetched from there, and the URLs' own
+    sites are never asked."""
+    rules = Site({"/rules.txt": _txt(ROBOTS)})
+    url = serve(rules.app).url + "/rules.txt"
+    code, out, _ = _run(
+        capsys,
+        *("--robots-from", url, "--user-agent", "OtherBot"),
+        *("https://a.test/private/x", "https://b.test/private/open"),
+    )
+    assert code == 1
+    assert rules.paths == ["/rules.txt"]
+    assert _block(out, "https://a.test/private/x")[2] == "  rule:  Disallow: /private/ (line 2)"
+
+
+def test_the_old_spelling_robots_still_works_and_says_so(tmp_path: Path, capsys) -> None:
+    rules = tmp_path / "robots.txt"
+    rules.write_text(ROBOTS)
+    code, out, err = _run(capsys, "--robots", str(rules), "https://a.test/drafts/x")
+    assert code == 1 and "Disallow: /drafts/" in out
+    assert err == (
+        "sitemap-crawler: warning: --robots is now --robots-from; --robots goes in the next "
+        "release\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -267,7 +293,10 @@ def test_a_body_that_is_not_robots_txt_is_flagged(serve, capsys, page: Page, war
     [
         (["ftp://example.com/"], "invalid URL 'ftp://example.com/': unsupported scheme"),
         (["example.com/a"], "invalid URL 'example.com/a': no scheme"),
-        (["--robots", "/nonexistent/robots.txt", "https://a.test/"], "--robots: cannot read"),
+        (
+            ["--robots-from", "/nonexistent/robots.txt", "https://a.test/"],
+            "robots_from: no such file: /nonexistent/robots.txt",
+        ),
         (["--timeout", "0", "https://a.test/"], "timeout must be positive"),
     ],
 )

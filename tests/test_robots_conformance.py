@@ -1,4 +1,5 @@
-"""crawler.core.robots against protego 0.7.0's test suite, turned into data in /work/shared.
+"""crawler.core.robots against protego 0.7.0's test suite, turned into data in the shared test
+data (conformance/, found as tests/procs.py's `shared` says).
 
 protego is not the standard: where it contradicts RFC 9309 or Google's robots.txt rules we
 follow those, and the case is listed in DEPARTURES with the rule we apply instead. Those
@@ -8,14 +9,14 @@ cases are asserted with the opposite result, so a silent drift either way fails.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from crawler.core.robots import parse_robots
+from tests.procs import shared
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+CONFORMANCE = shared("conformance", module=True)
 
 _EXACT_TOKEN = (
     "RFC 9309 2.2.1: a group applies when its product token equals the crawler's, "

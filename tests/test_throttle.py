@@ -25,6 +25,8 @@ from crawler.shell.throttle import (
     BASELINE_SAMPLES,
     COOLDOWN,
     FIRST_EXTRA_DELAY,
+    NO_ANSWER_AFTER,
+    NO_ANSWER_SECONDS,
     RECOVER_AFTER,
     Throttle,
     Ticket,
@@ -727,3 +729,38 @@ def test_depth_returns_when_the_limit_has_recovered() -> None:
         return rec
 
     assert asyncio.run(main(vt)).peak == 6
+
+
+def test_a_site_not_answering_for_a_while_is_an_outage_at_any_rate() -> None:
+    """No answer at all to NO_ANSWER_AFTER requests over NO_ANSWER_SECONDS: down, said in
+    the transport's words, without first backing off to the slowest rate (minutes)."""
+    vt = VirtualTime()
+    th = throttle(vt, concurrency=8)
+    refused = "connection refused"
+    for _ in range(NO_ANSWER_AFTER * 4):  # many, but too quick to tell a restart's blip
+        th.observe(None, 0.001, refused)
+    assert th.outage is None
+    assert "site not answering" in th.pace
+    vt.now = NO_ANSWER_SECONDS - 1
+    th.observe(None, 0.001, refused)
+    assert th.outage is None
+    vt.now = NO_ANSWER_SECONDS
+    th.observe(None, 0.001, refused)
+    assert th.outage == (
+        f"not answering: connection refused ({NO_ANSWER_AFTER * 4 + 2} requests in a row "
+        f"over {NO_ANSWER_SECONDS:.0f} s)"
+    )
+
+
+def test_one_answer_ends_the_silence() -> None:
+    vt = VirtualTime()
+    th = throttle(vt, concurrency=8)
+    for _ in range(NO_ANSWER_AFTER):
+        th.observe(None, 0.001)
+    vt.now = NO_ANSWER_SECONDS / 2
+    th.observe(503, 0.001)  # an answer, if a bad one: the site is there
+    vt.now = NO_ANSWER_SECONDS * 2
+    for _ in range(NO_ANSWER_AFTER):
+        th.observe(None, 0.001)
+    assert th.outage is None  # a new silence, not yet long enough
+    assert "site strained" not in th.pace

@@ -8,6 +8,7 @@ did not publish carries it forward. The CLI reads and writes the file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
@@ -26,13 +27,21 @@ def render(
     seconds: float,
     ended: float,
     last_publish: float | None,
+    labels: Mapping[str, str] | None = None,
 ) -> str:
     """The metrics text. `figures`: the report's (empty when the run stopped before its
-    crawl began); `seconds`: the run's duration; `ended`, `last_publish`: Unix times."""
+    crawl began); `seconds`: the run's duration; `ended`, `last_publish`: Unix times.
+    `labels`: on every sample (`site`, the start URL; `index`, a fleet job's line), so that
+    the files of several jobs in one textfile folder are told apart once collected."""
     registry = CollectorRegistry()
+    own = dict(labels or {})
+
+    def family(name: str, doc: str, *names: str) -> Gauge:
+        return Gauge(f"{PREFIX}_{name}", doc, [*own, *names], registry=registry)
 
     def gauge(name: str, doc: str, value: float) -> None:
-        Gauge(f"{PREFIX}_{name}", doc, registry=registry).set(value)
+        metric = family(name, doc)
+        (metric.labels(**own) if own else metric).set(value)
 
     gauge("pages_fetched", "pages fetched by this run", figures.get("pages_fetched_this_run", 0))
     gauge("urls_listed", "URLs the sitemap lists (or would have)", figures.get("urls_listed", 0))
@@ -41,24 +50,20 @@ def render(
         "requests failed with a 5xx or no answer, after retries",
         figures.get("requests_failed", 0),
     )
-    excluded = Gauge(
-        f"{PREFIX}_urls_excluded", "URLs met but not listed, by reason", ["reason"],
-        registry=registry,
-    )  # fmt: skip
+    excluded = family("urls_excluded", "URLs met but not listed, by reason", "reason")
     reasons = figures.get("reasons") or {}
     for reason in REASONS:
         if reason != LISTED:
-            excluded.labels(reason=reason).set(reasons.get(reason, 0))
+            excluded.labels(**own, reason=reason).set(reasons.get(reason, 0))
     changes = figures.get("changes")
     if changes:  # published: what changed against the sitemap published before
-        changed = Gauge(
-            f"{PREFIX}_urls_changed",
+        changed = family(
+            "urls_changed",
             "URLs added, removed or changed (a new lastmod) against the last published sitemap",
-            ["change"],
-            registry=registry,
+            "change",
         )
         for kind in ("added", "removed", "changed"):
-            changed.labels(change=kind).set(changes.get(kind, 0))
+            changed.labels(**own, change=kind).set(changes.get(kind, 0))
     gauge("published", "1 when this run published the sitemap", bool(figures.get("published")))
     gauge("duration_seconds", "how long the run took", seconds)
     gauge("exit_code", "the run's exit code (0: published)", exit_code)

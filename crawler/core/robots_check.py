@@ -5,10 +5,10 @@ search engines answer only inside their consoles. The shell fetches each origin'
 (or reads a file) into a :class:`RobotsSource`; everything here is plain data in, lines of text
 and an exit code out, so the wording is tested without a server.
 
-Exit codes: 0 every URL allowed, 1 one or more blocked by a rule, 3 a robots.txt could not be
-read (5xx, 429, unreachable, a redirect off its origin): RFC 9309 then blocks every URL of
-that origin, which the report says, but "your rules block it" and "we could not read your
-rules" call for different fixes, so a script can tell them apart.
+Exit codes (crawler/exit_codes.py): 0 every URL allowed, 1 one or more blocked by a rule, 3 a
+robots.txt could not be read (5xx, 429, unreachable, a redirect off its origin): RFC 9309
+then blocks every URL of that origin, which the report says, but "your rules block it" and
+"we could not read your rules" call for different fixes, so a script can tell them apart.
 """
 
 from __future__ import annotations
@@ -20,11 +20,9 @@ from urllib.parse import urlsplit
 
 from crawler.core.robots import MAX_ROBOTS_BYTES, RobotsRule, RobotsTxt, UserAgentGroup, Verdict
 from crawler.core.robots import product_token as _product_token
+from crawler.exit_codes import Exit
 
 __all__ = [
-    "EXIT_ALLOWED",
-    "EXIT_BLOCKED",
-    "EXIT_UNREADABLE",
     "RobotsSource",
     "UrlCheck",
     "check",
@@ -32,8 +30,6 @@ __all__ = [
     "report",
     "tester_token",
 ]
-
-EXIT_ALLOWED, EXIT_BLOCKED, EXIT_UNREADABLE = 0, 1, 3
 
 _BLOCK_ALL = "everything blocked until it can be read (RFC 9309)"
 
@@ -121,8 +117,8 @@ def check(url: str, source: RobotsSource, token: str, engines: Sequence[str] = (
 
 def exit_code(checks: Sequence[UrlCheck]) -> int:
     if any(c.source.unreadable for c in checks):
-        return EXIT_UNREADABLE
-    return EXIT_ALLOWED if all(c.allowed for c in checks) else EXIT_BLOCKED
+        return Exit.NOTHING
+    return Exit.OK if all(c.allowed for c in checks) else Exit.NO
 
 
 def report(

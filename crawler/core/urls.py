@@ -74,10 +74,8 @@ class OutOfScopeError(SitemapCrawlerError, ValueError):
     """A URL that lies outside the scope an operation requires.
 
     Raised by :meth:`OriginMap.to_public` so that a staging URL can never be written silently
-    into a public sitemap.
+    into a public sitemap: a bug if it reaches the CLI (an unexpected failure).
     """
-
-    exit_code = 1
 
 
 # --- percent-encoding ------------------------------------------------------------------------

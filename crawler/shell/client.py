@@ -153,7 +153,7 @@ class PoliteClient:
                 fetched = await fetch()
             resp = fetched.response
             seconds = resp.seconds if resp.seconds is not None else time.monotonic() - started
-            throttle.observe(resp.status or None, seconds)
+            throttle.observe(resp.status or None, seconds, resp.error)
             if (outage := throttle.outage) is not None:
                 self.on_outage(outage)
             return fetched

@@ -72,6 +72,7 @@ class CrawlLoop:
         if self.outage is None:
             self.outage = outage
             self.log(f"warning: the site looks down ({outage}): stopping")
+            self.throttle.close()  # requests waiting their turn (and retries) are not sent
             self.changed.set()
 
     def queued(self) -> None:

@@ -2,12 +2,15 @@
 
 A crawl that could not write its report would find out after hours of fetching, and two runs
 publishing to one folder would race; so before anything is fetched each output path is
-checked (missing folders created) and the output folder is locked for the whole run. What is
+checked (the output folder and the state's created when missing) and the output folder is
+locked for the whole run; a run that fails leaves no output folder it made and published
+nothing in. What is
 wrong is said in one line naming the path (ConfigError: exit 2, nothing fetched, the
 published sitemap untouched).
 
 Checked: the output folder is a folder (created if missing) that a file can be written in;
-each other file (`OUTPUT_FILES`) is not a folder and its folder exists or can be created;
+each other file (`OUTPUT_FILES`) is not a folder and its folder exists (the state's: or can
+be created);
 it is not, nor makes beside itself, a file the publish would replace or delete or the crawl
 uses in the output folder (`sitemap.xml`, `sitemap-2.xml.gz`, the manifest, the locks...);
 it can be written: a file written in place (the decisions file, and a report or metrics file
@@ -34,12 +37,14 @@ from crawler.core.report import Tally
 from crawler.errors import BusyError, ConfigError, OutputError
 from sitemap_out import PublishResult, locks
 from sitemap_out.changes import ChangeLog
+from sitemap_out.manifest import LOCK_NAME as WRITER_LOCK
 from sitemap_out.manifest import is_reserved
 
 __all__ = [
     "LOCK_NAME",
     "OUTPUT_FILES",
     "check_files",
+    "ensure_free",
     "held_outputs",
     "output_files",
     "written_in_place",
@@ -64,6 +69,12 @@ _BESIDE: Final = {
 }
 
 
+#: The files whose folder is made when missing: the state's, which a nightly job keeps under
+#: its data folder. The others are where a user asked for them, and a folder that does not
+#: exist is more likely a typo than a wish.
+_FOLDER_MADE: Final = frozenset({"state"})
+
+
 def written_in_place(path: Path) -> bool:
     """Whether a report (or an audit's file) at path is written in place rather than through
     a temporary file renamed over it: when it exists and is not a regular file (a device,
@@ -85,14 +96,40 @@ def held_outputs(config: Config) -> Iterator[None]:
     """Check every output path and hold the output folder until the block ends; raise
     ConfigError naming the first path that cannot be used."""
     folder = config.output
+    made = [f for f in (folder, *folder.parents) if not f.exists()]  # made here, deepest first
     _make_folder(folder, f"output folder {folder}", itself=True)
-    _probe(folder, f"output folder {folder}")
-    fd = _lock(folder)
     try:
-        _check_files(config)
-        yield
-    finally:
-        _unlock(fd)
+        _probe(folder, f"output folder {folder}")
+        fd = _lock(folder)
+        try:
+            _check_files(config)
+            yield
+        finally:
+            _unlock(fd)
+    except BaseException:
+        if made:
+            _remove_if_unused(made)
+        raise
+
+
+def ensure_free(folder: Path) -> None:
+    """Raise BusyError when another run holds the output folder now: for a caller that
+    says what it is about to do, so that it does not say it before being refused."""
+    if (folder / LOCK_NAME).exists():
+        _unlock(_lock(folder))
+
+
+def _remove_if_unused(made: list[Path]) -> None:
+    """A failed run leaves no output folder it made and published nothing in (nor the
+    folders it made to hold it): only the locks in it, which nothing else holds once this
+    run, the folder's maker, lets go."""
+    with contextlib.suppress(OSError):
+        names = {path.name for path in made[0].iterdir()}
+        if names <= {LOCK_NAME, WRITER_LOCK}:
+            for name in names:
+                (made[0] / name).unlink()
+            for folder in made:
+                folder.rmdir()  # OSError when not empty: then it is another's, kept
 
 
 def _check_files(config: Config) -> None:
@@ -126,7 +163,7 @@ def _check_file(
         raise ConfigError(f"{what} is a folder, not a file")
     if output is not None:
         _check_clash(key, path, output, what)
-    _make_folder(path.parent, what)
+    _make_folder(path.parent, what, create=key in _FOLDER_MADE)
     _check_writable(kind or key, path, what)
     same = path.resolve()
     if same in seen:
@@ -184,9 +221,9 @@ def _probe_file(path: Path, mode: int, what: str) -> None:
         raise ConfigError(f"{what}: cannot write it: {exc.strerror or exc}") from None
 
 
-def _make_folder(folder: Path, what: str, *, itself: bool = False) -> None:
-    """Create folder if missing; refuse a file in its place or in its way. `what`: the file
-    to be written in folder, or (`itself`) the folder."""
+def _make_folder(folder: Path, what: str, *, itself: bool = False, create: bool = True) -> None:
+    """Create folder if missing (unless not to `create`: refuse it); refuse a file in its
+    place or in its way. `what`: the file to be written in folder, or (`itself`) the folder."""
     if folder.is_dir():
         return
     if folder.exists() or folder.is_symlink():
@@ -197,6 +234,8 @@ def _make_folder(folder: Path, what: str, *, itself: bool = False) -> None:
         if itself and blocker == folder:
             raise ConfigError(f"{what} is a file, not a folder")
         raise ConfigError(f"{what}: {blocker} is a file, not a folder")
+    if not create:  # a typo in a path is not a folder to make
+        raise ConfigError(f"{what}: no folder {folder}; create it, or name another")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -52,11 +52,17 @@ def _clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def parts(s: ProgressFigures) -> list[str]:
+#: The words for the fetched and listed counts: a crawl's; an audit checks the URLs its
+#: sitemaps list, and finds them indexable (or not).
+CRAWL_WORDS = ("fetched", "listed")
+AUDIT_WORDS = ("checked", "indexable")
+
+
+def parts(s: ProgressFigures, words: tuple[str, str] = CRAWL_WORDS) -> list[str]:
     """The line's parts, most important first: a narrow terminal shows a prefix of them."""
     items = [
-        f"{s.fetched} fetched",
-        f"{s.listed} listed",
+        f"{s.fetched} {words[0]}",
+        f"{s.listed} {words[1]}",
         f"{s.queued} queued",
         f"{s.pages_per_second:.0f} pages/s" if s.pages_per_second >= 1 or not s.fetched
         else f"{s.pages_per_second:.2f} pages/s",
@@ -71,9 +77,11 @@ def parts(s: ProgressFigures) -> list[str]:
     return items
 
 
-def format_text(s: ProgressFigures, width: int | None = None) -> str:
+def format_text(
+    s: ProgressFigures, width: int | None = None, words: tuple[str, str] = CRAWL_WORDS
+) -> str:
     """The status line; with `width`, only as many parts as fit (then cut, as a last resort)."""
-    items = parts(s)
+    items = parts(s, words)
     text = ", ".join(items)
     if width is None or len(text) <= width:
         return text
@@ -103,8 +111,10 @@ class ProgressLine:
         tty: bool,
         json_lines: bool = False,
         interval: float | None = None,
+        words: tuple[str, str] = CRAWL_WORDS,
     ) -> None:
         self.stream = stream
+        self.words = words
         self.tty = tty and not json_lines
         self.json_lines = json_lines
         self.interval = interval or (TTY_INTERVAL if self.tty else LOG_INTERVAL)
@@ -115,11 +125,12 @@ class ProgressLine:
             self.stream.write(format_json(snapshot) + "\n")
         elif self.tty:
             # one column short of the width: writing the last column wraps some terminals
-            text = format_text(snapshot, shutil.get_terminal_size((80, 24)).columns - 1)
+            width = shutil.get_terminal_size((80, 24)).columns - 1
+            text = format_text(snapshot, width, self.words)
             self.stream.write("\r" + text.ljust(self._width))
             self._width = len(text)
         else:
-            self.stream.write("progress: " + format_text(snapshot) + "\n")
+            self.stream.write("progress: " + format_text(snapshot, words=self.words) + "\n")
         self.stream.flush()
 
     def log(self, message: str) -> None:

@@ -16,10 +16,16 @@ from pathlib import Path
 from yarl import URL
 
 from crawler.config import Config
-from crawler.core.robots import parse_robots
+from crawler.core.robots import RobotsTxt, parse_robots
 from crawler.core.robots_check import RobotsSource
 from crawler.errors import ConfigError
-from crawler.shell.fetch import ROBOTS_MAX_BYTES, HttpTransport, Response, fetch_robots
+from crawler.shell.fetch import (
+    ROBOTS_MAX_BYTES,
+    HttpTransport,
+    Response,
+    fetch_robots,
+    fetch_rules,
+)
 from crawler.shell.retry import RetryPolicy, fetch_with_retries
 
 _HEAD = 1024  # bytes of the body kept to tell an HTML page or binary data from rules
@@ -47,44 +53,74 @@ async def read_sources(urls: Sequence[str], config: Config) -> dict[str, RobotsS
     return dict(zip(origins, sources, strict=True))
 
 
-async def _read(origin: str, http: HttpTransport, policy: RetryPolicy) -> RobotsSource:
-    answers: list[Response] = []
-    notes: list[str] = []
+class _Fetcher:
+    """One request at a time through the transport, with the crawl's retries; it keeps the
+    answers (the last one is the RobotsSource's) and a note per retry."""
 
-    async def get(url: str, max_bytes: int) -> Response:
+    def __init__(self, http: HttpTransport, policy: RetryPolicy) -> None:
+        self.http, self.policy = http, policy
+        self.answers: list[Response] = []
+        self.notes: list[str] = []
+
+    async def get(self, url: str, max_bytes: int) -> Response:
         resp, retried = await fetch_with_retries(
-            lambda: http.get(url, max_bytes),
-            policy,
+            lambda: self.http.get(url, max_bytes),
+            self.policy,
             status_of=lambda r: r.status or None,
             retry_after_of=lambda r: r.headers.get("Retry-After"),
             error_of=lambda r: r.error,
         )
-        answers.append(resp)
-        notes.extend(retried)
+        self.answers.append(resp)
+        self.notes.extend(retried)
         return resp
 
-    robots, _ = await fetch_robots(origin + "/", get)
-    last = answers[-1]
-    return RobotsSource(
-        url=last.url,
-        robots=robots,
-        status=last.status or None,
-        size=len(last.body),
-        content_type=last.headers.get("Content-Type"),
-        head=last.body[:_HEAD],
-        truncated=last.truncated,
-        notes=tuple(http.redact(note) for note in notes),
+    def source(self, robots: RobotsTxt) -> RobotsSource:
+        last = self.answers[-1]
+        return RobotsSource(
+            url=last.url,
+            robots=robots,
+            status=last.status or None,
+            size=len(last.body),
+            content_type=last.headers.get("Content-Type"),
+            head=last.body[:_HEAD],
+            truncated=last.truncated,
+            notes=tuple(self.http.redact(note) for note in self.notes),
+        )
+
+
+async def _read(origin: str, http: HttpTransport, policy: RetryPolicy) -> RobotsSource:
+    fetcher = _Fetcher(http, policy)
+    robots, _ = await fetch_robots(origin + "/", fetcher.get)
+    return fetcher.source(robots)
+
+
+async def read_url_source(rules_url: str, urls: Sequence[str], config: Config) -> RobotsSource:
+    """--robots-from URL: the rules at that URL, applied to URLs of any origin, read as a
+    crawl's --robots-from reads them (fetch_rules: redirects anywhere, anything but a final
+    200 is a usage error). Credentials go to the first URL's origin only, as for a crawl."""
+    http = HttpTransport(
+        user_agent=config.user_agent,
+        concurrency=1,
+        timeout=config.timeout,
+        max_bytes=ROBOTS_MAX_BYTES,
+        access=config.access(origin_of(urls[0])),
     )
+    policy = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)
+    fetcher = _Fetcher(http, policy)
+    async with http:
+        robots = await fetch_rules(rules_url, fetcher.get)
+    return fetcher.source(robots)
 
 
 def read_file_source(path: Path) -> RobotsSource:
-    """--robots FILE: the rules to test, from a draft or a copy; unreadable is a usage error."""
+    """--robots-from FILE: the rules to test, from a draft or a copy; unreadable is a usage
+    error."""
     try:
         with open(path, "rb") as file:  # once, small: no need for the event loop
             body = file.read(ROBOTS_MAX_BYTES + 1)
             size = os.fstat(file.fileno()).st_size
     except OSError as exc:
-        raise ConfigError(f"--robots: cannot read {path}: {exc.strerror or exc}") from None
+        raise ConfigError(f"--robots-from: cannot read {path}: {exc.strerror or exc}") from None
     return RobotsSource(
         url=str(path),
         robots=parse_robots(body),

@@ -48,6 +48,11 @@ EXTRA_DELAY_FLOOR = 0.05  # halving below this drops the adaptive delay altogeth
 # Failed answers (5xx, 429, no answer) in a row, all at the slowest rate, that make an
 # outage: backing off further would turn a crawl into hours of waiting on a site that is down
 OUTAGE_AFTER = 10
+# No answer at all (connection refused or reset, timed out) to this many requests in a row,
+# for at least this long: the site is not answering, and backing off to the slowest rate
+# first would only make the crawl wait minutes to say so. A restart's blip is shorter.
+NO_ANSWER_AFTER = 5
+NO_ANSWER_SECONDS = 30.0
 
 
 @dataclass(slots=True)
@@ -128,6 +133,9 @@ class Throttle:
         self._good_streak = 0
         self._last_slowdown = -math.inf
         self._failing = 0  # failed answers in a row at the slowest rate
+        self._silent = 0  # requests in a row with no answer at all
+        self._silent_since = 0.0  # when the first of them was observed
+        self._silent_error: str | None = None  # the transport's words for the latest
 
         # figures
         self._requests = 0
@@ -200,7 +208,8 @@ class Throttle:
             else:
                 said.append(f"--max-rps {_num(1 / base)}")
         if self._extra > base:
-            said.append(f"slowed to 1 request per {_num(round(self._extra, 2))} s (site strained)")
+            why = "site not answering" if self._silent else "site strained"
+            said.append(f"slowed to 1 request per {_num(round(self._extra, 2))} s ({why})")
         if self._limit < self._configured_concurrency:
             said.append(f"{self._limit} of {self._configured_concurrency} requests at once")
         return "; ".join(said)
@@ -348,9 +357,10 @@ class Throttle:
 
     # ---- adaptive control --------------------------------------------------------------------
 
-    def observe(self, status: int | None, seconds: float) -> None:
+    def observe(self, status: int | None, seconds: float, error: str | None = None) -> None:
         """Feed the outcome of one request: its status (None: connection error or timeout)
-        and how long it took.
+        and how long it took; `error`, the transport's words when there was no answer
+        ("connection refused"), said when the site is found not answering.
 
         Pressure (429, 503, no answer, or an average response time far above the baseline)
         halves the concurrency and doubles the extra delay, once per cool-down so that a burst
@@ -362,6 +372,13 @@ class Throttle:
             slow = self._time_sample(seconds)
         pressure = status is None or status in PRESSURE_STATUSES or slow
         failed = status is None or status in _BAD_STATUSES
+        if status is None:
+            if not self._silent:
+                self._silent_since = self._clock()
+            self._silent += 1
+            self._silent_error = error or self._silent_error
+        else:
+            self._silent, self._silent_error = 0, None
         if not failed:
             self._failing = 0
         elif self._limit == 1 and self._extra >= self._slowest_extra:
@@ -409,9 +426,24 @@ class Throttle:
         return max(self._max_crawl_delay, FIRST_EXTRA_DELAY)
 
     @property
+    def not_answering(self) -> bool:
+        """No answer at all to NO_ANSWER_AFTER requests in a row over NO_ANSWER_SECONDS."""
+        return (
+            self._silent >= NO_ANSWER_AFTER
+            and self._clock() - self._silent_since >= NO_ANSWER_SECONDS
+        )
+
+    @property
     def outage(self) -> str | None:
-        """Why the site looks down (OUTAGE_AFTER failed answers in a row at the slowest
-        rate), or None: the crawl should stop rather than back off any further."""
+        """Why the site looks down (no answer at all for a while, or OUTAGE_AFTER failed
+        answers in a row at the slowest rate), or None: the crawl should stop rather than
+        back off any further."""
+        if self.not_answering:
+            seconds = round(self._clock() - self._silent_since)
+            return (
+                f"not answering: {self._silent_error or 'no answer'} "
+                f"({self._silent} requests in a row over {seconds} s)"
+            )
         if self._failing < OUTAGE_AFTER:
             return None
         return (

@@ -1,0 +1,61 @@
+"""One exit-code table (crawler/exit_codes.py): --help, the README and the commands agree with
+it, and no answer shares a code with a failure."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from crawler import cli
+from crawler.errors import SitemapCrawlerError
+from crawler.exit_codes import MEANINGS, Exit, help_text, markdown_table
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+COMMANDS = ("crawl", "job", "explain", "robots", "audit")
+
+
+def test_an_answer_never_shares_a_code_with_a_failure() -> None:
+    assert len(set(Exit)) == len(Exit)  # no two names for one code
+    for command, meanings in MEANINGS.items():
+        assert meanings[Exit.FAILURE].startswith("unexpected failure"), command
+        assert Exit.NO != Exit.FAILURE == 70
+    assert SitemapCrawlerError.exit_code == Exit.FAILURE
+
+
+def test_the_readme_holds_the_table() -> None:
+    assert markdown_table() in README.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_shows_the_commands_column(command: str, capsys) -> None:
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help"])
+    out = capsys.readouterr().out
+    flat = lambda text: re.sub(r"\s+", " ", text)  # noqa: E731
+    assert flat(help_text(command)) in flat(out)
+
+
+@pytest.mark.parametrize(
+    ("command", "runner", "args"),
+    [
+        ("crawl", "_crawl", ["http://127.0.0.1:9/"]),
+        ("job", "_job", []),
+        ("explain", "_explain", ["http://127.0.0.1:9/"]),
+        ("robots", "_robots_command", ["http://127.0.0.1:9/"]),
+        ("audit", "_audit_run", ["http://127.0.0.1:9/"]),
+    ],
+)
+def test_an_unexpected_failure_is_70_in_every_command(
+    command, runner, args, monkeypatch, capsys, tmp_path
+) -> None:
+    def bug(*_: object) -> int:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cli, runner, bug)
+    monkeypatch.delenv("SITEMAP_CRAWLER_DEBUG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main([command, *args]) == Exit.FAILURE == 70
+    err = capsys.readouterr().err
+    assert "unexpected failure: RuntimeError: a bug" in err and len(err.splitlines()) == 1
