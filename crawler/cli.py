@@ -923,7 +923,7 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
 
     from crawler.shell.outputs import check_files
 
-    reports = (("--json", json_path), ("--html", html_path))
+    reports = (("--report", json_path), ("--html", html_path))
     check_files([(option, path) for option, path in reports if path is not None])
     quiet = bool(given.get("quiet"))
     progress = (

@@ -434,6 +434,7 @@ def test_terminal_output_cuts_long_groups(site, tmp_path: Path, capsys) -> None:
 def test_html_is_written(site, tmp_path: Path) -> None:
     base = site(lambda b: {"/sitemap.xml": xml(urlset(f"{b}/&lt;a&gt;", f"{b}/ok"))})
     page = tmp_path / "out" / "audit.html"
+    page.parent.mkdir()  # a report's folder is not made: a typo in a path is no folder to make
     main(["audit", base + "/sitemap.xml", "--no-fetch", "-q", "--html", str(page)])
     text = page.read_text()
     assert text.lower().startswith("<!doctype html>")

@@ -88,8 +88,9 @@ def test_output_paths_are_checked_before_the_first_request(serve, tmp_path, caps
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     for option, path in (
-        ("--json", blocker / "audit.json"),
+        ("--report", blocker / "audit.json"),
         ("--html", tmp_path / "folder"),
+        ("--report", tmp_path / "no-such-folder" / "audit.json"),
     ):
         (tmp_path / "folder").mkdir(exist_ok=True)
         code = main(["audit", srv.url + "/sitemap.xml", "-q", option, str(path)])
