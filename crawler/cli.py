@@ -74,8 +74,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "sitemap_url", "public_url", "include", "exclude", "exclude_listing_only",
             "seed_sitemaps", "max_pages", "max_depth", "max_time", "strip_params",
-            "listed_types", "follow_nofollow", "respect_noindex", "respect_canonical",
-            "skip_duplicates", "max_redirects",
+            "listed_types", "follow_nofollow", "respect_noindex", "search_engines",
+            "respect_canonical", "skip_duplicates", "max_redirects",
         ),
     ),
     (
@@ -123,9 +123,10 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 EXPLAIN_OPTIONS = frozenset(
     {
         "sitemap_url", "public_url", "include", "exclude", "exclude_listing_only",
-        "strip_params", "listed_types", "respect_noindex", "respect_canonical",
-        "max_redirects", "retries", "max_retry_after", "timeout", "user_agent", "auth",
-        "header", "cookie", "auth_origin", "proxy", "ca_bundle", "insecure", "robots_from",
+        "strip_params", "listed_types", "respect_noindex", "search_engines",
+        "respect_canonical", "max_redirects", "retries", "max_retry_after", "timeout",
+        "user_agent", "auth", "header", "cookie", "auth_origin", "proxy", "ca_bundle",
+        "insecure", "robots_from",
         "max_page_bytes", "max_url_length", "max_segment_repeats", "render",
         "render_timeout", "render_hosts", "chromium_path",
     }
@@ -142,7 +143,7 @@ examples:
 ROBOTS_OPTIONS = frozenset(
     {
         "user_agent", "timeout", "retries", "max_retry_after", "auth", "header", "cookie",
-        "auth_origin", "proxy", "ca_bundle", "insecure", "robots_from",
+        "auth_origin", "proxy", "ca_bundle", "insecure", "robots_from", "search_engines",
     }
 )  # fmt: skip
 
@@ -150,6 +151,7 @@ ROBOTS_EXAMPLES = """\
 examples:
   sitemap-crawler robots https://example.com/private/x https://example.com/a
   sitemap-crawler robots --user-agent 'Googlebot/2.1' https://example.com/a
+  sitemap-crawler robots --user-agent 'Mozilla/5.0 (compatible; bingbot/2.0)' https://example.com/a
   sitemap-crawler robots --robots-from draft-robots.txt https://example.com/a https://other.org/b
 
 """ + help_text("robots")
@@ -372,6 +374,12 @@ def _add_robots_command(commands: Any) -> None:
         "are contacted; credentials go to the first URL's origin only.",
     )
     robots.add_argument("target", nargs="+", metavar="URL", help="absolute http(s) URL to test")
+    robots.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="the robots.txt product token to test (default: the one after 'compatible;' in "
+        "a browser-style --user-agent, else its first word)",
+    )
     _config_file_option(robots)
     _add_config_options(
         robots,
@@ -729,6 +737,8 @@ def _crawl(config: Config) -> int:
     )
     if not config.quiet and not _LOG.json:  # JSON logs: the summary event says it all
         print(tally.summary())
+        if (hint := tally.foreign.hint()) is not None:
+            print(hint)
         print(
             f"published {result.published.url_count} URLs in "
             f"{len(result.published.files)} file(s) to {config.output}"
@@ -814,10 +824,17 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
         print(f"{record.url}  ({status})")
         print(f"  {REASON_TEXT[record.reason]}" + (f": {record.detail}" if record.detail else ""))
     listed = len(records) == 1 and records[0].reason == LISTED
+    if (hint := crawl.tally.foreign.hint()) is not None:
+        print(f"  {hint}")
     if listed and config.skip_duplicates:
         print(
             "  (unless a byte-identical page has a better URL, such as / for /index.html: "
             "only a whole crawl can tell)"
+        )
+    if listed and not config.follow_nofollow:
+        print(
+            "  (unless only rel=nofollow links lead to it, which a crawl does not follow: "
+            "its decision is then nofollow; only a whole crawl can tell)"
         )
     elif len(records) > 1 and records[-1].reason == LISTED:
         print(f"  (the sitemap would list {records[-1].url} instead)")
@@ -826,7 +843,7 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
 
 def _robots_command(args: argparse.Namespace, secrets: list[str]) -> int:
     from crawler.config import robots_from_is_url
-    from crawler.core.robots_check import check, exit_code, report
+    from crawler.core.robots_check import check, exit_code, report, tester_token
     from crawler.core.urls import normalize
     from crawler.shell.robots_check import (
         origin_of,
@@ -837,9 +854,12 @@ def _robots_command(args: argparse.Namespace, secrets: list[str]) -> int:
 
     given = dict(vars(args))
     targets: list[str] = given.pop("target")
+    token_given: str | None = given.pop("token", None)
     urls = [normalize(target) for target in targets]  # a bad one: exit 2 before any request
     config = load_config(argparse.Namespace(**given, url=urls[0]), only=ROBOTS_OPTIONS)
     secrets += config.secrets
+    token, how = tester_token(config.user_agent, token_given)
+    engines = config.search_engines
     rules_from = config.robots_from
     if rules_from is not None:
         if robots_from_is_url(rules_from):
@@ -847,12 +867,12 @@ def _robots_command(args: argparse.Namespace, secrets: list[str]) -> int:
             source = _run(read_url_source(rules_from, urls, config))
         else:
             source = read_file_source(Path(rules_from))
-        checks = [check(url, source, config.user_agent) for url in urls]
+        checks = [check(url, source, token, engines) for url in urls]
     else:
         _warn_insecure(config)
         sources = _run(read_sources(urls, config))
-        checks = [check(url, sources[origin_of(url)], config.user_agent) for url in urls]
-    print("\n".join(report(checks, config.user_agent)))
+        checks = [check(url, sources[origin_of(url)], token, engines) for url in urls]
+    print("\n".join(report(checks, config.user_agent, token, how)))
     return exit_code(checks)
 
 

@@ -32,6 +32,10 @@ LASTMOD_MODES = ("auto", "header", "content", "none")
 CHANGEFREQS = ("always", "hourly", "daily", "weekly", "monthly", "yearly", "never")
 DEFAULT_LISTED_TYPES = ("text/html", "application/xhtml+xml", "application/pdf")
 DEFAULT_STRIP_PARAMS = ("jsessionid", "phpsessid", "sid", "utm_*", "gclid", "fbclid")
+#: The engines that read sitemaps and report the URLs of one they may not index.
+DEFAULT_SEARCH_ENGINES = ("googlebot", "bingbot")
+#: A robots.txt product token (RFC 9309 2.2.1), as a search engine's is written.
+_ENGINE_TOKEN_RE = re.compile(r"[A-Za-z_-]+")
 PROTOCOL_MAX_URLS = 50_000
 PROTOCOL_MAX_BYTES = 52_428_800
 RENDER_MODES = ("never", "auto", "always")
@@ -206,6 +210,12 @@ class Config:
     max_redirects: int = _opt(10, "longest redirect chain followed before giving up", metavar="N")
     follow_nofollow: bool = _opt(False, "also follow rel=nofollow links and nofollow pages")
     respect_noindex: bool = _opt(True, "leave out pages that say noindex (meta or header)")
+    search_engines: tuple[str, ...] = _opt(
+        DEFAULT_SEARCH_ENGINES,
+        "robots.txt product tokens of the search engines reading the sitemap: a URL is "
+        "listed only if each one's robots.txt group allows it and no noindex names it",
+        metavar="TOKEN",
+    )
     respect_canonical: bool = _opt(True, "leave out pages whose canonical names another URL")
     skip_duplicates: bool = _opt(True, "leave out pages byte-identical to one already listed")
     listed_types: tuple[str, ...] = _opt(
@@ -412,6 +422,14 @@ class Config:
         if not self.listed_types:
             raise ConfigError("listed_types must name at least one Content-Type")
         self.listed_types = tuple(t.strip().lower() for t in self.listed_types)
+        engines = tuple(dict.fromkeys(e.strip().lower() for e in self.search_engines if e.strip()))
+        for engine in engines:
+            if not _ENGINE_TOKEN_RE.fullmatch(engine):
+                raise ConfigError(
+                    f"search_engines: {engine!r} is not a robots.txt product token "
+                    f"(letters, '-' and '_', such as googlebot)"
+                )
+        self.search_engines = engines
         for key in ("include", "exclude", "exclude_listing_only"):
             Patterns.compile(getattr(self, key), key)  # a bad pattern fails before any request
         for spec in fields():

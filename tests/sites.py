@@ -31,6 +31,16 @@ class Page:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+def urlset(base: str, paths: Iterable[str]) -> Page:
+    """A hand-written sitemap listing base + each path, served as XML (the audit's input)."""
+    urls = "".join(f"<url><loc>{base}{p}</loc></url>" for p in paths)
+    return Page(
+        '<?xml version="1.0" encoding="UTF-8"?>'
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>',
+        content_type="application/xml",
+    )
+
+
 def html(*links: str, head: str = "", body: str = "") -> str:
     anchors = "".join(f'<a href="{href}">{href}</a>\n' for href in links)
     return (

@@ -84,14 +84,23 @@ def test_robots_meta_directives(serve, crawl):
     srv = serve(site.app)
     r = crawl(site, srv)
     u = srv.url
-    assert r.locs == sorted(u + p for p in ["/", "/two", "/google", "/only-here"])
+    assert r.locs == sorted(u + p for p in ["/", "/two", "/only-here"])
+    # googlebot reads the sitemap (search_engines): what it may not index is not listed
+    assert r.reason(u + "/google") == "meta_noindex"
+    assert r.decisions[u + "/google"]["detail"] == 'for googlebot: meta googlebot "noindex"'
     assert r.reason(u + "/upper") == "meta_noindex"
     assert "NOINDEX" in r.decisions[u + "/upper"]["detail"].upper()
     assert r.reason(u + "/ours") == "meta_noindex"
     assert r.reason(u + "/none") == "meta_noindex"
     # nofollow and none: links not followed, so never met
     assert "/from-two" not in r.paths and "/from-none" not in r.paths
-    assert u + "/from-two" not in r.decisions
+    # met all the same: their decision says why they were not fetched (#24)
+    assert r.reason(u + "/from-two") == "nofollow"
+    assert (
+        r.decisions[u + "/from-two"]["detail"]
+        == f"linked only by nofollow links, e.g. from {u}/two"
+    )
+    assert r.reason(u + "/from-none") == "nofollow"
 
 
 def test_x_robots_tag(serve, crawl):

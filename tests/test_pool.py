@@ -167,7 +167,9 @@ def test_pooled_crawl_judges_every_url_as_an_in_process_one(
     base = srv.url
     assert pooled[f"{base}/after-noindex"]["reason"] == "listed"
     assert pooled[f"{base}/dup-2"]["detail"] == f"{base}/dup-1"
-    assert f"{base}/unreached" not in pooled and f"{base}/never" not in pooled
+    # met only through nofollow links: never fetched, decided nofollow (#24)
+    assert pooled[f"{base}/unreached"]["reason"] == "nofollow"
+    assert pooled[f"{base}/never"]["reason"] == "nofollow"
     assert pooled[f"{base}/de/p"]["reason"] == "listed"
     assert f"{base}/p/%30" not in pooled
     assert pooled[f"{base}/p/13"]["reason"] == "robots_txt"

@@ -133,7 +133,8 @@ def test_a_304_night_publishes_what_a_full_night_does(serve, tmp_path, xsd):
     assert revived_decisions[u + "/d"]["reason"] == "header_noindex"
     # a revived page's links are followed as the full page's (not a nofollow page's)
     assert {u + "/a/1", u + "/a/2"} <= set(revived.locs)
-    assert u + "/d/1" not in revived_decisions
+    # met only through a nofollow page's links: not fetched, decided nofollow (#24)
+    assert revived_decisions[u + "/d/1"]["reason"] == "nofollow"
 
 
 def test_another_byte_cap_asks_for_whole_pages_again(serve, tmp_path, xsd):

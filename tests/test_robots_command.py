@@ -76,11 +76,17 @@ def test_allowed_and_blocked_with_group_rule_and_lines(serve, capsys) -> None:
         f"{base}/private/x  allowed for sitemap-crawler",
         "  group: User-agent: sitemap-crawler (line 5)",
         "  rule:  none matched (allowed by default)",
+        # bingbot has no group of its own: * forbids it what ours allows (#24)
+        "  but:   BLOCKED for bingbot by Disallow: /private/ (line 2): a crawl does not list "
+        "it (search_engines)",
     ]
     assert f"{base}/ok  allowed for sitemap-crawler" in out
     assert out.startswith("user agent: sitemap-crawler/")
-    assert "(robots.txt token: sitemap-crawler)" in out.splitlines()[0]
-    assert out.rstrip().endswith("3 URL(s): 2 allowed, 1 blocked")
+    assert "(robots.txt token: sitemap-crawler, " in out.splitlines()[0]
+    assert out.rstrip().endswith(
+        "3 URL(s): 2 allowed, 1 blocked; 1 allowed but blocked for a search engine, so not "
+        "listed by a crawl"
+    )
     assert site.paths == ["/robots.txt"]
 
 
@@ -99,7 +105,9 @@ def test_googlebot_user_agent_picks_the_googlebot_group(serve, capsys) -> None:
     base = serve(Site({"/robots.txt": _txt(ROBOTS)}).app).url
     code, out, _ = _run(capsys, "--user-agent", "Googlebot/2.1", f"{base}/a/x", f"{base}/drafts/x")
     assert code == 1
-    assert out.splitlines()[0] == "user agent: Googlebot/2.1 (robots.txt token: googlebot)"
+    assert out.splitlines()[0] == (
+        "user agent: Googlebot/2.1 (robots.txt token: googlebot, the User-Agent's first word)"
+    )
     assert _block(out, f"{base}/a/x") == [
         f"{base}/a/x  BLOCKED for googlebot",
         "  group: User-agent: googlebot (line 9)",
@@ -319,3 +327,48 @@ def test_the_readme_example_is_what_it_prints(serve, capsys) -> None:
     # the first line names the version, which moves on
     assert out.splitlines()[1:] == shown.splitlines()[1:]
     assert shown.startswith("user agent: sitemap-crawler/")
+
+
+# -- #24: the token a search engine would use, the engines' own groups, relative Sitemap lines
+
+
+def test_a_browser_style_user_agent_is_read_as_its_crawler(serve, capsys) -> None:
+    from crawler.core.robots_check import tester_token
+
+    bing = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"
+    google = (
+        "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Googlebot/2.1; "
+        "+http://www.google.com/bot.html) Chrome/120.0 Safari/537.36"
+    )
+    assert tester_token(bing) == ("bingbot", "the product named after 'compatible;'")
+    assert tester_token(google)[0] == "googlebot"
+    assert tester_token("Mozilla/5.0 (X11; Linux x86_64)")[0] == "mozilla"
+    assert tester_token(bing, "MyBot") == ("mybot", "given with --token")
+    base = serve(Site({"/robots.txt": _txt(ROBOTS)}).app).url
+    code, out, _ = _run(capsys, "--user-agent", google, f"{base}/a/x")
+    assert code == 1
+    assert out.splitlines()[0].endswith(
+        "(robots.txt token: googlebot, the product named after 'compatible;')"
+    )
+    assert f"{base}/a/x  BLOCKED for googlebot" in out
+    code, out, _ = _run(capsys, "--user-agent", bing, "--token", "googlebot", f"{base}/a/x")
+    assert code == 1 and "token: googlebot, given with --token" in out.splitlines()[0]
+
+
+def test_an_engine_blocked_url_is_named_and_a_relative_sitemap_flagged(serve, capsys) -> None:
+    rules = "User-agent: googlebot\nDisallow: /g/\n\nSitemap: /sitemap.xml\n"
+    base = serve(Site({"/robots.txt": _txt(rules)}).app).url
+    code, out, _ = _run(capsys, f"{base}/g/x", f"{base}/ok")
+    assert code == 0  # the agent may fetch both
+    assert _block(out, f"{base}/g/x")[-1] == (
+        "  but:   BLOCKED for googlebot by Disallow: /g/ (line 2): a crawl does not list it "
+        "(search_engines)"
+    )
+    assert len(_block(out, f"{base}/ok")) == 3
+    assert "1 allowed but blocked for a search engine, so not listed by a crawl" in out
+    assert (
+        "  warning: Sitemap: /sitemap.xml is not an absolute URL: search engines ignore it "
+        "(the Sitemap line must name the sitemap's full URL)"
+    ) in out.splitlines()
+    code, out, _ = _run(capsys, "--search-engines", "", f"{base}/g/x")
+    assert code == 0 and "but:" not in out

@@ -7,7 +7,7 @@ act on. The engine gathers facts; this module only judges them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from crawler.core.access import AUTH_ENV
 from crawler.core.directives import Directives
@@ -29,6 +29,7 @@ TOO_LARGE = "too_large"
 TRAP = "trap"
 LIMIT = "limit"
 FETCH_ERROR = "fetch_error"
+NOFOLLOW = "nofollow"
 
 #: Every reason a decision may carry, in the order the summary prints them.
 REASONS = (
@@ -48,18 +49,24 @@ REASONS = (
     TRAP,
     LIMIT,
     FETCH_ERROR,
+    NOFOLLOW,
 )
 
 #: Each reason in plain words, for `sitemap-crawler explain`.
 REASON_TEXT = {
     LISTED: "listed: a final 200 page of a listed type, indexable and canonical",
-    ROBOTS_TXT: "not listed: robots.txt forbids fetching it",
-    META_NOINDEX: "not listed: the page's robots meta tag says noindex",
-    HEADER_NOINDEX: "not listed: the X-Robots-Tag response header says noindex",
+    ROBOTS_TXT: "not listed: robots.txt forbids fetching it (to us, or to a search engine "
+    "named in the detail: search_engines)",
+    META_NOINDEX: "not listed: the page's robots meta tag says noindex (to every robot, or "
+    "to a search engine named in the detail)",
+    HEADER_NOINDEX: "not listed: the X-Robots-Tag response header says noindex (to every "
+    "robot, or to a search engine named in the detail)",
     CANONICALISED: "not listed: the page names another URL as its canonical",
     DUPLICATE_OF: "not listed: its body is byte-identical to a listed page's, whose URL "
     "is preferred (shallower, shorter, or smaller)",
-    REDIRECT: "not listed: it redirects (only the final URL of a redirect can be listed)",
+    REDIRECT: "not listed: it redirects, by HTTP or as a redirect stub (a meta refresh of "
+    "up to 5 s, or a page that is only a script setting location): only the final URL of a "
+    "redirect can be listed",
     HTTP_ERROR: "not listed: the server did not answer 200",
     OUT_OF_SCOPE: "not listed: outside the sitemap's scheme, host, port and folder",
     EXCLUDED_BY_PATTERN: "not listed: excluded by the crawl's include, exclude or "
@@ -70,6 +77,8 @@ REASON_TEXT = {
     TRAP: "not listed: it looks like a spider trap",
     LIMIT: "not listed: a crawl limit (max_pages, max_depth or max_time) was reached first",
     FETCH_ERROR: "not listed: it could not be fetched",
+    NOFOLLOW: "not listed: only rel=nofollow links (or the links of nofollow pages) lead to "
+    "it, which are not followed (follow_nofollow); the detail names one such page",
 }
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -129,6 +138,12 @@ class PageFacts:
     too_large: bool = False
     public: str | None = None  # the URL as the sitemap would list it, when not `url`
     last_modified: str | None = None  # the Last-Modified header as sent (the audit's dates)
+    # a search engine reading the sitemap whose robots.txt group disallows the URL, though
+    # ours allows it (Screen.engine_denial): "for googlebot: Disallow: /g/ (line 3)"
+    engine_denial: str | None = None
+    # a redirect stub (crawler.core.stubs): its target as the sitemap names URLs, and how
+    moved_to: str | None = None
+    moved_by: str = ""
 
 
 def decide_page(facts: PageFacts, policy: Policy) -> Decision:
@@ -143,11 +158,19 @@ def decide_page(facts: PageFacts, policy: Policy) -> Decision:
         return Decision(TOO_LARGE, "body larger than max_page_bytes")
     if facts.mime not in policy.listed_types:
         return Decision(CONTENT_TYPE, facts.mime or "no Content-Type")
+    if facts.moved_to is not None:  # a redirect to search engines, as an HTTP one is
+        return Decision(REDIRECT, f"{facts.moved_by} to {facts.moved_to}")
+    if facts.engine_denial is not None:
+        return Decision(ROBOTS_TXT, facts.engine_denial)
     if policy.respect_noindex:
         if facts.header.noindex:
             return Decision(HEADER_NOINDEX, facts.header.source)
         if facts.meta.noindex:
             return Decision(META_NOINDEX, facts.meta.source)
+        if (told := facts.header.engine_noindex()) is not None:
+            return Decision(HEADER_NOINDEX, engine_detail(*told))
+        if (told := facts.meta.engine_noindex()) is not None:
+            return Decision(META_NOINDEX, engine_detail(*told))
     if policy.respect_canonical and facts.canonical and facts.canonical != facts.url:
         where = "" if facts.canonical_in_scope else " (out of scope)"
         named = facts.canonical_public or facts.canonical
@@ -157,6 +180,30 @@ def decide_page(facts: PageFacts, policy: Policy) -> Decision:
         if unlisted is not None:
             return unlisted
     return Decision(LISTED)
+
+
+def awaits_canonical(facts: PageFacts, decision: Decision, policy: Policy) -> bool:
+    """Whether a page canonicalised to a URL the crawl judges would be listed if that
+    canonical were ignored, as search engines ignore a broken one (crawler.core.canonicals):
+    then its decision waits for its target's."""
+    if decision.reason != CANONICALISED or not facts.canonical_in_scope:
+        return False
+    return decide_page(replace(facts, canonical=None), policy).listed
+
+
+def canonical_ignored(canonical: str, why: str) -> str:
+    """The detail of a page listed although its canonical names another URL."""
+    return f"its canonical {canonical} is ignored: {why} (canonical_broken)"
+
+
+def nofollow_detail(page: str) -> str:
+    """The detail of a URL only nofollow links lead to: one page linking to it."""
+    return f"linked only by nofollow links, e.g. from {page}"
+
+
+def engine_detail(engine: str, why: str) -> str:
+    """The detail of a decision made for a search engine, not for us: names the engine."""
+    return f"for {engine}: {why}"
 
 
 def _unlisted_by_pattern(url: str, policy: Policy) -> Decision | None:
@@ -194,6 +241,19 @@ def follows_links(facts: PageFacts, policy: Policy) -> bool:
     if policy.follow_nofollow:
         return True
     return not (facts.meta.nofollow or facts.header.nofollow)
+
+
+def nofollow_links(
+    facts: PageFacts, targets: list[str], nofollow: list[str], policy: Policy
+) -> list[str]:
+    """The URLs a page leads to only by links not followed because they are nofollow: its
+    rel=nofollow links, and all its links when the page itself says nofollow. They are met
+    all the same, and get the decision `nofollow` unless a followed link leads there too."""
+    if policy.follow_nofollow or facts.status != 200:
+        return []
+    if facts.meta.nofollow or facts.header.nofollow:
+        return targets + nofollow
+    return nofollow
 
 
 def repeats_segment(path: str, limit: int) -> bool:

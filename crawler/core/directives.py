@@ -12,7 +12,7 @@ listing a page its owner tried to hide is worse than missing one.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from crawler import PRODUCT_TOKEN
@@ -81,15 +81,28 @@ class Directives:
     noindex: bool = False
     nofollow: bool = False
     source: str = ""
+    # (engine, source) of each noindex (or none) addressed by name to a search engine that
+    # reads the sitemap (search_engines), e.g. ("googlebot", 'meta googlebot "noindex"'):
+    # it does not bind us, but that engine will not index the page, so it is not listed
+    engines: tuple[tuple[str, str], ...] = ()
 
     def merge(self, other: Directives) -> Directives:
         """Combine meta and header directives: the most restrictive wins, as Google applies them."""
-        if not other.source and not (other.noindex or other.nofollow):
+        if other == NO_DIRECTIVES:
             return self
-        if not self.source and not (self.noindex or self.nofollow):
+        if self == NO_DIRECTIVES:
             return other
         source = "; ".join(s for s in (self.source, other.source) if s)
-        return Directives(self.noindex or other.noindex, self.nofollow or other.nofollow, source)
+        return Directives(
+            self.noindex or other.noindex,
+            self.nofollow or other.nofollow,
+            source,
+            self.engines + other.engines,
+        )
+
+    def engine_noindex(self) -> tuple[str, str] | None:
+        """The first search engine this says noindex to by name, and where it says so."""
+        return self.engines[0] if self.engines else None
 
 
 NO_DIRECTIVES = Directives()
@@ -108,31 +121,44 @@ def _flags(tokens: Iterable[str]) -> tuple[bool, bool]:
 
 
 def meta_directives(
-    tags: Iterable[tuple[str | None, str | None]], agent: str = PRODUCT_TOKEN
+    tags: Iterable[tuple[str | None, str | None]],
+    agent: str = PRODUCT_TOKEN,
+    engines: tuple[str, ...] = (),
 ) -> Directives:
     """Combine ``<meta name content>`` pairs that address robots in general or ``agent``.
 
-    Names of other bots (``googlebot``) are ignored: they restrict only that bot.
+    Names of other bots are ignored (they restrict only that bot), but for the search
+    `engines` (lower-case product tokens): a noindex addressed to one of them goes in
+    ``engines``, since that engine will not index the page.
     """
     ours = ascii_lower(agent.strip())
     found: list[tuple[bool, bool, str]] = []
+    told: list[tuple[str, str]] = []
     for raw_name, content in tags:
         if not raw_name or not content:
             continue
         name = ascii_lower(raw_name.strip())
         if name != "robots" and name != ours:
+            if name in engines:
+                noindex, _ = _flags(_SPLIT_RE.split(ascii_lower(content)))
+                if noindex:
+                    told.append((name, f'meta {name} "{content.strip()}"'))
             continue
         found.append(
             (*_flags(_SPLIT_RE.split(ascii_lower(content))), f'meta {name} "{content.strip()}"')
         )
-    return _combine(found)
+    return _combine(found, told)
 
 
-def _header_flags(value: str, ours: str) -> tuple[bool, bool]:
-    """One X-Robots-Tag value. ``agent: directives`` switches the agent for the rest of the
+def _header_flags(
+    value: str, ours: str, engines: tuple[str, ...] = ()
+) -> tuple[bool, bool, list[str]]:
+    """One X-Robots-Tag value: (noindex, nofollow) for us, and the search `engines` it says
+    noindex to by name. ``agent: directives`` switches the agent for the rest of the
     value, so both ``googlebot: noindex, nofollow`` and headers a proxy joined with commas
     (``noindex, googlebot: nofollow``) are read as written."""
     noindex = nofollow = False
+    told: list[str] = []
     agent: str | None = None
     for item in value.split(","):
         name, colon, rest = item.partition(":")
@@ -146,32 +172,47 @@ def _header_flags(value: str, ours: str) -> tuple[bool, bool]:
                 continue  # e.g. the time part of a date that contained a comma
         else:
             rest = item
-        if agent is not None and agent != ours:
-            continue
         ni, nf = _flags(_SPLIT_RE.split(ascii_lower(rest)))
+        if agent is not None and agent != ours:
+            if ni and agent in engines and agent not in told:
+                told.append(agent)
+            continue
         noindex |= ni
         nofollow |= nf
-    return noindex, nofollow
+    return noindex, nofollow, told
 
 
-def header_directives(values: Iterable[str], agent: str = PRODUCT_TOKEN) -> Directives:
-    """Combine every ``X-Robots-Tag`` header of a response (pass them all, in order)."""
+def header_directives(
+    values: Iterable[str], agent: str = PRODUCT_TOKEN, engines: tuple[str, ...] = ()
+) -> Directives:
+    """Combine every ``X-Robots-Tag`` header of a response (pass them all, in order).
+    `engines`: as for :func:`meta_directives`."""
     ours = ascii_lower(agent.strip())
     found: list[tuple[bool, bool, str]] = []
+    told: list[tuple[str, str]] = []
     for value in values:
         if not value:
             continue
-        found.append((*_header_flags(value, ours), f'X-Robots-Tag "{value.strip()}"'))
-    return _combine(found)
+        noindex, nofollow, named = _header_flags(value, ours, engines)
+        source = f'X-Robots-Tag "{value.strip()}"'
+        found.append((noindex, nofollow, source))
+        told += [(engine, source) for engine in named]
+    return _combine(found, told)
 
 
-def _combine(found: list[tuple[bool, bool, str]]) -> Directives:
-    """OR the (noindex, nofollow, source) of every tag or header that says anything."""
+def _combine(
+    found: list[tuple[bool, bool, str]], told: Sequence[tuple[str, str]] = ()
+) -> Directives:
+    """OR the (noindex, nofollow, source) of every tag or header that says anything; `told`:
+    the (engine, source) of each noindex addressed to a search engine by name."""
     said = [(ni, nf, source) for ni, nf, source in found if ni or nf]
-    if not said:
+    if not said and not told:
         return NO_DIRECTIVES
     return Directives(
-        any(s[0] for s in said), any(s[1] for s in said), "; ".join(s[2] for s in said)
+        any(s[0] for s in said),
+        any(s[1] for s in said),
+        "; ".join(s[2] for s in said),
+        tuple(told),
     )
 
 

@@ -31,6 +31,7 @@ from crawler.core.media import (
     largest_candidate,
     player_video,
 )
+from crawler.core.stubs import STUB_MAX_BYTES, STUB_MAX_TEXT, refresh_target, script_target
 from crawler.core.urls import resolve
 
 __all__ = [
@@ -248,6 +249,8 @@ class PageData:
     published: str | None = None  # article:published_time, else JSON-LD datePublished
     title: str | None = None  # og:title, JSON-LD headline or <title>: news and videos only
     blocks: bytes = b""  # the main content's text blocks, hashed: see content_blocks
+    # a redirect stub's (crawler.core.stubs) raw target and what sends the browser there
+    moved: tuple[str, str] | None = None
 
 
 # The URL parser strips leading/trailing C0 controls and spaces; so do we, so that an href
@@ -296,6 +299,7 @@ def extract_page(
     agent: str = PRODUCT_TOKEN,
     images: bool = True,
     content: bool = False,
+    engines: tuple[str, ...] = (),
 ) -> PageData:
     """Parse ``body`` once and collect links, alternates, canonical and robots meta directives.
 
@@ -304,7 +308,8 @@ def extract_page(
     elements of the document); ``<noscript>`` content is parsed as markup, as crawlers do.
     Canonical and hreflang ``<link>``s count only inside ``<head>``, as search engines read
     them. `content`: also the content blocks (content_blocks), which only a crawl keeping a
-    history uses: they cost about a third of the parse.
+    history uses: they cost about a third of the parse. `engines`: the search engines whose
+    named robots meta tags are read too (meta_directives).
     """
     encoding = sniff_encoding(body, content_type)
     if encoding == "utf-8":
@@ -364,6 +369,7 @@ def extract_page(
 
     metas: list[tuple[str | None, str | None]] = []
     props: dict[str, str] = {}  # og: and article: properties, the first of each
+    moved: tuple[str, str] | None = None
     for node in parser.tags("meta"):
         attrs = node.attributes
         if "name" in attrs:
@@ -372,15 +378,40 @@ def extract_page(
             prop, value = attrs.get("property"), attrs.get("content")
             if prop and value:
                 props.setdefault(ascii_lower(prop), value.strip())
-    directives = meta_directives(metas, agent) if metas else NO_DIRECTIVES
+        elif moved is None and ascii_lower(attrs.get("http-equiv") or "").strip() == "refresh":
+            refresh = refresh_target(attrs.get("content"))
+            if refresh is not None:
+                moved = refresh[1], f"meta refresh ({refresh[0]} s)"
+    directives = meta_directives(metas, agent, engines) if metas else NO_DIRECTIVES
+    if moved is None and len(body) <= STUB_MAX_BYTES:
+        moved = _script_stub(parser)
 
-    data = PageData(base, links, alternates, canonical, directives, encoding)
+    data = PageData(base, links, alternates, canonical, directives, encoding, moved=moved)
     if images:
         data.images = _images(parser, props)
     _media(parser, props, metas, data)
     if content:
         data.blocks = content_blocks(parser)  # last: it strips the template
     return data
+
+
+def _script_stub(parser: LexborHTMLParser) -> tuple[str, str] | None:
+    """A small page's one inline script, when it only sends the browser on and the page
+    has no more than a notice besides (crawler.core.stubs.script_target)."""
+    scripts = parser.tags("script")
+    if len(scripts) != 1 or "src" in scripts[0].attributes:
+        return None
+    kind = ascii_lower(scripts[0].attributes.get("type") or "").strip()
+    if kind and "javascript" not in kind and kind != "module":
+        return None
+    code = scripts[0].text(deep=True)
+    found = script_target(code)
+    if found is None or parser.root is None:
+        return None
+    text = _HTML_SPACE_RE.sub("", parser.root.text(deep=True))
+    if len(text) - len(_HTML_SPACE_RE.sub("", code)) > STUB_MAX_TEXT:
+        return None
+    return found[0], f"script {found[1]}"
 
 
 def _images(parser: LexborHTMLParser, props: dict[str, str]) -> list[str]:
@@ -549,6 +580,8 @@ class PageDigest:
     published: str | None = None
     title: str | None = None
     blocks: bytes = b""  # the main content's text blocks, hashed (content_blocks)
+    moved: tuple[str, str] | None = None  # a redirect stub's raw target, and how (PageData)
+    nofollow: list[str] = field(default_factory=list)  # rel=nofollow hrefs, raw, not followed
 
 
 def digest_page(
@@ -559,15 +592,18 @@ def digest_page(
     follow_nofollow: bool = False,
     images: bool = True,
     content: bool = False,
+    engines: tuple[str, ...] = (),
 ) -> PageDigest:
     """Parse an HTML page into its digest. Never raises, like :func:`extract_page`."""
-    page = extract_page(body, content_type, page_url, agent, images, content)
-    base, canonical, encoding = page.base, page.canonical, page.encoding
+    page = extract_page(body, content_type, page_url, agent, images, content, engines)
+    base, canonical, encoding, moved = page.base, page.canonical, page.encoding, page.moved
     hrefs = [link.href for link in page.links if follow_nofollow or not link.nofollow]
     hrefs += [href for _, href in page.alternates]
+    nofollow = [] if follow_nofollow else [link.href for link in page.links if link.nofollow]
     pictures, alternates, videos = page.images, page.alternates, page.videos
     if encoding not in UTF8_QUERIES:
         hrefs = [encode_query(href, encoding) for href in hrefs]
+        nofollow = [encode_query(href, encoding) for href in nofollow]
         pictures = [encode_query(href, encoding) for href in pictures]
         alternates = [(lang, encode_query(href, encoding)) for lang, href in alternates]
         videos = [
@@ -576,6 +612,8 @@ def digest_page(
         base = encode_query(base, encoding)
         if canonical is not None:
             canonical = encode_query(canonical, encoding)
+        if moved is not None:
+            moved = encode_query(moved[0], encoding), moved[1]
     if base != page_url:  # a <base href>: normalised (fragment and all) once here
         base = resolve(page_url, base) or page_url
     # sha256 (OpenSSL, hardware-assisted): 12 us for 23 KB against blake2b's 17
@@ -592,4 +630,6 @@ def digest_page(
         page.published,
         page.title,
         page.blocks,
+        moved,
+        nofollow,
     )

@@ -93,6 +93,12 @@ CODES: Final[dict[str, Code]] = {
     "redirect": Code("warning", "url", "a listed URL redirects"),
     "noindex": Code("error", "url", "a listed page says noindex"),
     "canonicalised": Code("warning", "url", "a listed page names another URL as canonical"),
+    "canonical_broken": Code(
+        "warning",
+        "url",
+        "a listed page's canonical answers 4xx/5xx, is blocked or noindex: search engines "
+        "ignore it",
+    ),
     "not_a_page": Code("warning", "url", "a listed URL is not HTML, XHTML or PDF"),
     "duplicate_content": Code("warning", "url", "listed URLs answer byte-identical bodies"),
     "lastmod_in_future": Code("error", "url", "a lastmod later than now"),

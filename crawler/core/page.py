@@ -56,6 +56,9 @@ class PagePolicy:
     images: bool = True  # collect the images each page shows (image sitemap)
     image_hosts: tuple[str, ...] = ()  # hosts images may live on; () = the page's and below
     content: bool = False  # the content blocks too (a crawl keeping a history, for lastmods)
+    # the search engines reading the sitemap (lower-case product tokens): the meta and header
+    # directives addressed to them by name are read too (Directives.engines)
+    engines: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -77,6 +80,13 @@ class PageResult:
     # a 304 to a conditional request: no body, so the engine fills in the page from the
     # crawl's history; header and canonical hold what the 304's own headers say, if anything
     not_modified: bool = False
+    # a redirect stub (crawler.core.stubs): where it sends the browser (resolved and
+    # normalised, another URL than the page's) and how, e.g. "meta refresh (0 s)"
+    moved_to: str | None = None
+    moved_by: str = ""
+    # the URLs only its rel=nofollow links lead to (resolved and normalised, each once; none
+    # of them among targets): not followed, but met (the decision `nofollow`)
+    nofollow: list[str] = field(default_factory=list)
 
 
 def analyse(
@@ -96,13 +106,13 @@ def analyse(
     """
     mime, _ = parse_content_type(headers.get("Content-Type"))
     if status == 304:  # RFC 9110 15.4.5: a 304 may repeat the headers a 200 would carry
-        header = header_directives(headers.getall("X-Robots-Tag", ()), policy.agent)
+        header = _header(headers, policy)
         raw = link_header_canonical(headers.getall("Link", ()))
         canonical = resolve(url, raw, policy.strip_params) if raw else None
         return PageResult(mime, header, canonical=canonical, not_modified=True)
     if status != 200 or truncated:
         return PageResult(mime)
-    header = header_directives(headers.getall("X-Robots-Tag", ()), policy.agent)
+    header = _header(headers, policy)
     links = headers.getall("Link", ())
     header_alternates = link_header_alternates(links) if links else []
     if mime not in HTML_TYPES:
@@ -119,6 +129,7 @@ def analyse(
         policy.follow_nofollow,
         policy.images,
         policy.content,
+        policy.engines,
     )
     canonical = resolve(page.base, page.canonical, strip) if page.canonical else None
     if canonical is None:
@@ -130,9 +141,23 @@ def analyse(
     targets = resolve_links(page.base, hrefs, strip, known or {})
     extras = _extras(url, page.base, page, header_alternates, policy)
     blocks = page.blocks if policy.content else None
-    return PageResult(
+    result = PageResult(
         mime, header, page.directives, canonical, targets, page.body_key, extras, blocks
     )
+    if page.nofollow:
+        followed = set(targets)
+        nofollow = resolve_links(page.base, page.nofollow, strip, known or {})
+        result.nofollow = [u for u in nofollow if u not in followed and u != url]
+    if page.moved is not None:
+        moved_to = resolve(page.base, page.moved[0], strip)
+        if moved_to is not None and moved_to != url:  # a refresh of itself reloads it
+            result.moved_to, result.moved_by = moved_to, page.moved[1]
+    return result
+
+
+def _header(headers: Headers, policy: PagePolicy) -> Directives:
+    """The X-Robots-Tag directives for us and for the search engines (a 200's, or a 304's)."""
+    return header_directives(headers.getall("X-Robots-Tag", ()), policy.agent, policy.engines)
 
 
 def _extras(

@@ -15,12 +15,15 @@ from selectolax.lexbor import LexborHTMLParser
 from crawler.core.directives import Directives
 from crawler.core.extract import parse_content_type
 from crawler.core.robots import RobotsTxt
+from crawler.core.urls import resolve
 
 __all__ = [
     "AUTO_SAMPLE",
+    "NAVIGATED",
     "AutoRender",
     "directives_note",
     "is_app_shell",
+    "navigated_to",
     "refused",
 ]
 
@@ -167,3 +170,17 @@ def directives_note(raw: Directives, rendered: Directives) -> str | None:
         f"robots meta differs once rendered: raw HTML {said(raw)}, rendered {said(rendered)}; "
         f"the rendered page's is followed"
     )
+
+
+#: How a page that navigated away while rendering is named in its redirect decision.
+NAVIGATED = "its script navigated while rendering"
+
+
+def navigated_to(url: str, navigation: str | None, strip: tuple[str, ...] = ()) -> str | None:
+    """Where a rendered page sent the browser while it loaded (the navigation the browser
+    was refused), normalised as links are; None when it went nowhere else. Google renders
+    such a page as a redirect to that URL (crawler.core.stubs has the raw HTML's)."""
+    if navigation is None:
+        return None
+    target = resolve(url, navigation, strip)
+    return None if target is None or target == url else target

@@ -10,9 +10,12 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
+from crawler.core.canonicals import BrokenCanonical, ForeignCanonicals
 from crawler.core.decide import HTTP_ERROR, LISTED, REASONS
 
 MAX_REFERRERS = 10
+#: Broken canonicals named in the report (all are counted).
+MAX_CANONICAL_BROKEN = 1000
 #: The ``seed`` of a start URL (and of the URLs its redirects lead to) in the decisions file.
 SEED_START: Final = "start"
 
@@ -135,6 +138,12 @@ class Tally:
     feed_url: str | None = None  # changes.atom, when published
     extensions: ExtensionTally = field(default_factory=ExtensionTally)  # images, hreflang, ...
     render: dict[str, Any] = field(default_factory=dict)  # the browser's, when rendering
+    # pages listed although their canonical names another URL, which search engines ignore
+    # (crawler.core.canonicals): the first MAX_CANONICAL_BROKEN, and how many in all
+    canonical_broken: list[BrokenCanonical] = field(default_factory=list)
+    canonical_broken_count: int = 0
+    # canonicals naming another origin: a crawl of a copy of a site (--public-url hint)
+    foreign: ForeignCanonicals = field(default_factory=ForeignCanonicals)
 
     @property
     def listed(self) -> int:
@@ -167,6 +176,11 @@ class Tally:
             return True
         return False
 
+    def add_canonical_broken(self, broken: BrokenCanonical) -> None:
+        self.canonical_broken_count += 1
+        if len(self.canonical_broken) < MAX_CANONICAL_BROKEN:
+            self.canonical_broken.append(broken)
+
     def summary(self) -> str:
         excluded = ", ".join(
             f"{self.reasons[r]} {r}" for r in REASONS if r != LISTED and self.reasons[r]
@@ -182,6 +196,15 @@ class Tally:
             + (f"; render {self.render['mode']}: {self.render['decision']}" if self.render else "")
             + self._changes_summary()
             + (f"; {self.not_modified} not modified (304)" if self.not_modified else "")
+            + self._canonical_summary()
+        )
+
+    def _canonical_summary(self) -> str:
+        n = self.canonical_broken_count
+        if not n:
+            return ""
+        return f"; {n} listed although {'its' if n == 1 else 'their'} canonical is broken " + (
+            "(canonical_broken: a 4xx/5xx, blocked or noindex target, which search engines ignore)"
         )
 
     def _changes_summary(self) -> str:
@@ -212,6 +235,9 @@ class Tally:
                 {"url": url, "status": status, "linked_from": refs}
                 for url, (status, refs) in sorted(self.broken.items())
             ],
+            "canonical_broken": [b.to_json() for b in self.canonical_broken],
+            "canonical_broken_count": self.canonical_broken_count,
+            "public_url_hint": self.foreign.hint(),
             **self.extensions.to_json(),
         }
 

@@ -13,6 +13,7 @@ then blocks every URL of that origin, which the report says, but "your rules blo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -27,9 +28,14 @@ __all__ = [
     "check",
     "exit_code",
     "report",
+    "tester_token",
 ]
 
 _BLOCK_ALL = "everything blocked until it can be read (RFC 9309)"
+
+# a browser-style User-Agent, as search engines send and logs show: the crawler's product
+# token follows "compatible;" (Mozilla/5.0 (compatible; bingbot/2.0; +http://...))
+_COMPATIBLE = re.compile(r"compatible;\s*([^\s;/()]+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,15 +84,34 @@ class UrlCheck:
     def allowed(self) -> bool:
         return self.verdict.allowed
 
+    # the search engines reading the sitemap (search_engines), other than the agent tested:
+    # a crawl lists the URL only if each of them may crawl it too
+    engines: tuple[tuple[str, Verdict], ...] = ()
 
-def check(url: str, source: RobotsSource, user_agent: str) -> UrlCheck:
+
+def tester_token(user_agent: str, token: str | None = None) -> tuple[str, str]:
+    """The robots.txt product token a search engine would match user_agent's groups with,
+    and how it was found, for the report to say. A browser-style string pasted from a log
+    names its crawler after ``compatible;`` (Bing's and Google's do): its first word,
+    ``Mozilla``, names no robot. `token` (--token) overrides both."""
+    if token is not None and token.strip():
+        return _product_token(token) or "*", "given with --token"
+    found = _COMPATIBLE.search(user_agent)
+    if found is not None and _product_token(found.group(1)):
+        return _product_token(found.group(1)), "the product named after 'compatible;'"
+    return _product_token(user_agent) or "*", "the User-Agent's first word"
+
+
+def check(url: str, source: RobotsSource, token: str, engines: Sequence[str] = ()) -> UrlCheck:
+    """The verdict for the product `token` (tester_token), and for each search engine."""
     robots = source.robots
     return UrlCheck(
         url,
         source,
-        robots.verdict(url, user_agent),
-        robots.applied_groups(user_agent),
-        robots.matching_rules(url, user_agent),
+        robots.verdict(url, token),
+        robots.applied_groups(token),
+        robots.matching_rules(url, token),
+        tuple((engine, robots.verdict(url, engine)) for engine in engines if engine != token),
     )
 
 
@@ -96,12 +121,18 @@ def exit_code(checks: Sequence[UrlCheck]) -> int:
     return Exit.OK if all(c.allowed for c in checks) else Exit.NO
 
 
-def report(checks: Sequence[UrlCheck], user_agent: str) -> list[str]:
-    """The whole report: the agent, one block per URL, one per robots.txt, a summary."""
-    token = _product_token(user_agent) or "*"
-    lines = [f"user agent: {user_agent} (robots.txt token: {token})", ""]
+def report(
+    checks: Sequence[UrlCheck], user_agent: str, token: str | None = None, how: str = ""
+) -> list[str]:
+    """The whole report: the agent, one block per URL, one per robots.txt, a summary.
+    `token` and `how`: tester_token's (by default, the User-Agent's first word)."""
+    if token is None:
+        token, how = tester_token(user_agent)
+    said = f"robots.txt token: {token}" + (f", {how}" if how else "")
+    lines = [f"user agent: {user_agent} ({said})", ""]
     for item in checks:
         lines += _url_lines(item, token)
+        lines += _engine_lines(item)
     sources: list[RobotsSource] = []
     for item in checks:
         if all(item.source is not seen for seen in sources):
@@ -140,6 +171,23 @@ def _url_lines(item: UrlCheck, token: str) -> list[str]:
             else "same length: Allow wins a tie"
         )
         lines.append(f"         beats {rival.text} (line {rival.line}): {why}")
+    return lines
+
+
+def _engine_lines(item: UrlCheck) -> list[str]:
+    """The search engines reading the sitemap that may not crawl a URL the agent may: a
+    crawl lists it only if each of them may (search_engines). Said only then: a URL the
+    agent may not fetch is never listed anyway."""
+    if not item.allowed or item.source.unreadable:
+        return []
+    lines = []
+    for engine, verdict in item.engines:
+        if not verdict.allowed:
+            where = f" (line {verdict.line})" if verdict.line else ""
+            lines.append(
+                f"  but:   BLOCKED for {engine} by {verdict.rule}{where}: a crawl does not "
+                f"list it (search_engines)"
+            )
     return lines
 
 
@@ -196,6 +244,12 @@ def _warnings(source: RobotsSource) -> list[str]:
         )
     if not source.robots.groups and source.size:
         found.append("no User-agent group in it: everything allowed")
+    for sitemap in source.robots.sitemaps:
+        if not sitemap.lower().startswith(("http://", "https://")):
+            found.append(
+                f"Sitemap: {sitemap} is not an absolute URL: search engines ignore it "
+                "(the Sitemap line must name the sitemap's full URL)"
+            )
     return found
 
 
@@ -205,4 +259,7 @@ def _summary(checks: Sequence[UrlCheck]) -> str:
     unread = sum(c.source.unreadable for c in checks)
     if unread:
         text += f" ({unread} of them because their robots.txt could not be read)"
+    theirs = sum(c.allowed and any(not verdict.allowed for _, verdict in c.engines) for c in checks)
+    if theirs:
+        text += f"; {theirs} allowed but blocked for a search engine, so not listed by a crawl"
     return text

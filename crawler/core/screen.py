@@ -18,6 +18,7 @@ from crawler.core.decide import (
     TRAP,
     Decision,
     TrapBudgets,
+    engine_detail,
     included,
     not_included,
     repeats_segment,
@@ -121,6 +122,7 @@ class Screen:
     __slots__ = (
         "_agent",
         "_depth",
+        "_engines",
         "_length",
         "_repeats",
         "budgets",
@@ -145,8 +147,10 @@ class Screen:
         exclude: Patterns = NO_PATTERNS,
         seeds: frozenset[str] = frozenset(),
         listing_only: Patterns = NO_PATTERNS,
+        engines: tuple[str, ...] = (),
     ) -> None:
         self.plan = plan
+        self._engines = engines
         self.include = include
         self.listing_only = listing_only
         self.exclude = exclude
@@ -178,16 +182,33 @@ class Screen:
         path = url.split("?", 1)[0]
         if repeats_segment(path, self._repeats):
             return Decision(TRAP, f"a path segment repeats more than {self._repeats} times")
-        verdict = self.robots.verdict(url, self._agent)
-        if not verdict.allowed:
-            where = f" (line {verdict.line})" if verdict.line else ""
-            return Decision(ROBOTS_TXT, f"{verdict.rule}{where}")
+        denied = self._denied(url, self._agent)
+        if denied is not None:
+            return Decision(ROBOTS_TXT, denied)
         if 0 <= self._depth < depth:
             return Decision(LIMIT, f"deeper than max_depth {self._depth}")
         spent = self.budgets.spend(url)
         if spent is not None:
             return Decision(TRAP, spent)
         return None
+
+    def engine_denial(self, url: str) -> str | None:
+        """Why a search engine reading the sitemap (search_engines) may not crawl url (crawl
+        space), which we may fetch: its robots.txt group (else ``*``) disallows it, so it
+        would report the listed URL as blocked. Our own group governs only what we request."""
+        for engine in self._engines:
+            denied = self._denied(url, engine)
+            if denied is not None:
+                return engine_detail(engine, denied)
+        return None
+
+    def _denied(self, url: str, agent: str) -> str | None:
+        """The robots.txt rule and line that disallow url to agent, or None."""
+        verdict = self.robots.verdict(url, agent)
+        if verdict.allowed:
+            return None
+        where = f" (line {verdict.line})" if verdict.line else ""
+        return f"{verdict.rule}{where}"
 
     def _chosen(self, url: str, public: str) -> Decision | None:
         """Why the user's patterns keep url (crawl space; `public`: as listed) from being

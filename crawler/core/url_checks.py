@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
+from crawler.core.canonicals import BrokenCanonical
 from crawler.core.decide import (
     CANONICALISED,
     CONTENT_TYPE,
@@ -84,6 +85,8 @@ class Checked:
     pages: dict[str, PageSeen] = field(default_factory=dict)
     reached: set[str] = field(default_factory=set)
     outage: str | None = None
+    # pages listable although their canonical names another URL, which is broken (#24)
+    canonical_broken: dict[str, BrokenCanonical] = field(default_factory=dict)
 
 
 # -- the answers ---------------------------------------------------------------------------
@@ -108,6 +111,10 @@ def url_findings(
             continue
         if record.reason == LISTED:
             listable.append(key)
+            broken = checked.canonical_broken.get(key)
+            if broken is not None:
+                detail = f"its canonical {broken.canonical} is ignored: {broken.why}"
+                findings.append(_finding("canonical_broken", item, detail))
             continue
         code = _CODES.get(record.reason)
         if code is None:  # out of scope, too long, too large...: no finding of this table

@@ -209,6 +209,7 @@ class Crawl:
                 budgets = self.links.screen.budgets
                 for line in budgets.warnings() + _limit_warning(config, limit, cut):
                     self.log(f"warning: {line}")
+                journal.settle_nofollow(self.frontier.seen)  # #24: met, never followed
                 await journal.publish_listings()
                 if self.state is not None:
                     self._save_counters()
@@ -358,8 +359,28 @@ class Crawl:
                 self.links.record(target, None, screened, task)
             else:
                 self.frontier.mark_seen(target)
-                await self.page_judge.judge(task)
+                judged = await self.page_judge.judge(task)
+                if judged is not None and self.journal.canonicals:  # #24: is it usable?
+                    await self._judge_quietly(judged[1].canonical, judged[0])
+            self.journal.settle_canonicals()
         return records
+
+    async def _judge_quietly(self, url: str | None, referrer: str) -> None:
+        """Judge url (crawl space) for its decision's effect alone, not recorded in the
+        answer: explain's page waits on its canonical's (#24)."""
+        if url is None or url in self.frontier:
+            return
+        echo, self.journal.echo = self.journal.echo, None
+        try:
+            task = Task(url, 1, self.plan.public(referrer))
+            self.frontier.mark_seen(url)
+            screened = self.links.screen(url, 1)
+            if screened is not None:
+                self.links.record(url, None, screened, task)
+            else:
+                await self.page_judge.judge(task)
+        finally:
+            self.journal.echo = echo
 
     @contextlib.asynccontextmanager
     async def requests(self) -> AsyncIterator[Callable[[str, int | None], Awaitable[Response]]]:
@@ -411,6 +432,10 @@ class Crawl:
             self.tally.seconds = time.monotonic() - started
         if loop.stop_signal is not None:
             raise InterruptedCrawl(loop.stopped_message(None))
+        self.journal.settle_canonicals()  # #24: every URL is judged
+        if follow:
+            self.journal.settle_nofollow(self.frontier.seen)
+        checked.canonical_broken = {b.url: b for b in self.tally.canonical_broken}
         checked.outage = loop.outage
         if follow:
             starts = set(urls)
@@ -453,7 +478,8 @@ class Crawl:
             config.robots_from is not None, bool(config.auth), start, plan.scope.root,
             self.links.start_chain,
         )  # fmt: skip
-        return why_nothing(facts)
+        hint = self.tally.foreign.hint()  # #24: a crawl of a copy of a site
+        return why_nothing(facts) + (f"; {hint}" if hint else "")
 
 
 def _nothing() -> None:
@@ -488,6 +514,7 @@ def _page_policy(config: Config, agent: str) -> PagePolicy:
         config.images,
         tuple(host.lower() for host in config.image_hosts),
         content=config.state is not None and config.lastmod in (AUTO, CONTENT),
+        engines=config.search_engines,
     )
 
 
@@ -503,6 +530,7 @@ def _screen(config: Config, plan: Plan, policy: Policy) -> Screen:
         exclude=Patterns.compile(config.exclude, "exclude"),
         seeds=frozenset({plan.start, *plan.seeds}),
         listing_only=policy.exclude_listing_only,
+        engines=config.search_engines,
     )
 
 
@@ -515,4 +543,5 @@ def _lenient_screen(config: Config, plan: Plan) -> Screen:
         max_segment_repeats=1 << 30,
         max_depth=-1,
         budgets=TrapBudgets(),
+        engines=config.search_engines,
     )

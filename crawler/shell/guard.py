@@ -18,6 +18,8 @@ def check_publish(config: Config, tally: Tally, previous: int | None, count: int
     """Raise PublishRefused when too many requests failed (max_error_rate) or the new parts
     list too few URLs beside the published parts (max_shrink). `previous`: None when
     nothing was published; --force skips the guard (the caller's)."""
+    if (copied := tally.foreign.refusal()) is not None:  # #24: a crawl of a copy of a site
+        raise PublishRefused(copied)
     failed = tally.failed
     if tally.fetched and failed / tally.fetched > config.max_error_rate:
         kept = "the previous sitemap is kept" if previous is not None else "nothing written"

@@ -18,12 +18,22 @@ the replayed lines come first). Sorting those too would take a second sort of ev
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+import dataclasses
+from collections.abc import Callable, Container, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Protocol
 
-from crawler.core.decide import DUPLICATE_OF, LISTED, OUT_OF_SCOPE, Decision
+from crawler.core.canonicals import BrokenCanonical, Canonicals
+from crawler.core.decide import (
+    DUPLICATE_OF,
+    LISTED,
+    NOFOLLOW,
+    OUT_OF_SCOPE,
+    Decision,
+    canonical_ignored,
+    nofollow_detail,
+)
 from crawler.core.duplicates import Twins
 from crawler.core.lastmod import (
     AUTO,
@@ -83,6 +93,10 @@ class Journal:
         self.extensions: Extensions | None = None
         # decides each listing's lastmod when the crawl is over (set by the engine)
         self.dating = Dating(AUTO, None)
+        # pages listed but for their canonical, waiting for its target's decision (#24)
+        self.canonicals: Canonicals[tuple[Listing, Decision]] = Canonicals()
+        # URLs met only through nofollow links so far -> (a page linking so, its depth + 1)
+        self.nofollowed: dict[str, tuple[str, int]] = {}
 
     # -- decisions -------------------------------------------------------------------------
 
@@ -115,6 +129,7 @@ class Journal:
         `lastmod_source`: a listed page's (crawler.core.lastmod)."""
         public = self.public(url) if decision.reason != OUT_OF_SCOPE else url
         record = DecisionRecord(public, status, decision.reason, decision.detail, depth, referrer)
+        self.canonicals.judged(url, decision.reason, status)
         if not counted:
             self.tally.count(record)
         if is_broken(decision.reason, status):
@@ -162,6 +177,64 @@ class Journal:
         if self.tally.refer_broken(self.public(url), referrer) and self.state is not None:
             self.state.referred(url, referrer)
 
+    # -- nofollow links --------------------------------------------------------------------
+
+    def nofollow_links(self, urls: Iterable[str], referrer: str, depth: int) -> None:
+        """urls (crawl space, not met otherwise yet) are linked from referrer (public) only
+        by nofollow links: each gets the decision `nofollow` at the end unless met then."""
+        for url in urls:
+            self.nofollowed.setdefault(url, (referrer, depth))
+
+    def settle_nofollow(self, met: Container[str]) -> None:
+        """The crawl is over: every URL only nofollow links lead to, and not `met` otherwise
+        (the frontier's URLs), is decided `nofollow`, naming one page linking to it."""
+        nofollowed, self.nofollowed = self.nofollowed, {}
+        for url, (referrer, depth) in nofollowed.items():
+            if url not in met:
+                self.record(
+                    url, None, Decision(NOFOLLOW, nofollow_detail(referrer)), depth, referrer
+                )
+
+    # -- canonicals -----------------------------------------------------------------------
+
+    def canonicalised(
+        self, listing: Listing, target: str, decision: Decision, *, judged: bool
+    ) -> None:
+        """A page that would be listed but for its canonical, `target` (crawl space), which
+        the crawl judges: `decision` (canonicalised) stands unless the target turns out
+        unusable as a canonical (crawler.core.canonicals). Known now when the target is
+        `judged` already (the usual case: canonicals name shallower pages), else once every
+        URL is judged (settle_canonicals): only those pages wait, in memory."""
+        broken = self.canonicals.broken(target)
+        if broken is not None:
+            self._canonical_broken(listing, target, broken)
+        elif judged:
+            self.record(listing.url, listing.status, decision, listing.depth, listing.referrer)
+        else:
+            self.canonicals.wait(target, (listing, decision))
+
+    def settle_canonicals(self) -> None:
+        """Every URL is judged: each waiting page is listed if its canonical is broken, else
+        recorded as canonicalised."""
+        for target, (listing, decision), broken in self.canonicals.settle():
+            if broken is not None:
+                self._canonical_broken(listing, target, broken)
+            else:
+                self.record(listing.url, listing.status, decision, listing.depth, listing.referrer)
+
+    def _canonical_broken(
+        self, listing: Listing, target: str, broken: tuple[str, int | None]
+    ) -> None:
+        why, status = broken
+        public = self.public(target)
+        self.tally.add_canonical_broken(BrokenCanonical(listing.loc, public, status, why))
+        detail = canonical_ignored(public, why)
+        if listing.detail:
+            detail = f"{detail}; {listing.detail}"
+        if listing.body is not None:
+            self.contested = True  # it may have twins, met before it was listed
+        self.listing(dataclasses.replace(listing, detail=detail))
+
     # -- listings --------------------------------------------------------------------------
 
     def closer(self, url: str, depth: int) -> None:
@@ -201,6 +274,7 @@ class Journal:
         and record the others as duplicates of the one listed."""
         assert self.spool is not None and self.sink is not None
         self.settle = None  # the workers are gone
+        self.settle_canonicals()  # before the twins compete: a page listed now may win
         twins, state, depths, sink = self.twins, self.state, self.depths, self.sink
         dating = self.dating
         dating.settle(self.spool)

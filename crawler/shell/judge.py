@@ -19,6 +19,7 @@ from crawler.core.decide import (
     Decision,
     PageFacts,
     Policy,
+    awaits_canonical,
     decide_page,
     depth_priority,
 )
@@ -99,15 +100,25 @@ class PageJudge:
         page = answer.page
         facts = self._facts(url, answer)
         decision = decide_page(facts, self.policy)
+        if answer.status == 200:  # #24: most canonicals on another origin: a copy of a site?
+            self.tally.foreign.saw(facts.public or url, facts.canonical_public)
+        if page.moved_to is not None:  # #24: the history keeps no stub's target: no validators
+            answer = dataclasses.replace(answer, etag=None, modified=None)
         if rendering:
             detail = f"{decision.detail} ({rendering})" if decision.detail else rendering
             decision = Decision(decision.reason, detail)
         if resp.notes:
             decision = Decision(decision.reason, _with_notes(decision.detail, resp))
         self.revalidation.record(url, prior, answer, decision.reason)
-        if decision.listed:
-            made = self._listing(url, task, answer, decision.detail)
-            if isinstance(made, Decision):
+        # #24: canonicalised, but listed if its canonical turns out broken (journal decides)
+        awaits = awaits_canonical(facts, decision, self.policy)
+        if decision.listed or awaits:
+            made = self._listing(url, task, answer, "" if awaits else decision.detail)
+            if awaits:
+                if isinstance(made, Listing):
+                    self._canonicalised(made, facts, decision)
+                    return url, facts, page, decision
+            elif isinstance(made, Decision):
                 decision = made
             else:
                 if facts.twin_of is not None:
@@ -123,6 +134,10 @@ class PageJudge:
         facts.too_large = answer.too_large
         facts.last_modified = answer.modified
         facts.public = links.public(url)
+        facts.engine_denial = links.screen.engine_denial(url)  # #24: may they crawl it
+        if page.moved_to is not None:  # #24: a redirect stub, followed like a redirect
+            facts.moved_to = links.public(links.to_crawl(page.moved_to))
+            facts.moved_by = page.moved_by
         if page.canonical is not None:
             canonical = links.to_crawl(page.canonical)
             facts.canonical = canonical
@@ -134,6 +149,18 @@ class PageJudge:
             if first is None and state is not None:
                 state.body(page.body_key.to_bytes(8, "little", signed=True), url)
         return facts
+
+    def _canonicalised(self, listing: Listing, facts: PageFacts, decision: Decision) -> None:
+        """#24: the journal decides once its canonical's target is judged (at once, when it
+        is already)."""
+        target, links = facts.canonical, self.links
+        assert target is not None
+        judged = (
+            target in links.frontier
+            and not links.frontier.is_queued(target)
+            and target not in links.active
+        )
+        self.journal.canonicalised(listing, target, decision, judged=judged)
 
     async def _get(self, url: str, task: Task) -> Fetched | None:
         """url asked for whole, without validators; None when max_time closed the throttle."""

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from crawler.core.decide import Decision, PageFacts, Policy, follows_links
+from crawler.core.decide import (
+    REDIRECT,
+    Decision,
+    PageFacts,
+    Policy,
+    follows_links,
+    nofollow_links,
+)
 from crawler.core.frontier import DONE, Frontier, Task
 from crawler.core.page import PageResult
 from crawler.core.report import DecisionRecord, Tally
@@ -73,6 +80,12 @@ class Links:
             self.discover(facts.canonical, task.depth + 1, self.public(url))
         if page.targets and follows_links(facts, self.policy):
             self.follow_targets(page.targets, task.depth + 1, self.public(url))
+        if page.moved_to is not None and decision.reason == REDIRECT:  # #24: a stub's target
+            self.discover(page.moved_to, task.depth, self.public(url))
+        unfollowed = nofollow_links(facts, page.targets, page.nofollow, self.policy)  # #24
+        if unfollowed:
+            met = [u for u in unfollowed if u not in self.frontier]
+            self.journal.nofollow_links(met, self.public(url), task.depth + 1)
 
     def follow_targets(self, targets: list[str], depth: int, referrer: str) -> None:
         """Discover the links of a page: the crawl's hottest loop. Most lead to URLs met

@@ -103,6 +103,7 @@ class Rendered:
     html: bytes | None
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    navigated: str | None = None  # where its script sent the browser (refused) while loading
 
 
 class _Crashed(Exception):
@@ -370,9 +371,7 @@ class Browser:
                 error=f"its script kept the browser busy: the DOM could not be read within "
                 f"{CONTENT_SECONDS:g} s of render_timeout",
             )
-        if watch.navigated is not None:
-            notes.append(f"its script navigated to {watch.navigated}: not followed")
-        return Rendered(html.encode("utf-8", "surrogatepass"), notes)
+        return Rendered(html.encode("utf-8", "surrogatepass"), notes, navigated=watch.navigated)
 
     async def _scroll(self, page: Any, watch: _Watch, deadline: float) -> bool:
         """Scroll a page taller than the window to its bottom, up to SCROLLS times, while

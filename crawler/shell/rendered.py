@@ -12,7 +12,14 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from crawler.config import Config
 from crawler.core.decide import HTML_TYPES
 from crawler.core.page import PagePolicy
-from crawler.core.rendering import AutoRender, directives_note, is_app_shell, refused
+from crawler.core.rendering import (
+    NAVIGATED,
+    AutoRender,
+    directives_note,
+    is_app_shell,
+    navigated_to,
+    refused,
+)
 from crawler.core.report import Tally
 from crawler.core.robots import RobotsTxt
 from crawler.shell.fetch import Response
@@ -117,6 +124,9 @@ class PageRenderer:
         rendered = analysed(url, shown, self.page_policy, self.known)
         if rendered.page is None:
             return rendered, None
+        moved = navigated_to(url, out.navigated, self.config.strip_params)
+        if moved is not None and rendered.page.moved_to is None:  # #24: a redirect, as a stub
+            rendered.page.moved_to, rendered.page.moved_by = moved, NAVIGATED
         notes = out.notes
         if (note := directives_note(page.meta, rendered.page.meta)) is not None:
             notes.append(note)
