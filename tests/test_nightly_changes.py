@@ -261,6 +261,27 @@ def test_the_feed_across_three_runs_keeps_a_window_of_days(
     assert feed.read_bytes() == before
 
 
+def test_a_run_without_feed_leaves_the_published_feed_and_says_so(
+    serve, tmp_path, monkeypatch, capsys
+):
+    """A submitted feed must not turn into a 404 because an option was left off."""
+    night = Nightly(serve, tmp_path, monkeypatch)
+    night.run(1, "--feed")
+    feed = night.out / FEED_NAME
+    before = feed.read_bytes()
+    capsys.readouterr()
+    night.run(2)
+    said = capsys.readouterr()
+    assert feed.read_bytes() == before
+    assert f"{FEED_NAME} left as published, no longer updated" in said.out + said.err
+    manifest = night.out / ".sitemap-manifest.json"
+    assert FEED_NAME in json.loads(manifest.read_text())["files"]
+    feed.unlink()  # withdrawn by hand: the next run takes it off the record, silently
+    night.run(3)
+    assert FEED_NAME not in json.loads(manifest.read_text())["files"]
+    assert "left as published" not in "".join(capsys.readouterr())
+
+
 def test_the_feed_holds_at_most_1000_entries_newest_first(tmp_path):
     from sitemap_out import Entry, SitemapWriter
 
