@@ -175,6 +175,12 @@ class FeedWindow:
         self._carried = {e.loc: e for e in entries if e.seen >= since}
         self._updated = updated
         self._now = now
+        self._titles: dict[str, str] = {}
+
+    def titled(self, loc: str, title: str) -> None:
+        """A news article's title, given after its page's entry (the news sitemap is
+        written last): the title of its entry if this run added or changed the URL."""
+        self._titles[loc] = title
 
     def drop(self, loc: str) -> None:
         """A URL removed from the sitemap leaves the feed too."""
@@ -188,9 +194,10 @@ class FeedWindow:
         MAX_ENTRIES, fsynced; returns its URL."""
         carried = self._carried
         entries: list[FeedEntry] = []
+        titles = self._titles
         for when, loc, kind, title in news:
             carried.pop(loc, None)
-            entries.append(FeedEntry(when, loc, kind, self._now, title))
+            entries.append(FeedEntry(when, loc, kind, self._now, titles.get(loc, title)))
         entries += carried.values()
         entries.sort(reverse=True)
         del entries[MAX_ENTRIES:]

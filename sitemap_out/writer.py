@@ -314,6 +314,8 @@ class SitemapWriter:
         if not isinstance(entry, Entry) or entry.news is None:
             raise TypeError("add_news takes an Entry with news")
         self._news.add(entry)
+        if self._feed is not None:
+            self._feed.titled(entry.loc, entry.news.title)
 
     def _too_big(self, entry: Entry, size: int) -> None:
         need = self._fixed[entry.namespaces] + size

@@ -296,6 +296,34 @@ def test_the_feed_holds_at_most_1000_entries_newest_first(tmp_path):
     assert entries[0][0] == f"{base}01499" and entries[-1][0] == f"{base}00500"
 
 
+def test_a_news_or_video_page_is_titled_in_the_feed_by_its_title(tmp_path):
+    """The kind is a category; the title is the page's where the crawl has it (a news
+    article's, given after the page's own entry as the crawl does; a video's), else the
+    path. Nothing else is fetched for a title."""
+    from sitemap_out import Entry, SitemapWriter
+    from sitemap_out.entry import News, Video
+
+    base = "https://example.com/"
+    video = Video(base + "v.jpg", "A film", "About it", content_loc=base + "v.mp4")
+    with SitemapWriter(tmp_path, base, stable=True, feed_days=7, now=day(2)) as w:
+        w.add(Entry(base + "a", lastmod=day(1)))
+        w.add(Entry(base + "n", lastmod=day(1)))
+        w.add(Entry(base + "v", lastmod=day(1), videos=(video,)))
+        w.add_news(Entry(base + "n", news=News("The Example Times", "en", day(1), "Rates rise")))
+        w.publish()
+    check_atom(tmp_path / FEED_NAME)
+    root = etree.parse(str(tmp_path / FEED_NAME)).getroot()
+    titles = {
+        e.findtext(A + "id"): (e.findtext(A + "title"), e.find(A + "category").get("term"))
+        for e in root.iter(A + "entry")
+    }
+    assert titles == {
+        base + "a": ("Added: /a", "added"),
+        base + "n": ("Rates rise", "added"),
+        base + "v": ("A film", "added"),
+    }
+
+
 def test_a_removed_url_leaves_the_feed(tmp_path):
     from sitemap_out import Entry, SitemapWriter
 
