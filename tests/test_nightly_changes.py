@@ -400,6 +400,12 @@ def test_a_change_with_an_old_lastmod_stays_feed_days_after_the_run_that_saw_it(
         "2026-03-01T06:00:00Z"  # the run that saw them
     }
     assert root.findtext(A + "updated") == "2026-03-01T06:00:00Z"
+    read = read_sitemap(feed)  # as a search engine reads a feed: its dates are the lastmods
+    assert read.kind == "feed" and read.ok, read.problems
+    assert (read.entries[1].loc, read.entries[1].lastmod) == (
+        night.url("/p/00"),
+        "2026-01-30T06:00:00Z",
+    )
     before = feed.read_bytes()
     for n in (2, 3):  # unchanged nights within the window: the same feed, byte for byte
         night.run(n, "--feed", "--feed-days", "2")
