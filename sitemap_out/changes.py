@@ -31,7 +31,7 @@ class ChangeLog:
         self.counts: dict[str, int] = dict.fromkeys(KINDS, 0)
         self.previous = False  # a previous set was read (else every URL is added)
         self._files: dict[str, IO[str]] = {}
-        self._newest: list[tuple[datetime, str, str]] = []  # min-heap: (when, loc, kind)
+        self._newest: list[tuple[datetime, str, str, str]] = []  # min-heap: when, loc, kind, title
 
     def open(self, folder: Path) -> None:
         """Scratch files in folder, unnamed (closed with the process, never left behind)."""
@@ -48,22 +48,24 @@ class ChangeLog:
         lastmod: str | None,
         before: str | None = None,
         when: datetime | None = None,
+        title: str = "",
     ) -> None:
-        """One URL added, removed or changed; `when`: its date in a feed (added, changed)."""
+        """One URL added, removed or changed; `when`: its date in a feed (added, changed),
+        `title`: the page's title there, when the crawl knows it ("")."""
         self.counts[kind] += 1
         row: dict[str, str | None] = {"loc": loc, "lastmod": lastmod}
         if kind == "changed":
             row["previous_lastmod"] = before
         self._files[kind].write(json.dumps(row, ensure_ascii=False) + "\n")
         if when is not None and self.keep:
-            item = (when, loc, kind)
+            item = (when, loc, kind, title)
             if len(self._newest) < self.keep:
                 heapq.heappush(self._newest, item)
             elif item > self._newest[0]:
                 heapq.heapreplace(self._newest, item)
 
-    def newest(self) -> list[tuple[datetime, str, str]]:
-        """(when, loc, kind) of the `keep` newest URLs added or changed, newest first."""
+    def newest(self) -> list[tuple[datetime, str, str, str]]:
+        """(when, loc, kind, title) of the `keep` newest URLs added or changed, newest first."""
         return sorted(self._newest, reverse=True)
 
     def rows(self, kind: str) -> Iterator[str]:

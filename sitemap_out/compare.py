@@ -74,17 +74,22 @@ class Comparison:
         if head is not None and head[0] == loc:
             number = head[2]
             if head[1] != lastmod:
-                changes.record("changed", loc, lastmod, head[1], self._when(entry))
+                changes.record("changed", loc, lastmod, head[1], *self._feed_date(entry))
             while head is not None and head[0] == loc:
                 head = next(self._old, None)
         else:
-            changes.record("added", loc, lastmod, None, self._when(entry))
+            changes.record("added", loc, lastmod, None, *self._feed_date(entry))
         self._old_head = head
         return number
 
-    def _when(self, entry: Entry) -> datetime:
-        """An entry's date in the feed: its lastmod, else the run's time."""
-        return lastmod_key(entry.lastmod) if entry.lastmod is not None else self._now
+    def _feed_date(self, entry: Entry) -> tuple[datetime, str]:
+        """An entry's date in the feed (its lastmod, else the run's time) and its title
+        there: the one the page's news or video markup gives, which the crawl has already
+        parsed (no page is fetched again for a title), else ""."""
+        when = lastmod_key(entry.lastmod) if entry.lastmod is not None else self._now
+        if entry.news is not None:
+            return when, entry.news.title
+        return when, entry.videos[0].title if entry.videos else ""
 
     def finish(self) -> None:
         """Every old URL after the last entry was removed."""

@@ -4,8 +4,14 @@ Search engines accept an Atom feed as a sitemap, read for its entries' ``<link h
 ``<updated>``; submitted beside the full sitemap it is a delta update they can poll often
 and cheaply. One entry per URL (its id is the URL itself, so a URL that changes again
 updates its entry rather than adding one), newest first, at most ``MAX_ENTRIES``, covering
-the last N days: each run carries forward the entries of the feed it published before that
-are still in the window, and adds its own.
+the changes seen in the last N days: each run carries forward the entries of the feed it
+published before that a run saw within the window, and adds its own.
+
+An entry's ``updated`` is the page's lastmod (what a search engine reads as its date, so it
+must be true), its ``published`` the run that saw the change (when the entry first appeared
+in this feed), which is what the window goes by: a change whose Last-Modified is weeks old
+stays in the feed for N days, as one seen today should. Its kind (added, changed) is an
+``atom:category`` term, so that its ``title`` can be the page's own where the crawl knows it.
 
 Serialisation, :func:`read_feed`, which reads a previously published feed back with lxml
 as hostile input is read elsewhere (no DTD, no entity expansion, bounded size), and
@@ -20,9 +26,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit
 
 from lxml import etree
 
+from sitemap_out.manifest import read_manifest
 from sitemap_out.xml import XML_DECLARATION, escape
 
 __all__ = [
@@ -32,6 +40,7 @@ __all__ = [
     "FeedEntry",
     "FeedWindow",
     "feed_document",
+    "left_in_place",
     "read_feed",
 ]
 
@@ -43,13 +52,27 @@ MAX_FEED_BYTES: Final = 16 << 20
 _A: Final = "{" + ATOM_NS + "}"
 
 
+KINDS: Final = ("added", "changed")
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class FeedEntry:
-    """One URL added or changed, and when (its lastmod, else the run that found it)."""
+    """One URL added or changed: ``updated`` its lastmod (else the run that found it),
+    ``seen`` the run that found it, ``title`` the page's title ("" when not known)."""
 
     updated: datetime
     loc: str
-    kind: str  # "added" or "changed"
+    kind: str  # one of KINDS
+    seen: datetime
+    title: str = ""
+
+    def heading(self) -> str:
+        """The page's title, else one a reader can scan: "Added: /path"."""
+        if self.title:
+            return self.title
+        parts = urlsplit(self.loc)
+        where = (parts.path or "/") + ("?" + parts.query if parts.query else "")
+        return f"{self.kind.capitalize()}: {where}"
 
 
 def stamp(when: datetime) -> str:
@@ -57,8 +80,22 @@ def stamp(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def left_in_place(out_dir: Path) -> str:
+    """A run without the feed leaves the one published before in place, and says so: its
+    URL may be submitted to search engines, and turning an option off must not make it a
+    404. Returns the line to say ("" when there is no such feed); deleting the file by hand
+    withdraws it (the next run takes it off the manifest)."""
+    if FEED_NAME not in read_manifest(out_dir) or not (out_dir / FEED_NAME).is_file():
+        return ""
+    return (
+        f"{FEED_NAME} left as published, no longer updated (the run had no --feed); "
+        "delete it to withdraw it"
+    )
+
+
 def feed_document(feed_url: str, site: str, entries: list[FeedEntry], updated: datetime) -> str:
-    """The feed: its id is its own URL (stable across runs), ``updated`` its newest entry."""
+    """The feed: its id is its own URL (stable across runs), ``updated`` the newest of its
+    entries' dates (a change seen today with an old lastmod still moves it)."""
     head = (
         f'{XML_DECLARATION}<feed xmlns="{ATOM_NS}">\n'
         f"<id>{escape(feed_url)}</id>\n"
@@ -70,8 +107,9 @@ def feed_document(feed_url: str, site: str, entries: list[FeedEntry], updated: d
         f"<generator>sitemap-crawler</generator>\n"
     )
     body = "".join(
-        f"<entry><id>{escape(e.loc)}</id><title>{e.kind}: {escape(e.loc)}</title>"
-        f'<link rel="alternate" href="{escape(e.loc)}"/><updated>{stamp(e.updated)}</updated>'
+        f"<entry><id>{escape(e.loc)}</id><title>{escape(e.heading())}</title>"
+        f'<category term="{e.kind}"/><link rel="alternate" href="{escape(e.loc)}"/>'
+        f"<published>{stamp(e.seen)}</published><updated>{stamp(e.updated)}</updated>"
         f"</entry>\n"
         for e in entries
     )
@@ -101,11 +139,21 @@ def read_feed(path: Path) -> tuple[list[FeedEntry], datetime | None]:
     for entry in root.iter(_A + "entry"):
         loc = entry.findtext(_A + "id")
         when = _parse(entry.findtext(_A + "updated"))
-        title = entry.findtext(_A + "title") or ""
-        kind = "added" if title.startswith("added:") else "changed"
         if loc and when is not None:
-            entries.append(FeedEntry(when, loc, kind))
+            entries.append(_entry(entry, loc, when))
     return entries, _parse(root.findtext(_A + "updated"))
+
+
+def _entry(entry: etree._Element, loc: str, when: datetime) -> FeedEntry:
+    """An entry as written now (a category, a published date), or by a version before
+    those, whose title said "added: URL" and whose window went by ``updated``."""
+    title = entry.findtext(_A + "title") or ""
+    seen = _parse(entry.findtext(_A + "published")) or when
+    category = entry.find(_A + "category")
+    kind = None if category is None else category.get("term")
+    if kind in KINDS:
+        return FeedEntry(when, loc, kind, seen, title)
+    return FeedEntry(when, loc, "added" if title.startswith("added:") else "changed", seen)
 
 
 def _parse(text: str | None) -> datetime | None:
@@ -119,32 +167,42 @@ def _parse(text: str | None) -> datetime | None:
 
 
 class FeedWindow:
-    """The last feed's entries still in the window of ``days``, to carry into the next."""
+    """The last feed's entries seen within the window of ``days``, to carry into the next."""
 
     def __init__(self, out_dir: Path, days: int, now: datetime) -> None:
         entries, updated = read_feed(out_dir / FEED_NAME)
         since = now - timedelta(days=days)
-        self._carried = {e.loc: e for e in entries if e.updated >= since}
+        self._carried = {e.loc: e for e in entries if e.seen >= since}
         self._updated = updated
         self._now = now
+        self._titles: dict[str, str] = {}
+
+    def titled(self, loc: str, title: str) -> None:
+        """A news article's title, given after its page's entry (the news sitemap is
+        written last): the title of its entry if this run added or changed the URL."""
+        self._titles[loc] = title
 
     def drop(self, loc: str) -> None:
         """A URL removed from the sitemap leaves the feed too."""
         self._carried.pop(loc, None)
 
-    def stage(self, folder: Path, base_url: str, news: Iterable[tuple[datetime, str, str]]) -> str:
-        """The feed in folder: ``news`` (when, loc, kind: this run's URLs added or
+    def stage(
+        self, folder: Path, base_url: str, news: Iterable[tuple[datetime, str, str, str]]
+    ) -> str:
+        """The feed in folder: ``news`` (when, loc, kind, title: this run's URLs added or
         changed), then the last feed's still in the window, newest first, at most
         MAX_ENTRIES, fsynced; returns its URL."""
         carried = self._carried
         entries: list[FeedEntry] = []
-        for when, loc, kind in news:
+        titles = self._titles
+        for when, loc, kind, title in news:
             carried.pop(loc, None)
-            entries.append(FeedEntry(when, loc, kind))
+            entries.append(FeedEntry(when, loc, kind, self._now, titles.get(loc, title)))
         entries += carried.values()
         entries.sort(reverse=True)
         del entries[MAX_ENTRIES:]
-        updated = entries[0].updated if entries else (self._updated or self._now)
+        updated = max((max(e.updated, e.seen) for e in entries), default=None)
+        updated = updated or self._updated or self._now
         url = base_url + FEED_NAME
         text = feed_document(url, base_url, entries, updated)
         with open(folder / FEED_NAME, "wb") as fh:

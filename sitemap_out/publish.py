@@ -39,7 +39,8 @@ __all__ = ["ChangeCounts", "PublishResult", "install", "write_index"]
 class ChangeCounts:
     """What a stable run found against the set published before it: URLs added (not listed
     before), removed (listed before, not now) and changed (listed in both, with another
-    ``<lastmod>``). ``layout``: why the part files were laid out afresh, or ""."""
+    ``<lastmod>``). ``layout``: a line for the summary, or "": why the part files were laid
+    out afresh, and that a feed published before was left in place by a run without one."""
 
     added: int = 0
     removed: int = 0

@@ -39,7 +39,7 @@ from sitemap_out.changes import ChangeLog
 from sitemap_out.compare import Comparison
 from sitemap_out.entry import Entry, check_uri
 from sitemap_out.errors import EmptySitemapError, EntryError, SitemapOutError
-from sitemap_out.feed import FEED_NAME, MAX_ENTRIES, FeedWindow
+from sitemap_out.feed import FEED_NAME, MAX_ENTRIES, FeedWindow, left_in_place
 from sitemap_out.layout import StableLayout
 from sitemap_out.limits import MAX_BYTES, MAX_NEWS_URLS, MAX_SITEMAPS_PER_INDEX, MAX_URLS
 from sitemap_out.manifest import LOCK_NAME, MANIFEST_NAME, STAGING_PREFIX, is_reserved
@@ -194,6 +194,7 @@ class SitemapWriter:
         self._layout: StableLayout | None = None
         self._scratch: Scratch | None = None
         self._feed: FeedWindow | None = None
+        self._feed_note = ""  # a feed published before, left in place by a run without one
         if stable:
             try:
                 self._start_stable(feed_days)
@@ -313,6 +314,8 @@ class SitemapWriter:
         if not isinstance(entry, Entry) or entry.news is None:
             raise TypeError("add_news takes an Entry with news")
         self._news.add(entry)
+        if self._feed is not None:
+            self._feed.titled(entry.loc, entry.news.title)
 
     def _too_big(self, entry: Entry, size: int) -> None:
         need = self._fixed[entry.namespaces] + size
@@ -380,6 +383,10 @@ class SitemapWriter:
             assert self._base_url is not None and self._changes is not None
             feed_url = self._feed.stage(staging, self._base_url, self._changes.newest())
             names.insert(-1, FEED_NAME)
+        else:
+            self._feed_note = left_in_place(self._out)
+            if self._feed_note:  # not staged: left as published, kept on record
+                names.insert(-1, FEED_NAME)
         self._staging.fsync()
         install(self._out, staging, names, self._settings())
         return PublishResult(
@@ -399,7 +406,7 @@ class SitemapWriter:
         if not self._stable or changes is None:
             return None
         counts = changes.counts
-        note = self.layout_note
+        note = "; ".join(n for n in (self.layout_note, self._feed_note) if n)
         return ChangeCounts(counts["added"], counts["removed"], counts["changed"], note)
 
     def abort(self) -> None:

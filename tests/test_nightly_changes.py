@@ -5,7 +5,7 @@ publishes changes.atom (--feed), an Atom 1.0 feed of the URLs added or changed l
 from __future__ import annotations
 
 import json
-import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
@@ -172,12 +172,22 @@ ATOM_RNG = f"""
       <empty/>
     </element>
   </define>
+  <define name="category">
+    <element name="category">
+      <attribute name="term"><text/></attribute>
+      <optional><attribute name="scheme"><data type="anyURI"/></attribute></optional>
+      <optional><attribute name="label"><text/></attribute></optional>
+      <empty/>
+    </element>
+  </define>
   <define name="entry">
     <element name="entry">
       <interleave>
         <element name="id"><data type="anyURI"/></element>
         <element name="title"><text/></element>
         <element name="updated"><ref name="date"/></element>
+        <optional><element name="published"><ref name="date"/></element></optional>
+        <zeroOrMore><ref name="category"/></zeroOrMore>
         <oneOrMore><ref name="link"/></oneOrMore>
       </interleave>
     </element>
@@ -188,8 +198,8 @@ ATOM_RNG = f"""
 
 def check_atom(path: Path) -> list[tuple[str, str]]:
     """Validate against the RNG and the rules it cannot say (RFC 4287 4.1.1: at most one
-    alternate link per type; unique entry ids; the feed's updated is its newest entry's);
-    returns (id, updated) of each entry, in order."""
+    alternate link per type; unique entry ids; the feed's updated is the newest of its
+    entries' updated and published); returns (id, updated) of each entry, in order."""
     schema = etree.RelaxNG(etree.fromstring(ATOM_RNG.encode()))
     tree = etree.parse(str(path))
     schema.assertValid(tree)
@@ -204,7 +214,8 @@ def check_atom(path: Path) -> list[tuple[str, str]]:
     stamps = [u for _, u in entries]
     assert stamps == sorted(stamps, reverse=True)  # newest first
     if entries:
-        assert root.findtext(A + "updated") == stamps[0]
+        published = [e.findtext(A + "published") or "" for e in root.iter(A + "entry")]
+        assert root.findtext(A + "updated") == max(stamps[0], *published)
     return entries
 
 
@@ -250,6 +261,27 @@ def test_the_feed_across_three_runs_keeps_a_window_of_days(
     assert feed.read_bytes() == before
 
 
+def test_a_run_without_feed_leaves_the_published_feed_and_says_so(
+    serve, tmp_path, monkeypatch, capsys
+):
+    """A submitted feed must not turn into a 404 because an option was left off."""
+    night = Nightly(serve, tmp_path, monkeypatch)
+    night.run(1, "--feed")
+    feed = night.out / FEED_NAME
+    before = feed.read_bytes()
+    capsys.readouterr()
+    night.run(2)
+    said = capsys.readouterr()
+    assert feed.read_bytes() == before
+    assert f"{FEED_NAME} left as published, no longer updated" in said.out + said.err
+    manifest = night.out / ".sitemap-manifest.json"
+    assert FEED_NAME in json.loads(manifest.read_text())["files"]
+    feed.unlink()  # withdrawn by hand: the next run takes it off the record, silently
+    night.run(3)
+    assert FEED_NAME not in json.loads(manifest.read_text())["files"]
+    assert "left as published" not in "".join(capsys.readouterr())
+
+
 def test_the_feed_holds_at_most_1000_entries_newest_first(tmp_path):
     from sitemap_out import Entry, SitemapWriter
 
@@ -262,6 +294,34 @@ def test_the_feed_holds_at_most_1000_entries_newest_first(tmp_path):
     entries = check_atom(tmp_path / FEED_NAME)
     assert len(entries) == 1000
     assert entries[0][0] == f"{base}01499" and entries[-1][0] == f"{base}00500"
+
+
+def test_a_news_or_video_page_is_titled_in_the_feed_by_its_title(tmp_path):
+    """The kind is a category; the title is the page's where the crawl has it (a news
+    article's, given after the page's own entry as the crawl does; a video's), else the
+    path. Nothing else is fetched for a title."""
+    from sitemap_out import Entry, SitemapWriter
+    from sitemap_out.entry import News, Video
+
+    base = "https://example.com/"
+    video = Video(base + "v.jpg", "A film", "About it", content_loc=base + "v.mp4")
+    with SitemapWriter(tmp_path, base, stable=True, feed_days=7, now=day(2)) as w:
+        w.add(Entry(base + "a", lastmod=day(1)))
+        w.add(Entry(base + "n", lastmod=day(1)))
+        w.add(Entry(base + "v", lastmod=day(1), videos=(video,)))
+        w.add_news(Entry(base + "n", news=News("The Example Times", "en", day(1), "Rates rise")))
+        w.publish()
+    check_atom(tmp_path / FEED_NAME)
+    root = etree.parse(str(tmp_path / FEED_NAME)).getroot()
+    titles = {
+        e.findtext(A + "id"): (e.findtext(A + "title"), e.find(A + "category").get("term"))
+        for e in root.iter(A + "entry")
+    }
+    assert titles == {
+        base + "a": ("Added: /a", "added"),
+        base + "n": ("Rates rise", "added"),
+        base + "v": ("A film", "added"),
+    }
 
 
 def test_a_removed_url_leaves_the_feed(tmp_path):
@@ -291,13 +351,64 @@ def test_a_hostile_previous_feed_is_not_expanded(tmp_path):
 
 def test_feed_document_escapes_and_round_trips(tmp_path):
     loc = "https://example.com/?a=1&b=<2>"
-    entries = [FeedEntry(day(2), loc, "changed")]
+    entries = [
+        FeedEntry(day(2), loc, "changed", day(3)),
+        FeedEntry(day(1), "https://example.com/news", "added", day(3), "Rates & <Rises>"),
+    ]
     (tmp_path / FEED_NAME).write_text(
-        feed_document("https://example.com/changes.atom", "https://example.com/", entries, day(2))
+        feed_document("https://example.com/changes.atom", "https://example.com/", entries, day(3))
     )
     check_atom(tmp_path / FEED_NAME)
-    assert read_feed(tmp_path / FEED_NAME) == (entries, day(2))
-    assert re.search(
-        r"<title>changed: https://example.com/\?a=1&amp;b=&lt;2&gt;</title>",
-        (tmp_path / FEED_NAME).read_text(),
+    back, _ = read_feed(tmp_path / FEED_NAME)
+    assert back == [replace(entries[0], title="Changed: /?a=1&b=<2>"), entries[1]]
+    text = (tmp_path / FEED_NAME).read_text()
+    assert '<title>Changed: /?a=1&amp;b=&lt;2&gt;</title><category term="changed"/>' in text
+    assert '<title>Rates &amp; &lt;Rises&gt;</title><category term="added"/>' in text
+    assert "<published>2026-03-03T06:00:00Z</published>" in text
+
+
+def test_a_feed_of_the_version_before_is_read_by_its_titles(tmp_path):
+    """Its kind was the title's prefix, and its window went by updated (no published)."""
+    (tmp_path / FEED_NAME).write_text(
+        f'<feed xmlns="{ATOM_NS}"><updated>2026-03-02T06:00:00Z</updated>'
+        "<entry><id>https://example.com/a</id><title>added: https://example.com/a</title>"
+        "<updated>2026-03-02T06:00:00Z</updated></entry>"
+        "<entry><id>https://example.com/b</id><title>changed: https://example.com/b</title>"
+        "<updated>2026-03-01T06:00:00Z</updated></entry></feed>"
     )
+    assert read_feed(tmp_path / FEED_NAME)[0] == [
+        FeedEntry(day(2), "https://example.com/a", "added", day(2)),
+        FeedEntry(day(1), "https://example.com/b", "changed", day(1)),
+    ]
+
+
+def test_a_change_with_an_old_lastmod_stays_feed_days_after_the_run_that_saw_it(
+    serve, tmp_path, monkeypatch
+):
+    """The window goes by when a change was seen, not by the page's lastmod: pages whose
+    Last-Modified is a month old, new on night 1, stay in the feed for feed_days."""
+    night = Nightly(serve, tmp_path, monkeypatch)
+    for n, path in enumerate(night.paths):
+        night.pages[path] = page(n, day(1) - timedelta(days=30, hours=n))
+    night.run(1, "--feed", "--feed-days", "2")
+    feed = night.out / FEED_NAME
+    entries = check_atom(feed)
+    assert len(entries) == 26
+    assert entries[1] == (night.url("/p/00"), "2026-01-30T06:00:00Z")  # the page's lastmod
+    root = etree.parse(str(feed)).getroot()
+    assert {e.findtext(A + "published") for e in root.iter(A + "entry")} == {
+        "2026-03-01T06:00:00Z"  # the run that saw them
+    }
+    assert root.findtext(A + "updated") == "2026-03-01T06:00:00Z"
+    read = read_sitemap(feed)  # as a search engine reads a feed: its dates are the lastmods
+    assert read.kind == "feed" and read.ok, read.problems
+    assert (read.entries[1].loc, read.entries[1].lastmod) == (
+        night.url("/p/00"),
+        "2026-01-30T06:00:00Z",
+    )
+    before = feed.read_bytes()
+    for n in (2, 3):  # unchanged nights within the window: the same feed, byte for byte
+        night.run(n, "--feed", "--feed-days", "2")
+        assert feed.read_bytes() == before, n
+    night.run(4, "--feed", "--feed-days", "2")  # seen on day 1, past the 2-day window
+    assert check_atom(feed) == []

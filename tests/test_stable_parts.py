@@ -128,7 +128,7 @@ def test_a_changed_lastmod_is_a_changed_url_and_rewrites_its_part(tmp_path):
         "lastmod": "2026-03-02T04:00:00+00:00",
         "previous_lastmod": "2026-03-01T04:00:00+00:00",
     }
-    assert log.newest() == [(day(2), loc(22), "changed")]
+    assert log.newest() == [(day(2), loc(22), "changed", "")]
     log.close()
 
 
