@@ -218,7 +218,10 @@ class Crawl:
                 if writer.count == 0:
                     raise NothingListedError(self._why_nothing())
                 if not config.force:
-                    check_publish(config, self.tally, writer.published_count, writer.count)
+                    check_publish(
+                        config, self.tally, writer.published_count, writer.count,
+                        writer.layout_note, self.log,
+                    )  # fmt: skip
                 published = await writer.publish()
                 report_changes(published, changes, self.tally, config.changes, self.log)
                 if config.news_name and published.news is None:  # said, not a silent 404
