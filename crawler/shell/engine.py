@@ -44,7 +44,7 @@ from crawler.shell.links import Links
 from crawler.shell.listings import Spool
 from crawler.shell.loop import STOP_GRACE_SECONDS, CrawlLoop, fewer_gc_pauses
 from crawler.shell.outputs import held_outputs, report_changes
-from crawler.shell.pages import LocalPages
+from crawler.shell.pages import Pages
 from crawler.shell.pool import Spare
 from crawler.shell.progress import ProgressLine
 from crawler.shell.rendered import PageRenderer
@@ -119,7 +119,7 @@ class Crawl:
         self.seeds = SeedSource(config, plan, log)
         self.state: CrawlState | None = None
         self._site_answered = False  # any HTTP answer to the robots.txt requests
-        self._pages: LocalPages | None = None  # the run's Pages strategy, once open
+        self._pages: Pages | None = None  # the run's Pages strategy, once open
 
     # -- the crawl driver: crawl, then publish -------------------------------------------
 
