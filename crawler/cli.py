@@ -801,6 +801,7 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     from crawler.core.decide import LISTED, REASON_TEXT
     from crawler.core.urls import join_parts, normalize
     from crawler.shell.engine import Crawl
+    from crawler.shell.explain import explain
 
     configured, scope_is = from_env(os.environ).get("url"), "the start URL of $SITEMAP_CRAWLER_URL"
     if configured is None and "config" in vars(args):
@@ -818,7 +819,7 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     known = crawl.plan.public(crawl.known_as(args.target))
     if known != crawl.plan.public(normalize(args.target)):
         print(f"a crawl knows this URL as {known} (strip_params removes the rest)")
-    records = _run(crawl.judge(args.target))
+    records = _run(explain(crawl, args.target))
     for record in records:
         status = f"HTTP {record.status}" if record.status is not None else "not fetched"
         print(f"{record.url}  ({status})")
@@ -989,17 +990,9 @@ def _replace(path: Path, text: str) -> None:
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run on asyncio's loop, or on uvloop with SITEMAP_CRAWLER_LOOP=uvloop (measured: no
-    gain for this workload, where aiohttp's C parser and our own code dominate)."""
-    factory = None
-    if os.environ.get("SITEMAP_CRAWLER_LOOP", "") == "uvloop":
-        try:
-            import uvloop
-
-            factory = uvloop.new_event_loop
-        except ImportError:
-            pass
-    with asyncio.Runner(loop_factory=factory) as runner:
+    """asyncio's own loop: uvloop was measured to bring no gain for this workload, where
+    aiohttp's C parser and our own code dominate, so it is not offered."""
+    with asyncio.Runner() as runner:
         return runner.run(coro)
 
 

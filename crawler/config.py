@@ -332,53 +332,7 @@ class Config:
                 "no start URL: give one on the command line, as SITEMAP_CRAWLER_URL or as "
                 "`url` in the config"
             )
-        for key, low in (
-            ("concurrency", 1),
-            ("workers", -1),
-            ("max_pages", 0),
-            ("max_depth", -1),
-            ("max_urls_per_file", 1),
-            ("max_bytes_per_file", 1024),
-            ("max_page_bytes", 1024),
-            ("max_redirects", 0),
-            ("retries", 0),
-            ("max_url_length", 16),
-            ("max_segment_repeats", 1),
-            ("max_pages_per_folder", 0),
-            ("max_pages_per_param", 0),
-        ):
-            if getattr(self, key) < low:
-                raise ConfigError(f"{key} must be at least {low}, got {getattr(self, key)}")
-        if self.max_urls_per_file > PROTOCOL_MAX_URLS:
-            raise ConfigError(
-                f"max_urls_per_file may not exceed the protocol's {PROTOCOL_MAX_URLS}"
-            )
-        if self.max_bytes_per_file > PROTOCOL_MAX_BYTES:
-            raise ConfigError(
-                f"max_bytes_per_file may not exceed the protocol's {PROTOCOL_MAX_BYTES}"
-            )
-        if not self.timeout > 0:
-            raise ConfigError(f"timeout must be positive, got {self.timeout}")
-        if not 0 <= self.max_time < 366 * 86_400:
-            raise ConfigError(
-                f"max_time must be between 0 and a year of seconds, got {self.max_time}"
-            )
-        for key in ("delay", "max_rps", "max_crawl_delay", "max_retry_after"):
-            if not 0 <= getattr(self, key) < 86_400:
-                raise ConfigError(f"{key} must be between 0 and 86400, got {getattr(self, key)}")
-        if not 1 <= self.feed_days <= 3650:
-            raise ConfigError(f"feed_days must be from 1 to 3650, got {self.feed_days}")
-        for key in ("max_shrink", "max_error_rate"):
-            if not 0 <= getattr(self, key) <= 1:
-                raise ConfigError(f"{key} must be between 0 and 1, got {getattr(self, key)}")
-        if self.render_concurrency < 1:
-            raise ConfigError(
-                f"render_concurrency must be at least 1, got {self.render_concurrency}"
-            )
-        if not 0 < self.render_timeout <= 600:
-            raise ConfigError(
-                f"render_timeout must be between 0 and 600 seconds, got {self.render_timeout}"
-            )
+        _check_ranges(self)
         self.render_hosts = tuple(origin_key("render_hosts", v) for v in self.render_hosts)
         if self.auth_origin is not None:
             self.auth_origin = origin_key("auth_origin", self.auth_origin)
@@ -395,21 +349,7 @@ class Config:
                 raise ConfigError(
                     f"image_hosts: {host!r} is not a host, .host or *.host pattern (or *)"
                 )
-        news = (self.news_name, self.news_language, self.news_articles)
-        if any(news) and not all(news):
-            raise ConfigError(
-                "the news sitemap needs all of [news] name, language and articles "
-                "(news_name, news_language, news_articles)"
-            )
-        if self.news_language is not None and not _NEWS_LANGUAGE_RE.fullmatch(self.news_language):
-            raise ConfigError(
-                f"news_language must be an ISO 639 code (en, de, zh-cn, zh-tw), "
-                f"got {self.news_language!r}"
-            )
-        if self.news_articles:
-            Patterns.compile(self.news_articles, "news_articles")
-            if self.format == "txt":
-                raise ConfigError("the news sitemap is XML: it cannot be written with format = txt")
+        _check_news(self)
         if self.resume and self.fresh:
             raise ConfigError(
                 "--resume continues a stopped crawl, --fresh starts from nothing: give one"
@@ -467,6 +407,70 @@ class Config:
         shows no password, header or cookie value."""
         shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields())
         return redact(f"Config({shown})", self.secrets)
+
+
+def _check_ranges(config: Config) -> None:
+    """Numbers out of their range fail here, before any request, naming the key."""
+    for key, low in (
+        ("concurrency", 1),
+        ("workers", -1),
+        ("max_pages", 0),
+        ("max_depth", -1),
+        ("max_urls_per_file", 1),
+        ("max_bytes_per_file", 1024),
+        ("max_page_bytes", 1024),
+        ("max_redirects", 0),
+        ("retries", 0),
+        ("max_url_length", 16),
+        ("max_segment_repeats", 1),
+        ("max_pages_per_folder", 0),
+        ("max_pages_per_param", 0),
+    ):
+        if getattr(config, key) < low:
+            raise ConfigError(f"{key} must be at least {low}, got {getattr(config, key)}")
+    if config.max_urls_per_file > PROTOCOL_MAX_URLS:
+        raise ConfigError(f"max_urls_per_file may not exceed the protocol's {PROTOCOL_MAX_URLS}")
+    if config.max_bytes_per_file > PROTOCOL_MAX_BYTES:
+        raise ConfigError(f"max_bytes_per_file may not exceed the protocol's {PROTOCOL_MAX_BYTES}")
+    if not config.timeout > 0:
+        raise ConfigError(f"timeout must be positive, got {config.timeout}")
+    if not 0 <= config.max_time < 366 * 86_400:
+        raise ConfigError(
+            f"max_time must be between 0 and a year of seconds, got {config.max_time}"
+        )
+    for key in ("delay", "max_rps", "max_crawl_delay", "max_retry_after"):
+        if not 0 <= getattr(config, key) < 86_400:
+            raise ConfigError(f"{key} must be between 0 and 86400, got {getattr(config, key)}")
+    if not 1 <= config.feed_days <= 3650:
+        raise ConfigError(f"feed_days must be from 1 to 3650, got {config.feed_days}")
+    for key in ("max_shrink", "max_error_rate"):
+        if not 0 <= getattr(config, key) <= 1:
+            raise ConfigError(f"{key} must be between 0 and 1, got {getattr(config, key)}")
+    if config.render_concurrency < 1:
+        raise ConfigError(f"render_concurrency must be at least 1, got {config.render_concurrency}")
+    if not 0 < config.render_timeout <= 600:
+        raise ConfigError(
+            f"render_timeout must be between 0 and 600 seconds, got {config.render_timeout}"
+        )
+
+
+def _check_news(config: Config) -> None:
+    """The news sitemap is all or nothing: a partial [news] table is a mistake, not a choice."""
+    news = (config.news_name, config.news_language, config.news_articles)
+    if any(news) and not all(news):
+        raise ConfigError(
+            "the news sitemap needs all of [news] name, language and articles "
+            "(news_name, news_language, news_articles)"
+        )
+    if config.news_language is not None and not _NEWS_LANGUAGE_RE.fullmatch(config.news_language):
+        raise ConfigError(
+            f"news_language must be an ISO 639 code (en, de, zh-cn, zh-tw), "
+            f"got {config.news_language!r}"
+        )
+    if config.news_articles:
+        Patterns.compile(config.news_articles, "news_articles")
+        if config.format == "txt":
+            raise ConfigError("the news sitemap is XML: it cannot be written with format = txt")
 
 
 def origin_key(key: str, value: str) -> str:

@@ -19,7 +19,7 @@ from sitemap_out.errors import (
     SitemapOutError,
     WriterLockedError,
 )
-from sitemap_out.reader import Problem, ReadEntry, ReadResult, count_published, read_sitemap
+from sitemap_out.reader import Problem, ReadEntry, ReadResult, read_sitemap
 from sitemap_out.writer import PartInfo, PublishResult, SitemapWriter, WriterConfigError
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
     "SitemapWriter",
     "WriterConfigError",
     "WriterLockedError",
-    "count_published",
     "encode_uri",
     "format_lastmod",
     "read_sitemap",

@@ -84,6 +84,11 @@ class AsyncSitemapWriter:
         """SitemapWriter.published_count."""
         return self._writer.published_count
 
+    @property
+    def layout_note(self) -> str:
+        """SitemapWriter.layout_note."""
+        return self._writer.layout_note
+
     def check(self, entry: Entry) -> None:
         """Raise EntryError now if entry could never be written (SitemapWriter.check)."""
         self._writer.check(entry)

@@ -1,7 +1,7 @@
 """The names the writer owns in ``out_dir`` and the manifest that records them.
 
-Read by the writer (which files to replace and delete), by the reader (``count_published``)
-and by the stable layout (the settings a set was made with), so it imports nothing above
+Read by the writer (which files to replace and delete) and by the stable layout
+(sitemap_out.previous: the settings a set was made with), so it imports nothing above
 it. Only names that match the sitemap naming pattern count as ours: an unrelated file in
 ``out_dir`` is never touched, even with a tampered manifest.
 """

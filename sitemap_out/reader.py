@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal, InvalidOperation
 from email.utils import parsedate_to_datetime
-from pathlib import Path
 from typing import BinaryIO, Final, Literal
 
 from lxml import etree
@@ -35,10 +34,9 @@ from lxml import etree
 from sitemap_out.entry import CHANGEFREQS, MAX_LOC_CHARS, MIN_LOC_CHARS, check_uri, is_hreflang
 from sitemap_out.feed import ATOM_NS
 from sitemap_out.limits import MAX_BYTES, MAX_NEWS_URLS, MAX_URLS
-from sitemap_out.manifest import read_manifest
 from sitemap_out.xml import IMAGE_NS, NEWS_NS, SITEMAP_NS, VIDEO_NS, XHTML_NS
 
-__all__ = ["Problem", "ReadEntry", "ReadResult", "count_published", "read_sitemap"]
+__all__ = ["Problem", "ReadEntry", "ReadResult", "read_sitemap"]
 
 Kind = Literal["urlset", "sitemapindex", "text", "feed", "unknown"]
 Severity = Literal["error", "warning"]
@@ -704,24 +702,3 @@ def _say_past_limit(result: ReadResult) -> None:
 def _chain(head: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
     yield head
     yield from rest
-
-
-def count_published(out_dir: str | os.PathLike[str]) -> int | None:
-    """How many URLs the set published in ``out_dir`` by SitemapWriter lists, read from its
-    files (the manifest names them); None when nothing was published there. Index files
-    are passed over: the parts they list are counted themselves, and the news sitemap."""
-    folder = os.fspath(out_dir)
-    names = read_manifest(Path(folder))
-    if not names:
-        return None
-    total = 0
-    for name in names:
-        if not name.startswith("sitemap") or name.startswith("sitemap-news."):
-            continue  # the feed; the news sitemap is no part (it lists recent articles only)
-        try:
-            result = read_sitemap(os.path.join(folder, name))
-        except OSError:
-            continue  # a part deleted by hand counts as empty
-        if result.kind != "sitemapindex":
-            total += len(result.entries)
-    return total

@@ -5,7 +5,6 @@ on exactly the faulty URL, politeness as a crawl's, --public-url, workers, and -
 from __future__ import annotations
 
 import asyncio
-import itertools
 import multiprocessing
 from datetime import UTC, datetime
 from email.utils import formatdate
@@ -17,10 +16,9 @@ from crawler.config import Config
 from crawler.core.findings import Finding, ListedUrl
 from crawler.core.url_checks import Checked, PageSeen, lastmod_findings, parse_w3c
 from crawler.shell.audit_urls import SOFT_404_SUFFIX, check_urls, compare_with_crawl
-from crawler.shell.client import SPACING_MARGIN
 from crawler.shell.engine import Crawl
 from crawler.shell.pool import START_AFTER, forked
-from tests.sites import Page, Site, html, redirect
+from tests.sites import Page, Site, assert_spaced, html, redirect
 
 PNG = Page(b"\x89PNG\r\n\x1a\n", content_type="image/png")
 SAME = Page(b"<html><body><p>the same bytes</p></body></html>")
@@ -250,16 +248,14 @@ def test_crawl_delay_and_delay_space_the_checks(serve):
     _check_in_a_child(srv.url, ["/a", "/b", "/c"], concurrency=8)
     times = sorted(t for t, path, _ in site.requests if path != "/robots.txt")
     assert len(times) == 4  # three listed URLs and the soft-404 probe
-    # the client spaces starts by the delay plus SPACING_MARGIN; at the server, a send
-    # delayed by a loaded machine may take back up to that margin, never more
-    assert min(b - a for a, b in itertools.pairwise(times)) >= 1.0 * (1 - SPACING_MARGIN)
+    assert_spaced(times, 1.0)
 
     plain = Site({**FINE, "/c": html(), "/d": html()})
     srv = serve(plain.app)
     _check_in_a_child(srv.url, ["/a", "/b", "/c", "/d"], concurrency=8, delay=0.3)
     times = sorted(t for t, _, _ in plain.requests)
     assert len(times) == 6  # robots.txt, four listed URLs, the probe
-    assert min(b - a for a, b in itertools.pairwise(times)) >= 0.3 * (1 - SPACING_MARGIN)
+    assert_spaced(times, 0.3)
 
 
 def test_public_url_fetches_from_staging_and_never_another_host(serve):

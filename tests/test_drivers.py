@@ -12,6 +12,7 @@ from crawler.config import build
 from crawler.core.frontier import Frontier
 from crawler.core.report import Tally
 from crawler.shell.engine import Crawl
+from crawler.shell.explain import explain
 from crawler.shell.loop import CrawlLoop
 from crawler.shell.throttle import Throttle
 from tests.memory import Answer, MemoryTransport, crawl
@@ -66,7 +67,7 @@ def test_the_check_driver_with_follow_crawls_from_the_urls(tmp_path):
 
 def test_the_judge_driver_judges_one_url_and_follows_nothing(tmp_path):
     engine, transport = _engine(tmp_path)
-    records = asyncio.run(engine.judge(SITE + "moved"))
+    records = asyncio.run(explain(engine, SITE + "moved"))
     assert [(r.url, r.reason) for r in records] == [
         (SITE + "moved", "redirect"),
         (SITE + "a", "listed"),

@@ -75,6 +75,23 @@ def test_a_sitemap_that_would_shrink_too_much_is_not_published(serve, tmp_path, 
     assert len(read_published(out, xsd).locs) == 1
 
 
+def test_a_published_sitemap_that_cannot_be_read_back_is_said_to_skip_max_shrink(
+    serve, tmp_path, xsd, capsys
+):
+    site = Switchable()
+    srv = serve(site.app)
+    out = tmp_path / "out"
+    assert _crawl(srv.url + "/", out) == 0
+    (out / "sitemap.xml").write_text("<urlset", encoding="utf-8")  # damaged by hand
+    capsys.readouterr()
+
+    site.status = 404  # would shrink 31 -> 1, but there is nothing to compare with
+    assert main(["crawl", srv.url + "/", "-o", str(out), "--retries", "0"]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "max_shrink" in line]
+    assert len(warned) == 1 and "not checked" in warned[0] and "read back" in warned[0]
+    assert read_published(out, xsd).locs == [srv.url + "/"]
+
+
 def test_force_publishes_what_the_guard_refuses(serve, tmp_path, xsd):
     site = Switchable()
     srv = serve(site.app)

@@ -1,7 +1,7 @@
 """Rendering's decisions, pure: which browser requests may leave, which pages to render under
 `render = "auto"`, and what a rendered page says that its raw HTML did not.
 
-The shell (crawler.shell.render) drives the browser; everything here is a function of plain
+The shell (crawler.shell.browser) drives the browser; everything here is a function of plain
 data, so the rules are tested without one.
 """
 

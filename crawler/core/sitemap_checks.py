@@ -337,7 +337,7 @@ def _when(text: str) -> datetime | None:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
-class Clusters(Protocol):
+class ClusterMap(Protocol):
     """loc -> its Cluster: a dict, or the audit's spool on disk."""
 
     def items(self) -> Iterable[tuple[str, Cluster]]: ...
@@ -354,7 +354,7 @@ class Cluster:
     alternates: tuple[tuple[str, str], ...]
 
 
-def hreflang_return_links(clusters: Clusters, listed: Container[str]) -> list[Finding]:
+def hreflang_return_links(clusters: ClusterMap, listed: Container[str]) -> list[Finding]:
     """hreflang_no_return where page A names B, B is listed (`listed`: every loc read) and B
     does not name A (`clusters`: the alternates of the locs that have some): search engines
     ignore a one-way annotation. An alternate listed in none of the files read is not

@@ -14,7 +14,7 @@ from crawler.core.history import Validators
 from crawler.core.page import PagePolicy
 from crawler.core.urls import join_parts
 from crawler.shell.fetch import HttpTransport, Response, Transport
-from crawler.shell.pages import Fetched, LocalPages
+from crawler.shell.pages import Fetched, LocalPages, Pages
 from crawler.shell.pool import PoolPages, Spare
 from crawler.shell.retry import RetryPolicy, fetch_with_retries
 from crawler.shell.throttle import Throttle, ThrottleClosed
@@ -51,7 +51,7 @@ class PoliteClient:
         )
         self.retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)
         self._transport = transport  # given (tests: in memory): its owner opens and closes it
-        self.pages: LocalPages | None = None  # while open
+        self.pages: Pages | None = None  # while open
 
     @contextlib.asynccontextmanager
     async def opened(
@@ -61,7 +61,7 @@ class PoliteClient:
         *,
         log: Callable[[str], None] = lambda _: None,
         all_links: bool = False,
-    ) -> AsyncIterator[LocalPages]:
+    ) -> AsyncIterator[Pages]:
         """The transport and the pages fetched with it (by workers too, when given).
         `known`: the crawl's seen set; `all_links`: workers send every link back (a page's
         links are its history)."""
@@ -81,7 +81,7 @@ class PoliteClient:
             access=c.access(join_parts(self.start)[1]),  # credentials: the start's origin
         )
         async with http:
-            pages = (
+            pages: Pages = (
                 PoolPages(
                     workers,
                     http,

@@ -1,11 +1,11 @@
-"""The crawl engine: the components of a run composed, and its three drivers.
+"""The crawl engine: the components of a run composed, and its crawl and check drivers.
 
 Data flows one way: sources (robots.txt, start URLs, seed sitemaps) -> frontier -> loop ->
 page judge (fetch or revive, render, analyse, decide) -> journal -> writer. Each driver
 composes the loop (crawler.shell.loop) with the page judge (crawler.shell.judge) and says what
 a judged page leads to: `run` crawls and publishes, `check` judges the audit's URLs and keeps
-their facts, `judge` judges one URL for `explain`. Nothing here knows how a page is fetched
-(crawler.shell.client, pages), revalidated (revalidation) or rendered (rendered).
+their facts (crawler.shell.explain, the third, judges one URL). Nothing here knows how a page
+is fetched (crawler.shell.client, pages), revalidated (revalidation) or rendered (rendered).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from crawler.core.lastmod import AUTO, CONTENT
 from crawler.core.nothing import NothingFacts, why_nothing
 from crawler.core.page import PagePolicy
 from crawler.core.patterns import Patterns
-from crawler.core.report import DecisionRecord, Tally
+from crawler.core.report import Tally
 from crawler.core.robots import product_token
 from crawler.core.screen import Plan, Screen
 from crawler.core.url_checks import Checked, PageSeen
@@ -44,7 +44,7 @@ from crawler.shell.links import Links
 from crawler.shell.listings import Spool
 from crawler.shell.loop import STOP_GRACE_SECONDS, CrawlLoop, fewer_gc_pauses
 from crawler.shell.outputs import held_outputs, report_changes
-from crawler.shell.pages import LocalPages
+from crawler.shell.pages import Pages
 from crawler.shell.pool import Spare
 from crawler.shell.progress import ProgressLine
 from crawler.shell.rendered import PageRenderer
@@ -119,7 +119,7 @@ class Crawl:
         self.seeds = SeedSource(config, plan, log)
         self.state: CrawlState | None = None
         self._site_answered = False  # any HTTP answer to the robots.txt requests
-        self._pages: LocalPages | None = None  # the run's Pages strategy, once open
+        self._pages: Pages | None = None  # the run's Pages strategy, once open
 
     # -- the crawl driver: crawl, then publish -------------------------------------------
 
@@ -175,9 +175,9 @@ class Crawl:
             # max_time counts from here: robots.txt and the seed sitemaps are the run's
             with loop.signals(), contextlib.ExitStack() as clock:
                 clock.enter_context(loop.timed())
-                async with self._opened(workers):
+                async with self.opened(workers):
                     with contextlib.suppress(ThrottleClosed):  # up before robots.txt came
-                        await loop.cuttable(self._read_robots(plan.start))
+                        await loop.cuttable(self.read_robots_at(plan.start))
                     self._take_workers()
                     if config.resume:
                         self._replay()
@@ -218,7 +218,10 @@ class Crawl:
                 if writer.count == 0:
                     raise NothingListedError(self._why_nothing())
                 if not config.force:
-                    check_publish(config, self.tally, writer.published_count, writer.count)
+                    check_publish(
+                        config, self.tally, writer.published_count, writer.count,
+                        writer.layout_note, self.log,
+                    )  # fmt: skip
                 published = await writer.publish()
                 report_changes(published, changes, self.tally, config.changes, self.log)
                 if config.news_name and published.news is None:  # said, not a silent 404
@@ -294,7 +297,8 @@ class Crawl:
 
     # -- sources -----------------------------------------------------------------------------
 
-    async def _read_robots(self, url: str) -> None:
+    async def read_robots_at(self, url: str) -> None:
+        """Read (or take the given) robots.txt and set the screen and throttle by it."""
         if self.robots is None:
             self.robots = await read_robots(self.config, self.client, url)
             self.log(f"robots.txt: {self.robots.note}")
@@ -309,7 +313,7 @@ class Crawl:
     async def read_robots(self) -> Robots:
         """The start URL's robots.txt, read as a crawl reads it: for work beside a crawl
         (the audit), inside requests(); later Crawls of the origin can be given it."""
-        await self._read_robots(self.plan.start)
+        await self.read_robots_at(self.plan.start)
         assert self.robots is not None
         return self.robots
 
@@ -339,54 +343,13 @@ class Crawl:
         self.loop.requested = self.loop.done_requests = done.fetched
         self.seeds.done = done.seeded
 
-    # -- the check and judge drivers: judge, publish nothing ---------------------------------
-
-    async def judge(self, url: str) -> list[DecisionRecord]:
-        """Judge one URL exactly as a crawl would, without following its links: the service
-        behind `explain`.
-
-        Returns its decision records: one per redirect hop, the final one last. A page
-        listed here may still lose to a byte-identical twin in a whole crawl.
-        """
-        records: list[DecisionRecord] = []
-        self.journal.echo = records.append
-        target = self.plan.to_crawl(self.known_as(url))
-        task = Task(target, 0, None)
-        async with self._opened():
-            await self._read_robots(target)
-            screened = self.links.screen(target, 0)
-            if screened is not None:
-                self.links.record(target, None, screened, task)
-            else:
-                self.frontier.mark_seen(target)
-                judged = await self.page_judge.judge(task)
-                if judged is not None and self.journal.canonicals:  # #24: is it usable?
-                    await self._judge_quietly(judged[1].canonical, judged[0])
-            self.journal.settle_canonicals()
-        return records
-
-    async def _judge_quietly(self, url: str | None, referrer: str) -> None:
-        """Judge url (crawl space) for its decision's effect alone, not recorded in the
-        answer: explain's page waits on its canonical's (#24)."""
-        if url is None or url in self.frontier:
-            return
-        echo, self.journal.echo = self.journal.echo, None
-        try:
-            task = Task(url, 1, self.plan.public(referrer))
-            self.frontier.mark_seen(url)
-            screened = self.links.screen(url, 1)
-            if screened is not None:
-                self.links.record(url, None, screened, task)
-            else:
-                await self.page_judge.judge(task)
-        finally:
-            self.journal.echo = echo
+    # -- the check driver: judge, publish nothing -----------------------------------------
 
     @contextlib.asynccontextmanager
     async def requests(self) -> AsyncIterator[Callable[[str, int | None], Awaitable[Response]]]:
         """Polite GETs for work beside a crawl (the audit's sitemaps and robots.txt): the
         crawl's transport, throttle and retries; one hop per call, redirects not followed."""
-        async with self._opened():
+        async with self.opened():
             yield self.client.request
 
     async def check(
@@ -421,8 +384,8 @@ class Crawl:
         loop = self.loop
         started = time.monotonic()
         try:
-            async with self._opened(workers):
-                await self._read_robots(self.plan.start)
+            async with self.opened(workers):
+                await self.read_robots_at(self.plan.start)
                 self._take_workers()
                 for url in urls:
                     self.links.discover(url, 0, None)
@@ -450,7 +413,7 @@ class Crawl:
     # -- what every driver opens -------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def _opened(self, workers: list[Spare] | None = None) -> AsyncIterator[None]:
+    async def opened(self, workers: list[Spare] | None = None) -> AsyncIterator[None]:
         """The client's Pages (worker processes too, when given) and the browser, when
         pages are rendered."""
         client = self.client

@@ -9,15 +9,26 @@ grows with the news, and holding it back would only make the most time-sensitive
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from crawler.config import Config
 from crawler.core.report import Tally
 from crawler.errors import PublishRefused
 
 
-def check_publish(config: Config, tally: Tally, previous: int | None, count: int) -> None:
+def check_publish(
+    config: Config,
+    tally: Tally,
+    previous: int | None,
+    count: int,
+    unread: str = "",
+    log: Callable[[str], None] = lambda _: None,
+) -> None:
     """Raise PublishRefused when too many requests failed (max_error_rate) or the new parts
     list too few URLs beside the published parts (max_shrink). `previous`: None when
-    nothing was published; --force skips the guard (the caller's)."""
+    nothing readable was published; `unread`, then, why a published set could not be read
+    back (the writer's layout note): max_shrink cannot compare with it, and says so rather
+    than pass silently. --force skips the guard (the caller's)."""
     if (copied := tally.foreign.refusal()) is not None:  # #24: a crawl of a copy of a site
         raise PublishRefused(copied)
     failed = tally.failed
@@ -28,6 +39,8 @@ def check_publish(config: Config, tally: Tally, previous: int | None, count: int
             f"network errors ({failed / tally.fetched:.0%}, max_error_rate is "
             f"{config.max_error_rate:.0%}); {kept} (--force publishes anyway)"
         )
+    if config.max_shrink < 1 and previous is None and unread:
+        log(f"warning: max_shrink not checked: {unread}")
     if config.max_shrink < 1 and previous and count < previous * (1 - config.max_shrink):
         raise PublishRefused(
             f"not published: the new sitemap lists {count} URLs, the published one "

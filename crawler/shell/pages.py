@@ -1,8 +1,8 @@
 """Where pages come from: a transport's answer and its analysis, as one step.
 
 `LocalPages` fetches with a transport and analyses in this process; `pool.PoolPages` hands the
-same step to worker processes, which run `LocalPages` themselves. The crawl sees only this
-interface (the Pages strategy): it never asks which of the two it has. Either way a page goes
+same step to worker processes, which run `LocalPages` themselves. The crawl sees only the
+`Pages` protocol both satisfy: it never asks which of the two it has. Either way a page goes
 transport -> page.analyse by the one path here, and the engine gets a `Fetched`.
 """
 
@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult, analyse
 from crawler.shell.fetch import REDIRECT_STATUSES, Response, Transport
 
-__all__ = ["Fetched", "LocalPages", "analysed"]
+__all__ = ["Fetched", "LocalPages", "Pages", "analysed"]
 
 
 @dataclass(slots=True)
@@ -41,6 +42,33 @@ def analysed(
     except Exception as exc:
         return Fetched(resp, None, f"cannot analyse the page: {type(exc).__name__}: {exc}")
     return Fetched(resp, page)
+
+
+class Pages(Protocol):
+    """The Pages strategy: what the client and the engine ask of where pages come from."""
+
+    async def fetch(
+        self, url: str, depth: int = 0, validators: Validators | None = None
+    ) -> Fetched: ...
+
+    async def get(self, url: str, max_bytes: int | None = None) -> Response: ...
+
+    def allow_workers(self) -> bool: ...
+
+    @property
+    def pipeline_depth(self) -> int: ...
+
+    @property
+    def worker_count(self) -> int: ...
+
+    @property
+    def worker_requests(self) -> int: ...
+
+    def settle(self, url: str, depth: int = 0) -> None: ...
+
+    def abort(self) -> None: ...
+
+    async def close(self) -> None: ...
 
 
 class LocalPages:
@@ -78,8 +106,12 @@ class LocalPages:
         """Jobs the crawl keeps in flight per allowed request."""
         return 1
 
-    worker_count = 0  # workers started: the crawl report's figures
-    worker_requests = 0
+    @property
+    def worker_count(self) -> int:
+        """Workers started: the crawl report's figure (none here)."""
+        return 0
+
+    worker_requests = 0  # GETs workers made: the crawl report's figure
 
     def settle(self, url: str, depth: int = 0) -> None:
         """The crawl judged url for good: nothing to tell when pages are made here."""

@@ -293,7 +293,7 @@ class PoolPages(LocalPages):
         return PIPELINE_DEPTH if self._allowed else 1
 
     @property
-    def worker_count(self) -> int:  # type: ignore[override]
+    def worker_count(self) -> int:
         """Workers started (alive or not): the crawl report's figure."""
         return len(self._workers)
 

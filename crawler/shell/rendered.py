@@ -22,9 +22,9 @@ from crawler.core.rendering import (
 )
 from crawler.core.report import Tally
 from crawler.core.robots import RobotsTxt
+from crawler.shell.browser import Browser
 from crawler.shell.fetch import Response
 from crawler.shell.pages import Fetched, analysed
-from crawler.shell.render import Browser
 
 
 class PageRenderer:
@@ -66,7 +66,7 @@ class PageRenderer:
         if not self.rendering:
             yield
             return
-        from crawler.shell.render import find_chromium
+        from crawler.shell.browser import find_chromium
 
         executable = find_chromium(config.chromium_path)
         hosts, agent = config.render_hosts, config.user_agent
