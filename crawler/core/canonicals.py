@@ -8,8 +8,13 @@ such depends on its own decision, which may come after the page's (it is fetched
 a page that would be listed but for its canonical waits here for its target's decision until
 every URL is judged (crawler.shell.journal), and the decision is made then.
 
-Memory: one entry per URL judged broken as a target could be (4xx/5xx, robots.txt, noindex;
-a subset of the URLs the frontier holds anyway), and one per page waiting.
+Whether the target has its decision is known from the decisions themselves (they all pass
+through here), never inferred from the frontier: a URL that is marked seen but not queued may
+be a redirect hop in flight, whose final answer is still to come, so that inference made a
+page's fate depend on timing.
+
+Memory: one entry per URL decided (a second copy of the URLs the frontier holds), one per URL
+judged broken as a target could be (4xx/5xx, robots.txt, noindex), and one per page waiting.
 """
 
 from __future__ import annotations
@@ -66,20 +71,27 @@ class Canonicals(Generic[T]):
     """The targets judged unusable as canonicals, and the pages waiting for their targets'
     decisions (each with what would list it, `T`)."""
 
-    __slots__ = ("_broken", "_waiting")
+    __slots__ = ("_broken", "_decided", "_waiting")
 
     def __init__(self) -> None:
         self._broken: dict[str, tuple[str, int | None]] = {}  # url -> why, status
+        self._decided: set[str] = set()  # every URL with its final decision
         self._waiting: dict[str, list[T]] = {}  # target -> pages naming it
 
     def __len__(self) -> int:
         return sum(map(len, self._waiting.values()))
 
     def judged(self, url: str, reason: str, status: int | None) -> None:
-        """Any URL's final decision (crawl space): remembered if it breaks a canonical."""
+        """Any URL's final decision (crawl space; a listing counts, being no broken
+        target whatever else it loses to): remembered, and whether it breaks a canonical."""
+        self._decided.add(url)
         why = broken_target(reason, status)
         if why is not None:
             self._broken[url] = (why, status)
+
+    def decided(self, url: str) -> bool:
+        """Whether url (crawl space) has its final decision: a page naming it need not wait."""
+        return url in self._decided
 
     def broken(self, target: str) -> tuple[str, int | None] | None:
         """(why, status) when target (crawl space) is judged unusable as a canonical."""

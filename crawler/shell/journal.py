@@ -197,18 +197,16 @@ class Journal:
 
     # -- canonicals -----------------------------------------------------------------------
 
-    def canonicalised(
-        self, listing: Listing, target: str, decision: Decision, *, judged: bool
-    ) -> None:
+    def canonicalised(self, listing: Listing, target: str, decision: Decision) -> None:
         """A page that would be listed but for its canonical, `target` (crawl space), which
         the crawl judges: `decision` (canonicalised) stands unless the target turns out
-        unusable as a canonical (crawler.core.canonicals). Known now when the target is
-        `judged` already (the usual case: canonicals name shallower pages), else once every
+        unusable as a canonical (crawler.core.canonicals). Known now when the target has its
+        decision already (the usual case: canonicals name shallower pages), else once every
         URL is judged (settle_canonicals): only those pages wait, in memory."""
         broken = self.canonicals.broken(target)
         if broken is not None:
             self._canonical_broken(listing, target, broken)
-        elif judged:
+        elif self.canonicals.decided(target):
             self.record(listing.url, listing.status, decision, listing.depth, listing.referrer)
         else:
             self.canonicals.wait(target, (listing, decision))
@@ -254,6 +252,7 @@ class Journal:
             )
             return
         self.spool.add(listing)
+        self.canonicals.judged(listing.url, LISTED, listing.status)
         if self.extensions is not None:
             self.extensions.noted(listing)
         self.dating.saw(listing)

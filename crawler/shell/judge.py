@@ -151,16 +151,10 @@ class PageJudge:
         return facts
 
     def _canonicalised(self, listing: Listing, facts: PageFacts, decision: Decision) -> None:
-        """#24: the journal decides once its canonical's target is judged (at once, when it
-        is already)."""
-        target, links = facts.canonical, self.links
-        assert target is not None
-        judged = (
-            target in links.frontier
-            and not links.frontier.is_queued(target)
-            and target not in links.active
-        )
-        self.journal.canonicalised(listing, target, decision, judged=judged)
+        """#24: the journal decides once its canonical's target has its decision (at once,
+        when it has)."""
+        assert facts.canonical is not None
+        self.journal.canonicalised(listing, facts.canonical, decision)
 
     async def _get(self, url: str, task: Task) -> Fetched | None:
         """url asked for whole, without validators; None when max_time closed the throttle."""
