@@ -24,7 +24,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from crawler.core.decide import HEADER_NOINDEX, HTTP_ERROR, META_NOINDEX, ROBOTS_TXT
+from crawler.core.decide import (
+    HEADER_NOINDEX,
+    HTTP_ERROR,
+    META_NOINDEX,
+    ROBOTS_TXT,
+    canonical_ignored_parts,
+)
 from crawler.core.urls import join_parts
 
 __all__ = [
@@ -38,10 +44,13 @@ __all__ = [
 T = TypeVar("T")
 
 
+_ANSWERS = "it answers HTTP "
+
+
 def broken_target(reason: str, status: int | None) -> str | None:
     """Why a URL judged so cannot be a page's canonical (as Google ignores it), or None."""
     if reason == HTTP_ERROR and status is not None and status >= 400:
-        return f"it answers HTTP {status}"
+        return f"{_ANSWERS}{status}"
     if reason == ROBOTS_TXT:
         return "robots.txt blocks it"
     if reason in (META_NOINDEX, HEADER_NOINDEX):
@@ -57,6 +66,17 @@ class BrokenCanonical:
     canonical: str  # its target, public
     status: int | None  # the target's HTTP status (None: not fetched, robots.txt)
     why: str
+
+    @classmethod
+    def from_detail(cls, url: str, detail: str) -> BrokenCanonical | None:
+        """The entry a listing's detail names (a resumed crawl's listings: the detail is all
+        that is saved of it), or None when its canonical was not ignored."""
+        parts = canonical_ignored_parts(detail)
+        if parts is None:
+            return None
+        canonical, why = parts
+        status = int(why[len(_ANSWERS) :]) if why.startswith(_ANSWERS) else None
+        return cls(url, canonical, status, why)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -122,6 +142,9 @@ def same_path_elsewhere(page: str, canonical: str) -> str | None:
     return origin
 
 
+_SAME_PATH = "foreign_same_path "  # + an origin: a counter's name
+
+
 @dataclass(slots=True)
 class ForeignCanonicals:
     """The fetched pages whose canonical names another origin. When most name their own
@@ -145,6 +168,20 @@ class ForeignCanonicals:
             self.elsewhere += 1
         elif join_parts(canonical)[1] != join_parts(page)[1]:
             self.elsewhere += 1
+
+    def counters(self) -> dict[str, int]:
+        """The figures as named counters, saved in the state for --resume."""
+        saved = {"foreign_pages": self.pages, "foreign_elsewhere": self.elsewhere}
+        saved.update((_SAME_PATH + origin, n) for origin, n in self.same_path.items())
+        return saved
+
+    def restore(self, counters: dict[str, int]) -> None:
+        """The figures of the runs a resumed crawl goes on from (counters())."""
+        self.pages = counters.get("foreign_pages", 0)
+        self.elsewhere = counters.get("foreign_elsewhere", 0)
+        self.same_path = Counter(
+            {k[len(_SAME_PATH) :]: n for k, n in counters.items() if k.startswith(_SAME_PATH)}
+        )
 
     def hint(self) -> str | None:
         """One line when most pages name their own path on one other origin."""
