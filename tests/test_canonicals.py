@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 
 from crawler.cli import main
-from crawler.core.canonicals import Canonicals, broken_target
+from crawler.core.canonicals import BrokenCanonical, Canonicals, broken_target
 from crawler.core.decide import (
     CANONICALISED,
     LISTED,
@@ -20,8 +20,10 @@ from crawler.core.decide import (
     PageFacts,
     Policy,
     awaits_canonical,
+    canonical_ignored,
     decide_page,
 )
+from crawler.core.report import Tally
 from tests.sites import Page, Site, html, read_decisions, read_published, redirect, urlset
 
 
@@ -246,3 +248,23 @@ def test_a_canonical_target_in_flight_as_a_redirect_hop_is_awaited(
     report = json.loads(rep.read_text())
     assert report["canonical_broken_count"] == 1
     assert [b["url"] for b in report["canonical_broken"]] == [u + "/page"]
+
+
+def test_what_a_resumed_crawl_rebuilds_of_canonicals():
+    """--resume: a listing's detail names its broken canonical; the copy-site figures are
+    the state's counters (crawler.shell.replay)."""
+    detail = canonical_ignored("http://h/gone", broken_target("http_error", 404) or "")
+    assert BrokenCanonical.from_detail("http://h/a", f"{detail}; more") == BrokenCanonical(
+        "http://h/a", "http://h/gone", 404, "it answers HTTP 404"
+    )
+    blocked = canonical_ignored("http://h/b", "robots.txt blocks it")
+    assert BrokenCanonical.from_detail("http://h/a", blocked).status is None  # type: ignore[union-attr]
+    assert BrokenCanonical.from_detail("http://h/a", "") is None
+    tally = Tally(failed=2, not_modified=3)
+    tally.foreign.saw("http://h/a", "https://live/a")
+    tally.foreign.saw("http://h/b", "https://other/x")
+    tally.foreign.saw("http://h/c", None)
+    again = Tally()
+    again.restore({**tally.counters(), "fetched": 9})
+    assert (again.fetched, again.fetched_before, again.failed, again.not_modified) == (9, 9, 2, 3)
+    assert again.foreign == tally.foreign
