@@ -13,8 +13,9 @@ through here), never inferred from the frontier: a URL that is marked seen but n
 be a redirect hop in flight, whose final answer is still to come, so that inference made a
 page's fate depend on timing.
 
-Memory: one entry per URL decided (a second copy of the URLs the frontier holds), one per URL
-judged broken as a target could be (4xx/5xx, robots.txt, noindex), and one per page waiting.
+Memory: one entry per URL decided (a second set of the URLs the frontier holds, its strings
+mostly shared: some 40 bytes a URL), one per URL judged broken as a target could be
+(4xx/5xx, robots.txt, noindex), and one per page waiting.
 """
 
 from __future__ import annotations
