@@ -4,10 +4,15 @@ in, and the report lists it as canonical_broken, in crawl, explain and audit."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 
+import pytest
+from aiohttp import web
+
 from crawler.cli import main
-from crawler.core.canonicals import Canonicals, broken_target
+from crawler.core.canonicals import BrokenCanonical, Canonicals, broken_target
 from crawler.core.decide import (
     CANONICALISED,
     LISTED,
@@ -15,9 +20,11 @@ from crawler.core.decide import (
     PageFacts,
     Policy,
     awaits_canonical,
+    canonical_ignored,
     decide_page,
 )
-from tests.sites import Page, Site, html, read_decisions, read_published, urlset
+from crawler.core.report import Tally
+from tests.sites import Page, Site, html, read_decisions, read_published, redirect, urlset
 
 
 def test_which_targets_break_a_canonical():
@@ -35,6 +42,7 @@ def test_pages_wait_for_their_targets_whichever_comes_first():
     canonicals: Canonicals[str] = Canonicals()
     canonicals.judged("http://h/gone", "http_error", 404)  # judged before the page
     assert canonicals.broken("http://h/gone") == ("it answers HTTP 404", 404)
+    assert canonicals.decided("http://h/gone") and not canonicals.decided("http://h/later")
     canonicals.wait("http://h/later", "page-a")
     canonicals.wait("http://h/fine", "page-b")
     canonicals.judged("http://h/later", "meta_noindex", 200)  # judged after
@@ -197,3 +205,66 @@ def test_explain_suggests_public_url(serve, capsys):
     srv = serve(_copy_site(live).app)
     assert main(["explain", srv.url + "/a"]) != 0
     assert f"crawl it with --public-url {live}/" in capsys.readouterr().out
+
+
+def _hop_site() -> Site:
+    """/page names /target as its canonical; /target is met first as the last hop of /hop's
+    redirect, and answers 404 only after /page is fetched (and a little later): marked seen,
+    neither queued nor a task of its own meanwhile."""
+    page_asked = asyncio.Event()
+
+    async def page(_: web.Request) -> web.Response:
+        page_asked.set()
+        body = html(head='<link rel="canonical" href="/target">')
+        return web.Response(text=body, content_type="text/html")
+
+    async def target(_: web.Request) -> web.Response:
+        with contextlib.suppress(TimeoutError):  # one at a time: /page comes after
+            await asyncio.wait_for(page_asked.wait(), 1.0)
+        await asyncio.sleep(0.2)  # the slow hop: /page is judged meanwhile
+        return web.Response(status=404, text="gone")
+
+    return Site({"/": html("/hop", "/page"), "/hop": redirect("/target"),
+                 "/page": page, "/target": target})  # fmt: skip
+
+
+@pytest.mark.parametrize("concurrency", ["1", "2", "4"])
+def test_a_canonical_target_in_flight_as_a_redirect_hop_is_awaited(
+    serve, tmp_path, xsd, concurrency
+):
+    srv = serve(_hop_site().app)
+    u = srv.url
+    out, dec, rep = tmp_path / "out", tmp_path / "d.jsonl", tmp_path / "r.json"
+    code = main(["crawl", u + "/", "-o", str(out), "-q", "--decisions", str(dec),
+                 "--report", str(rep), "--retries", "0", "--concurrency", concurrency,
+                 "--max-error-rate", "1"])  # fmt: skip
+    assert code == 0
+    assert sorted(read_published(out, xsd).locs) == [u + "/", u + "/page"]
+    decisions = read_decisions(dec)
+    assert decisions[u + "/target"]["status"] == 404
+    assert decisions[u + "/page"]["detail"] == (
+        f"its canonical {u}/target is ignored: it answers HTTP 404 (canonical_broken)"
+    )
+    report = json.loads(rep.read_text())
+    assert report["canonical_broken_count"] == 1
+    assert [b["url"] for b in report["canonical_broken"]] == [u + "/page"]
+
+
+def test_what_a_resumed_crawl_rebuilds_of_canonicals():
+    """--resume: a listing's detail names its broken canonical; the copy-site figures are
+    the state's counters (crawler.shell.replay)."""
+    detail = canonical_ignored("http://h/gone", broken_target("http_error", 404) or "")
+    assert BrokenCanonical.from_detail("http://h/a", f"{detail}; more") == BrokenCanonical(
+        "http://h/a", "http://h/gone", 404, "it answers HTTP 404"
+    )
+    blocked = canonical_ignored("http://h/b", "robots.txt blocks it")
+    assert BrokenCanonical.from_detail("http://h/a", blocked).status is None  # type: ignore[union-attr]
+    assert BrokenCanonical.from_detail("http://h/a", "") is None
+    tally = Tally(failed=2, not_modified=3)
+    tally.foreign.saw("http://h/a", "https://live/a")
+    tally.foreign.saw("http://h/b", "https://other/x")
+    tally.foreign.saw("http://h/c", None)
+    again = Tally()
+    again.restore({**tally.counters(), "fetched": 9})
+    assert (again.fetched, again.fetched_before, again.failed, again.not_modified) == (9, 9, 2, 3)
+    assert again.foreign == tally.foreign

@@ -188,12 +188,16 @@ def test_a_resumed_max_pages_crawl_fetches_exactly_max_pages(serve, tmp_path):
     assert len(fetched) == 1200
 
 
-def _referrers(state: Path) -> int:
+def _rows(state: Path, table: str) -> int:
     try:
         with contextlib.closing(sqlite3.connect(state)) as conn:
-            return conn.execute("SELECT count(*) FROM referrers").fetchone()[0]
+            return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
     except sqlite3.Error:
         return 0
+
+
+def _referrers(state: Path) -> int:
+    return _rows(state, "referrers")
 
 
 def test_pages_linking_to_a_broken_url_survive_a_resume(serve, tmp_path):
@@ -271,3 +275,63 @@ def test_sigterm_while_robots_txt_never_answers_stops_within_the_grace(serve, tm
     assert "stopped by SIGTERM" in err
     assert asked == ["/robots.txt"]
     assert not (out / "sitemap.xml").exists()
+
+
+def test_a_resumed_crawl_keeps_issue_24_s_state(serve, tmp_path, capsys):
+    """#24's figures survive a resume (review #5): a copy of a site (its pages canonicalised
+    to the live one) is refused by the publish guard with the same counts, the URLs only
+    nofollow links lead to get their decision, and canonical_broken is the same, as after
+    a crawl never stopped."""
+    live = "https://www.example.com"
+
+    def make_site() -> Site:
+        async def page(request: web.Request) -> web.Response:
+            await asyncio.sleep(0.15)
+            n = int(request.path.strip("/") or 0)
+            links = "".join(f'<a href="/{m}">{m}</a>' for m in (2 * n + 1, 2 * n + 2) if m < 40)
+            first = '<a href="/gone">g</a><a href="/cb">c</a>' if n == 0 else ""
+            body = (
+                f'<html><head><link rel="canonical" href="{live}/{n}"></head><body>{first}'
+                f'{links}<a rel="nofollow" href="/nf{n}">nf</a></body></html>'
+            )
+            return web.Response(text=body, content_type="text/html")
+
+        cb = html(head='<link rel="canonical" href="/gone">')
+        return Site({"/robots.txt": Page("", 404), "/gone": Page("", 404), "/cb": cb},
+                    fallback=page)  # fmt: skip
+
+    def run(srv, name: str, *more: str) -> tuple[int, str, dict, dict]:
+        out, state = tmp_path / name, tmp_path / f"{name}.sqlite"
+        report, decisions = tmp_path / f"{name}.json", tmp_path / f"{name}.jsonl"
+        args = [*_crawl_args(srv.url, out, state), "--concurrency", "1", *more]
+        code = main([*args, "--report", str(report), "--decisions", str(decisions)])
+        err = capsys.readouterr().err.replace(srv.url, "ORIGIN")
+        got = json.loads(report.read_text().replace(srv.url, "ORIGIN"))
+        decided = {
+            url.replace(srv.url, "ORIGIN"): (d["reason"], d["detail"].replace(srv.url, "ORIGIN"),
+                                             d["depth"])
+            for url, d in read_decisions(decisions).items()
+        }  # fmt: skip
+        return code, err, got, decided
+
+    srv = serve(make_site().app)
+    code, err, whole, decided = run(srv, "whole")
+    assert code == 4 and "40 of 41 fetched pages are canonicalised to another origin" in err
+    assert decided["ORIGIN/nf39"][0] == "nofollow"
+    assert whole["canonical_broken_count"] == 1
+
+    site = make_site()
+    srv = serve(site.app)
+    state = tmp_path / "cut.sqlite"
+    proc = crawl_process(*_crawl_args(srv.url, tmp_path / "cut", state)[1:], "--concurrency", "1")
+    wait_for(lambda: _rows(state, "decisions") >= 8, "8 decisions checkpointed", proc=proc)
+    proc.send_signal(signal.SIGTERM)
+    _, cut_err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, cut_err
+    assert len(site.requests) < 40, "the crawl was not stopped mid-way"
+    code, err, resumed, decided_after = run(srv, "cut", "--resume")
+    assert code == 4 and "40 of 41 fetched pages are canonicalised to another origin" in err
+    assert decided_after == decided
+    for key in ("canonical_broken", "canonical_broken_count", "public_url_hint", "error"):
+        assert resumed[key] == whole[key], key
+    assert sorted(p for p in site.paths if p.startswith("/nf")) == []

@@ -8,8 +8,14 @@ such depends on its own decision, which may come after the page's (it is fetched
 a page that would be listed but for its canonical waits here for its target's decision until
 every URL is judged (crawler.shell.journal), and the decision is made then.
 
-Memory: one entry per URL judged broken as a target could be (4xx/5xx, robots.txt, noindex;
-a subset of the URLs the frontier holds anyway), and one per page waiting.
+Whether the target has its decision is known from the decisions themselves (they all pass
+through here), never inferred from the frontier: a URL that is marked seen but not queued may
+be a redirect hop in flight, whose final answer is still to come, so that inference made a
+page's fate depend on timing.
+
+Memory: one entry per URL decided (a second set of the URLs the frontier holds, its strings
+mostly shared: some 40 bytes a URL), one per URL judged broken as a target could be
+(4xx/5xx, robots.txt, noindex), and one per page waiting.
 """
 
 from __future__ import annotations
@@ -19,7 +25,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from crawler.core.decide import HEADER_NOINDEX, HTTP_ERROR, META_NOINDEX, ROBOTS_TXT
+from crawler.core.decide import (
+    HEADER_NOINDEX,
+    HTTP_ERROR,
+    META_NOINDEX,
+    ROBOTS_TXT,
+    canonical_ignored_parts,
+)
 from crawler.core.urls import join_parts
 
 __all__ = [
@@ -33,10 +45,13 @@ __all__ = [
 T = TypeVar("T")
 
 
+_ANSWERS = "it answers HTTP "
+
+
 def broken_target(reason: str, status: int | None) -> str | None:
     """Why a URL judged so cannot be a page's canonical (as Google ignores it), or None."""
     if reason == HTTP_ERROR and status is not None and status >= 400:
-        return f"it answers HTTP {status}"
+        return f"{_ANSWERS}{status}"
     if reason == ROBOTS_TXT:
         return "robots.txt blocks it"
     if reason in (META_NOINDEX, HEADER_NOINDEX):
@@ -53,6 +68,17 @@ class BrokenCanonical:
     status: int | None  # the target's HTTP status (None: not fetched, robots.txt)
     why: str
 
+    @classmethod
+    def from_detail(cls, url: str, detail: str) -> BrokenCanonical | None:
+        """The entry a listing's detail names (a resumed crawl's listings: the detail is all
+        that is saved of it), or None when its canonical was not ignored."""
+        parts = canonical_ignored_parts(detail)
+        if parts is None:
+            return None
+        canonical, why = parts
+        status = int(why[len(_ANSWERS) :]) if why.startswith(_ANSWERS) else None
+        return cls(url, canonical, status, why)
+
     def to_json(self) -> dict[str, object]:
         return {
             "url": self.url,
@@ -66,20 +92,27 @@ class Canonicals(Generic[T]):
     """The targets judged unusable as canonicals, and the pages waiting for their targets'
     decisions (each with what would list it, `T`)."""
 
-    __slots__ = ("_broken", "_waiting")
+    __slots__ = ("_broken", "_decided", "_waiting")
 
     def __init__(self) -> None:
         self._broken: dict[str, tuple[str, int | None]] = {}  # url -> why, status
+        self._decided: set[str] = set()  # every URL with its final decision
         self._waiting: dict[str, list[T]] = {}  # target -> pages naming it
 
     def __len__(self) -> int:
         return sum(map(len, self._waiting.values()))
 
     def judged(self, url: str, reason: str, status: int | None) -> None:
-        """Any URL's final decision (crawl space): remembered if it breaks a canonical."""
+        """Any URL's final decision (crawl space; a listing counts, being no broken
+        target whatever else it loses to): remembered, and whether it breaks a canonical."""
+        self._decided.add(url)
         why = broken_target(reason, status)
         if why is not None:
             self._broken[url] = (why, status)
+
+    def decided(self, url: str) -> bool:
+        """Whether url (crawl space) has its final decision: a page naming it need not wait."""
+        return url in self._decided
 
     def broken(self, target: str) -> tuple[str, int | None] | None:
         """(why, status) when target (crawl space) is judged unusable as a canonical."""
@@ -110,6 +143,9 @@ def same_path_elsewhere(page: str, canonical: str) -> str | None:
     return origin
 
 
+_SAME_PATH = "foreign_same_path "  # + an origin: a counter's name
+
+
 @dataclass(slots=True)
 class ForeignCanonicals:
     """The fetched pages whose canonical names another origin. When most name their own
@@ -133,6 +169,20 @@ class ForeignCanonicals:
             self.elsewhere += 1
         elif join_parts(canonical)[1] != join_parts(page)[1]:
             self.elsewhere += 1
+
+    def counters(self) -> dict[str, int]:
+        """The figures as named counters, saved in the state for --resume."""
+        saved = {"foreign_pages": self.pages, "foreign_elsewhere": self.elsewhere}
+        saved.update((_SAME_PATH + origin, n) for origin, n in self.same_path.items())
+        return saved
+
+    def restore(self, counters: dict[str, int]) -> None:
+        """The figures of the runs a resumed crawl goes on from (counters())."""
+        self.pages = counters.get("foreign_pages", 0)
+        self.elsewhere = counters.get("foreign_elsewhere", 0)
+        self.same_path = Counter(
+            {k[len(_SAME_PATH) :]: n for k, n in counters.items() if k.startswith(_SAME_PATH)}
+        )
 
     def hint(self) -> str | None:
         """One line when most pages name their own path on one other origin."""

@@ -7,6 +7,7 @@ act on. The engine gathers facts; this module only judges them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from crawler.core.access import AUTH_ENV
@@ -194,6 +195,15 @@ def awaits_canonical(facts: PageFacts, decision: Decision, policy: Policy) -> bo
 def canonical_ignored(canonical: str, why: str) -> str:
     """The detail of a page listed although its canonical names another URL."""
     return f"its canonical {canonical} is ignored: {why} (canonical_broken)"
+
+
+_CANONICAL_IGNORED = re.compile(r"its canonical (\S+) is ignored: (.*?) \(canonical_broken\)")
+
+
+def canonical_ignored_parts(detail: str) -> tuple[str, str] | None:
+    """(canonical, why) of a canonical_ignored detail (a resumed crawl's listings), or None."""
+    m = _CANONICAL_IGNORED.match(detail)
+    return None if m is None else (m[1], m[2])
 
 
 def nofollow_detail(page: str) -> str:

@@ -125,7 +125,7 @@ class Tally:
     fetched: int = 0  # HTTP requests for pages, redirect hops included, by every run of the crawl
     fetched_before: int = 0  # of those, by the runs a resumed crawl goes on from
     failed: int = 0  # of those, failed with a 5xx or a network error (after retries)
-    not_modified: int = 0  # this run's, answered 304 to a conditional request (no body)
+    not_modified: int = 0  # answered 304 to a conditional request (no body), as fetched
     lastmods: Counter[str] = field(default_factory=Counter)  # listed pages by lastmod source
     reasons: Counter[str] = field(default_factory=Counter)
     broken: dict[str, tuple[int, list[str]]] = field(default_factory=dict)  # url -> status, refs
@@ -148,6 +148,20 @@ class Tally:
     @property
     def listed(self) -> int:
         return self.reasons[LISTED]
+
+    def counters(self) -> dict[str, int]:
+        """What a resumed crawl goes on from, as the state's named counters (the publish
+        guard's figures and the report's): restore() reads them back. `fetched` is the
+        engine's (requests answered, whatever was in flight)."""
+        return {"failed": self.failed, "not_modified": self.not_modified,
+                **self.foreign.counters()}  # fmt: skip
+
+    def restore(self, counters: dict[str, int]) -> None:
+        """The figures of the runs a resumed crawl goes on from (counters())."""
+        self.fetched = self.fetched_before = counters.get("fetched", 0)  # not in pages/s
+        self.failed = counters.get("failed", 0)
+        self.not_modified = counters.get("not_modified", 0)
+        self.foreign.restore(counters)
 
     @property
     def fetched_this_run(self) -> int:
@@ -219,7 +233,7 @@ class Tally:
             "pages_fetched": self.fetched,  # by every run of the crawl, as requests_failed
             "pages_fetched_this_run": self.fetched_this_run,  # as seconds and pages_per_second
             "requests_failed": self.failed,
-            "pages_not_modified": self.not_modified,  # this run's 304s (--state's history)
+            "pages_not_modified": self.not_modified,  # 304s (--state's history), as fetched
             "urls_listed": self.listed,
             "lastmod_sources": {s: self.lastmods[s] for s in ("header", "content", "none")},
             "seconds": round(self.seconds, 3),

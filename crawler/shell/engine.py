@@ -286,7 +286,8 @@ class Crawl:
         """The figures a resumed crawl goes on from: max_pages' and the publish guard's."""
         assert self.state is not None
         self.state.counter("fetched", self.loop.done_requests)
-        self.state.counter("failed", self.tally.failed)
+        for name, value in self.tally.counters().items():
+            self.state.counter(name, value)
 
     def _news(self) -> NewsPolicy | None:
         config = self.config

@@ -94,7 +94,9 @@ class Journal:
         # decides each listing's lastmod when the crawl is over (set by the engine)
         self.dating = Dating(AUTO, None)
         # pages listed but for their canonical, waiting for its target's decision (#24)
-        self.canonicals: Canonicals[tuple[Listing, Decision]] = Canonicals()
+        # (with its canonical, public: ForeignCanonicals counts it once it is decided, so that
+        # the figures saved for --resume hold only the pages a resumed crawl does not fetch)
+        self.canonicals: Canonicals[tuple[Listing, Decision, str]] = Canonicals()
         # URLs met only through nofollow links so far -> (a page linking so, its depth + 1)
         self.nofollowed: dict[str, tuple[str, int]] = {}
 
@@ -182,8 +184,12 @@ class Journal:
     def nofollow_links(self, urls: Iterable[str], referrer: str, depth: int) -> None:
         """urls (crawl space, not met otherwise yet) are linked from referrer (public) only
         by nofollow links: each gets the decision `nofollow` at the end unless met then."""
+        nofollowed, state = self.nofollowed, self.state
         for url in urls:
-            self.nofollowed.setdefault(url, (referrer, depth))
+            if url not in nofollowed:
+                nofollowed[url] = (referrer, depth)
+                if state is not None:  # a page linking to a URL never queued (replay.py)
+                    state.referred(url, referrer)
 
     def settle_nofollow(self, met: Container[str]) -> None:
         """The crawl is over: every URL only nofollow links lead to, and not `met` otherwise
@@ -197,30 +203,38 @@ class Journal:
 
     # -- canonicals -----------------------------------------------------------------------
 
-    def canonicalised(
-        self, listing: Listing, target: str, decision: Decision, *, judged: bool
-    ) -> None:
-        """A page that would be listed but for its canonical, `target` (crawl space), which
-        the crawl judges: `decision` (canonicalised) stands unless the target turns out
-        unusable as a canonical (crawler.core.canonicals). Known now when the target is
-        `judged` already (the usual case: canonicals name shallower pages), else once every
-        URL is judged (settle_canonicals): only those pages wait, in memory."""
-        broken = self.canonicals.broken(target)
-        if broken is not None:
-            self._canonical_broken(listing, target, broken)
-        elif judged:
-            self.record(listing.url, listing.status, decision, listing.depth, listing.referrer)
+    def canonicalised(self, listing: Listing, target: str, public: str, decision: Decision) -> None:
+        """A page that would be listed but for its canonical, `target` (crawl space; `public`
+        as the page names it), which the crawl judges: `decision` (canonicalised) stands
+        unless the target turns out unusable as a canonical (crawler.core.canonicals). Known
+        now when the target has its decision already (the usual case: canonicals name
+        shallower pages), else once every URL is judged (settle_canonicals): only those pages
+        wait, in memory (and a resumed crawl fetches them again: the state has no decision)."""
+        if self.canonicals.decided(target):
+            self._canonical_decided(
+                target, (listing, decision, public), self.canonicals.broken(target)
+            )
         else:
-            self.canonicals.wait(target, (listing, decision))
+            self.canonicals.wait(target, (listing, decision, public))
 
     def settle_canonicals(self) -> None:
         """Every URL is judged: each waiting page is listed if its canonical is broken, else
         recorded as canonicalised."""
-        for target, (listing, decision), broken in self.canonicals.settle():
-            if broken is not None:
-                self._canonical_broken(listing, target, broken)
-            else:
-                self.record(listing.url, listing.status, decision, listing.depth, listing.referrer)
+        for target, page, broken in self.canonicals.settle():
+            self._canonical_decided(target, page, broken)
+
+    def _canonical_decided(
+        self,
+        target: str,
+        page: tuple[Listing, Decision, str],
+        broken: tuple[str, int | None] | None,
+    ) -> None:
+        listing, decision, public = page
+        self.tally.foreign.saw(listing.loc, public)
+        if broken is not None:
+            self._canonical_broken(listing, target, broken)
+        else:
+            self.record(listing.url, listing.status, decision, listing.depth, listing.referrer)
 
     def _canonical_broken(
         self, listing: Listing, target: str, broken: tuple[str, int | None]
@@ -254,6 +268,7 @@ class Journal:
             )
             return
         self.spool.add(listing)
+        self.canonicals.judged(listing.url, LISTED, listing.status)
         if self.extensions is not None:
             self.extensions.noted(listing)
         self.dating.saw(listing)

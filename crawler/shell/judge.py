@@ -100,7 +100,9 @@ class PageJudge:
         page = answer.page
         facts = self._facts(url, answer)
         decision = decide_page(facts, self.policy)
-        if answer.status == 200:  # #24: most canonicals on another origin: a copy of a site?
+        # #24: canonicalised, but listed if its canonical turns out broken (journal decides)
+        awaits = awaits_canonical(facts, decision, self.policy)
+        if answer.status == 200 and not awaits:  # #24: most canonicals elsewhere: a copy?
             self.tally.foreign.saw(facts.public or url, facts.canonical_public)
         if page.moved_to is not None:  # #24: the history keeps no stub's target: no validators
             answer = dataclasses.replace(answer, etag=None, modified=None)
@@ -110,14 +112,13 @@ class PageJudge:
         if resp.notes:
             decision = Decision(decision.reason, _with_notes(decision.detail, resp))
         self.revalidation.record(url, prior, answer, decision.reason)
-        # #24: canonicalised, but listed if its canonical turns out broken (journal decides)
-        awaits = awaits_canonical(facts, decision, self.policy)
         if decision.listed or awaits:
             made = self._listing(url, task, answer, "" if awaits else decision.detail)
             if awaits:
-                if isinstance(made, Listing):
+                if isinstance(made, Listing):  # the journal counts it as foreign or not
                     self._canonicalised(made, facts, decision)
                     return url, facts, page, decision
+                self.tally.foreign.saw(facts.public or url, facts.canonical_public)
             elif isinstance(made, Decision):
                 decision = made
             else:
@@ -151,16 +152,10 @@ class PageJudge:
         return facts
 
     def _canonicalised(self, listing: Listing, facts: PageFacts, decision: Decision) -> None:
-        """#24: the journal decides once its canonical's target is judged (at once, when it
-        is already)."""
-        target, links = facts.canonical, self.links
-        assert target is not None
-        judged = (
-            target in links.frontier
-            and not links.frontier.is_queued(target)
-            and target not in links.active
-        )
-        self.journal.canonicalised(listing, target, decision, judged=judged)
+        """#24: the journal decides once its canonical's target has its decision (at once,
+        when it has)."""
+        assert facts.canonical is not None and facts.canonical_public is not None
+        self.journal.canonicalised(listing, facts.canonical, facts.canonical_public, decision)
 
     async def _get(self, url: str, task: Task) -> Fetched | None:
         """url asked for whole, without validators; None when max_time closed the throttle."""

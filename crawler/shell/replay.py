@@ -1,11 +1,14 @@
-"""--resume: the crawl saved in the state file rebuilt (frontier, decisions, listings, twins)
-before the loop goes on from it."""
+"""--resume: the crawl saved in the state file rebuilt (frontier, decisions, listings, twins,
+the tally's figures, #24's nofollow links and canonical_broken pages) before the loop goes on
+from it. Pages that waited for their canonical's target have no decision saved: they are
+queued still, and fetched again."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from crawler.core.canonicals import BrokenCanonical
 from crawler.core.decide import (
     EXCLUDED_BY_PATTERN,
     LIMIT,
@@ -56,20 +59,39 @@ def replay(
         budgets.spend(row.url)
     for url in snap.seen:
         frontier.mark_seen(url)
-    journal.refs = {url: tuple(refs) for url, refs in snap.referrers.items()}
+    # A URL linked to but never queued nor decided is one only nofollow links lead to
+    # (journal.nofollow_links saves its first linking page): it gets its decision at the end
+    # as in a crawl never stopped. Its depth is that page's, plus one, read off the page's
+    # decision below; one still queued is fetched again and finds it again.
+    nofollowed = {url: refs[0] for url, refs in snap.referrers.items() if url not in frontier}
+    journal.refs = {
+        url: tuple(refs) for url, refs in snap.referrers.items() if url not in nofollowed
+    }
+    depths: dict[str, int] = dict.fromkeys(nofollowed.values(), -1)  # linking page -> depth
     for d in snap.decisions:
         if d.reason not in _SCREEN_REASONS or d.status is not None:
             budgets.spend(d.url)
+        if depths and d.status is not None:
+            public = journal.public(d.url)
+            if public in depths:
+                depths[public] = d.depth
         journal.emit(d.url, d.status, Decision(d.reason, d.detail), d.depth, d.referrer)
     listed = 0
     for listing in snap.listings:
         budgets.spend(listing.url)
         journal.listing(listing, replayed=True)
+        if listing.loc in depths:
+            depths[listing.loc] = listing.depth
+        broken = BrokenCanonical.from_detail(listing.loc, listing.detail)
+        if broken is not None:  # #24: a page listed as its canonical is ignored
+            tally.add_canonical_broken(broken)
         listed += 1
+    for url, referrer in nofollowed.items():
+        if depths[referrer] >= 0:
+            journal.nofollowed[url] = (referrer, depths[referrer] + 1)
     for key, url in snap.bodies.items():
         journal.twins.met(int.from_bytes(key, "little", signed=True), url)
-    tally.fetched = tally.fetched_before = snap.counters.get("fetched", 0)  # not in pages/s
-    tally.failed = snap.counters.get("failed", 0)
+    tally.restore(snap.counters)
     log(
         f"resuming: {len(snap.queued)} URLs queued, {listed} listed, "
         f"{tally.fetched} pages fetched before"
