@@ -576,3 +576,25 @@ def test_a_pdf_keeps_its_lastmod_when_its_server_starts_stamping(site_run, tmp_p
         published, decisions = run(*args)
         assert published.lastmods[pdf] == first.lastmods[pdf], modified
         assert decisions[pdf]["lastmod_source"] == "header"
+
+
+def test_a_page_unlisted_across_a_rebuild_is_not_dated_by_it_once_listed(site_run):
+    """Review #4: the content date has one owner (crawler.core.lastmod), which dates only
+    listed pages. A page noindex on the night the site is rebuilt (new footer, newsletter)
+    is listed again the next night: the rebuild is not its content change."""
+    site = HistorySite(pages=4, etag=False)  # no Last-Modified: dated by content only
+    run = site_run(site)
+    hidden = run.url + "/p/2"
+    site.robots_tag["/p/2"] = "noindex"
+    args = ("--lastmod", "content")
+    run(*args)
+    _age(run.state)
+    site.year, site.newsletter = 2026, "Our new newsletter: weekly"  # the rebuild
+    rebuilt, _ = run(*args)
+    assert hidden not in rebuilt.locs
+    _age(run.state)
+    del site.robots_tag["/p/2"]
+    listed, decisions = run(*args)
+    assert hidden in listed.locs
+    assert listed.lastmods[hidden] is None and decisions[hidden]["lastmod_source"] == "none"
+    assert all(v is None for v in listed.lastmods.values())  # nothing's text moved

@@ -8,8 +8,14 @@ when it publishes (:meth:`HistoryStore.write` with ``finished``), so a resumed o
 run never changes what the next one compares with. A point query by URL id per page keeps
 the history of a site of millions of URLs on disk, not in Python objects.
 
-What a lastmod means is not decided here (crawler.core.lastmod owns that): this keeps the
-facts it is decided from, and what was published.
+What a lastmod means is not decided here (crawler.core.lastmod owns that, content date
+included): this keeps the facts it is decided from (a page's content blocks), and what was
+published (:meth:`HistoryStore.published`: the lastmod, its source and the content date
+date_page gave). A page not listed tonight (noindex, a duplicate, ...) is never dated, so
+its row keeps its blocks and no content date: a content date needs the site's template,
+known only for listed pages, and one guessed without it would announce a rebuild as that
+page's change the night it is listed again. Its date is then not known until a run that
+lists it sees its text differ.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any, Final
 
 from crawler.core.directives import NO_DIRECTIVES, Directives
 from crawler.core.history import HistoryRow, Prior
-from crawler.core.lastmod import LastRun, content_date, pack_blocks, unpack_blocks
+from crawler.core.lastmod import LastRun, pack_blocks, unpack_blocks
 from crawler.core.page import PageResult
 from crawler.core.wire import pack, unpack
 from crawler.shell.state_file import HISTORY_NAMES, StateError
@@ -160,16 +166,15 @@ class HistoryStore:
             targets = array("I", found).tobytes()  # type: ignore[type-var]  # no None left
             blocks = result.blocks
             first: int | None = started
-            changed: int | None = None  # not known until a run sees the text differ
             if prior is not None and prior.blocks is not None and blocks is not None:
                 first = prior.first_seen if prior.first_seen is not None else started
-                # a listed page's is decided again with the site's template (published())
-                changed = content_date(prior.blocks, prior.changed, blocks, frozenset(), started)
+            # only the blocks: its content date is crawler.core.lastmod's, set by published()
+            # for a listed page; an unlisted one has none (see the module doc)
             row = HistoryRow(
                 uid, etag=etag, modified=modified, mime=result.mime,
                 meta=_packed(result.meta), header=_packed(result.header),
                 canonical=result.canonical, targets=targets or None, body=result.body_key,
-                blocks=blocks, status=status, reason=reason, first_seen=first, changed=changed,
+                blocks=blocks, status=status, reason=reason, first_seen=first,
                 extras=None if result.extras is None else pack(result.extras), stamped=stamped,
             )  # fmt: skip
         self._rows[uid] = _history_values(row)
