@@ -94,9 +94,10 @@ class Revalidation:
             return None
         # no body: the page is the history's, its links followed as the full answer's; a
         # page with validators was read whole (record), so it is not too large
+        targets, nofollow = self.state.outlinks(url)
         page = revive(
-            prior, page, header_given="X-Robots-Tag" in headers,
-            targets=self.state.outlinks(url),
+            prior, page, header_given="X-Robots-Tag" in headers, targets=targets,
+            nofollow=nofollow,
         )  # fmt: skip
         etag, modified = etag or prior.etag, modified or prior.modified
         return Answer(page, 200, etag, modified, is_stamped, too_large=False, revived=True)

@@ -47,7 +47,7 @@ __all__ = [
     "unlock",
 ]
 
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 #: ``PRAGMA application_id`` marks the file as ours, so a random SQLite database passed by
 #: mistake to ``--state`` is recognised (and, with ``--resume`` off, never silently replaced
 #: by something that merely looks similar). ASCII "SMCS".
@@ -68,8 +68,11 @@ DONE: Final = 1
 _HISTORY_TYPES: Final = {
     "url": "INTEGER PRIMARY KEY REFERENCES urls(id)",
     **dict.fromkeys(("etag", "modified", "mime", "canonical", "reason", "source"), "TEXT"),
-    **dict.fromkeys(("meta", "header", "targets", "blocks", "extras"), "BLOB"),
-    **dict.fromkeys(("body", "status", "first_seen", "changed", "lastmod", "stamped"), "INTEGER"),
+    **dict.fromkeys(("meta", "header", "targets", "nofollow", "blocks", "extras"), "BLOB"),
+    **dict.fromkeys(
+        ("body", "status", "first_seen", "changed", "lastmod", "stamped", "canonical_in_html"),
+        "INTEGER",
+    ),
 }
 HISTORY_NAMES: Final = tuple(f.name for f in dataclasses.fields(HistoryRow))
 _HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in HISTORY_NAMES)

@@ -45,7 +45,7 @@ _FRESH_INSERT: Final = (
 )
 _PRIOR_SELECT: Final = (
     "SELECT etag, modified, mime, meta, header, canonical, body, blocks, first_seen, changed,"
-    " extras, stamped FROM history WHERE url = ?"
+    " extras, stamped, canonical_in_html FROM history WHERE url = ?"
 )
 
 
@@ -95,17 +95,22 @@ class HistoryStore:
         if row is None:
             return None
         etag, modified, mime, meta, header, canonical, body, blocks, first, changed = row[:10]
-        extras, stamped = row[10:]
+        extras, stamped, in_html = row[10:]
         return Prior(
             etag, modified, mime or "", _directives(meta), _directives(header), canonical,
-            body, blocks, first, changed, extras, bool(stamped),
+            bool(in_html), body, blocks, first, changed, extras, bool(stamped),
         )  # fmt: skip
 
-    def outlinks(self, url: str) -> list[str]:
-        """The links of url's page in the history, in their order (for a 304: read only
-        then, so that prior(), asked for every URL, stays small)."""
-        row = self._row(url, "SELECT targets FROM history WHERE url = ?")
-        packed = row[0] if row is not None else None
+    def outlinks(self, url: str) -> tuple[list[str], list[str]]:
+        """The links of url's page in the history, in their order: those followed, and
+        those only its rel=nofollow links reach (for a 304: read only then, so that
+        prior(), asked for every URL, stays small)."""
+        row = self._row(url, "SELECT targets, nofollow FROM history WHERE url = ?")
+        if row is None:
+            return [], []
+        return self._names(row[0]), self._names(row[1])
+
+    def _names(self, packed: bytes | None) -> list[str]:
         if not packed:
             return []
         names = self._urls.names()
@@ -156,14 +161,8 @@ class HistoryStore:
         if result is None or status != 200:
             row = HistoryRow(uid, status=status, reason=reason)
         else:
-            links = result.targets
-            found = list(map(ids.get, links))  # every link is met, so interned, but for a few
-            if None in found:
-                intern = urls.intern
-                found = [
-                    i if i is not None else intern(t) for i, t in zip(found, links, strict=True)
-                ]
-            targets = array("I", found).tobytes()  # type: ignore[type-var]  # no None left
+            targets = self._ids(result.targets)
+            nofollow = self._ids(result.nofollow) if result.nofollow else b""
             blocks = result.blocks
             first: int | None = started
             if prior is not None and prior.blocks is not None and blocks is not None:
@@ -173,12 +172,22 @@ class HistoryStore:
             row = HistoryRow(
                 uid, etag=etag, modified=modified, mime=result.mime,
                 meta=_packed(result.meta), header=_packed(result.header),
-                canonical=result.canonical, targets=targets or None, body=result.body_key,
+                canonical=result.canonical, canonical_in_html=result.canonical_in_html,
+                targets=targets or None, nofollow=nofollow or None, body=result.body_key,
                 blocks=blocks, status=status, reason=reason, first_seen=first,
                 extras=None if result.extras is None else pack(result.extras), stamped=stamped,
             )  # fmt: skip
         self._rows[uid] = _history_values(row)
         self.ops += 1
+
+    def _ids(self, links: list[str]) -> bytes:
+        """links as packed URL ids (every link is met, so interned, but for a few)."""
+        urls = self._urls
+        found = list(map(urls.ids().get, links))
+        if None in found:
+            intern = urls.intern
+            found = [i if i is not None else intern(t) for i, t in zip(found, links, strict=True)]
+        return array("I", found).tobytes()  # type: ignore[type-var]  # no None left
 
     def published(self, url: str, changed: int | None, lastmod: int | None, source: str) -> None:
         """The lastmod a listed page was published with, and its content date, decided at
