@@ -2,10 +2,13 @@
 
 A crawl with a state file (``--state``) keeps, per URL, what its last finished run learnt of
 the page: the validators to ask again with (ETag, Last-Modified), the facts its decision was
-made on (type, directives, canonical, links, body key) and its content blocks and dates. The
-next run asks with ``If-None-Match`` / ``If-Modified-Since``; a ``304`` then has no body, and
-the page is rebuilt from the history here, so that it is judged, and its links followed,
-exactly as the full answer would have been (crawler.shell.revalidation owns the rule).
+made on (type, directives, canonical and where it came from, links followed and rel=nofollow
+targets, body key) and its content blocks and dates. The next run asks with
+``If-None-Match`` / ``If-Modified-Since``; a ``304`` then has no body, and the page is
+rebuilt from the history here (revive), so that it is judged, and its links followed,
+exactly as the full answer would have been. crawler.shell.revalidation owns when: which
+answers keep validators, and the history key; the state (crawler.shell.state_history)
+only stores rows, and crawler.core.lastmod alone dates the content.
 """
 
 from __future__ import annotations

@@ -152,8 +152,9 @@ class HistoryStore:
         stamped: bool = False,
     ) -> None:
         """This run's answer for url, kept as its history once the run finishes: the
-        validators and facts of a 200 (or a 304 revived from `prior`), or only the status
-        of any other answer (a page gone has no validators to ask with)."""
+        validators as given (crawler.shell.revalidation decides which answers keep any)
+        and the facts of a 200 (or a 304 revived from `prior`), or only the status of any
+        other answer (a page gone has no facts to revive)."""
         urls = self._urls
         ids = urls.ids()
         uid = ids.get(url) or urls.intern(url)
