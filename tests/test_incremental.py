@@ -46,11 +46,13 @@ class HistorySite:
         self.robots_tag: dict[str, str] = {}  # path -> X-Robots-Tag, sent with a 304 too
         self.bare_304 = False  # a 304 without Last-Modified
         self.newsletter = "Subscribe to our newsletter"  # on every page: template
+        self.pdf = False  # a PDF linked from the home page: no content blocks
         self.requests = self.conditional = self.bodies = self.not_modified = 0
 
     def render(self, path: str) -> str:
         nav = "".join(f'<a href="{href}">{href}</a>' for href in self.nav)
-        links = "".join(f'<a href="{href}">more</a>' for href in self.links.get(path, []))
+        hrefs = self.links.get(path, []) + (["/doc.pdf"] if self.pdf and path == "/" else [])
+        links = "".join(f'<a href="{href}">more</a>' for href in hrefs)
         text = "".join(f"<p>{t}</p>" for t in self.texts[path])
         box = f"<div>{self.boxes[path]}</div>" if path in self.boxes else ""
         # the sitemap extensions' facts too: a 304 must publish them as the full answer did
@@ -70,12 +72,13 @@ class HistorySite:
 
     def app(self) -> web.Application:
         async def handle(request: web.Request) -> web.StreamResponse:
-            if request.path not in self.texts:
+            pdf = self.pdf and request.path == "/doc.pdf"
+            if request.path not in self.texts and not pdf:
                 return web.Response(status=404, text="no")
             self.requests += 1
-            body = self.render(request.path).encode()
+            body = b"%PDF-1.4 a report" if pdf else self.render(request.path).encode()
             tag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
-            headers = {"Content-Type": "text/html; charset=utf-8"}
+            headers = {"Content-Type": "application/pdf" if pdf else "text/html; charset=utf-8"}
             if self.etag:
                 headers["ETag"] = tag
             if self.last_modified == "now":
@@ -552,3 +555,46 @@ def test_no_lastmod_comes_and_goes_on_an_unchanged_site(site_run, tmp_path, mode
     _age(run.state)
     kept, _ = run(*args)
     assert kept.lastmods == believed.lastmods and _changed(changes) == []
+
+
+@pytest.mark.parametrize("mode", ["auto", "content"])
+def test_a_pdf_keeps_its_lastmod_when_its_server_starts_stamping(site_run, tmp_path, mode):
+    """Review #3: a PDF has no content blocks, so nothing but its header dates it. Once
+    published with its Last-Modified, it keeps that lastmod on the nights its server sends
+    the response's Date instead (the believability test flips), and gets it back after."""
+    site = HistorySite(pages=4, etag=False)
+    site.pdf = True
+    site.last_modified = "Wed, 01 Jan 2025 08:00:00 GMT"
+    run = site_run(site)
+    pdf = run.url + "/doc.pdf"
+    args = ("--lastmod", mode)
+    first, _ = run(*args)
+    assert _day(first.lastmods[pdf]) == "2025-01-01"
+    for modified in ("now", "now", "Wed, 01 Jan 2025 08:00:00 GMT"):
+        _age(run.state)
+        site.last_modified = modified
+        published, decisions = run(*args)
+        assert published.lastmods[pdf] == first.lastmods[pdf], modified
+        assert decisions[pdf]["lastmod_source"] == "header"
+
+
+def test_a_page_unlisted_across_a_rebuild_is_not_dated_by_it_once_listed(site_run):
+    """Review #4: the content date has one owner (crawler.core.lastmod), which dates only
+    listed pages. A page noindex on the night the site is rebuilt (new footer, newsletter)
+    is listed again the next night: the rebuild is not its content change."""
+    site = HistorySite(pages=4, etag=False)  # no Last-Modified: dated by content only
+    run = site_run(site)
+    hidden = run.url + "/p/2"
+    site.robots_tag["/p/2"] = "noindex"
+    args = ("--lastmod", "content")
+    run(*args)
+    _age(run.state)
+    site.year, site.newsletter = 2026, "Our new newsletter: weekly"  # the rebuild
+    rebuilt, _ = run(*args)
+    assert hidden not in rebuilt.locs
+    _age(run.state)
+    del site.robots_tag["/p/2"]
+    listed, decisions = run(*args)
+    assert hidden in listed.locs
+    assert listed.lastmods[hidden] is None and decisions[hidden]["lastmod_source"] == "none"
+    assert all(v is None for v in listed.lastmods.values())  # nothing's text moved

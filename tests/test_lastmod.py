@@ -188,3 +188,49 @@ def test_a_lastmod_moves_only_when_the_main_text_does(mode, nights):
             else:
                 assert (dated.lastmod, dated.source) == (before.lastmod, before.source)
         before = LastRun(blocks, dated.changed, dated.lastmod, dated.source)
+
+
+@given(
+    st.sampled_from([AUTO, CONTENT]),
+    st.lists(
+        st.tuples(
+            st.none() | st.integers(0, 2_000),  # Last-Modified
+            st.booleans(),  # stamped
+            st.booleans(),  # the site's headers believable
+            st.none() | st.sampled_from([PAGE, EDITED_PAGE]),  # blocks, or none (a PDF)
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+)
+def test_a_published_lastmod_never_disappears_even_without_blocks(mode, nights):
+    """A PDF, a page without main text, or one whose blocks come and go (review #3): once
+    published, its lastmod stays whatever the believability test says, and moves only to
+    a believable, unstamped, later header, or (its text seen to change) a run's start."""
+    before: LastRun | None = None
+    for night, (header, is_stamped, believable, blocks) in enumerate(nights):
+        started = 10_000 * (night + 1)
+        dated = date_page(
+            mode, header=header, stamped=is_stamped, blocks=blocks, before=before,
+            template=TEMPLATE, believable=believable, started=started,
+        )  # fmt: skip
+        if before is not None and before.lastmod is not None:
+            assert dated.lastmod is not None
+            if dated.lastmod != before.lastmod:
+                moved_text = (
+                    blocks is not None and before.blocks is not None and blocks != before.blocks
+                )
+                by_header = (
+                    dated.lastmod == header and believable and not is_stamped
+                    and header > before.lastmod
+                )  # fmt: skip
+                assert by_header or (moved_text and dated.lastmod == started)
+        before = LastRun(blocks, dated.changed, dated.lastmod, dated.source)
+
+
+def test_a_pdf_keeps_its_lastmod_when_its_headers_stop_being_believed():
+    before = LastRun(None, None, OLD, HEADER)
+    for believable, is_stamped in ((False, False), (True, True), (False, True)):
+        dated = _date(AUTO, None, before, believable=believable, stamped=is_stamped)
+        assert dated == Dated(OLD, HEADER, None)
+        assert _date(CONTENT, None, before, believable=believable, stamped=is_stamped) == dated

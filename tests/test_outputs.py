@@ -101,24 +101,26 @@ def test_an_output_folder_that_cannot_be_written(site, published, capsys):
     assert (published / "sitemap.xml").read_bytes() == PREVIOUS
 
 
-def test_missing_folders_are_created_before_the_first_request(serve, tmp_path, xsd):
-    """The output folder and the state's exist before the first request."""
+def test_a_missing_output_folder_is_created_before_the_first_request(serve, tmp_path, xsd):
+    """The output folder exists before the first request (the state's must exist: below)."""
     site = tree_site(20, delay=0.3)
     srv = serve(site.app)
-    out, state = tmp_path / "new" / "out", tmp_path / "a" / "b" / "crawl.sqlite"
+    out, state = tmp_path / "new" / "out", tmp_path / "a" / "crawl.sqlite"
+    state.parent.mkdir()
     proc = crawl_process(srv.url + "/", "-o", str(out), "-q", "--state", str(state))
     wait_for(lambda: len(site.requests) >= 1, "the first request", proc=proc)
-    assert out.is_dir() and state.parent.is_dir()
+    assert out.is_dir() and state.is_file()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert len(read_published(out, xsd).locs) == 20
 
 
-@pytest.mark.parametrize("key", sorted(set(OUTPUT_FILES) - {"state"}))
+@pytest.mark.parametrize("key", sorted(OUTPUT_FILES))
 def test_a_file_in_a_missing_folder_is_refused_and_nothing_is_made(serve, tmp_path, capsys, key):
-    """A report (decisions, changes, metrics) in a folder that does not exist is a typo
-    more likely than a wish: exit 2 before any request, and the output folder the run
-    would have made is not left behind either."""
+    """A report (decisions, changes, metrics) or the state file in a folder that does not
+    exist is a typo more likely than a wish: exit 2 before any request, and the output
+    folder the run would have made is not left behind either (the job makes its own
+    folders under --data: test_docker_job)."""
     site = tree_site(3)
     srv = serve(site.app)
     out, path = tmp_path / "out", tmp_path / "nonexistent" / "dir" / f"{key}.out"
@@ -138,6 +140,13 @@ def test_a_failed_crawl_leaves_no_output_folder_it_made(tmp_path, capsys):
     out = tmp_path / "new" / "out"
     assert main(["crawl", f"http://127.0.0.1:{port}/", "-o", str(out), "-q"]) == 3
     assert sorted(tmp_path.iterdir()) == []
+    # nor a state file, nor its lock, that it made (review-user #8)
+    (tmp_path / "state").mkdir()
+    state = tmp_path / "state" / "s.db"
+    args = ["crawl", f"http://127.0.0.1:{port}/", "-o", str(out), "-q", "--state", str(state)]
+    assert main(args) == 3
+    assert sorted(tmp_path.iterdir()) == [tmp_path / "state"]
+    assert sorted((tmp_path / "state").iterdir()) == []
 
 
 def test_a_second_run_on_the_same_output_folder_is_refused(serve, tmp_path, xsd, capsys):

@@ -24,7 +24,9 @@ class NginxLike:
     def __init__(self) -> None:
         canonical = '<link rel="canonical" href="/a">'
         self.pages: dict[str, tuple[str, bytes, dict[str, str]]] = {
-            "/": self._html(html("/a", "/b", "/c", "/d", "/big.pdf", "/big.html", "/e.pdf")),
+            "/": self._html(
+                html("/a", "/b", "/c", "/d", "/n", "/f", "/big.pdf", "/big.html", "/e.pdf")
+            ),
             "/a": self._html(html("/a/1", "/a/2")),
             "/a/1": self._html(html()),
             "/a/2": self._html(html()),
@@ -39,6 +41,12 @@ class NginxLike:
             "/big.html": self._html(html("/hidden") + " " * 300_000),
             "/hidden": self._html(html()),
             "/e.pdf": ("application/pdf", b"%PDF-1.4 small", {}),
+            # /n/1 is reached only by a rel=nofollow link: met, not fetched (#24)
+            "/n": self._html(html(body='<a rel="nofollow" href="/n/1">x</a>')),
+            "/n/1": self._html(html()),
+            # a canonical in the HTML and another in the Link header (sent with a 304 too):
+            # the HTML link wins (core.page.analyse), on a 304 night as well
+            "/f": self._html(html(head=canonical), {"Link": '</f/other>; rel="canonical"'}),
         }
         for path, (mime, body, extra) in self.pages.items():  # no two pages byte-identical
             if mime.startswith("text/html"):
@@ -122,7 +130,7 @@ def test_a_304_night_publishes_what_a_full_night_does(serve, tmp_path, xsd):
     shutil.copy(baseline, state)
     site.honour, _ = False, site.reset()
     full, full_decisions = _night(srv.url, tmp_path, state, xsd, "full")
-    assert set(site.bodies) == set(site.pages) - {"/hidden", "/d/1"}  # nofollow: not met
+    assert set(site.bodies) == set(site.pages) - {"/hidden", "/d/1", "/n/1"}  # not fetched
     assert _verdicts(revived_decisions) == _verdicts(full_decisions)
     assert revived.locs == full.locs and revived.lastmods == full.lastmods
     for path in full.files:
@@ -135,6 +143,12 @@ def test_a_304_night_publishes_what_a_full_night_does(serve, tmp_path, xsd):
     assert {u + "/a/1", u + "/a/2"} <= set(revived.locs)
     # met only through a nofollow page's links: not fetched, decided nofollow (#24)
     assert revived_decisions[u + "/d/1"]["reason"] == "nofollow"
+    # met only through a rel=nofollow link: kept from the history on a 304 (review #1)
+    assert revived_decisions[u + "/n/1"]["reason"] == "nofollow"
+    # the HTML canonical over the 304's Link header, as the full answer (review #7)
+    assert revived_decisions[u + "/f"]["reason"] == "canonicalised"
+    assert revived_decisions[u + "/f"]["detail"] == full_decisions[u + "/f"]["detail"]
+    assert u + "/f/other" not in revived_decisions
 
 
 def test_another_byte_cap_asks_for_whole_pages_again(serve, tmp_path, xsd):

@@ -903,10 +903,12 @@ def test_fresh_crawl_refuses_to_replace_a_file_that_is_not_a_state_file(path: Pa
     assert path.read_text() == "<urlset>precious</urlset>"
 
 
-def test_fresh_crawl_creates_missing_directories(tmp_path: Path) -> None:
-    with fresh(tmp_path / "a" / "b" / "crawl.state") as state:
-        state.checkpoint()
-    assert (tmp_path / "a" / "b" / "crawl.state").is_file()
+def test_a_missing_folder_is_refused_not_made(tmp_path: Path) -> None:
+    """Review-user #8: a typo in --state is not a folder to make (the CLI says so first)."""
+    path = tmp_path / "a" / "b" / "crawl.state"
+    with pytest.raises(StateError, match="no folder"):
+        fresh(path)
+    assert sorted(tmp_path.iterdir()) == []
 
 
 def test_refusals_release_the_lock(path: Path) -> None:

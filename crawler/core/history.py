@@ -2,10 +2,13 @@
 
 A crawl with a state file (``--state``) keeps, per URL, what its last finished run learnt of
 the page: the validators to ask again with (ETag, Last-Modified), the facts its decision was
-made on (type, directives, canonical, links, body key) and its content blocks and dates. The
-next run asks with ``If-None-Match`` / ``If-Modified-Since``; a ``304`` then has no body, and
-the page is rebuilt from the history here, so that it is judged, and its links followed,
-exactly as the full answer would have been (crawler.shell.revalidation owns the rule).
+made on (type, directives, canonical and where it came from, links followed and rel=nofollow
+targets, body key) and its content blocks and dates. The next run asks with
+``If-None-Match`` / ``If-Modified-Since``; a ``304`` then has no body, and the page is
+rebuilt from the history here (revive), so that it is judged, and its links followed,
+exactly as the full answer would have been. crawler.shell.revalidation owns when: which
+answers keep validators, and the history key; the state (crawler.shell.state_history)
+only stores rows, and crawler.core.lastmod alone dates the content.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ class HistoryRow:
     meta: bytes | None = None  # robots meta directives, packed
     header: bytes | None = None  # X-Robots-Tag directives, packed
     canonical: str | None = None
+    canonical_in_html: bool = False  # the canonical is the HTML link's, not the header's
     targets: bytes | None = None  # its links: packed 32-bit URL ids, in order
+    nofollow: bytes | None = None  # the URLs only its rel=nofollow links reach: packed ids
     body: int | None = None  # the body key (duplicates)
     blocks: bytes | None = None  # content blocks: packed 32-bit hashes
     status: int | None = None
@@ -65,6 +70,7 @@ class Prior:
     meta: Directives = NO_DIRECTIVES
     header: Directives = NO_DIRECTIVES
     canonical: str | None = None
+    canonical_in_html: bool = False  # the HTML link's: a 304's Link header cannot override it
     body_key: int | None = None
     blocks: bytes | None = None
     first_seen: int | None = None  # microseconds since the epoch: the run's start
@@ -80,18 +86,32 @@ class Prior:
 
 
 def revive(
-    prior: Prior, answer: PageResult, *, header_given: bool, targets: list[str]
+    prior: Prior,
+    answer: PageResult,
+    *,
+    header_given: bool,
+    targets: list[str],
+    nofollow: list[str] | None = None,
 ) -> PageResult:
     """The page a 304 stands for: the history's, with the directives the 304's headers
-    give, when it gives any (an X-Robots-Tag, a Link canonical, re-read every time)."""
+    give, when it gives any (an X-Robots-Tag, a Link canonical, re-read every time). The
+    canonical follows analyse()'s precedence: the HTML link's (the history's) over the
+    Link header's, so a 304 gives the canonical its full answer would. `targets` and
+    `nofollow`: the history's links, followed and only met, as the full answer's."""
+    if prior.canonical_in_html or answer.canonical is None:
+        canonical, in_html = prior.canonical, prior.canonical_in_html
+    else:
+        canonical, in_html = answer.canonical, False
     return PageResult(
         answer.mime or prior.mime,
         answer.header if header_given else prior.header,
         prior.meta,
-        answer.canonical if answer.canonical is not None else prior.canonical,
+        canonical,
         targets,
         prior.body_key,
         extras=None if prior.extras is None else unpack(PageExtras, prior.extras),
         blocks=prior.blocks,
         not_modified=True,
+        nofollow=nofollow or [],
+        canonical_in_html=in_html,
     )

@@ -21,9 +21,13 @@ page has a published lastmod and a history, its lastmod stays as it was until th
 fingerprint changes, whatever its Last-Modified or ETag do (a site rebuild moves every one
 of them, and would otherwise announce every page as changed); then it moves to the page's
 Last-Modified when that is believable and later than the old lastmod, else to the start of
-the run that saw the change. A heuristic (whether the site's headers are believable) only
-ever decides a page seen for the first time, so no lastmod disappears from one night to the
-next because it changed its mind. `header` is the raw header, always, as documented.
+the run that saw the change. A page whose main text is not compared (no content blocks: a
+PDF or another listed non-HTML type, an HTML page without main text, or blocks seen by one
+run only) keeps its published lastmod as well, unless its Last-Modified is believable, not
+the response's Date, and later. So a heuristic (whether the site's headers are believable)
+only ever decides a page without a published lastmod, and no lastmod disappears from one
+night to the next because it changed its mind. `header` is the raw header, always, as
+documented.
 """
 
 from __future__ import annotations
@@ -240,18 +244,32 @@ def date_page(
     `blocks`: its content blocks (a 304's are the history's); `before`: the last finished
     run's row, None without a history; `template`: the blocks common now or in the last run;
     `believable`: the site's headers are (SiteDates); `started`: this run's start."""
+    kept = before.lastmod if before is not None and before.source in (HEADER, CONTENT) else None
+    kept_source = before.source if before is not None and before.source else CONTENT
+    if mode in (HEADER, NONE):
+        changed = (
+            None if before is None
+            else content_date(before.blocks, before.changed, blocks, template, started)
+        )  # fmt: skip
+        lastmod, source = choose(mode, header, changed, believable)
+        return Dated(lastmod, source, changed)
     if before is None or before.blocks is None or blocks is None:
-        # its main text not seen by both runs: when it last changed is not known
-        lastmod, source = choose(mode, header, None, believable)
-        return Dated(lastmod, source, None)
+        # its main text not seen by both runs (no blocks: a PDF, an image, a page without
+        # main text): when it last changed is not known, so a published lastmod stays
+        # unless its own header, believed, says later; never back to None
+        if kept is None:
+            lastmod, source = choose(mode, header, None, believable)
+            return Dated(lastmod, source, None)
+        if header is not None and believable and not stamped and header > kept:
+            return Dated(header, HEADER, None)
+        return Dated(kept, kept_source, None)
     moved = not same_content(before.blocks, blocks, template)
     changed = started if moved else before.changed
-    kept = before.lastmod
-    if mode in (HEADER, NONE) or kept is None or before.source not in (HEADER, CONTENT):
+    if kept is None:
         lastmod, source = choose(mode, header, changed, believable)
         return Dated(lastmod, source, changed)
     if not moved:  # the same main text: the lastmod it has, whatever its headers say
-        return Dated(kept, before.source, changed)
+        return Dated(kept, kept_source, changed)
     if header is not None and believable and not stamped and header > kept:
         return Dated(header, HEADER, changed)
     return Dated(started, CONTENT, changed)

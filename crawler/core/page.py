@@ -87,6 +87,9 @@ class PageResult:
     # the URLs only its rel=nofollow links lead to (resolved and normalised, each once; none
     # of them among targets): not followed, but met (the decision `nofollow`)
     nofollow: list[str] = field(default_factory=list)
+    # the canonical is the HTML link's (a 304 cannot override it; its Link header can the
+    # header's): the precedence a revived page keeps (crawler.core.history.revive)
+    canonical_in_html: bool = False
 
 
 def analyse(
@@ -132,6 +135,7 @@ def analyse(
         policy.engines,
     )
     canonical = resolve(page.base, page.canonical, strip) if page.canonical else None
+    in_html = canonical is not None
     if canonical is None:
         raw = link_header_canonical(links)
         canonical = resolve(url, raw, strip) if raw else None
@@ -144,6 +148,7 @@ def analyse(
     result = PageResult(
         mime, header, page.directives, canonical, targets, page.body_key, extras, blocks
     )
+    result.canonical_in_html = in_html
     if page.nofollow:
         followed = set(targets)
         nofollow = resolve_links(page.base, page.nofollow, strip, known or {})

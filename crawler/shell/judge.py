@@ -104,8 +104,6 @@ class PageJudge:
         awaits = awaits_canonical(facts, decision, self.policy)
         if answer.status == 200 and not awaits:  # #24: most canonicals elsewhere: a copy?
             self.tally.foreign.saw(facts.public or url, facts.canonical_public)
-        if page.moved_to is not None:  # #24: the history keeps no stub's target: no validators
-            answer = dataclasses.replace(answer, etag=None, modified=None)
         if rendering:
             detail = f"{decision.detail} ({rendering})" if decision.detail else rendering
             decision = Decision(decision.reason, detail)

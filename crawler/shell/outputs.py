@@ -35,6 +35,7 @@ from typing import Final
 from crawler.config import Config
 from crawler.core.report import Tally
 from crawler.errors import BusyError, ConfigError, OutputError
+from crawler.shell.state_file import discard_unused
 from sitemap_out import PublishResult, locks
 from sitemap_out.changes import ChangeLog
 from sitemap_out.manifest import LOCK_NAME as WRITER_LOCK
@@ -69,12 +70,6 @@ _BESIDE: Final = {
 }
 
 
-#: The files whose folder is made when missing: the state's, which a nightly job keeps under
-#: its data folder. The others are where a user asked for them, and a folder that does not
-#: exist is more likely a typo than a wish.
-_FOLDER_MADE: Final = frozenset({"state"})
-
-
 def written_in_place(path: Path) -> bool:
     """Whether a report (or an audit's file) at path is written in place rather than through
     a temporary file renamed over it: when it exists and is not a regular file (a device,
@@ -97,6 +92,7 @@ def held_outputs(config: Config) -> Iterator[None]:
     ConfigError naming the first path that cannot be used."""
     folder = config.output
     made = [f for f in (folder, *folder.parents) if not f.exists()]  # made here, deepest first
+    state = config.state if config.state is not None and not config.state.exists() else None
     _make_folder(folder, f"output folder {folder}", itself=True)
     try:
         _probe(folder, f"output folder {folder}")
@@ -109,6 +105,8 @@ def held_outputs(config: Config) -> Iterator[None]:
     except BaseException:
         if made:
             _remove_if_unused(made)
+        if state is not None:  # a state file this run made (not one a resume needs)
+            discard_unused(state)
         raise
 
 
@@ -163,7 +161,9 @@ def _check_file(
         raise ConfigError(f"{what} is a folder, not a file")
     if output is not None:
         _check_clash(key, path, output, what)
-    _make_folder(path.parent, what, create=key in _FOLDER_MADE)
+    # a file is where a user asked for it: a folder that does not exist is more likely a
+    # typo than a wish (the job makes its own folders under --data before this)
+    _make_folder(path.parent, what, create=False)
     _check_writable(kind or key, path, what)
     same = path.resolve()
     if same in seen:

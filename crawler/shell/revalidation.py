@@ -4,9 +4,12 @@ into the page the history holds, writes the page's history row and keys the hist
 the settings a page's facts depend on.
 
 The rule it keeps: a page revived from a 304 is judged exactly as its full answer would be
-(type, directives, canonical, links, body key, extension facts). Only a page whose whole
-body was read gets validators: an answer cut at max_page_bytes is asked whole the next
-night, so it is judged too large again and never revived as if it were whole.
+(type, directives, canonical with analyse()'s precedence, links followed and rel=nofollow
+targets, body key, extension facts; crawler.core.history.revive rebuilds it). Which
+answers keep validators is decided here alone (keeps_validators: a whole 200, not a
+redirect stub); crawler.shell.state_history stores the row it is given. The history key
+(history_key) is computed here; the state file stores it with the history and, on a new
+run whose key differs, drops the history's validators so that every page is asked whole.
 """
 
 from __future__ import annotations
@@ -94,22 +97,31 @@ class Revalidation:
             return None
         # no body: the page is the history's, its links followed as the full answer's; a
         # page with validators was read whole (record), so it is not too large
+        targets, nofollow = self.state.outlinks(url)
         page = revive(
-            prior, page, header_given="X-Robots-Tag" in headers,
-            targets=self.state.outlinks(url),
+            prior, page, header_given="X-Robots-Tag" in headers, targets=targets,
+            nofollow=nofollow,
         )  # fmt: skip
         etag, modified = etag or prior.etag, modified or prior.modified
         return Answer(page, 200, etag, modified, is_stamped, too_large=False, revived=True)
 
     def record(self, url: str, prior: Prior | None, answer: Answer, reason: str) -> None:
-        """The page's history row: its facts, and validators only when its whole body was
-        read (a truncated answer is asked whole next time)."""
+        """The page's history row: its facts, and validators only when a 304 can revive it
+        as its full answer (keeps_validators); the state stores what it is given."""
         state = self.state
         if state is None:
             return
-        whole = not answer.too_large
+        keep = keeps_validators(answer)
         state.page(
-            url, prior, etag=answer.etag if whole else None,
-            modified=answer.modified if whole else None, status=answer.status,
+            url, prior, etag=answer.etag if keep else None,
+            modified=answer.modified if keep else None, status=answer.status,
             reason=reason, result=answer.page, stamped=answer.stamped,
         )  # fmt: skip
+
+
+def keeps_validators(answer: Answer) -> bool:
+    """Whether a page is asked conditionally next time: only a whole 200 (or a 304 revived
+    from one). A page cut at max_page_bytes is asked whole, so judged too large again and
+    never revived as if it were whole; a redirect stub (#24) too, as the history keeps no
+    stub's target; any other status has no page to revive."""
+    return answer.status == 200 and not answer.too_large and answer.page.moved_to is None

@@ -47,7 +47,7 @@ __all__ = [
     "unlock",
 ]
 
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 #: ``PRAGMA application_id`` marks the file as ours, so a random SQLite database passed by
 #: mistake to ``--state`` is recognised (and, with ``--resume`` off, never silently replaced
 #: by something that merely looks similar). ASCII "SMCS".
@@ -68,8 +68,11 @@ DONE: Final = 1
 _HISTORY_TYPES: Final = {
     "url": "INTEGER PRIMARY KEY REFERENCES urls(id)",
     **dict.fromkeys(("etag", "modified", "mime", "canonical", "reason", "source"), "TEXT"),
-    **dict.fromkeys(("meta", "header", "targets", "blocks", "extras"), "BLOB"),
-    **dict.fromkeys(("body", "status", "first_seen", "changed", "lastmod", "stamped"), "INTEGER"),
+    **dict.fromkeys(("meta", "header", "targets", "nofollow", "blocks", "extras"), "BLOB"),
+    **dict.fromkeys(
+        ("body", "status", "first_seen", "changed", "lastmod", "stamped", "canonical_in_html"),
+        "INTEGER",
+    ),
 }
 HISTORY_NAMES: Final = tuple(f.name for f in dataclasses.fields(HistoryRow))
 _HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in HISTORY_NAMES)
@@ -180,11 +183,8 @@ def open_file(
     file each argument makes): resumed, restarted on its history, or created afresh."""
     if resume and not path.is_file():
         raise StateError(f"nothing to resume: state file {path} does not exist")
-    if not resume:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StateError(f"cannot create state file {path}: {exc.strerror}") from exc
+    if not path.parent.is_dir():  # checked with the other outputs' folders; never made
+        raise StateError(f"state file {path}: no folder {path.parent}; create it, or name another")
     lock_fd = _lock(path)
     conn: sqlite3.Connection | None = None
     try:
@@ -315,6 +315,38 @@ def _remove_database(path: Path) -> None:
             pass
         except OSError as exc:
             raise StateError(f"cannot replace state file {path}: {exc.strerror}") from exc
+
+
+def fetched_nothing(conn: sqlite3.Connection) -> bool:
+    """Whether a run's file records an unfinished run that fetched no page (it stopped at
+    robots.txt, or before): no history to compare with, nothing a resume would not redo."""
+    try:
+        fetched = conn.execute("SELECT value FROM counters WHERE name = 'fetched'").fetchone()
+        done = conn.execute("SELECT value FROM meta WHERE key = 'finished'").fetchone()
+    except sqlite3.Error:
+        return False  # unreadable: kept, as it is
+    return not (fetched and fetched[0]) and not (done and done[0])
+
+
+def discard_unused(path: Path) -> None:
+    """Remove the file a failed run made, its WAL and its lock, when the run fetched no
+    page (it stopped at robots.txt, or before; the engine saves its counters with every
+    checkpoint): nothing to resume or compare with, so nothing left behind (#25). Best
+    effort: a failed run's cleanup must not hide why it failed. Called once the run has
+    closed the file and let go of its lock."""
+    conn = _read_only(path)
+    if conn is None:
+        return
+    try:
+        unused = fetched_nothing(conn)
+    finally:
+        conn.close()
+    if not unused:
+        return
+    with contextlib.suppress(StateError):
+        _remove_database(path)
+    with contextlib.suppress(OSError):
+        _lock_path(path).unlink()
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -8,8 +8,14 @@ when it publishes (:meth:`HistoryStore.write` with ``finished``), so a resumed o
 run never changes what the next one compares with. A point query by URL id per page keeps
 the history of a site of millions of URLs on disk, not in Python objects.
 
-What a lastmod means is not decided here (crawler.core.lastmod owns that): this keeps the
-facts it is decided from, and what was published.
+What a lastmod means is not decided here (crawler.core.lastmod owns that, content date
+included): this keeps the facts it is decided from (a page's content blocks), and what was
+published (:meth:`HistoryStore.published`: the lastmod, its source and the content date
+date_page gave). A page not listed tonight (noindex, a duplicate, ...) is never dated, so
+its row keeps its blocks and no content date: a content date needs the site's template,
+known only for listed pages, and one guessed without it would announce a rebuild as that
+page's change the night it is listed again. Its date is then not known until a run that
+lists it sees its text differ.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any, Final
 
 from crawler.core.directives import NO_DIRECTIVES, Directives
 from crawler.core.history import HistoryRow, Prior
-from crawler.core.lastmod import LastRun, content_date, pack_blocks, unpack_blocks
+from crawler.core.lastmod import LastRun, pack_blocks, unpack_blocks
 from crawler.core.page import PageResult
 from crawler.core.wire import pack, unpack
 from crawler.shell.state_file import HISTORY_NAMES, StateError
@@ -39,7 +45,7 @@ _FRESH_INSERT: Final = (
 )
 _PRIOR_SELECT: Final = (
     "SELECT etag, modified, mime, meta, header, canonical, body, blocks, first_seen, changed,"
-    " extras, stamped FROM history WHERE url = ?"
+    " extras, stamped, canonical_in_html FROM history WHERE url = ?"
 )
 
 
@@ -89,17 +95,22 @@ class HistoryStore:
         if row is None:
             return None
         etag, modified, mime, meta, header, canonical, body, blocks, first, changed = row[:10]
-        extras, stamped = row[10:]
+        extras, stamped, in_html = row[10:]
         return Prior(
             etag, modified, mime or "", _directives(meta), _directives(header), canonical,
-            body, blocks, first, changed, extras, bool(stamped),
+            bool(in_html), body, blocks, first, changed, extras, bool(stamped),
         )  # fmt: skip
 
-    def outlinks(self, url: str) -> list[str]:
-        """The links of url's page in the history, in their order (for a 304: read only
-        then, so that prior(), asked for every URL, stays small)."""
-        row = self._row(url, "SELECT targets FROM history WHERE url = ?")
-        packed = row[0] if row is not None else None
+    def outlinks(self, url: str) -> tuple[list[str], list[str]]:
+        """The links of url's page in the history, in their order: those followed, and
+        those only its rel=nofollow links reach (for a 304: read only then, so that
+        prior(), asked for every URL, stays small)."""
+        row = self._row(url, "SELECT targets, nofollow FROM history WHERE url = ?")
+        if row is None:
+            return [], []
+        return self._names(row[0]), self._names(row[1])
+
+    def _names(self, packed: bytes | None) -> list[str]:
         if not packed:
             return []
         names = self._urls.names()
@@ -141,8 +152,9 @@ class HistoryStore:
         stamped: bool = False,
     ) -> None:
         """This run's answer for url, kept as its history once the run finishes: the
-        validators and facts of a 200 (or a 304 revived from `prior`), or only the status
-        of any other answer (a page gone has no validators to ask with)."""
+        validators as given (crawler.shell.revalidation decides which answers keep any)
+        and the facts of a 200 (or a 304 revived from `prior`), or only the status of any
+        other answer (a page gone has no facts to revive)."""
         urls = self._urls
         ids = urls.ids()
         uid = ids.get(url) or urls.intern(url)
@@ -150,30 +162,33 @@ class HistoryStore:
         if result is None or status != 200:
             row = HistoryRow(uid, status=status, reason=reason)
         else:
-            links = result.targets
-            found = list(map(ids.get, links))  # every link is met, so interned, but for a few
-            if None in found:
-                intern = urls.intern
-                found = [
-                    i if i is not None else intern(t) for i, t in zip(found, links, strict=True)
-                ]
-            targets = array("I", found).tobytes()  # type: ignore[type-var]  # no None left
+            targets = self._ids(result.targets)
+            nofollow = self._ids(result.nofollow) if result.nofollow else b""
             blocks = result.blocks
             first: int | None = started
-            changed: int | None = None  # not known until a run sees the text differ
             if prior is not None and prior.blocks is not None and blocks is not None:
                 first = prior.first_seen if prior.first_seen is not None else started
-                # a listed page's is decided again with the site's template (published())
-                changed = content_date(prior.blocks, prior.changed, blocks, frozenset(), started)
+            # only the blocks: its content date is crawler.core.lastmod's, set by published()
+            # for a listed page; an unlisted one has none (see the module doc)
             row = HistoryRow(
                 uid, etag=etag, modified=modified, mime=result.mime,
                 meta=_packed(result.meta), header=_packed(result.header),
-                canonical=result.canonical, targets=targets or None, body=result.body_key,
-                blocks=blocks, status=status, reason=reason, first_seen=first, changed=changed,
+                canonical=result.canonical, canonical_in_html=result.canonical_in_html,
+                targets=targets or None, nofollow=nofollow or None, body=result.body_key,
+                blocks=blocks, status=status, reason=reason, first_seen=first,
                 extras=None if result.extras is None else pack(result.extras), stamped=stamped,
             )  # fmt: skip
         self._rows[uid] = _history_values(row)
         self.ops += 1
+
+    def _ids(self, links: list[str]) -> bytes:
+        """links as packed URL ids (every link is met, so interned, but for a few)."""
+        urls = self._urls
+        found = list(map(urls.ids().get, links))
+        if None in found:
+            intern = urls.intern
+            found = [i if i is not None else intern(t) for i, t in zip(found, links, strict=True)]
+        return array("I", found).tobytes()  # type: ignore[type-var]  # no None left
 
     def published(self, url: str, changed: int | None, lastmod: int | None, source: str) -> None:
         """The lastmod a listed page was published with, and its content date, decided at
