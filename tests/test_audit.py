@@ -522,3 +522,38 @@ def test_the_old_spelling_json_still_writes_the_report_and_says_so(tmp_path: Pat
     assert json.loads(out.read_text())["summary"]["urls_listed"] == 1
     err = capsys.readouterr().err
     assert "warning: --json is now --report; --json goes in the next release" in err
+
+
+def test_a_relative_sitemap_line_is_read_against_robots_txt_and_flagged(
+    site, tmp_path: Path
+) -> None:
+    base = site(
+        lambda b: {
+            "/robots.txt": Page("User-agent: *\nSitemap: /maps/all.xml\n", 200, "text/plain"),
+            "/maps/all.xml": xml(urlset(f"{b}/maps/a", f"{b}/maps/b")),
+        }
+    )
+    exit_code, report = run_audit(tmp_path, base + "/", "--no-fetch")
+    assert report["summary"]["sitemaps_read"] == 1, report
+    assert report["summary"]["urls_listed"] == 2
+    [finding] = report["findings"]
+    assert finding["code"] == "robots_sitemap_relative"
+    assert "Sitemap: /maps/all.xml" in finding["detail"]
+    assert exit_code == 0  # a warning: the audit carries on
+
+
+def test_no_usable_sitemap_line_falls_back_to_the_guesses(site, tmp_path: Path) -> None:
+    base = site(
+        lambda b: {
+            "/robots.txt": Page(
+                "User-agent: *\nSitemap: http://elsewhere.invalid/s.xml\n", 200, "text/plain"
+            ),
+            "/sitemap.xml": xml(urlset(f"{b}/a")),
+        }
+    )
+    _, report = run_audit(tmp_path, base + "/", "--no-fetch")
+    assert report["summary"]["sitemaps_read"] == 1, report
+    codes = [f["code"] for f in report["findings"]]
+    assert "sitemap_unreachable" in codes
+    unreachable = next(f for f in report["findings"] if f["code"] == "sitemap_unreachable")
+    assert "Sitemap: http://elsewhere.invalid/s.xml" in unreachable["detail"]

@@ -87,6 +87,11 @@ CODES: Final[dict[str, Code]] = {
     "not_in_robots_txt": Code(
         "notice", "file", "robots.txt has no Sitemap: line naming this sitemap"
     ),
+    "robots_sitemap_relative": Code(
+        "warning",
+        "file",
+        "a robots.txt Sitemap: line with a relative URL (engines want a full one)",
+    ),
     # -- the URLs listed ---------------------------------------------------------------------
     "blocked_by_robots": Code("error", "url", "robots.txt disallows a listed URL"),
     "http_error": Code("error", "url", "a listed URL answers 4xx or 5xx"),

@@ -301,9 +301,10 @@ async def _remote(
                 planned.add(crawl_url)
                 queue.append(_Source(plan.public(crawl_url), crawl_url, source.name, child.line))
     if robots_read:
+        named = tuple(url for raw in robots.sitemaps if (url := _named(raw, plan)))
         for source in reading.read:
             parents = (source.parent,) if source.parent else ()
-            finding = not_in_robots(source.name, parents, robots.sitemaps)
+            finding = not_in_robots(source.name, parents, named)
             if finding is not None:
                 reading.findings.append(finding)
     if not reading.read:
@@ -330,13 +331,16 @@ async def _discover(
     audited folder that answers (its answer kept in `fetched`: not requested twice)."""
     queue: list[_Source] = []
     for raw in robots.sitemaps[:MAX_SITEMAP_FILES]:
-        crawl_url, why = where(raw, plan)
+        named = _named(raw, plan)
+        if not urlsplit(raw).scheme:
+            reading.findings.append(_relative(raw, named))
+        crawl_url, why = where(named, plan) if named else (None, "not a URL")
         if crawl_url is None:
-            detail = f"named in robots.txt, not fetched: {why}"
+            detail = f"named in robots.txt (Sitemap: {raw}), not fetched: {why}"
             reading.findings.append(Finding("sitemap_unreachable", raw, None, detail))
         elif all(source.fetch != crawl_url for source in queue):
             queue.append(_Source(plan.public(crawl_url), crawl_url))
-    if robots.sitemaps:
+    if queue:  # nothing usable named: the usual guesses, as when robots.txt names none
         return queue, None
     tried: list[str] = []
     for guess in GUESSES:
@@ -358,6 +362,25 @@ async def _discover(
         f"no sitemap found: robots.txt names none, and none was found under {where_} "
         f"({'; '.join(tried)})"
     )
+
+
+def _named(raw: str, plan: Plan) -> str | None:
+    """The URL a Sitemap: line names: a relative one resolved against robots.txt's URL
+    (None if even that gives no http(s) URL)."""
+    return raw if urlsplit(raw).scheme else resolve(_robots_url(plan), raw)
+
+
+def _robots_url(plan: Plan) -> str:
+    public = urlsplit(plan.origins.public.root)
+    return f"{public.scheme}://{public.netloc}/robots.txt"
+
+
+def _relative(raw: str, named: str | None) -> Finding:
+    """A relative Sitemap: line: read all the same, but the protocol asks for a full URL and
+    an engine may ignore the line, so the site owner is told."""
+    then = f"read as {named}" if named else "not a URL even against robots.txt's"
+    detail = f"robots.txt says 'Sitemap: {raw}', a relative URL; {then}"
+    return Finding("robots_sitemap_relative", raw, None, detail)
 
 
 async def _read_remote(
