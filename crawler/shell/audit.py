@@ -42,7 +42,7 @@ from crawler.shell.engine import Crawl, Robots
 from crawler.shell.fetch import REDIRECT_STATUSES, Response
 from crawler.shell.pool import Spare
 from crawler.shell.progress import ProgressLine
-from sitemap_out.reader import ReadResult, read_sitemap
+from sitemap_out.reader import ReadResult, looks_like_sitemap, read_sitemap
 from sitemap_out.writer import MAX_BYTES
 
 __all__ = ["GUESSES", "MAX_SITEMAP_FILES", "Audit", "audit", "is_url"]
@@ -135,8 +135,9 @@ def is_url(target: str) -> bool:
 
 
 def is_site(url: str) -> bool:
-    """A URL naming a site or folder, not a sitemap file: its path ends with / or its last
-    segment has no sitemap-like name (sitemap*, *.xml, *.txt, *.gz)."""
+    """A URL named like a site or folder, not a sitemap file: its path ends with / or its last
+    segment has no sitemap-like name (sitemap*, *.xml, *.txt, *.gz). Only a first guess: what
+    the URL answers decides (_answers_sitemap)."""
     last = urlsplit(url).path.rsplit("/", 1)[-1].lower()
     if not last:
         return True
@@ -272,7 +273,7 @@ async def _remote(
         reading.robots = await crawl.read_robots()  # the URL checks are given it, not refetch
         robots, robots_read = reading.robots.rules, reading.robots.status == 200
         fetched: dict[str, Response] = {}
-        if is_site(url):
+        if is_site(url) and not await _answers_sitemap(url, plan, robots, agent, get, fetched):
             queue, why_nothing = await _discover(plan, robots, agent, get, reading, fetched)
             if why_nothing is not None:
                 return None, why_nothing
@@ -362,6 +363,21 @@ async def _discover(
         f"no sitemap found: robots.txt names none, and none was found under {where_} "
         f"({'; '.join(tried)})"
     )
+
+
+async def _answers_sitemap(
+    url: str, plan: Plan, robots: RobotsTxt, agent: str, get: Get, fetched: dict[str, Response]
+) -> bool:
+    """Whether a URL named like a site or folder answers a sitemap or feed (WordPress serves
+    its feed at /feed/): one request, kept in `fetched` when it is one. An origin's root is
+    taken as a site unasked."""
+    if urlsplit(url).path in ("", "/") or not robots.verdict(url, agent).allowed:
+        return False
+    resp, _ = await _fetch(url, plan, robots, agent, get)
+    if resp is None or not looks_like_sitemap(resp.body, resp.headers.get("Content-Type", "")):
+        return False
+    fetched[url] = resp
+    return True
 
 
 def _named(raw: str, plan: Plan) -> str | None:
