@@ -28,6 +28,7 @@ from crawler.config import (
     withhold_secrets,
 )
 from crawler.core.access import redact, secrets_of
+from crawler.core.words import plural
 from crawler.errors import (
     ConfigError,
     InterruptedCrawl,
@@ -740,8 +741,8 @@ def _crawl(config: Config) -> int:
         if (hint := tally.foreign.hint()) is not None:
             print(hint)
         print(
-            f"published {result.published.url_count} URLs in "
-            f"{len(result.published.files)} file(s) to {config.output}"
+            f"published {plural(result.published.url_count, 'URL')} in "
+            f"{plural(len(result.published.files), 'file')} to {config.output}"
         )
         print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}", flush=True)
         if result.published.feed_url is not None:
