@@ -536,7 +536,7 @@ class _XmlReader:
         ]
         if missing:
             self.result.report(
-                "bad_hreflang",
+                "bad_alternate_link",
                 f"xhtml:link without {' and '.join(missing)}: engines ignore it",
                 link.sourceline,
             )
@@ -547,7 +547,7 @@ class _XmlReader:
         alternates.append((hreflang or "", href))
         if hreflang is None:
             self.result.report(
-                "bad_hreflang",
+                "bad_alternate_link",
                 "xhtml:link without hreflang (nor media=, for a mobile URL)",
                 link.sourceline,
             )

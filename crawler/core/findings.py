@@ -68,6 +68,11 @@ CODES: Final[dict[str, Code]] = {
     "invalid_hreflang": Code(
         "error", "file", "an hreflang that is not a language code (BCP 47) or x-default"
     ),
+    "invalid_alternate_link": Code(
+        "error",
+        "file",
+        'an xhtml:link engines ignore: no href, no rel="alternate", or neither hreflang nor media',
+    ),
     "hreflang_no_return": Code(
         "warning", "file", "an hreflang alternate that does not name the page back"
     ),

@@ -69,6 +69,7 @@ PROBLEM_CODES: Final[dict[str, str | None]] = {
     "bad_priority": "invalid_tag_value",
     "duplicate_loc": None,
     "bad_hreflang": "invalid_hreflang",
+    "bad_alternate_link": "invalid_alternate_link",
     "video_missing_field": "video_missing_field",
     "too_many_news": "too_many_news_urls",
 }
@@ -76,8 +77,8 @@ PROBLEM_CODES: Final[dict[str, str | None]] = {
 _ENTRY_CODES: Final = frozenset(
     {
         "invalid_url", "invalid_date", "invalid_tag_value", "invalid_hreflang",
-        "video_missing_field", "unknown_element", "field_order", "loc_fragment",
-        "loc_whitespace",
+        "invalid_alternate_link", "video_missing_field", "unknown_element", "field_order",
+        "loc_fragment", "loc_whitespace",
     }
 )  # fmt: skip
 #: Google News reads the articles of the last two days.
