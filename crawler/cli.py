@@ -827,15 +827,16 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     listed = len(records) == 1 and records[0].reason == LISTED
     if (hint := crawl.tally.foreign.hint()) is not None:
         print(f"  {hint}")
-    if listed and config.skip_duplicates:
+    # one general note: what only a whole crawl knows (the links to the URL, its twins)
+    unknown: list[str] = []
+    if config.skip_duplicates:
+        unknown.append("a byte-identical page has a better URL (/ for /index.html)")
+    if not config.follow_nofollow:
+        unknown.append("only rel=nofollow links lead to it (a crawl follows none)")
+    if listed and unknown:
         print(
-            "  (unless a byte-identical page has a better URL, such as / for /index.html: "
-            "only a whole crawl can tell)"
-        )
-    if listed and not config.follow_nofollow:
-        print(
-            "  (unless only rel=nofollow links lead to it, which a crawl does not follow: "
-            "its decision is then nofollow; only a whole crawl can tell)"
+            f"  (judged on its own: a crawl leaves it out if {' or if '.join(unknown)}, "
+            "which only a whole crawl can tell)"
         )
     elif len(records) > 1 and records[-1].reason == LISTED:
         print(f"  (the sitemap would list {records[-1].url} instead)")
