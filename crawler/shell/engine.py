@@ -418,6 +418,8 @@ class Crawl:
             checked.pages[facts.public or url] = found
             if follow:
                 self.links.follow_page(task, *judged)
+            elif task.depth == 0 and facts.canonical and facts.canonical_in_scope:
+                self.links.discover(facts.canonical, 1, self.plan.public(url))  # #24: usable?
 
         loop = self.loop
         started = time.monotonic()
