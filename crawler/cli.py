@@ -753,11 +753,12 @@ def _crawl(config: Config) -> int:
             _write_json(config.report, tally.to_json(figures))
         except OutputError as exc:
             raise OutputError(
-                f"published {result.published.url_count} URLs to {config.output}, but {exc}"
+                f"published {plural(result.published.url_count, 'URL')} to {config.output}, "
+                f"but {exc}"
             ) from None
     if hook_failed is not None:
         raise OnPublishError(
-            f"published {result.published.url_count} URLs to {config.output}, but the "
+            f"published {plural(result.published.url_count, 'URL')} to {config.output}, but the "
             f"on-publish command failed: {hook_failed}"
         )
     return Exit.OK
