@@ -302,7 +302,7 @@ async def _remote(
                 planned.add(crawl_url)
                 queue.append(_Source(plan.public(crawl_url), crawl_url, source.name, child.line))
     if robots_read:
-        named = tuple(url for raw in robots.sitemaps if (url := _named(raw, plan)))
+        named = tuple(u for raw in robots.sitemaps if (u := _named(raw, plan)) is not None)
         for source in reading.read:
             parents = (source.parent,) if source.parent else ()
             finding = not_in_robots(source.name, parents, named)
