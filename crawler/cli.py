@@ -28,6 +28,7 @@ from crawler.config import (
     withhold_secrets,
 )
 from crawler.core.access import redact, secrets_of
+from crawler.core.words import plural
 from crawler.errors import (
     ConfigError,
     InterruptedCrawl,
@@ -740,8 +741,8 @@ def _crawl(config: Config) -> int:
         if (hint := tally.foreign.hint()) is not None:
             print(hint)
         print(
-            f"published {result.published.url_count} URLs in "
-            f"{len(result.published.files)} file(s) to {config.output}"
+            f"published {plural(result.published.url_count, 'URL')} in "
+            f"{plural(len(result.published.files), 'file')} to {config.output}"
         )
         print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}", flush=True)
         if result.published.feed_url is not None:
@@ -752,11 +753,12 @@ def _crawl(config: Config) -> int:
             _write_json(config.report, tally.to_json(figures))
         except OutputError as exc:
             raise OutputError(
-                f"published {result.published.url_count} URLs to {config.output}, but {exc}"
+                f"published {plural(result.published.url_count, 'URL')} to {config.output}, "
+                f"but {exc}"
             ) from None
     if hook_failed is not None:
         raise OnPublishError(
-            f"published {result.published.url_count} URLs to {config.output}, but the "
+            f"published {plural(result.published.url_count, 'URL')} to {config.output}, but the "
             f"on-publish command failed: {hook_failed}"
         )
     return Exit.OK
@@ -827,15 +829,16 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     listed = len(records) == 1 and records[0].reason == LISTED
     if (hint := crawl.tally.foreign.hint()) is not None:
         print(f"  {hint}")
-    if listed and config.skip_duplicates:
+    # one general note: what only a whole crawl knows (the links to the URL, its twins)
+    unknown: list[str] = []
+    if config.skip_duplicates:
+        unknown.append("a byte-identical page has a better URL (/ for /index.html)")
+    if not config.follow_nofollow:
+        unknown.append("only rel=nofollow links lead to it (a crawl follows none)")
+    if listed and unknown:
         print(
-            "  (unless a byte-identical page has a better URL, such as / for /index.html: "
-            "only a whole crawl can tell)"
-        )
-    if listed and not config.follow_nofollow:
-        print(
-            "  (unless only rel=nofollow links lead to it, which a crawl does not follow: "
-            "its decision is then nofollow; only a whole crawl can tell)"
+            f"  (judged on its own: a crawl leaves it out if {' or if '.join(unknown)}, "
+            "which only a whole crawl can tell)"
         )
     elif len(records) > 1 and records[-1].reason == LISTED:
         print(f"  (the sitemap would list {records[-1].url} instead)")

@@ -766,8 +766,10 @@ def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     Lists: one item a line, for every list key (a newline is the one separator no item can
     hold); the lists of plain words (listed_types, strip_params, ...) take commas too, and the
     repeatable keys, whose items may hold commas (header, cookie, include, exclude,
-    exclude_listing_only, news_articles), only lines. An empty variable
-    counts as unset. A bad value or an unknown SITEMAP_CRAWLER_* variable is a ConfigError
+    exclude_listing_only, news_articles), only lines. An empty list variable (or `[]`) is
+    the empty list, as an empty list option on the command line is (SEARCH_ENGINES='' says
+    none, in an env-only container job); any other empty variable counts as unset. A bad value
+    or an unknown SITEMAP_CRAWLER_* variable is a ConfigError
     naming the variable (never quoting a secret's value)."""
     specs = {env_var(spec.name): spec for spec in fields()}
     values: dict[str, Any] = {}
@@ -784,6 +786,9 @@ def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
                 "or see docs/reference.md)"
             )
         text = environ[name]
+        if text.strip() in ("", "[]") and _kind(spec) == "tuple":
+            values[spec.name] = ()
+            continue
         if text.strip() == "":
             continue
         values[spec.name] = _parse_env(name, spec, text)

@@ -534,7 +534,7 @@ class _XmlReader:
         ]
         if missing:
             self.result.report(
-                "bad_hreflang",
+                "bad_alternate_link",
                 f"xhtml:link without {' and '.join(missing)}: engines ignore it",
                 link.sourceline,
             )
@@ -545,7 +545,7 @@ class _XmlReader:
         alternates.append((hreflang or "", href))
         if hreflang is None:
             self.result.report(
-                "bad_hreflang",
+                "bad_alternate_link",
                 "xhtml:link without hreflang (nor media=, for a mobile URL)",
                 link.sourceline,
             )
@@ -645,6 +645,29 @@ def _read_text(chunks: Iterator[bytes], result: ReadResult, max_urls: int) -> No
         handle(line)
     if not result.entries:
         result.report("empty", "the text sitemap lists no URL")
+
+
+# -- what a URL answers ---------------------------------------------------------------------
+
+#: The root elements of what search engines read as a sitemap, after the XML prologue.
+_SITEMAP_ROOT: Final = re.compile(
+    rb"^(?:<\?[^>]*\?>|<!--.*?-->|<!DOCTYPE[^>]*>|\s)*<(?:[\w.-]+:)?(urlset|sitemapindex|rss|feed)[\s>/]",
+    re.DOTALL,
+)
+
+
+def looks_like_sitemap(body: bytes, content_type: str) -> bool:
+    """Whether an answer is a sitemap rather than a page: what the audit asks of a URL whose
+    name does not say (a feed at /feed, a sitemap served by a script). Gzip, a sitemap or
+    feed root element, or plain text whose first line is an http(s) URL."""
+    head = body[:4096].removeprefix(b"\xef\xbb\xbf").lstrip(_WS)
+    if head.startswith(b"\x1f\x8b"):
+        return True
+    if _SITEMAP_ROOT.match(head):
+        return True
+    first = head.split(b"\n", 1)[0].strip().lower()
+    plain = content_type.split(";", 1)[0].strip().lower() == "text/plain"
+    return plain and first.startswith((b"http://", b"https://"))
 
 
 # -- entry point ----------------------------------------------------------------------------

@@ -522,3 +522,76 @@ def test_the_old_spelling_json_still_writes_the_report_and_says_so(tmp_path: Pat
     assert json.loads(out.read_text())["summary"]["urls_listed"] == 1
     err = capsys.readouterr().err
     assert "warning: --json is now --report; --json goes in the next release" in err
+
+
+def test_a_relative_sitemap_line_is_read_against_robots_txt_and_flagged(
+    site, tmp_path: Path
+) -> None:
+    base = site(
+        lambda b: {
+            "/robots.txt": Page("User-agent: *\nSitemap: /maps/all.xml\n", 200, "text/plain"),
+            "/maps/all.xml": xml(urlset(f"{b}/maps/a", f"{b}/maps/b")),
+        }
+    )
+    exit_code, report = run_audit(tmp_path, base + "/", "--no-fetch")
+    assert report["summary"]["sitemaps_read"] == 1, report
+    assert report["summary"]["urls_listed"] == 2
+    [finding] = report["findings"]
+    assert finding["code"] == "robots_sitemap_relative"
+    assert "Sitemap: /maps/all.xml" in finding["detail"]
+    assert exit_code == 0  # a warning: the audit carries on
+
+
+def test_no_usable_sitemap_line_falls_back_to_the_guesses(site, tmp_path: Path) -> None:
+    base = site(
+        lambda b: {
+            "/robots.txt": Page(
+                "User-agent: *\nSitemap: http://elsewhere.invalid/s.xml\n", 200, "text/plain"
+            ),
+            "/sitemap.xml": xml(urlset(f"{b}/a")),
+        }
+    )
+    _, report = run_audit(tmp_path, base + "/", "--no-fetch")
+    assert report["summary"]["sitemaps_read"] == 1, report
+    codes = [f["code"] for f in report["findings"]]
+    assert "sitemap_unreachable" in codes
+    unreachable = next(f for f in report["findings"] if f["code"] == "sitemap_unreachable")
+    assert "Sitemap: http://elsewhere.invalid/s.xml" in unreachable["detail"]
+
+
+def _rss(*links: str) -> str:
+    items = "".join(f"<item><title>t</title><link>{link}</link></item>" for link in links)
+    return f'{XML}<rss version="2.0"><channel><title>f</title>{items}</channel></rss>\n'
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type"),
+    [("/feed", "application/rss+xml"), ("/feed/", "text/xml"), ("/list", "text/html")],
+)
+def test_a_sitemap_or_feed_at_a_url_not_named_like_one_is_read(
+    site, tmp_path: Path, path: str, content_type: str
+) -> None:
+    def pages(b: str) -> dict:
+        at = f"{b}/feed/" if path.endswith("/") else f"{b}/"  # a sitemap's folder rule
+        body = urlset(f"{at}a", f"{at}b") if path == "/list" else _rss(f"{at}a", f"{at}b")
+        return {path: xml(body, content_type), "/sitemap.xml": xml(urlset(f"{b}/never"))}
+
+    base = site(pages)
+    exit_code, report = run_audit(tmp_path, base + path, "--no-fetch")
+    assert exit_code == 0, report
+    assert report["summary"]["sitemaps_read"] == 1
+    assert report["summary"]["urls_listed"] == 2
+    assert site.last.paths.count(path) == 1  # read once, not asked again
+    assert "/sitemap.xml" not in site.last.paths
+
+
+def test_a_folder_answering_a_page_is_audited_as_a_site(site, tmp_path: Path) -> None:
+    base = site(
+        lambda b: {
+            "/docs/": Page("<!doctype html><html><body>hi</body></html>"),
+            "/docs/sitemap.xml": xml(urlset(f"{b}/docs/a")),
+        }
+    )
+    exit_code, report = run_audit(tmp_path, base + "/docs/", "--no-fetch")
+    assert exit_code == 0, report
+    assert report["summary"]["urls_listed"] == 1

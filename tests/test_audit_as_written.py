@@ -98,10 +98,26 @@ def test_a_bare_url_listed_beside_its_tracked_twin_is_a_duplicate():
     found = tracking_findings(listed, DEFAULT_STRIP_PARAMS)
     assert [(f.code, f.url) for f in found] == [
         ("tracking_parameter", "https://e.com/p?utm_medium=x&id=3"),
-        ("duplicate_url", "https://e.com/p?id=3"),
+        ("duplicate_url", "https://e.com/p?utm_medium=x&id=3"),  # the tracked one, not /p?id=3
     ]
-    assert "https://e.com/p?utm_medium=x&id=3" in found[1].detail
+    assert "the same page as https://e.com/p?id=3 (the same file, line 4)" in found[1].detail
     assert tracking_findings(listed, ()) == []
+
+
+def test_a_fragment_twin_is_one_duplicate_not_two(tmp_path):
+    """/a, /a?sid=1 and /a#frag: the tracked twin is the duplicate of /a, and /a#frag is
+    reported once (as the same loc as /a), not again as a tracked twin."""
+    from crawler.core.sitemap_checks import duplicates
+
+    sitemap = "https://e.com/sitemap.xml"
+    listed = [
+        ListedUrl("https://e.com/a?sid=1", sitemap, 3),
+        ListedUrl("https://e.com/a", sitemap, 4),
+        ListedUrl("https://e.com/a#frag", sitemap, 5),
+    ]
+    found = duplicates(listed) + tracking_findings(listed, DEFAULT_STRIP_PARAMS)
+    dupes = [(f.url, f.line) for f in found if f.code == "duplicate_url"]
+    assert dupes == [("https://e.com/a#frag", 5), ("https://e.com/a?sid=1", 3)]
 
 
 _NAME = st.sampled_from(

@@ -418,3 +418,30 @@ def test_too_many_hops_and_a_target_outside_the_folder_are_said(serve):
     findings, _ = check(config(srv.url, max_redirects=2), listed(srv.url, "/r0"))
     assert findings[0].detail == f"more than 2 redirects from {srv.url}/r0"
     assert "/r3" not in site.paths
+
+
+def test_a_canonical_target_not_listed_is_judged_once_for_canonical_broken(serve):
+    """#24: a listed page whose canonical (not itself listed) answers 404 is canonical_broken
+    with the target's status, not canonicalised: the target is requested once, however many
+    pages name it; a working target not listed keeps the page canonicalised."""
+    site = Site(
+        {
+            **FINE,
+            "/brokencanon": html(head='<link rel="canonical" href="/missing">'),
+            "/brokentoo": html(head='<link rel="canonical" href="/missing">'),
+            "/print": html(head='<link rel="canonical" href="/real">'),
+            "/real": html(),
+        }
+    )
+    srv = serve(site.app)
+    items = listed(srv.url, "/", "/brokencanon", "/brokentoo", "/print")
+    findings, checked = check(config(srv.url), items)
+    assert codes(findings) == {
+        ("canonical_broken", srv.url + "/brokencanon"),
+        ("canonical_broken", srv.url + "/brokentoo"),
+        ("canonicalised", srv.url + "/print"),
+    }, findings
+    broken = next(f for f in findings if f.url == srv.url + "/brokencanon")
+    assert "/missing" in broken.detail and "404" in broken.detail
+    assert site.paths.count("/missing") == 1 and site.paths.count("/real") == 1
+    assert checked == 4  # the listed URLs, not the targets

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.config import ENV_NOT_KEYS, env_var, fields, from_env
+from crawler.config import ENV_NOT_KEYS, build, env_var, fields, from_env
 from crawler.errors import ConfigError
 from tests.procs import CLI, child_env
 from tests.sites import Site, html, read_published
@@ -203,3 +203,13 @@ def test_the_other_commands_take_their_keys_from_the_environment(serve, tmp_path
     assert done.returncode == 2
     assert "SITEMAP_CRAWLER_TIMEOUT must be a number, got 'never'" in done.stderr
     assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.parametrize("value", ["", " ", "[]"])
+def test_an_empty_list_variable_is_the_empty_list_as_on_the_command_line(value):
+    """SEARCH_ENGINES='' says "none" (every engine's rules ignored), as --search-engines ''
+    does: a job configured only by its environment must be able to say it."""
+    values = from_env({"SITEMAP_CRAWLER_SEARCH_ENGINES": value, "SITEMAP_CRAWLER_DELAY": ""})
+    assert values == {"search_engines": ()}  # an empty scalar stays unset
+    config = build({"url": "https://example.com/", **values}, {})
+    assert config.search_engines == ()

@@ -100,4 +100,4 @@ def test_three_sites_by_index_each_in_its_own_folder(serve, tmp_path, xsd):
     )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1
-    assert f"index 3 is past the end of the sites file {listing}: it lists 3 site(s)" in done.stderr
+    assert f"index 3 is past the end of the sites file {listing}: it lists 3 sites" in done.stderr

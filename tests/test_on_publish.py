@@ -136,3 +136,24 @@ def test_a_hook_may_run_sitemap_crawler_again(tmp_path):
         "SITEMAP_CRAWLER_PUBLISHED_FILES",
     }
     assert from_env(env) == {}
+
+
+def test_the_credentials_and_their_origin_are_withheld_from_the_hook(serve, tmp_path):
+    url = serve(tree_site(2).app).url + "/"
+    marker = tmp_path / "marker"
+    proc = subprocess.run(
+        [*CLI, "crawl", url, "-o", str(tmp_path / "o"), "--on-publish", 'env > "$MARKER"'],
+        capture_output=True,
+        text=True,
+        env=child_env(
+            MARKER=str(marker),
+            SITEMAP_CRAWLER_AUTH="u:pw-secret",
+            SITEMAP_CRAWLER_AUTH_ORIGIN=url.rstrip("/"),
+        ),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    hook_env = marker.read_text()
+    assert "SITEMAP_CRAWLER_AUTH" not in hook_env  # neither AUTH nor AUTH_ORIGIN
+    assert "pw-secret" not in hook_env
+    assert "SITEMAP_CRAWLER_PUBLISHED_DIR=" in hook_env

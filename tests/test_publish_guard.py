@@ -227,7 +227,7 @@ def test_a_report_that_cannot_be_written_after_publishing_exits_5(serve, tmp_pat
     out = tmp_path / "out"
     assert _crawl(srv.url + "/", out, "--report", str(folder / "r.json")) == 5
     line = _one_line(capsys.readouterr().err)
-    assert line.startswith("sitemap-crawler: published 1 URLs") and "cannot write report" in line
+    assert line.startswith("sitemap-crawler: published 1 URL to") and "cannot write report" in line
     assert read_published(out, xsd).locs == [srv.url + "/"]
 
 

@@ -84,7 +84,7 @@ def test_mobile_alternates_and_xhtml_links_missing_an_attribute() -> None:
     ):
         doc = f"{DECL}<urlset {NS} {XHTML}><url><loc>https://e.com/a</loc>{link}</url></urlset>"
         read = read_sitemap(doc.encode())
-        assert read.codes == {"bad_hreflang"}
+        assert read.codes == {"bad_alternate_link"}  # not "not a language code"
         assert missing in read.problems[0].message
         assert read.entries[0].loc == "https://e.com/a"
 

@@ -84,7 +84,7 @@ def test_allowed_and_blocked_with_group_rule_and_lines(serve, capsys) -> None:
     assert out.startswith("user agent: sitemap-crawler/")
     assert "(robots.txt token: sitemap-crawler, " in out.splitlines()[0]
     assert out.rstrip().endswith(
-        "3 URL(s): 2 allowed, 1 blocked; 1 allowed but blocked for a search engine, so not "
+        "3 URLs: 2 allowed, 1 blocked; 1 allowed but blocked for a search engine, so not "
         "listed by a crawl"
     )
     assert site.paths == ["/robots.txt"]
@@ -178,7 +178,7 @@ def test_500_robots_txt_blocks_everything_and_says_why(serve, capsys) -> None:
         "  group: none (robots.txt could not be read)",
         "  rule:  robots.txt answered 500: everything blocked until it can be read (RFC 9309)",
     ]
-    assert "2 URL(s): 0 allowed, 2 blocked (2 of them because their robots.txt could not" in out
+    assert "2 URLs: 0 allowed, 2 blocked (2 of them because their robots.txt could not" in out
 
 
 def test_unreachable_robots_txt_blocks_everything(capsys) -> None:

@@ -40,10 +40,10 @@ def test_refresh_target(content, expected):
 @pytest.mark.parametrize(
     ("script", "expected"),
     [
-        ('location.href="/new/"', ("/new/", "location.href =")),
-        ("window.location = '/n';", ("/n", "location =")),
-        (' location.replace("/r") ', ("/r", "location.replace()")),
-        ("document.location.assign( '/a' );", ("/a", "location.assign()")),
+        ('location.href="/new/"', ("/new/", "sets location.href")),
+        ("window.location = '/n';", ("/n", "sets location")),
+        (' location.replace("/r") ', ("/r", "calls location.replace()")),
+        ("document.location.assign( '/a' );", ("/a", "calls location.assign()")),
         ('location.href="/n/"+location.hash', None),  # computed: only a browser knows
         ('var a=1;location="/x"', None),
         ('location.hash="x"', None),
@@ -76,7 +76,7 @@ def test_analyse_finds_the_stubs_the_generators_write():
         "<html><head><title>Redirecting</title><script>location.href='/new/'</script>"
         "</head><body><p>Redirecting...</p></body></html>"
     )
-    assert _moved(script_only) == ("http://h/new/", "script location.href =")
+    assert _moved(script_only) == ("http://h/new/", "script sets location.href")
     # not stubs: a page with content, two scripts, a long delay, a refresh of itself
     text = "<p>" + "A page with a great deal to say. " * 10 + "</p>"
     assert _moved(f"<script>location='/x'</script>{text}") == (None, "")
@@ -129,7 +129,7 @@ def test_a_crawl_follows_stubs_like_redirects(serve, tmp_path, xsd):
     assert locs == [u + p for p in ("/", "/computed", "/countdown", "/js-new", "/new/")]
     assert decisions[u + "/old/"]["reason"] == "redirect"
     assert decisions[u + "/old/"]["detail"] == f"meta refresh (0 s) to {u}/new/"
-    assert decisions[u + "/js-old"]["detail"] == f"script location.href = to {u}/js-new"
+    assert decisions[u + "/js-old"]["detail"] == f"script sets location.href to {u}/js-new"
     # the target is screened like an HTTP redirect's: robots.txt, scope
     assert decisions[u + "/replaced"]["reason"] == "redirect"
     assert decisions[u + "/private/page"]["reason"] == "robots_txt"
@@ -189,7 +189,8 @@ def test_a_rendered_page_that_navigates_away_is_a_redirect(serve, tmp_path, xsd)
         {
             "/": html("/computed"),
             "/computed": f'<script>location.href = "/ta" + "rget/"</script>{text}',
-            "/target/": html(),
+            "/refreshed": '<meta http-equiv="refresh" content="0; url=/target/">Moved',
+            "/target/": html("/refreshed"),
         }
     )
     srv = serve(site.app)
@@ -202,3 +203,5 @@ def test_a_rendered_page_that_navigates_away_is_a_redirect(serve, tmp_path, xsd)
     assert decisions[u + "/computed"]["detail"].startswith(
         f"its script navigated while rendering to {u}/target/"
     )
+    assert decisions[u + "/refreshed"]["reason"] == "redirect"  # not a script's navigation
+    assert decisions[u + "/refreshed"]["detail"].startswith(f"meta refresh (0 s) to {u}/target/")

@@ -46,7 +46,8 @@ def test_a_calendar_trap_ends_on_its_own(serve, crawl, tmp_path):
     assert [d["url"] for d in trapped] == [srv.url + "/calendar?month=1000"]
     line = (
         f"warning: trap: more than 1000 URLs of {srv.url}/calendar that differ only in their "
-        "query (max_pages_per_param): 1 URL(s) not fetched"
+        "query (max_pages_per_param): 1 URL not fetched; the 1000 fetched before the cut are "
+        "listed as usual (to leave them all out: --exclude '/calendar?*')"
     )
     assert line in err
 
@@ -62,7 +63,8 @@ def test_the_defaults_are_finite_and_a_budget_is_per_path():
     assert "differ only in their query" in (budgets.spend("https://e.com/cal?m=9") or "")
     assert budgets.warnings() == [
         "trap: more than 2 URLs of https://e.com/cal that differ only in their query "
-        "(max_pages_per_param): 1 URL(s) not fetched"
+        "(max_pages_per_param): 1 URL not fetched; the 2 fetched before the cut are listed as "
+        "usual (to leave them all out: --exclude '/cal?*')"
     ]
 
 
@@ -76,3 +78,16 @@ def test_max_pages_cut_is_a_limit_with_a_line(serve, crawl, tmp_path):
     figures = json.loads(report.read_text())
     assert figures["reasons"]["limit"] >= 1
     assert "warning: limit: max_pages reached (max_pages 5): " in err
+
+
+def test_the_exclude_a_trap_line_names_leaves_the_calendar_out(serve, crawl, tmp_path):
+    """The pattern the warning names is the one that works: with it the calendar's months
+    are neither requested nor listed, and the real pages are."""
+    site = _calendar_site()
+    srv = serve(site.app)
+    code, pub, _, err = crawl(srv.url + "/", "--exclude", "/calendar?*", "--retries", "0")
+    assert code == 0, err
+    assert {srv.url + p for p in ("/", "/a", "/b")} <= set(pub.locs)
+    assert not [loc for loc in pub.locs if "/calendar?" in loc]
+    assert "trap:" not in err
+    assert len(site.paths) < 20

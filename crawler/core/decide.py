@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
 
 from crawler.core.access import AUTH_ENV
 from crawler.core.directives import Directives
 from crawler.core.patterns import NO_PATTERNS, Patterns, path_and_query
+from crawler.core.words import plural
 
 LISTED = "listed"
 ROBOTS_TXT = "robots_txt"
@@ -281,7 +283,7 @@ class TrapBudgets:
     """Per-folder and per-path-query page budgets: the defence against calendars, faceted
     search and other URL spaces that never end. Counts only; no I/O."""
 
-    __slots__ = ("_folders", "_paths", "cuts", "per_folder", "per_param")
+    __slots__ = ("_folders", "_paths", "_patterns", "cuts", "per_folder", "per_param")
 
     def __init__(self, per_folder: int = 0, per_param: int = 0) -> None:
         self.per_folder = per_folder
@@ -289,6 +291,7 @@ class TrapBudgets:
         self._folders: dict[str, int] = {}
         self._paths: dict[str, int] = {}  # a path -> its URLs that differ only in the query
         self.cuts: dict[str, int] = {}  # a spent budget's reason -> URLs it refused
+        self._patterns: dict[str, str] = {}  # a spent budget's reason -> the exclude for it
 
     def spend(self, url: str) -> str | None:
         """Count url against its budgets; the reason when one is spent (then nothing is
@@ -298,13 +301,16 @@ class TrapBudgets:
         why = None
         if self.per_folder and self._folders.get(folder, 0) >= self.per_folder:
             why = f"more than {self.per_folder} URLs in folder {folder} (max_pages_per_folder)"
+            pattern = urlsplit(folder).path + "*"
         elif self.per_param and query and self._paths.get(path, 0) >= self.per_param:
             why = (
                 f"more than {self.per_param} URLs of {path} that differ only in their query "
                 "(max_pages_per_param)"
             )
+            pattern = urlsplit(path).path + "?*"
         if why is not None:
             self.cuts[why] = self.cuts.get(why, 0) + 1
+            self._patterns[why] = pattern
             return why
         if self.per_folder:
             self._folders[folder] = self._folders.get(folder, 0) + 1
@@ -314,10 +320,18 @@ class TrapBudgets:
 
     def warnings(self) -> list[str]:
         """A line per spent budget: a trap cut short is worth a look (a real catalogue
-        past the budget wants it raised)."""
+        past the budget wants it raised). The pages fetched before the cut stay listed (a
+        shop's first facet pages are real pages, and a decision is never taken back once
+        written), so the line says so, and names the exclude that leaves them all out."""
         return [
-            f"trap: {cut}: {count} URL(s) not fetched" for cut, count in sorted(self.cuts.items())
+            f"trap: {cut}: {plural(count, 'URL')} not fetched; the "
+            f"{self._budget(cut)} fetched before the cut are listed as usual (to leave them "
+            f"all out: --exclude '{self._patterns[cut]}')"
+            for cut, count in sorted(self.cuts.items())
         ]
+
+    def _budget(self, cut: str) -> int:
+        return self.per_folder if cut.endswith("(max_pages_per_folder)") else self.per_param
 
 
 def depth_priority(depth: int) -> float:

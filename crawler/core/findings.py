@@ -68,6 +68,11 @@ CODES: Final[dict[str, Code]] = {
     "invalid_hreflang": Code(
         "error", "file", "an hreflang that is not a language code (BCP 47) or x-default"
     ),
+    "invalid_alternate_link": Code(
+        "error",
+        "file",
+        'an xhtml:link engines ignore: no href, no rel="alternate", or neither hreflang nor media',
+    ),
     "hreflang_no_return": Code(
         "warning", "file", "an hreflang alternate that does not name the page back"
     ),
@@ -86,6 +91,11 @@ CODES: Final[dict[str, Code]] = {
     ),
     "not_in_robots_txt": Code(
         "notice", "file", "robots.txt has no Sitemap: line naming this sitemap"
+    ),
+    "robots_sitemap_relative": Code(
+        "warning",
+        "file",
+        "a robots.txt Sitemap: line with a relative URL (engines want a full one)",
     ),
     # -- the URLs listed ---------------------------------------------------------------------
     "blocked_by_robots": Code("error", "url", "robots.txt disallows a listed URL"),

@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from crawler.core.words import plural
 from crawler.errors import ConfigError
 
 #: The environment variable Kubernetes sets in each pod of an Indexed Job.
@@ -63,8 +64,8 @@ def pick(sites: list[tuple[int, str]], index: int, name: str) -> tuple[str, str]
         raise ConfigError(f"sites file {name} lists no site")
     if not 0 <= index < len(sites):
         raise ConfigError(
-            f"index {index} is past the end of the sites file {name}: it lists {len(sites)} "
-            f"site(s), indexes 0 to {len(sites) - 1}"
+            f"index {index} is past the end of the sites file {name}: it lists "
+            f"{plural(len(sites), 'site')}, indexes 0 to {len(sites) - 1}"
         )
     seen: dict[str, int] = {}
     for line, url in sites:

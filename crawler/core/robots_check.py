@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from crawler.core.robots import MAX_ROBOTS_BYTES, RobotsRule, RobotsTxt, UserAgentGroup, Verdict
 from crawler.core.robots import product_token as _product_token
+from crawler.core.words import plural
 from crawler.exit_codes import Exit
 
 __all__ = [
@@ -255,7 +256,7 @@ def _warnings(source: RobotsSource) -> list[str]:
 
 def _summary(checks: Sequence[UrlCheck]) -> str:
     blocked = sum(not c.allowed for c in checks)
-    text = f"{len(checks)} URL(s): {len(checks) - blocked} allowed, {blocked} blocked"
+    text = f"{plural(len(checks), 'URL')}: {len(checks) - blocked} allowed, {blocked} blocked"
     unread = sum(c.source.unreadable for c in checks)
     if unread:
         text += f" ({unread} of them because their robots.txt could not be read)"

@@ -69,6 +69,7 @@ PROBLEM_CODES: Final[dict[str, str | None]] = {
     "bad_priority": "invalid_tag_value",
     "duplicate_loc": None,
     "bad_hreflang": "invalid_hreflang",
+    "bad_alternate_link": "invalid_alternate_link",
     "video_missing_field": "video_missing_field",
     "too_many_news": "too_many_news_urls",
 }
@@ -76,8 +77,8 @@ PROBLEM_CODES: Final[dict[str, str | None]] = {
 _ENTRY_CODES: Final = frozenset(
     {
         "invalid_url", "invalid_date", "invalid_tag_value", "invalid_hreflang",
-        "video_missing_field", "unknown_element", "field_order", "loc_fragment",
-        "loc_whitespace",
+        "invalid_alternate_link", "video_missing_field", "unknown_element", "field_order",
+        "loc_fragment", "loc_whitespace",
     }
 )  # fmt: skip
 #: Google News reads the articles of the last two days.
@@ -239,14 +240,18 @@ def tracking_findings(listed: Iterable[ListedUrl], strip: tuple[str, ...]) -> li
     """tracking_parameter for each loc carrying a parameter of `strip` (a session or
     tracking parameter: a search engine fetches the URL as written, and indexes the page
     under it), and duplicate_url for a loc that differs from an earlier one only in such
-    parameters (the same page listed under two URLs), naming both; each loc judged once."""
+    parameters (the same page listed under two URLs), naming both; each loc judged once.
+    The duplicate is the URL carrying the parameters, whichever came first: the clean one is
+    the page's own. A loc read as an earlier one (a #fragment, host case) is duplicates()'s
+    to report, once."""
     found: list[Finding] = []
     first: dict[str, tuple[ListedUrl, bool]] = {}  # loc less them -> first listing, tracked
     seen: set[str] = set()
     for item in listed:
-        if item.loc in seen:
-            continue  # the same loc twice: duplicates() says so
-        seen.add(item.loc)
+        key = _as_read(item.loc)
+        if key in seen:
+            continue  # the same loc twice, as read: duplicates() says so
+        seen.add(key)
         names = params_matching(item.loc, strip)
         try:
             bare = known(item.loc, strip)
@@ -265,10 +270,11 @@ def tracking_findings(listed: Iterable[ListedUrl], strip: tuple[str, ...]) -> li
             )
         earlier, tracked = first.setdefault(bare, (item, bool(names)))
         if earlier is not item and (names or tracked):
-            where = "this file" if earlier.sitemap == item.sitemap else earlier.sitemap
-            at = f", line {earlier.line}" if earlier.line is not None else ""
-            detail = f"the same page as {earlier.loc} ({where}{at}) but for tracking parameters"
-            found.append(Finding("duplicate_url", item.sitemap, item.loc, detail, item.line))
+            twin, clean = (earlier, item) if tracked and not names else (item, earlier)
+            where = "the same file" if clean.sitemap == twin.sitemap else clean.sitemap
+            at = f", line {clean.line}" if clean.line is not None else ""
+            detail = f"the same page as {clean.loc} ({where}{at}) but for tracking parameters"
+            found.append(Finding("duplicate_url", twin.sitemap, twin.loc, detail, twin.line))
     return found
 
 

@@ -88,7 +88,7 @@ def refresh_target(content: str | None) -> tuple[int, str] | None:
 
 
 def script_target(script: str) -> tuple[str, str] | None:
-    """(raw URL, what assigned it, e.g. ``location.href =``) when the script is nothing but
+    """(raw URL, what the script does, e.g. ``sets location.href``) when the script is nothing but
     a location assignment of a string literal (see the module's list); None otherwise."""
     for regex in (_ASSIGN_RE, _CALL_RE):
         match = regex.fullmatch(script)
@@ -99,8 +99,8 @@ def script_target(script: str) -> tuple[str, str] | None:
             return None
         groups = match.groupdict()
         if groups.get("call"):
-            how = f"location.{groups['call']}()"
+            how = f"calls location.{groups['call']}()"
         else:
-            how = "location.href =" if groups.get("href") else "location ="
+            how = "sets location.href" if groups.get("href") else "sets location"
         return target, how
     return None

@@ -42,7 +42,7 @@ from crawler.shell.engine import Crawl, Robots
 from crawler.shell.fetch import REDIRECT_STATUSES, Response
 from crawler.shell.pool import Spare
 from crawler.shell.progress import ProgressLine
-from sitemap_out.reader import ReadResult, read_sitemap
+from sitemap_out.reader import ReadResult, looks_like_sitemap, read_sitemap
 from sitemap_out.writer import MAX_BYTES
 
 __all__ = ["GUESSES", "MAX_SITEMAP_FILES", "Audit", "audit", "is_url"]
@@ -135,8 +135,9 @@ def is_url(target: str) -> bool:
 
 
 def is_site(url: str) -> bool:
-    """A URL naming a site or folder, not a sitemap file: its path ends with / or its last
-    segment has no sitemap-like name (sitemap*, *.xml, *.txt, *.gz)."""
+    """A URL named like a site or folder, not a sitemap file: its path ends with / or its last
+    segment has no sitemap-like name (sitemap*, *.xml, *.txt, *.gz). Only a first guess: what
+    the URL answers decides (_answers_sitemap)."""
     last = urlsplit(url).path.rsplit("/", 1)[-1].lower()
     if not last:
         return True
@@ -272,7 +273,7 @@ async def _remote(
         reading.robots = await crawl.read_robots()  # the URL checks are given it, not refetch
         robots, robots_read = reading.robots.rules, reading.robots.status == 200
         fetched: dict[str, Response] = {}
-        if is_site(url):
+        if is_site(url) and not await _answers_sitemap(url, plan, robots, agent, get, fetched):
             queue, why_nothing = await _discover(plan, robots, agent, get, reading, fetched)
             if why_nothing is not None:
                 return None, why_nothing
@@ -301,9 +302,10 @@ async def _remote(
                 planned.add(crawl_url)
                 queue.append(_Source(plan.public(crawl_url), crawl_url, source.name, child.line))
     if robots_read:
+        named = tuple(u for raw in robots.sitemaps if (u := _named(raw, plan)) is not None)
         for source in reading.read:
             parents = (source.parent,) if source.parent else ()
-            finding = not_in_robots(source.name, parents, robots.sitemaps)
+            finding = not_in_robots(source.name, parents, named)
             if finding is not None:
                 reading.findings.append(finding)
     if not reading.read:
@@ -330,13 +332,16 @@ async def _discover(
     audited folder that answers (its answer kept in `fetched`: not requested twice)."""
     queue: list[_Source] = []
     for raw in robots.sitemaps[:MAX_SITEMAP_FILES]:
-        crawl_url, why = where(raw, plan)
+        named = _named(raw, plan)
+        if not urlsplit(raw).scheme:
+            reading.findings.append(_relative(raw, named))
+        crawl_url, why = where(named, plan) if named else (None, "not a URL")
         if crawl_url is None:
-            detail = f"named in robots.txt, not fetched: {why}"
+            detail = f"named in robots.txt (Sitemap: {raw}), not fetched: {why}"
             reading.findings.append(Finding("sitemap_unreachable", raw, None, detail))
         elif all(source.fetch != crawl_url for source in queue):
             queue.append(_Source(plan.public(crawl_url), crawl_url))
-    if robots.sitemaps:
+    if queue:  # nothing usable named: the usual guesses, as when robots.txt names none
         return queue, None
     tried: list[str] = []
     for guess in GUESSES:
@@ -358,6 +363,40 @@ async def _discover(
         f"no sitemap found: robots.txt names none, and none was found under {where_} "
         f"({'; '.join(tried)})"
     )
+
+
+async def _answers_sitemap(
+    url: str, plan: Plan, robots: RobotsTxt, agent: str, get: Get, fetched: dict[str, Response]
+) -> bool:
+    """Whether a URL named like a site or folder answers a sitemap or feed (WordPress serves
+    its feed at /feed/): one request, kept in `fetched` when it is one. An origin's root is
+    taken as a site unasked."""
+    if urlsplit(url).path in ("", "/") or not robots.verdict(url, agent).allowed:
+        return False
+    resp, _ = await _fetch(url, plan, robots, agent, get)
+    if resp is None or not looks_like_sitemap(resp.body, resp.headers.get("Content-Type", "")):
+        return False
+    fetched[url] = resp
+    return True
+
+
+def _named(raw: str, plan: Plan) -> str | None:
+    """The URL a Sitemap: line names: a relative one resolved against robots.txt's URL
+    (None if even that gives no http(s) URL)."""
+    return raw if urlsplit(raw).scheme else resolve(_robots_url(plan), raw)
+
+
+def _robots_url(plan: Plan) -> str:
+    public = urlsplit(plan.origins.public.root)
+    return f"{public.scheme}://{public.netloc}/robots.txt"
+
+
+def _relative(raw: str, named: str | None) -> Finding:
+    """A relative Sitemap: line: read all the same, but the protocol asks for a full URL and
+    an engine may ignore the line, so the site owner is told."""
+    then = f"read as {named}" if named else "not a URL even against robots.txt's"
+    detail = f"robots.txt says 'Sitemap: {raw}', a relative URL; {then}"
+    return Finding("robots_sitemap_relative", raw, None, detail)
 
 
 async def _read_remote(

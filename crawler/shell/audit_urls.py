@@ -4,7 +4,9 @@ A search engine fetches what a sitemap lists the way a crawler does, so the audi
 crawl engine itself (Crawl.check): the same fetcher and worker processes, robots.txt,
 Crawl-delay, throttle, retries, --public-url and access options, and the same decisions.
 Only URLs under the audited sitemap's folder on the audited site are fetched (mapped to the
-staging server with --public-url): another host never is. What the engine decided becomes
+staging server with --public-url): another host never is. A listed page's canonical target
+in that scope is judged too, once, whether listed or not: whether it answers is what makes
+the page canonicalised or canonical_broken (#24). What the engine decided becomes
 findings in crawler.core.url_checks.
 """
 

@@ -33,6 +33,7 @@ from crawler.core.robots import product_token
 from crawler.core.screen import Plan, Screen
 from crawler.core.url_checks import Checked, PageSeen
 from crawler.core.urls import join_parts, known
+from crawler.core.words import plural
 from crawler.errors import InterruptedCrawl, NothingListedError, OutputError, PublishRefused
 from crawler.shell.client import SPACING_MARGIN, PoliteClient
 from crawler.shell.extensions import Extensions, NewsPolicy
@@ -381,6 +382,8 @@ class Crawl:
             checked.pages[facts.public or url] = found
             if follow:
                 self.links.follow_page(task, *judged)
+            elif task.depth == 0 and facts.canonical and facts.canonical_in_scope:
+                self.links.discover(facts.canonical, 1, self.plan.public(url))  # #24: usable?
 
         loop = self.loop
         started = time.monotonic()
@@ -467,7 +470,7 @@ def _limit_warning(config: Config, limit: str, cut: int) -> list[str]:
     if not cut:
         return []
     key = f"max_pages {config.max_pages}" if limit == "max_pages reached" else "max_time"
-    return [f"limit: {limit} ({key}): {cut} URL(s) met were not fetched"]
+    return [f"limit: {limit} ({key}): {plural(cut, 'URL')} met, not fetched"]
 
 
 def _page_policy(config: Config, agent: str) -> PagePolicy:

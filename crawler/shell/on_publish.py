@@ -48,9 +48,10 @@ class Outcome:
         return f"exit {self.exit_code}"
 
 
-#: The crawler's own variables that hold credentials: never handed to the command, which
-#: may be any upload tool, or sitemap-crawler aimed at another site.
-WITHHELD: Final = frozenset(env_var(key) for key in SECRET_KEYS)
+#: The crawler's own variables that hold credentials, and the one naming where they go:
+#: never handed to the command, which may be any upload tool, or sitemap-crawler aimed at
+#: another site (for which an origin without its credentials is a setting out of place).
+WITHHELD: Final = frozenset(env_var(key) for key in (*SECRET_KEYS, "auth_origin"))
 
 
 def environment(output: Path, sitemap_url: str, files: Sequence[Path]) -> dict[str, str]:

@@ -126,7 +126,8 @@ class PageRenderer:
             return rendered, None
         moved = navigated_to(url, out.navigated, self.config.strip_params)
         if moved is not None and rendered.page.moved_to is None:  # #24: a redirect, as a stub
-            rendered.page.moved_to, rendered.page.moved_by = moved, NAVIGATED
+            how = page.moved_by if page.moved_to else NAVIGATED  # a meta refresh is named so
+            rendered.page.moved_to, rendered.page.moved_by = moved, how
         notes = out.notes
         if (note := directives_note(page.meta, rendered.page.meta)) is not None:
             notes.append(note)
