@@ -140,7 +140,7 @@ def test_the_audit_reports_canonical_broken(serve, tmp_path, capsys):
     listed = ["/", "/to-gone", "/to-fine", "/gone"]
     site.pages["/sitemap.xml"] = urlset(u, listed)
     out = tmp_path / "audit.json"
-    main(["audit", u + "/sitemap.xml", "-q", "--json", str(out), "--retries", "0"])
+    main(["audit", u + "/sitemap.xml", "-q", "--report", str(out), "--retries", "0"])
     found = {(f["code"], f["url"]): f for f in json.loads(out.read_text())["findings"]}
     assert ("canonical_broken", u + "/to-gone") in found
     assert "it answers HTTP 404" in found[("canonical_broken", u + "/to-gone")]["detail"]

@@ -262,7 +262,7 @@ def test_the_audit_names_the_engine(serve, tmp_path, capsys):
     listed = ["/", "/g-only/page", "/g-meta", "/b-header"]
     site.pages["/sitemap.xml"] = urlset(u, listed)
     out = tmp_path / "audit.json"
-    code = main(["audit", u + "/sitemap.xml", "-q", "--json", str(out), "--retries", "0"])
+    code = main(["audit", u + "/sitemap.xml", "-q", "--report", str(out), "--retries", "0"])
     assert code == 1
     found = {f["url"]: f for f in json.loads(out.read_text())["findings"] if f.get("url")}
     assert found[u + "/g-only/page"]["code"] == "blocked_by_robots"
