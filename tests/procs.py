@@ -202,7 +202,7 @@ def unwritable(path: Path) -> Iterator[Path]:
             path.chmod(mode)
         return
     if shutil.which("chattr") is None:
-        missing("chattr(1) (e2fsprogs) to make a path unwritable for root")
+        missing("chattr(1) to make a path unwritable for root (apt-get install e2fsprogs)")
     made = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
     if made.returncode != 0:
         missing(f"chattr +i refused on {path}: {made.stderr.strip()}")

@@ -45,7 +45,7 @@ def test_the_image_builds_and_runs_the_job():
     if not (in_ci() or os.environ.get("SITEMAP_CRAWLER_TEST_CONTAINER") == "1"):
         pytest.skip("the container image test is opt-in: SITEMAP_CRAWLER_TEST_CONTAINER=1")
     if os.geteuid() != 0:
-        missing("root, for rootful podman (docker/test-image.sh)")
+        missing("root, for rootful podman (docker/test-image.sh; apt-get install podman runc)")
     schemas = shared("schemas")
     done = subprocess.run(
         [str(DOCKER / "test-image.sh")],

@@ -261,7 +261,7 @@ def test_the_job_writes_nothing_outside_its_data_folder(serve, tmp_path):
     made read-only in a mount namespace of its own (root and unshare(1) needed), with only
     the data folder, on a separate tmpfs, writable."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
-        missing("needs root and unshare(1) to make a read-only root")
+        missing("needs root and unshare(1) to make a read-only root (apt-get install util-linux)")
     site = Site({"/": html("/a"), "/a": html()})
     srv = serve(site.app)
     data = f"/dev/shm/sitemap-crawler-ro-test-{os.getpid()}"

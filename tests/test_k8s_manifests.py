@@ -52,7 +52,7 @@ def _kubernetes_validate() -> Any:
     try:
         import kubernetes_validate
     except ImportError:
-        missing("kubernetes-validate (the dev extra)")
+        missing("kubernetes-validate (pip install -e '.[dev]')")
     return kubernetes_validate
 
 

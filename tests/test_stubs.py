@@ -183,7 +183,9 @@ def test_a_rendered_page_that_navigates_away_is_a_redirect(serve, tmp_path, xsd)
     from tests.procs import missing
 
     if importlib.util.find_spec("playwright") is None or shutil.which("chromium") is None:
-        missing("playwright and Debian's chromium")
+        missing(
+            "playwright and Debian's chromium (pip install -e '.[dev]'; apt-get install chromium)"
+        )
     text = "<p>" + "Moved somewhere, computed by a script. " * 10 + "</p>"
     site = Site(
         {
