@@ -50,3 +50,25 @@ def test_a_url_only_nofollow_links_reach_is_decided_nofollow(serve, tmp_path, xs
     said = capsys.readouterr().out
     assert "or if only rel=nofollow links lead to it" in said
     assert said.count("(judged on its own") == 1  # one general note, not a caveat each
+
+
+def test_nofollow_links_to_the_public_origin_are_known_in_crawl_space(serve, tmp_path, xsd):
+    """A copy crawled with --public-url whose links name the live origin: a URL a followed
+    link also leads to is not decided `nofollow` (the nofollow links are mapped as links are)."""
+    public = "https://www.example.com"
+    site = Site(
+        {
+            "/": f'<a rel="nofollow" href="{public}/only-nf">a</a>'
+            f'<a rel="nofollow" href="{public}/both">b</a><a href="{public}/both">c</a>',
+            "/both": html(),
+            "/only-nf": html(),
+        }
+    )
+    srv = serve(site.app)
+    out, dec = tmp_path / "out", tmp_path / "d.jsonl"
+    args = ["crawl", srv.url + "/", "-o", str(out), "-q", "--decisions", str(dec)]
+    assert main([*args, "--public-url", public + "/"]) == 0
+    decisions = read_decisions(dec)
+    assert sorted(read_published(out, xsd).locs) == [public + "/", public + "/both"]
+    assert decisions[public + "/both"]["reason"] != "nofollow"
+    assert decisions[public + "/only-nf"]["reason"] == "nofollow"

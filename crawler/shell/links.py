@@ -84,7 +84,8 @@ class Links:
             self.discover(page.moved_to, task.depth, self.public(url))
         unfollowed = nofollow_links(facts, page.targets, page.nofollow, self.policy)  # #24
         if unfollowed:
-            met = [u for u in unfollowed if u not in self.frontier]
+            # in crawl space, as the frontier knows them (links may name the public origin)
+            met = [u for u in map(self.to_crawl, unfollowed) if u not in self.frontier]
             self.journal.nofollow_links(met, self.public(url), task.depth + 1)
 
     def follow_targets(self, targets: list[str], depth: int, referrer: str) -> None:
