@@ -779,7 +779,7 @@ def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     Lists: one item a line, for every list key (a newline is the one separator no item can
     hold); the lists of plain words (listed_types, strip_params, ...) take commas too, and the
     repeatable keys, whose items may hold commas (header, cookie, include, exclude,
-    exclude_listing_only, news_articles), only lines. An empty list variable (or `[]`) is
+    exclude_listing_only, news_articles, groups), only lines. An empty list variable (or `[]`) is
     the empty list, as an empty list option on the command line is (SEARCH_ENGINES='' says
     none, in an env-only container job); any other empty variable counts as unset. A bad value
     or an unknown SITEMAP_CRAWLER_* variable is a ConfigError
