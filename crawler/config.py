@@ -599,6 +599,7 @@ _NOT_FINGERPRINTED = frozenset(
         "format",
         "max_urls_per_file",
         "max_bytes_per_file",
+        "groups",
         "report",
         "decisions",
         "changes",

@@ -345,3 +345,44 @@ def test_the_job_reads_groups_from_its_config_file(serve, tmp_path, xsd):
         "sitemap-docs-1.xml",
         "sitemap-1.xml",
     ]
+
+
+class _Fixed:
+    def __init__(self, *names: str) -> None:
+        self.names = names
+
+    def group_of(self, loc: str) -> str:
+        return self.names[-1]
+
+
+@pytest.mark.parametrize(
+    ("names", "base", "said"),
+    [
+        (("blog",), "https://e.com/", "'default' included"),
+        (("blog", "blog", DEFAULT_GROUP), "https://e.com/", "each group once"),
+        (("Blog", DEFAULT_GROUP), "https://e.com/", "group name 'Blog' must be"),
+        (("blog", DEFAULT_GROUP), None, "groups need base_url"),
+    ],
+)
+def test_the_writer_refuses_groups_it_cannot_name(tmp_path, names, base, said):
+    from sitemap_out import WriterConfigError
+
+    with pytest.raises(WriterConfigError, match=said):
+        SitemapWriter(tmp_path / "out", base, groups=_Fixed(*names))
+    assert not (tmp_path / "out" / ".sitemap.lock").exists()
+
+
+def test_a_single_file_sitemap_becomes_a_grouped_index_and_back(crawl, serve, tmp_path, xsd):
+    srv = serve(_site().app)
+    out = tmp_path / "out"
+    code, *_, err = crawl(srv.url + "/")
+    assert code == 0, err
+    assert xsd.urlset(out / "sitemap.xml") and read_manifest(out) == ["sitemap.xml"]
+    code, *_, err = crawl(srv.url + "/", "--groups", "blog=/blog/*")
+    assert code == 0, err
+    assert _consistent(out, xsd) == ["sitemap-blog-1.xml", "sitemap-1.xml"]
+    assert len(read_published(out, xsd).locs) == 7
+    code, *_, err = crawl(srv.url + "/")
+    assert code == 0, err
+    assert _consistent(out, xsd) == ["sitemap-1.xml"]  # an index stays one (stable layout)
+    assert len(read_published(out, xsd).locs) == 7
