@@ -66,11 +66,13 @@ class GroupInfo:
             name,
             sum(p.url_count for p in parts),
             tuple(p.name for p in parts),
-            None if counts is None else ChangeCounts(**counts),
+            None
+            if counts is None
+            else ChangeCounts(counts["added"], counts["removed"], counts["changed"]),
         )
 
-    def to_json(self) -> dict[str, object]:
-        figures: dict[str, object] = {"urls": self.url_count, "files": len(self.files)}
+    def to_json(self) -> dict[str, int]:
+        figures = {"urls": self.url_count, "files": len(self.files)}
         if self.changes is not None:
             c = self.changes
             figures.update(added=c.added, removed=c.removed, changed=c.changed)

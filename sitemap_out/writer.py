@@ -471,7 +471,8 @@ class SitemapWriter:
         if not self._open:
             return
         self._open = False
-        self._parts.discard()
+        for parts in self._groups.values():
+            parts.discard()
         self._news.discard()
         if self._scratch is not None:
             self._scratch.close_all()
