@@ -96,7 +96,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "output",
         (
-            "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file",
+            "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file", "groups",
             "changefreq", "lastmod", "priority_by_depth", "report", "decisions", "changes",
             "feed", "feed_days", "max_shrink", "max_error_rate", "force", "on_publish",
         ),

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from crawler.core.access import AUTH_ENV, Access, redact, secrets_of
+from crawler.core.groups import Groups, group_items
 from crawler.core.patterns import Patterns
 from crawler.core.urls import join_parts, normalize
 from crawler.errors import ConfigError
@@ -281,6 +282,15 @@ class Config:
         metavar="PATTERN",
         repeat=True,
     )
+    # grouped sitemaps (#27): Search Console reports indexing per submitted sitemap
+    groups: tuple[str, ...] = _opt(
+        (),
+        "sitemap groups: URLs whose path matches PATTERN (like include's) go in "
+        "sitemap-NAME-N.xml, the first group matching wins, the rest keep sitemap-N.xml "
+        "([[groups]] name and include; repeatable)",
+        metavar="NAME=PATTERN",
+        repeat=True,
+    )
     changefreq: str | None = _opt(None, "write this changefreq for every URL", choices=CHANGEFREQS)
     lastmod: str = _opt(
         "auto",
@@ -350,6 +360,7 @@ class Config:
                     f"image_hosts: {host!r} is not a host, .host or *.host pattern (or *)"
                 )
         _check_news(self)
+        Groups.parse(self.groups)  # a bad group fails before any request
         if self.resume and self.fresh:
             raise ConfigError(
                 "--resume continues a stopped crawl, --fresh starts from nothing: give one"
@@ -588,6 +599,7 @@ _NOT_FINGERPRINTED = frozenset(
         "format",
         "max_urls_per_file",
         "max_bytes_per_file",
+        "groups",
         "report",
         "decisions",
         "changes",
@@ -708,6 +720,8 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    if "groups" in raw:
+        raw["groups"] = group_items(raw["groups"])
     news = raw.pop("news", None)
     if news is not None:
         if not isinstance(news, dict):
@@ -766,7 +780,7 @@ def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     Lists: one item a line, for every list key (a newline is the one separator no item can
     hold); the lists of plain words (listed_types, strip_params, ...) take commas too, and the
     repeatable keys, whose items may hold commas (header, cookie, include, exclude,
-    exclude_listing_only, news_articles), only lines. An empty list variable (or `[]`) is
+    exclude_listing_only, news_articles, groups), only lines. An empty list variable (or `[]`) is
     the empty list, as an empty list option on the command line is (SEARCH_ENGINES='' says
     none, in an env-only container job); any other empty variable counts as unset. A bad value
     or an unknown SITEMAP_CRAWLER_* variable is a ConfigError

@@ -20,6 +20,7 @@ from types import TracebackType
 
 from sitemap_out.changes import ChangeLog
 from sitemap_out.entry import Entry
+from sitemap_out.groups import Grouping
 from sitemap_out.limits import MAX_BYTES, MAX_URLS
 from sitemap_out.publish import PublishResult
 from sitemap_out.writer import Format, SitemapWriter
@@ -53,6 +54,7 @@ class AsyncSitemapWriter:
         now: datetime | None = None,
         changes: ChangeLog | None = None,
         feed_days: int | None = None,
+        groups: Grouping | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -68,6 +70,7 @@ class AsyncSitemapWriter:
             now=now,
             changes=changes,
             feed_days=feed_days,
+            groups=groups,
         )
         self._batch: list[Entry] = []
         self._batch_size = batch_size

@@ -30,6 +30,10 @@ class ChangeLog:
         self.keep = keep  # how many of the newest added or changed URLs to hold (the feed)
         self.counts: dict[str, int] = dict.fromkeys(KINDS, 0)
         self.previous = False  # a previous set was read (else every URL is added)
+        #: counts per group when the writer publishes groups (sitemap_out.groups), each
+        #: URL in the group it is now in (a removed one: the group that listed it); a URL
+        #: moving between groups is in none of the lists, as the set still lists it
+        self.groups: dict[str, dict[str, int]] | None = None
         self._files: dict[str, IO[str]] = {}
         self._newest: list[tuple[datetime, str, str, str]] = []  # min-heap: when, loc, kind, title
 
@@ -49,13 +53,20 @@ class ChangeLog:
         before: str | None = None,
         when: datetime | None = None,
         title: str = "",
+        group: str = "",
     ) -> None:
         """One URL added, removed or changed; `when`: its date in a feed (added, changed),
-        `title`: the page's title there, when the crawl knows it ("")."""
+        `title`: the page's title there, when the crawl knows it (""); `group`: its group."""
         self.counts[kind] += 1
         row: dict[str, str | None] = {"loc": loc, "lastmod": lastmod}
         if kind == "changed":
             row["previous_lastmod"] = before
+        if self.groups is not None:
+            row["group"] = group
+            counts = self.groups.get(group)
+            if counts is None:
+                counts = self.groups[group] = dict.fromkeys(KINDS, 0)
+            counts[kind] += 1
         self._files[kind].write(json.dumps(row, ensure_ascii=False) + "\n")
         if when is not None and self.keep:
             item = (when, loc, kind, title)
@@ -80,12 +91,14 @@ class ChangeLog:
         fh.seek(0, os.SEEK_END)
 
     def write_json(self, path: Path, extra: dict[str, object], *, in_place: bool = False) -> None:
-        """{extra..., previous, counts, added: [...], removed: [...], changed: [...]},
+        """{extra..., previous, counts, [groups,] added: [...], removed: [...], changed: [...]},
         streamed to path through a temporary file renamed over it (`in_place`: to path
         itself, a FIFO or a device that a rename would replace)."""
         tmp = path if in_place else path.with_name(path.name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as out:
             head = {**extra, "previous": self.previous, "counts": self.counts}
+            if self.groups is not None:
+                head["groups"] = self.groups
             out.write(json.dumps(head, ensure_ascii=False)[:-1])
             for kind in KINDS:
                 out.write(f', "{kind}": [')

@@ -18,12 +18,13 @@ from sitemap_out.changes import ChangeLog
 from sitemap_out.entry import Entry, format_lastmod, lastmod_key
 from sitemap_out.errors import SitemapOutError
 from sitemap_out.feed import FeedWindow
-from sitemap_out.previous import PreviousSet, old_locs
+from sitemap_out.groups import DEFAULT_GROUP
+from sitemap_out.previous import OldPart, PreviousSet, old_locs
 from sitemap_out.scratch import CHUNK
 
 __all__ = ["Comparison"]
 
-#: An old URL: loc, lastmod as published, the number of the part that listed it.
+#: An old URL: loc, lastmod as published, the index in previous.parts of the part listing it.
 _Old = tuple[str, str | None, int]
 
 
@@ -48,13 +49,16 @@ class Comparison:
         self._feed = feed
         changes.open(staging)
         changes.previous = bool(previous.parts)
-        self._old: Iterator[_Old] = heapq.merge(*(old_locs(p, chunk) for p in previous.parts))
+        self._parts = previous.parts
+        self._old: Iterator[_Old] = heapq.merge(
+            *(old_locs(p, i, chunk) for i, p in enumerate(previous.parts))
+        )
         self._old_head: _Old | None = next(self._old, None)
         self._last_loc: str | None = None
 
-    def compare(self, entry: Entry) -> int | None:
-        """Record what became of entry's URL, and of the old URLs before it; return the
-        number of the old part that listed it, None for a URL not listed before."""
+    def compare(self, entry: Entry, group: str = DEFAULT_GROUP) -> OldPart | None:
+        """Record what became of entry's URL (in ``group``), and of the old URLs before it;
+        return the old part that listed it, None for a URL not listed before."""
         loc = entry.loc
         if self._last_loc is not None and loc <= self._last_loc:
             raise SitemapOutError(
@@ -70,17 +74,18 @@ class Comparison:
         while head is not None and head[0] < loc:
             self._removed(head)
             head = next(self._old, None)
-        number = None
+        old = None
         if head is not None and head[0] == loc:
-            number = head[2]
+            old = self._parts[head[2]]
             if head[1] != lastmod:
-                changes.record("changed", loc, lastmod, head[1], *self._feed_date(entry))
+                when, title = self._feed_date(entry)
+                changes.record("changed", loc, lastmod, head[1], when, title, group)
             while head is not None and head[0] == loc:
                 head = next(self._old, None)
         else:
-            changes.record("added", loc, lastmod, None, *self._feed_date(entry))
+            changes.record("added", loc, lastmod, None, *self._feed_date(entry), group=group)
         self._old_head = head
-        return number
+        return old
 
     def _feed_date(self, entry: Entry) -> tuple[datetime, str]:
         """An entry's date in the feed (its lastmod, else the run's time) and its title
@@ -100,6 +105,6 @@ class Comparison:
         self._old_head = None
 
     def _removed(self, head: _Old) -> None:
-        self._changes.record("removed", head[0], head[1])
+        self._changes.record("removed", head[0], head[1], group=self._parts[head[2]].group)
         if self._feed is not None:
             self._feed.drop(head[0])

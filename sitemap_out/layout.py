@@ -42,9 +42,10 @@ class StableLayout:
         self._parts = parts
         self._scratch = scratch
         self._now = now
-        self._buckets: dict[int, Bucket] = {0: scratch.bucket("new.records")}
+        self._tag = tag = parts.group  # scratch names: a layout per group shares the folder
+        self._buckets: dict[int, Bucket] = {0: scratch.bucket(f"{tag}-new.records")}
         for part in previous.parts:
-            self._buckets[part.number] = scratch.bucket(f"keep-{part.number}.records")
+            self._buckets[part.number] = scratch.bucket(f"{tag}-keep-{part.number}.records")
 
     @property
     def was_index(self) -> bool:
@@ -90,7 +91,7 @@ class StableLayout:
             if count < bucket.count:
                 incoming.append(records(bucket.path, skip=count))
             stream: Iterator[Rec] = heapq.merge(*incoming, key=loc_of)
-            extra = self._scratch.bucket("tail.records")
+            extra = self._scratch.bucket(f"{self._tag}-tail.records")
             for rec in stream:
                 if not fits(count, body_bytes, ns, rec):
                     stream = itertools.chain([rec], stream)
@@ -116,7 +117,7 @@ class StableLayout:
         parts = self._parts
         taken = 0
         count, body_bytes, ns = 0, 0, 0
-        chosen = self._scratch.bucket(f"part-{part.number}.records")
+        chosen = self._scratch.bucket(f"{self._tag}-part-{part.number}.records")
         for which, rec in tagged_merge(first, second):
             if not parts.fits(count, body_bytes, ns, rec):
                 break

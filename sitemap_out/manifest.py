@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
+from sitemap_out.groups import PART_RE
+
 __all__ = [
     "LOCK_NAME",
     "MANIFEST_NAME",
@@ -29,7 +31,12 @@ __all__ = [
 LOCK_NAME: Final = ".sitemap.lock"
 MANIFEST_NAME: Final = ".sitemap-manifest.json"
 STAGING_PREFIX: Final = ".sitemap-staging-"
-_OWN_NAME: Final = re.compile(r"sitemap(?:-[1-9][0-9]*|-news)?\.(?:xml|txt)(?:\.gz)?|changes\.atom")
+_OWN_NAME: Final = re.compile(r"sitemap(?:-news)?\.(?:xml|txt)(?:\.gz)?|changes\.atom")
+
+
+def _own(name: str) -> bool:
+    """A name the writer publishes: the entry point, news, the feed or a part (a group's too)."""
+    return _OWN_NAME.fullmatch(name) is not None or PART_RE.fullmatch(name) is not None
 
 
 def is_reserved(name: str) -> bool:
@@ -37,7 +44,7 @@ def is_reserved(name: str) -> bool:
     uses there: a sitemap file, the manifest or its temporary, the lock, a staging folder.
     Another file of that name would be overwritten or deleted by a publish."""
     return (
-        _OWN_NAME.fullmatch(name) is not None
+        _own(name)
         or name in (LOCK_NAME, MANIFEST_NAME, MANIFEST_NAME + ".tmp")
         or name.startswith(STAGING_PREFIX)
     )
@@ -58,7 +65,7 @@ def read_manifest(out_dir: Path) -> list[str]:
     except (FileNotFoundError, ValueError, UnicodeDecodeError):
         return []
     files = data.get("files", []) if isinstance(data, dict) else []
-    return [f for f in files if isinstance(f, str) and _OWN_NAME.fullmatch(f)]
+    return [f for f in files if isinstance(f, str) and _own(f)]
 
 
 def read_layout(out_dir: Path) -> dict[str, object] | None:

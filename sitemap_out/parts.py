@@ -23,6 +23,7 @@ from typing import BinaryIO, Final
 
 from sitemap_out.entry import lastmod_key
 from sitemap_out.errors import IndexLimitError
+from sitemap_out.groups import DEFAULT_GROUP, part_prefix
 from sitemap_out.limits import MAX_SITEMAPS_PER_INDEX
 from sitemap_out.scratch import Rec
 from sitemap_out.xml import NS_ALL, URLSET_CLOSE, text_line, url_element, urlset_open_for
@@ -61,8 +62,9 @@ class OpenPart:
 
 
 class Parts:
-    """Writes ``sitemap-N`` files into the staging folder and keeps their PartInfo, in the
-    order written. ``max_parts``: how many files one index may list."""
+    """Writes ``sitemap-N`` files (``sitemap-<group>-N``: sitemap_out.groups) into the
+    staging folder and keeps their PartInfo, in the order written. ``max_parts``: how many
+    files one index may list."""
 
     def __init__(
         self,
@@ -74,8 +76,11 @@ class Parts:
         max_bytes: int,
         compresslevel: int,
         max_parts: int = MAX_SITEMAPS_PER_INDEX,
+        group: str = DEFAULT_GROUP,
     ) -> None:
         self.staging = staging
+        self.group = group
+        self._prefix = part_prefix(group)
         self.xml = xml
         self.gzip = gzip
         self.max_urls = max_urls
@@ -98,7 +103,7 @@ class Parts:
         self._part: OpenPart | None = None
 
     def name(self, number: int) -> str:
-        return f"sitemap-{number}{self.suffix}"
+        return f"{self._prefix}{number}{self.suffix}"
 
     def append(self, data: bytes, own: int, lastmod: datetime | date | None) -> None:
         """Put one serialised entry in the open part, rolling over first at either limit."""
@@ -136,7 +141,7 @@ class Parts:
                 f"this run needs more than {self.max_parts} sitemap files, the most one "
                 f"index may list (indexes must not nest); {written} URLs written so far"
             )
-        body = open(self.staging / f"part-{number}.body", "wb", buffering=COPY_CHUNK)  # noqa: SIM115
+        body = open(self.staging / f"part-{self.group}-{number}.body", "wb", buffering=COPY_CHUNK)  # noqa: SIM115
         self._part = OpenPart(number, body)
         return self._part
 

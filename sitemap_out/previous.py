@@ -22,6 +22,7 @@ from typing import Final
 
 from lxml import etree
 
+from sitemap_out.groups import DEFAULT_GROUP, PART_RE
 from sitemap_out.limits import MAX_BYTES
 from sitemap_out.manifest import read_layout, read_manifest
 from sitemap_out.reader import read_sitemap
@@ -30,7 +31,6 @@ from sitemap_out.xml import SITEMAP_NS
 
 __all__ = ["OldPart", "PreviousSet", "old_locs", "read_layout", "read_previous"]
 
-_PART_RE: Final = re.compile(r"sitemap-([1-9][0-9]*)(\.(?:xml|txt)(?:\.gz)?)")
 _NEWS_RE: Final = re.compile(r"sitemap-news\.xml(?:\.gz)?")
 _CHUNK: Final = 1 << 16
 _SPACE: Final = re.compile(r"\s")
@@ -40,7 +40,8 @@ _SPACE: Final = re.compile(r"\s")
 class OldPart:
     """One published part: its number (1 for a single-file sitemap), file name, URL count,
     the SHA-256 of its uncompressed bytes, its ``<lastmod>`` in the index as written (None
-    for a single file or none given) and the scratch file of its ``[loc, lastmod]`` lines."""
+    for a single file or none given), the scratch file of its ``[loc, lastmod]`` lines and
+    the group its name gives (``sitemap_out.groups``)."""
 
     number: int
     name: str
@@ -48,6 +49,7 @@ class OldPart:
     digest: bytes
     index_lastmod: str | None
     locs: Path
+    group: str = DEFAULT_GROUP
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,12 @@ class PreviousSet:
     reusable: bool
     note: str
     index: bool = False  # published as a sitemap index (then a stable layout keeps one)
+
+    def of_group(self, group: str) -> PreviousSet:
+        """The parts of one group: what its own stable layout keeps."""
+        return PreviousSet(
+            tuple(p for p in self.parts if p.group == group), self.reusable, self.note, self.index
+        )
 
 
 def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> PreviousSet:
@@ -81,24 +89,25 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
     recorded = read_layout(out_dir)
     # the index names its parts under the base URL it was made with
     base = (recorded or layout).get("base_url")
-    found: list[tuple[int, str, str | None]] = []
+    found: list[tuple[str, int, str, str | None]] = []
     if top.kind == "sitemapindex":
         for item in top.entries:
             name = item.loc.removeprefix(base) if isinstance(base, str) else item.loc
             if _NEWS_RE.fullmatch(name) and item.loc.startswith(str(base)):
                 continue  # the news sitemap: written afresh every run, not a part
-            match = _PART_RE.fullmatch(name)
+            match = PART_RE.fullmatch(name)
             if not isinstance(base, str) or not item.loc.startswith(base) or match is None:
                 return _unreadable(f"{entry} lists {item.loc[:200]}, not a part of this set")
-            found.append((int(match.group(1)), name, item.lastmod))
+            group = match["group"] or DEFAULT_GROUP
+            found.append((group, int(match["number"]), name, item.lastmod))
     else:
-        found.append((1, entry, None))
+        found.append((DEFAULT_GROUP, 1, entry, None))
     parts: list[OldPart] = []
-    numbers: set[int] = set()
-    for number, name, index_lastmod in found:
-        if number in numbers:
-            return _unreadable(f"{entry} lists part {number} twice")
-        numbers.add(number)
+    numbers: set[tuple[str, int]] = set()
+    for group, number, name, index_lastmod in found:
+        if (group, number) in numbers:
+            return _unreadable(f"{entry} lists part {name} twice")
+        numbers.add((group, number))
         try:
             rows, digest = _read_part(out_dir / name, xml=".xml" in name)
         except _Unreadable as exc:
@@ -106,13 +115,13 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
         except (OSError, EOFError, zlib.error, gziplib.BadGzipFile) as exc:
             return _unreadable(f"{name}: {getattr(exc, 'strerror', None) or exc}")
         rows.sort()
-        locs = scratch / f"old-{number}.locs"
+        locs = scratch / f"old-{group}-{number}.locs"
         with open(locs, "w", encoding="utf-8") as fh:
             fh.writelines(
                 f"{loc}\n" if lastmod is None else f"{loc}\t{lastmod}\n" for loc, lastmod in rows
             )
-        parts.append(OldPart(number, name, len(rows), digest, index_lastmod, locs))
-    parts.sort(key=lambda p: p.number)
+        parts.append(OldPart(number, name, len(rows), digest, index_lastmod, locs, group))
+    parts.sort(key=lambda p: (p.group, p.number))
     if recorded != layout:
         what = _what_differs(recorded, layout)
         return PreviousSet(tuple(parts), False, f"{what}: a fresh layout of part files")
@@ -206,10 +215,13 @@ def _unreadable(why: str) -> PreviousSet:
     )  # fmt: skip
 
 
-def old_locs(part: OldPart, chunk_size: int = CHUNK) -> Iterator[tuple[str, str | None, int]]:
-    """(loc, lastmod as written, part number) of one old part, in loc order; the file is
-    read a chunk at a time without holding it open (a merge of thousands of parts)."""
-    number = part.number
+def old_locs(
+    part: OldPart, key: int, chunk_size: int = CHUNK
+) -> Iterator[tuple[str, str | None, int]]:
+    """(loc, lastmod as written, key) of one old part, in loc order (``key``: which part,
+    for the caller); the file is read a chunk at a time without holding it open (a merge
+    of thousands of parts)."""
+    number = key
     pending = b""
     for chunk in read_chunks(part.locs, chunk_size):
         *lines, pending = (pending + chunk).split(b"\n")

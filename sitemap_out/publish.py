@@ -25,6 +25,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sitemap_out.changes import ChangeLog
 from sitemap_out.errors import IndexLimitError
 from sitemap_out.feed import FEED_NAME
 from sitemap_out.limits import MAX_BYTES
@@ -32,7 +33,7 @@ from sitemap_out.manifest import fsync_dir, read_manifest, write_manifest
 from sitemap_out.parts import COPY_CHUNK, PartInfo
 from sitemap_out.xml import index_close, index_entry, index_open
 
-__all__ = ["ChangeCounts", "PublishResult", "install", "write_index"]
+__all__ = ["ChangeCounts", "GroupInfo", "PublishResult", "install", "write_index"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,36 @@ class ChangeCounts:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupInfo:
+    """One group of a grouped set (sitemap_out.groups): its URLs, its part files and, in a
+    stable run, what changed in it (ChangeLog.groups says how a move between groups counts)."""
+
+    name: str
+    url_count: int
+    files: tuple[str, ...]
+    changes: ChangeCounts | None = None
+
+    @classmethod
+    def of(cls, name: str, parts: list[PartInfo], changes: ChangeLog | None) -> GroupInfo:
+        counts = None if changes is None or changes.groups is None else changes.groups.get(name)
+        return cls(
+            name,
+            sum(p.url_count for p in parts),
+            tuple(p.name for p in parts),
+            None
+            if counts is None
+            else ChangeCounts(counts["added"], counts["removed"], counts["changed"]),
+        )
+
+    def to_json(self) -> dict[str, int]:
+        figures = {"urls": self.url_count, "files": len(self.files)}
+        if self.changes is not None:
+            c = self.changes
+            figures.update(added=c.added, removed=c.removed, changed=c.changed)
+        return figures
+
+
+@dataclass(frozen=True, slots=True)
 class PublishResult:
     """What a publish put in place. ``files`` are final paths, the entry point last."""
 
@@ -61,6 +92,7 @@ class PublishResult:
     changes: ChangeCounts | None = None  # stable runs only
     feed_url: str | None = None  # changes.atom, when published
     news: PartInfo | None = None  # sitemap-news.xml[.gz], listed in the index, when written
+    groups: tuple[GroupInfo, ...] = ()  # each group's figures, when groups were given
 
 
 def write_index(path: Path, base_url: str, parts: list[PartInfo], news: PartInfo | None) -> None:

@@ -23,6 +23,10 @@ The components, each in a module of its own:
   ``feed``: the feed of those changes, ``changes.atom``;
 * ``publish``: the index, then the manifest and the renames, in the order that leaves a
   valid published set whenever a run is killed.
+
+With ``groups`` (``sitemap_out.groups``), each group has parts of its own, named after it,
+rolled over and (stable) laid out on their own, all listed by the one ``sitemap.xml``
+index: a group that changes rewrites only its own parts.
 """
 
 from __future__ import annotations
@@ -35,18 +39,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Literal
 
-from sitemap_out.changes import ChangeLog
+from sitemap_out.changes import KINDS, ChangeLog
 from sitemap_out.compare import Comparison
 from sitemap_out.entry import Entry, check_uri
-from sitemap_out.errors import EmptySitemapError, EntryError, SitemapOutError
+from sitemap_out.errors import EmptySitemapError, EntryError, IndexLimitError, SitemapOutError
 from sitemap_out.feed import FEED_NAME, MAX_ENTRIES, FeedWindow, left_in_place
+from sitemap_out.groups import DEFAULT_GROUP, MAX_GROUPS, Grouping, name_problem
 from sitemap_out.layout import StableLayout
 from sitemap_out.limits import MAX_BYTES, MAX_NEWS_URLS, MAX_SITEMAPS_PER_INDEX, MAX_URLS
 from sitemap_out.manifest import LOCK_NAME, MANIFEST_NAME, STAGING_PREFIX, is_reserved
 from sitemap_out.news import NewsSitemap
 from sitemap_out.parts import PartInfo, Parts
 from sitemap_out.previous import PreviousSet, read_previous
-from sitemap_out.publish import ChangeCounts, PublishResult, install, write_index
+from sitemap_out.publish import ChangeCounts, GroupInfo, PublishResult, install, write_index
 from sitemap_out.scratch import CHUNK, MAX_OPEN, Scratch
 from sitemap_out.staging import Staging
 
@@ -59,6 +64,7 @@ __all__ = [
     "MAX_URLS",
     "STAGING_PREFIX",
     "ChangeCounts",
+    "GroupInfo",
     "PartInfo",
     "PublishResult",
     "SitemapWriter",
@@ -94,6 +100,24 @@ def _size_bound(entry: Entry) -> int | None:
 
 class WriterConfigError(SitemapOutError, ValueError):
     """A writer argument is unusable (bad base_url, limits, format); raised before any write."""
+
+
+def _check_groups(groups: Grouping | None, base_url: str | None) -> tuple[str, ...]:
+    """The names of the groups (the default one only, without ``groups``), checked."""
+    if groups is None:
+        return (DEFAULT_GROUP,)
+    names = tuple(groups.names)
+    if DEFAULT_GROUP not in names or len(set(names)) != len(names):
+        raise WriterConfigError(f"groups must name each group once, {DEFAULT_GROUP!r} included")
+    if len(names) > MAX_GROUPS:
+        raise WriterConfigError(f"at most {MAX_GROUPS} groups, not {len(names)}")
+    for name in names:
+        problem = name_problem(name) if name != DEFAULT_GROUP else None
+        if problem is not None:
+            raise WriterConfigError(f"group name {name!r} {problem}")
+    if base_url is None:
+        raise WriterConfigError("groups need base_url: their parts are listed by an index")
+    return names
 
 
 def _clock() -> datetime:
@@ -133,13 +157,15 @@ class SitemapWriter:
         now: datetime | None = None,
         changes: ChangeLog | None = None,
         feed_days: int | None = None,
+        groups: Grouping | None = None,
     ) -> None:
         """``stable``: entries come in increasing loc order, and the part files published
         before keep their URLs (``sitemap_out.layout``); ``now``: the run's time, the
         ``<lastmod>`` a re-written part gets in the index (default: the clock);
         ``changes``: where a stable run records the URLs added, removed and changed;
         ``feed_days``: also publish ``changes.atom``, the URLs added or changed in the last
-        that many days (stable runs only: the feed is made of the changes)."""
+        that many days (stable runs only: the feed is made of the changes); ``groups``:
+        which group each entry's parts are in (``sitemap_out.groups``; an index always)."""
         if fmt not in ("xml", "txt"):
             raise WriterConfigError(f"fmt must be 'xml' or 'txt', not {fmt!r}")
         if not isinstance(max_urls, int) or not 1 <= max_urls <= MAX_URLS:
@@ -159,6 +185,7 @@ class SitemapWriter:
                 raise WriterConfigError("feed_days needs stable=True and base_url")
             if not isinstance(feed_days, int) or not 1 <= feed_days <= 3650:
                 raise WriterConfigError(f"feed_days must be from 1 to 3650, not {feed_days!r}")
+        names = _check_groups(groups, self._base_url)
         self._now = (now or _clock()).replace(microsecond=0)
         if self._now.tzinfo is None:
             raise WriterConfigError("now must be timezone-aware")
@@ -170,28 +197,35 @@ class SitemapWriter:
         self._staging = Staging(self._out)
         self._open = True
         self._count = 0
-        self._parts = parts = Parts(
-            self._staging.path,
-            xml=self._xml,
-            gzip=gzip,
-            max_urls=max_urls,
-            max_bytes=max_bytes,
-            compresslevel=compresslevel,
-            max_parts=MAX_SITEMAPS_PER_INDEX,
-        )
+        self._grouping = groups
+        self._groups = {
+            name: Parts(
+                self._staging.path,
+                xml=self._xml,
+                gzip=gzip,
+                max_urls=max_urls,
+                max_bytes=max_bytes,
+                compresslevel=compresslevel,
+                max_parts=MAX_SITEMAPS_PER_INDEX,
+                group=name,
+            )
+            for name in names
+        }
+        self._parts = parts = self._groups[DEFAULT_GROUP]
         self._serialise = parts.serialise
         self._fixed = parts.fixed
-        self._append = parts.append
         self._news = NewsSitemap(parts)
         self._stable = stable
         if stable and changes is None:
             changes = ChangeLog()
         if changes is not None and feed_days is not None:
             changes.keep = max(changes.keep, MAX_ENTRIES)
+        if changes is not None and groups is not None:
+            changes.groups = {name: dict.fromkeys(KINDS, 0) for name in names}
         self._changes = changes
         self._previous: PreviousSet | None = None
         self._comparison: Comparison | None = None
-        self._layout: StableLayout | None = None
+        self._layouts: dict[str, StableLayout] = {}  # by group, when the old layout is kept
         self._scratch: Scratch | None = None
         self._feed: FeedWindow | None = None
         self._feed_note = ""  # a feed published before, left in place by a run without one
@@ -221,7 +255,10 @@ class SitemapWriter:
         )
         if previous.reusable:
             self._scratch = Scratch(folder, _MAX_OPEN_BUCKETS, _SCRATCH_CHUNK)
-            self._layout = StableLayout(previous, self._parts, self._scratch, self._now)
+            self._layouts = {
+                name: StableLayout(previous.of_group(name), parts, self._scratch, self._now)
+                for name, parts in self._groups.items()
+            }
 
     def _settings(self) -> dict[str, object]:
         """The settings a layout depends on, recorded in the manifest."""
@@ -272,14 +309,20 @@ class SitemapWriter:
         if self._fixed[ns] + size > self._max_bytes:
             # Checked before rolling over, so no empty (invalid) part is ever left open.
             self._too_big(entry, size)
+        group = DEFAULT_GROUP if self._grouping is None else self._grouping.group_of(entry.loc)
+        parts = self._groups.get(group)
+        if parts is None:
+            raise SitemapOutError(f"group_of gave {group!r} for {entry.loc[:200]!r}, not a group")
         comparison = self._comparison
         if comparison is not None:
-            number = comparison.compare(entry)
-            if self._layout is not None:
-                self._layout.route(number, entry.loc, data, ns)
+            old = comparison.compare(entry, group)
+            if self._layouts:
+                # a URL that moved from another group is new to this one's layout
+                number = old.number if old is not None and old.group == group else None
+                self._layouts[group].route(number, entry.loc, data, ns)
                 self._count += 1
                 return
-        self._append(data, ns, entry.lastmod)
+        parts.append(data, ns, entry.lastmod)
         self._count += 1
 
     def check(self, entry: Entry) -> None:
@@ -338,10 +381,12 @@ class SitemapWriter:
         try:
             if self._comparison is not None:
                 self._comparison.finish()
-            if self._layout is not None:
-                self._layout.write()
-            else:
-                self._parts.close()
+            for name, parts in self._groups.items():
+                layout = self._layouts.get(name)
+                if layout is not None:
+                    layout.write()
+                else:
+                    parts.close()
             result = self._finish(self._news.close())
         finally:
             self.abort()
@@ -352,8 +397,10 @@ class SitemapWriter:
         staging = self._staging.path
         # a stable layout published as an index stays one: a night without news (or a site
         # shrunk to one part) must not turn sitemap-1.xml into sitemap.xml and back
-        kept_index = self._layout is not None and self._layout.was_index
-        is_index = len(parts) > 1 or self._gzip or news is not None or kept_index
+        kept_index = bool(self._layouts) and self._layouts[DEFAULT_GROUP].was_index
+        is_index = (
+            len(parts) > 1 or self._gzip or news is not None or kept_index or len(self._groups) > 1
+        )
         if is_index and self._base_url is None:
             raise WriterConfigError(
                 f"{self._count} URLs needed {len(parts)} files, and the sitemap.xml index "
@@ -367,8 +414,17 @@ class SitemapWriter:
             if digest is not None:
                 digests[entry_name] = digest
             parts[0] = replace(parts[0], name=entry_name)
-        if self._layout is not None:
-            parts[:] = self._layout.keep_unchanged(parts)
+        groups: list[GroupInfo] = []
+        for name, group in self._groups.items():
+            if self._layouts:
+                group.done[:] = self._layouts[name].keep_unchanged(group.done)
+            groups.append(GroupInfo.of(name, group.done, self._changes))
+        parts = [info for group in self._groups.values() for info in group.done]
+        if len(parts) > MAX_SITEMAPS_PER_INDEX:
+            raise IndexLimitError(
+                f"this run needs {len(parts)} sitemap files, more than the "
+                f"{MAX_SITEMAPS_PER_INDEX} one index may list (indexes must not nest)"
+            )
         if is_index:
             assert self._base_url is not None
             entry_name = "sitemap.xml"
@@ -399,6 +455,7 @@ class SitemapWriter:
             changes=self._change_counts(),
             feed_url=feed_url,
             news=news,
+            groups=tuple(groups) if self._grouping is not None else (),
         )
 
     def _change_counts(self) -> ChangeCounts | None:
@@ -414,7 +471,8 @@ class SitemapWriter:
         if not self._open:
             return
         self._open = False
-        self._parts.discard()
+        for parts in self._groups.values():
+            parts.discard()
         self._news.discard()
         if self._scratch is not None:
             self._scratch.close_all()

@@ -64,6 +64,22 @@ def render(
         )
         for kind in ("added", "removed", "changed"):
             changed.labels(**own, change=kind).set(changes.get(kind, 0))
+    groups = figures.get("groups")
+    if groups:  # grouped sitemaps: Search Console's view, one sitemap per group
+        listed = family("group_urls_listed", "URLs the sitemap lists, by group", "group")
+        files = family("group_sitemap_files", "sitemap files of each group", "group")
+        moved = family(
+            "group_urls_changed",
+            "URLs added, removed or changed against the last published sitemap, by group",
+            "group",
+            "change",
+        )
+        for name, figures_of in groups.items():
+            listed.labels(**own, group=name).set(figures_of.get("urls", 0))
+            files.labels(**own, group=name).set(figures_of.get("files", 0))
+            for kind in ("added", "removed", "changed"):
+                if kind in figures_of:
+                    moved.labels(**own, group=name, change=kind).set(figures_of[kind])
     gauge("published", "1 when this run published the sitemap", bool(figures.get("published")))
     gauge("duration_seconds", "how long the run took", seconds)
     gauge("exit_code", "the run's exit code (0: published)", exit_code)

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from crawler.core.canonicals import BrokenCanonical, ForeignCanonicals
 from crawler.core.decide import HTTP_ERROR, LISTED, REASONS
+from sitemap_out.changes import KINDS
 
 MAX_REFERRERS = 10
 #: Broken canonicals named in the report (all are counted).
@@ -136,6 +137,8 @@ class Tally:
     # URLs added, removed and changed against the sitemap published before (once published)
     changes: dict[str, int] | None = None
     feed_url: str | None = None  # changes.atom, when published
+    # grouped sitemaps (once published): each group's URLs, files and changes, by name
+    groups: dict[str, dict[str, int]] | None = None
     extensions: ExtensionTally = field(default_factory=ExtensionTally)  # images, hreflang, ...
     render: dict[str, Any] = field(default_factory=dict)  # the browser's, when rendering
     # pages listed although their canonical names another URL, which search engines ignore
@@ -209,6 +212,7 @@ class Tally:
             f"{self.failed} requests failed (5xx or no answer, after retries)"
             + (f"; render {self.render['mode']}: {self.render['decision']}" if self.render else "")
             + self._changes_summary()
+            + self._groups_summary()
             + (f"; {self.not_modified} not modified (304)" if self.not_modified else "")
             + self._canonical_summary()
         )
@@ -227,6 +231,15 @@ class Tally:
         c = self.changes
         return f"; {c['added']} added, {c['removed']} removed, {c['changed']} changed"
 
+    def _groups_summary(self) -> str:
+        if not self.groups:
+            return ""
+        shown = []
+        for name, figures in self.groups.items():
+            moved = ", ".join(f"{figures[k]} {k}" for k in KINDS if figures.get(k))
+            shown.append(f"{name} {figures['urls']}" + (f" ({moved})" if moved else ""))
+        return f"; URLs by group: {', '.join(shown)}"
+
     def to_json(self, extra: dict[str, Any]) -> dict[str, Any]:
         return {
             **extra,
@@ -242,6 +255,7 @@ class Tally:
             "seed_sitemaps": self.seed_notes,
             "requests": self.requests,
             "changes": self.changes,
+            "groups": self.groups,
             "feed_url": self.feed_url,
             "render": self.render or None,
             "reasons": {r: self.reasons[r] for r in REASONS},

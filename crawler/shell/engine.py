@@ -24,6 +24,7 @@ from crawler.core.decide import (
     TrapBudgets,
 )
 from crawler.core.frontier import Frontier, Task
+from crawler.core.groups import Groups
 from crawler.core.lastmod import AUTO, CONTENT
 from crawler.core.nothing import NothingFacts, why_nothing
 from crawler.core.page import PagePolicy
@@ -152,6 +153,7 @@ class Crawl:
             stable=True,  # the listings come out of the spool in loc order
             changes=changes,
             feed_days=config.feed_days if config.feed else None,
+            groups=Groups.parse(config.groups) or None,
         )
         self.page_judge.check_entry = writer.check
         try:

@@ -286,6 +286,8 @@ def report_changes(
             "added": counts.added, "removed": counts.removed, "changed": counts.changed,
         }  # fmt: skip
     tally.feed_url = published.feed_url
+    if published.groups:
+        tally.groups = {group.name: group.to_json() for group in published.groups}
     if path is None:
         return
     extra: dict[str, object] = {"sitemap_url": published.sitemap_url}
