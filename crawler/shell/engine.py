@@ -25,6 +25,7 @@ from crawler.core.decide import (
 )
 from crawler.core.frontier import Frontier, Task
 from crawler.core.lastmod import AUTO, CONTENT
+from crawler.core.llms import LlmsFile
 from crawler.core.nothing import NothingFacts, why_nothing
 from crawler.core.page import PagePolicy
 from crawler.core.patterns import Patterns
@@ -158,6 +159,10 @@ class Crawl:
             journal.spool = Spool(config.output)
             journal.sink = writer
             journal.extensions = Extensions(self.tally.extensions, self._news(), datetime.now(UTC))
+            if config.llms_txt:
+                journal.llms = LlmsFile(
+                    plan.scope.root, plan.public(plan.start), config.llms_txt_max_links
+                )
             journal.decisions_path = config.decisions  # opened at the first decision
             if config.state is not None:
                 self._use_state(
@@ -482,6 +487,7 @@ def _page_policy(config: Config, agent: str) -> PagePolicy:
         tuple(host.lower() for host in config.image_hosts),
         content=config.state is not None and config.lastmod in (AUTO, CONTENT),
         engines=config.search_engines,
+        about=config.llms_txt,
     )
 
 
