@@ -136,6 +136,7 @@ class Tally:
     # URLs added, removed and changed against the sitemap published before (once published)
     changes: dict[str, int] | None = None
     feed_url: str | None = None  # changes.atom, when published
+    llms_url: str | None = None  # llms.txt, when published
     extensions: ExtensionTally = field(default_factory=ExtensionTally)  # images, hreflang, ...
     render: dict[str, Any] = field(default_factory=dict)  # the browser's, when rendering
     # pages listed although their canonical names another URL, which search engines ignore
@@ -243,6 +244,7 @@ class Tally:
             "requests": self.requests,
             "changes": self.changes,
             "feed_url": self.feed_url,
+            "llms_txt_url": self.llms_url,
             "render": self.render or None,
             "reasons": {r: self.reasons[r] for r in REASONS},
             "broken_links": [

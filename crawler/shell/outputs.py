@@ -286,6 +286,7 @@ def report_changes(
             "added": counts.added, "removed": counts.removed, "changed": counts.changed,
         }  # fmt: skip
     tally.feed_url = published.feed_url
+    tally.llms_url = published.llms_url
     if path is None:
         return
     extra: dict[str, object] = {"sitemap_url": published.sitemap_url}
