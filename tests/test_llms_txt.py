@@ -16,6 +16,7 @@ import pytest
 from aiohttp import web
 
 from crawler.cli import main
+from crawler.core.extract import extract_page
 from crawler.core.llms import MAX_SECTIONS, MAX_TITLE, LlmsFile, about_of, escape, section_of
 from tests.procs import CLI, child_env, wait_for
 from tests.sites import Page, Site, crawl_process, html, read_published
@@ -125,6 +126,17 @@ def test_titles_and_descriptions_are_one_clipped_line_each():
     assert len(title) <= MAX_TITLE and title.endswith("word\u2026")
     assert description is not None and description.endswith("\u2026")
     assert escape("a [b] | c_d *e* `f` <g> \\") == r"a \[b\] \| c\_d \*e\* \`f\` \<g\> \\"
+
+
+def test_the_title_and_description_are_read_only_when_asked_for():
+    body = _page(" Shop \n", "Things", head='<meta property="og:title" content="OG">').encode()
+    assert extract_page(body, "text/html", "http://x.org/").about is None
+    assert extract_page(body, "text/html", "http://x.org/", about=True).about == (
+        "Shop",
+        "Things",
+    )
+    untitled = _page(None, None, head='<meta property="og:title" content="OG">').encode()
+    assert extract_page(untitled, "text/html", "http://x.org/", about=True).about == ("OG", None)
 
 
 def test_a_million_pages_keep_the_cap_of_lines_and_a_count_per_section():
