@@ -421,3 +421,23 @@ def test_llms_txt_is_a_name_the_publish_owns(tmp_path, capsys):
     code = main(["crawl", "http://127.0.0.1:9/", "-o", str(out), "--report", str(out / "llms.txt")])
     assert code == 2
     assert "clashes with llms.txt in the output folder" in capsys.readouterr().err
+
+
+def test_the_writer_publishes_llms_txt_with_the_set_or_not_at_all(tmp_path, xsd):
+    """sitemap_out as a library: the text is rendered with the entry point's URL, and a
+    writer that aborts leaves the published file as it was."""
+    from sitemap_out import Entry, SitemapWriter
+
+    out, base = tmp_path / "out", "https://x.org/"
+    with SitemapWriter(out, base, stable=True) as writer:
+        writer.add(Entry(base + "a"))
+        writer.add_llms_txt(lambda sitemap: f"# X\n\n## /\n\n- [a]({sitemap})\n")
+        result = writer.publish()
+    assert result.llms_url == base + "llms.txt" and out / "llms.txt" in result.files
+    before = (out / "llms.txt").read_bytes()
+    assert parse(before).links == [Link("a", base + "sitemap.xml", None)]
+    xsd.any(out / "sitemap.xml")
+    with SitemapWriter(out, base, stable=True) as writer:
+        writer.add(Entry(base + "b"))
+        writer.add_llms_txt(lambda sitemap: "# Y\n")
+    assert (out / "llms.txt").read_bytes() == before  # aborted: nothing published
