@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import pytest
 from aiohttp import web
+from hypothesis import given
+from hypothesis import strategies as st
 
 from crawler.cli import main
 from crawler.core.extract import extract_page
@@ -137,6 +139,19 @@ def test_the_title_and_description_are_read_only_when_asked_for():
     )
     untitled = _page(None, None, head='<meta property="og:title" content="OG">').encode()
     assert extract_page(untitled, "text/html", "http://x.org/", about=True).about == ("OG", None)
+
+
+@given(st.text(max_size=300), st.text(max_size=300))
+def test_any_title_and_description_parse_back_from_their_line(title, description):
+    about = about_of(title, description)
+    llms = LlmsFile("https://x.org/", "https://x.org/", 10)
+    llms.add("https://x.org/a(b)", about)
+    parsed = parse(llms.render("https://x.org/sitemap.xml").encode())
+    (link,) = parsed.links
+    assert link.url == "https://x.org/a%28b%29"
+    if about is not None and about[0] is not None:
+        assert (parsed.title, link.title) == (about[0], about[0])
+    assert link.description == (None if about is None else about[1])
 
 
 def test_a_million_pages_keep_the_cap_of_lines_and_a_count_per_section():
