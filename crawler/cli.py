@@ -99,6 +99,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file", "groups",
             "changefreq", "lastmod", "priority_by_depth", "report", "decisions", "changes",
             "feed", "feed_days", "max_shrink", "max_error_rate", "force", "on_publish",
+            "llms_txt", "llms_txt_max_links",
         ),
     ),
     (
@@ -747,6 +748,8 @@ def _crawl(config: Config) -> int:
         print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}", flush=True)
         if result.published.feed_url is not None:
             print(f"changes feed (submit it as a sitemap too): {result.published.feed_url}")
+        if result.published.llms_url is not None:
+            print(f"llms.txt (for language models): {result.published.llms_url}")
     hook_failed = _on_publish(config, result, figures)
     if config.report is not None:
         try:

@@ -168,6 +168,14 @@ class Config:
         False, "also publish changes.atom: an Atom feed of the URLs added or changed lately"
     )
     feed_days: int = _opt(7, "how many days of changes changes.atom covers", metavar="N")
+    llms_txt: bool = _opt(
+        False,
+        "also publish llms.txt: the listed pages' titles and descriptions by section, for "
+        "language models (llmstxt.org)",
+    )
+    llms_txt_max_links: int = _opt(
+        1000, "pages llms.txt names, the first in sitemap order; the rest are counted", metavar="N"
+    )
     quiet: bool = _opt(False, "print only errors")
     log_format: str = _opt(
         "text", "stderr as plain text, or one JSON event a line", choices=("text", "json")
@@ -454,6 +462,10 @@ def _check_ranges(config: Config) -> None:
             raise ConfigError(f"{key} must be between 0 and 86400, got {getattr(config, key)}")
     if not 1 <= config.feed_days <= 3650:
         raise ConfigError(f"feed_days must be from 1 to 3650, got {config.feed_days}")
+    if not 0 <= config.llms_txt_max_links <= 100_000:
+        raise ConfigError(
+            f"llms_txt_max_links must be from 0 to 100000, got {config.llms_txt_max_links}"
+        )
     for key in ("max_shrink", "max_error_rate"):
         if not 0 <= getattr(config, key) <= 1:
             raise ConfigError(f"{key} must be between 0 and 1, got {getattr(config, key)}")
@@ -605,6 +617,7 @@ _NOT_FINGERPRINTED = frozenset(
         "changes",
         "feed",
         "feed_days",
+        "llms_txt_max_links",
         "quiet",
         "log_format",
         "metrics",

@@ -14,6 +14,7 @@ run is reported before the crawl starts rather than at the first flush.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -119,6 +120,10 @@ class AsyncSitemapWriter:
     def _add_news(self, entries: list[Entry]) -> None:
         for entry in entries:
             self._writer.add_news(entry)
+
+    def add_llms_txt(self, render: Callable[[str], str]) -> None:
+        """SitemapWriter.add_llms_txt: render runs in publish's thread."""
+        self._writer.add_llms_txt(render)
 
     async def publish(self) -> PublishResult:
         try:

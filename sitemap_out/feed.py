@@ -30,7 +30,6 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
-from sitemap_out.manifest import read_manifest
 from sitemap_out.xml import XML_DECLARATION, escape
 
 __all__ = [
@@ -40,7 +39,6 @@ __all__ = [
     "FeedEntry",
     "FeedWindow",
     "feed_document",
-    "left_in_place",
     "read_feed",
 ]
 
@@ -78,19 +76,6 @@ class FeedEntry:
 def stamp(when: datetime) -> str:
     """RFC 3339 date-time, UTC, in seconds (Atom's dates must have a time and a zone)."""
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def left_in_place(out_dir: Path) -> str:
-    """A run without the feed leaves the one published before in place, and says so: its
-    URL may be submitted to search engines, and turning an option off must not make it a
-    404. Returns the line to say ("" when there is no such feed); deleting the file by hand
-    withdraws it (the next run takes it off the manifest)."""
-    if FEED_NAME not in read_manifest(out_dir) or not (out_dir / FEED_NAME).is_file():
-        return ""
-    return (
-        f"{FEED_NAME} left as published, no longer updated (the run had no --feed); "
-        "delete it to withdraw it"
-    )
 
 
 def feed_document(feed_url: str, site: str, entries: list[FeedEntry], updated: datetime) -> str:

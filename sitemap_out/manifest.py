@@ -18,11 +18,13 @@ from typing import Final
 from sitemap_out.groups import PART_RE
 
 __all__ = [
+    "LLMS_NAME",
     "LOCK_NAME",
     "MANIFEST_NAME",
     "STAGING_PREFIX",
     "fsync_dir",
     "is_reserved",
+    "left_in_place",
     "read_layout",
     "read_manifest",
     "write_manifest",
@@ -31,11 +33,14 @@ __all__ = [
 LOCK_NAME: Final = ".sitemap.lock"
 MANIFEST_NAME: Final = ".sitemap-manifest.json"
 STAGING_PREFIX: Final = ".sitemap-staging-"
-_OWN_NAME: Final = re.compile(r"sitemap(?:-news)?\.(?:xml|txt)(?:\.gz)?|changes\.atom")
+#: llms.txt (llmstxt.org), published with the set when the caller gives its text
+LLMS_NAME: Final = "llms.txt"
+_OWN_NAME: Final = re.compile(r"sitemap(?:-news)?\.(?:xml|txt)(?:\.gz)?|changes\.atom|llms\.txt")
 
 
 def _own(name: str) -> bool:
-    """A name the writer publishes: the entry point, news, the feed or a part (a group's too)."""
+    """A name the writer publishes: the entry point, news, the feed, llms.txt or a part (a
+    group's too)."""
     return _OWN_NAME.fullmatch(name) is not None or PART_RE.fullmatch(name) is not None
 
 
@@ -66,6 +71,19 @@ def read_manifest(out_dir: Path) -> list[str]:
         return []
     files = data.get("files", []) if isinstance(data, dict) else []
     return [f for f in files if isinstance(f, str) and _own(f)]
+
+
+def left_in_place(out_dir: Path, name: str, option: str) -> str:
+    """A run without `option` leaves the file `name` it publishes in place, and says so:
+    its URL may be submitted or linked, and turning an option off must not make it a 404.
+    Returns the line to say ("" when no such file was published); deleting the file by
+    hand withdraws it (the next run takes it off the manifest)."""
+    if name not in read_manifest(out_dir) or not (out_dir / name).is_file():
+        return ""
+    return (
+        f"{name} left as published, no longer updated (the run had no {option}); "
+        "delete it to withdraw it"
+    )
 
 
 def read_layout(out_dir: Path) -> dict[str, object] | None:

@@ -29,7 +29,7 @@ from sitemap_out.changes import ChangeLog
 from sitemap_out.errors import IndexLimitError
 from sitemap_out.feed import FEED_NAME
 from sitemap_out.limits import MAX_BYTES
-from sitemap_out.manifest import fsync_dir, read_manifest, write_manifest
+from sitemap_out.manifest import LLMS_NAME, fsync_dir, read_manifest, write_manifest
 from sitemap_out.parts import COPY_CHUNK, PartInfo
 from sitemap_out.xml import index_close, index_entry, index_open
 
@@ -93,6 +93,7 @@ class PublishResult:
     feed_url: str | None = None  # changes.atom, when published
     news: PartInfo | None = None  # sitemap-news.xml[.gz], listed in the index, when written
     groups: tuple[GroupInfo, ...] = ()  # each group's figures, when groups were given
+    llms_url: str | None = None  # llms.txt, when published
 
 
 def write_index(path: Path, base_url: str, parts: list[PartInfo], news: PartInfo | None) -> None:
@@ -117,11 +118,12 @@ def write_index(path: Path, base_url: str, parts: list[PartInfo], news: PartInfo
 def install(out_dir: Path, staging: Path, names: list[str], layout: dict[str, object]) -> None:
     """Steps 1 to 4 of the module docstring; ``names`` end with the entry point, and
     ``layout`` is the settings the set was made with. A name with no file in the staging
-    folder is a part left as published (a stable layout); an entry point whose bytes are
-    those published is left untouched too, so that its mtime and ETag say nothing changed."""
+    folder is a part left as published (a stable layout); an entry point (or feed, or
+    llms.txt) whose bytes are those published is left untouched too, so that its mtime and
+    ETag say nothing changed."""
     old = read_manifest(out_dir)
     new = set(names)
-    for small in (names[-1], FEED_NAME):
+    for small in (names[-1], FEED_NAME, LLMS_NAME):
         if _same_bytes(staging / small, out_dir / small):
             (staging / small).unlink()
     write_manifest(out_dir, [*old, *(n for n in names if n not in old)])

@@ -32,7 +32,7 @@ index: a group that changes rewrites only its own parts.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,11 +43,18 @@ from sitemap_out.changes import KINDS, ChangeLog
 from sitemap_out.compare import Comparison
 from sitemap_out.entry import Entry, check_uri
 from sitemap_out.errors import EmptySitemapError, EntryError, IndexLimitError, SitemapOutError
-from sitemap_out.feed import FEED_NAME, MAX_ENTRIES, FeedWindow, left_in_place
+from sitemap_out.feed import FEED_NAME, MAX_ENTRIES, FeedWindow
 from sitemap_out.groups import DEFAULT_GROUP, MAX_GROUPS, Grouping, name_problem
 from sitemap_out.layout import StableLayout
 from sitemap_out.limits import MAX_BYTES, MAX_NEWS_URLS, MAX_SITEMAPS_PER_INDEX, MAX_URLS
-from sitemap_out.manifest import LOCK_NAME, MANIFEST_NAME, STAGING_PREFIX, is_reserved
+from sitemap_out.manifest import (
+    LLMS_NAME,
+    LOCK_NAME,
+    MANIFEST_NAME,
+    STAGING_PREFIX,
+    is_reserved,
+    left_in_place,
+)
 from sitemap_out.news import NewsSitemap
 from sitemap_out.parts import PartInfo, Parts
 from sitemap_out.previous import PreviousSet, read_previous
@@ -229,6 +236,8 @@ class SitemapWriter:
         self._scratch: Scratch | None = None
         self._feed: FeedWindow | None = None
         self._feed_note = ""  # a feed published before, left in place by a run without one
+        self._llms: Callable[[str], str] | None = None  # llms.txt's text, of the sitemap URL
+        self._llms_note = ""  # as _feed_note, for llms.txt
         if stable:
             try:
                 self._start_stable(feed_days)
@@ -360,6 +369,14 @@ class SitemapWriter:
         if self._feed is not None:
             self._feed.titled(entry.loc, entry.news.title)
 
+    def add_llms_txt(self, render: Callable[[str], str]) -> None:
+        """Also publish ``llms.txt`` with the set: ``render(sitemap_url)`` gives its text,
+        called at publish, once the entry point (which the file links to) is named. A run
+        without it leaves an llms.txt published before in place, as the feed."""
+        if not self._open:
+            raise SitemapOutError("this writer has already published or aborted")
+        self._llms = render
+
     def _too_big(self, entry: Entry, size: int) -> None:
         need = self._fixed[entry.namespaces] + size
         raise EntryError(
@@ -440,9 +457,10 @@ class SitemapWriter:
             feed_url = self._feed.stage(staging, self._base_url, self._changes.newest())
             names.insert(-1, FEED_NAME)
         else:
-            self._feed_note = left_in_place(self._out)
+            self._feed_note = left_in_place(self._out, FEED_NAME, "--feed")
             if self._feed_note:  # not staged: left as published, kept on record
                 names.insert(-1, FEED_NAME)
+        llms_url = self._stage_llms(staging, entry_name, names)
         self._staging.fsync()
         install(self._out, staging, names, self._settings())
         return PublishResult(
@@ -456,14 +474,32 @@ class SitemapWriter:
             feed_url=feed_url,
             news=news,
             groups=tuple(groups) if self._grouping is not None else (),
+            llms_url=llms_url,
         )
+
+    def _stage_llms(self, staging: Path, entry_name: str, names: list[str]) -> str | None:
+        """llms.txt in the staging folder, fsynced, and on the names to install (before
+        the entry point); its URL, when published."""
+        base = self._base_url
+        if self._llms is None:
+            self._llms_note = left_in_place(self._out, LLMS_NAME, "llms_txt")
+            if self._llms_note:  # not staged: left as published, kept on record
+                names.insert(-1, LLMS_NAME)
+            return None
+        text = self._llms((base or "") + entry_name)
+        with open(staging / LLMS_NAME, "wb") as fh:
+            fh.write(text.encode("utf-8", "replace"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        names.insert(-1, LLMS_NAME)
+        return None if base is None else base + LLMS_NAME
 
     def _change_counts(self) -> ChangeCounts | None:
         changes = self._changes
         if not self._stable or changes is None:
             return None
         counts = changes.counts
-        note = "; ".join(n for n in (self.layout_note, self._feed_note) if n)
+        note = "; ".join(n for n in (self.layout_note, self._feed_note, self._llms_note) if n)
         return ChangeCounts(counts["added"], counts["removed"], counts["changed"], note)
 
     def abort(self) -> None:

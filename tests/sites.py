@@ -159,7 +159,10 @@ def read_published(out: Path, xsd, base: str | None = None) -> Published:
     files = sorted(
         p
         for p in out.iterdir()
-        if p.is_file() and not p.name.startswith(".") and p.suffix != ".atom"  # the feed
+        if p.is_file()
+        and not p.name.startswith(".")
+        and p.suffix != ".atom"  # the feed
+        and p.name != "llms.txt"
     )
     locs: list[str] = []
     lastmods: dict[str, str | None] = {}

@@ -248,6 +248,8 @@ class PageData:
     videos: list[RawVideo] = field(default_factory=list)  # URLs raw
     published: str | None = None  # article:published_time, else JSON-LD datePublished
     title: str | None = None  # og:title, JSON-LD headline or <title>: news and videos only
+    # the page's <title> (og:title when it has none) and meta description: llms.txt only
+    about: tuple[str | None, str | None] | None = None
     blocks: bytes = b""  # the main content's text blocks, hashed: see content_blocks
     # a redirect stub's (crawler.core.stubs) raw target and what sends the browser there
     moved: tuple[str, str] | None = None
@@ -300,6 +302,7 @@ def extract_page(
     images: bool = True,
     content: bool = False,
     engines: tuple[str, ...] = (),
+    about: bool = False,
 ) -> PageData:
     """Parse ``body`` once and collect links, alternates, canonical and robots meta directives.
 
@@ -309,7 +312,8 @@ def extract_page(
     Canonical and hreflang ``<link>``s count only inside ``<head>``, as search engines read
     them. `content`: also the content blocks (content_blocks), which only a crawl keeping a
     history uses: they cost about a third of the parse. `engines`: the search engines whose
-    named robots meta tags are read too (meta_directives).
+    named robots meta tags are read too (meta_directives). `about`: also the page's title
+    and description (PageData.about), which only llms.txt uses.
     """
     encoding = sniff_encoding(body, content_type)
     if encoding == "utf-8":
@@ -390,6 +394,8 @@ def extract_page(
     if images:
         data.images = _images(parser, props)
     _media(parser, props, metas, data)
+    if about:
+        data.about = _title(parser) or props.get("og:title"), _description(metas)
     if content:
         data.blocks = content_blocks(parser)  # last: it strips the template
     return data
@@ -503,17 +509,23 @@ def _media(
     if videos or published:
         # the page's own title and description stand in for a video's that it does not give
         title = headline or props.get("og:title")
-        if title is None:
-            first = parser.css_first("title")
-            title = first.text(deep=True).strip() if first is not None else None
-        data.title = title or None
+        data.title = (title if title is not None else _title(parser)) or None
         if videos:
             description = props.get("og:description")
             if description is None:
-                description = next(
-                    (c for n, c in metas if n and c and ascii_lower(n) == "description"), None
-                )
+                description = _description(metas)
             data.videos = [_fill(video, data.title, description) for video in videos]
+
+
+def _title(parser: LexborHTMLParser) -> str | None:
+    """The page's <title>, stripped."""
+    first = parser.css_first("title")
+    return first.text(deep=True).strip() if first is not None else None
+
+
+def _description(metas: list[tuple[str | None, str | None]]) -> str | None:
+    """The page's meta description, the first one."""
+    return next((c for n, c in metas if n and c and ascii_lower(n) == "description"), None)
 
 
 def _fill(video: RawVideo, title: str | None, description: str | None) -> RawVideo:
@@ -579,6 +591,7 @@ class PageDigest:
     videos: list[RawVideo] = field(default_factory=list)  # URLs raw
     published: str | None = None
     title: str | None = None
+    about: tuple[str | None, str | None] | None = None  # title and description (PageData)
     blocks: bytes = b""  # the main content's text blocks, hashed (content_blocks)
     moved: tuple[str, str] | None = None  # a redirect stub's raw target, and how (PageData)
     nofollow: list[str] = field(default_factory=list)  # rel=nofollow hrefs, raw, not followed
@@ -593,9 +606,10 @@ def digest_page(
     images: bool = True,
     content: bool = False,
     engines: tuple[str, ...] = (),
+    about: bool = False,
 ) -> PageDigest:
     """Parse an HTML page into its digest. Never raises, like :func:`extract_page`."""
-    page = extract_page(body, content_type, page_url, agent, images, content, engines)
+    page = extract_page(body, content_type, page_url, agent, images, content, engines, about)
     base, canonical, encoding, moved = page.base, page.canonical, page.encoding, page.moved
     hrefs = [link.href for link in page.links if follow_nofollow or not link.nofollow]
     hrefs += [href for _, href in page.alternates]
@@ -629,6 +643,7 @@ def digest_page(
         videos,
         page.published,
         page.title,
+        page.about,
         page.blocks,
         moved,
         nofollow,

@@ -91,10 +91,13 @@ class PageExtras:
     videos: tuple[RawVideo, ...] = ()  # URLs resolved; fields the page does not give: None
     published: str | None = None  # article:published_time or JSON-LD datePublished, ISO 8601
     title: str | None = None  # the article's headline (og:title, JSON-LD headline, <title>)
+    # the page's title and description for llms.txt (crawler.core.llms.about_of): with
+    # llms_txt only
+    about: tuple[str | None, str | None] | None = None
 
     def __bool__(self) -> bool:
         return bool(self.images or self.alternates or self.bad_hreflang or self.videos) or (
-            self.published is not None
+            self.published is not None or self.about is not None
         )
 
 

@@ -24,6 +24,7 @@ from crawler.core.directives import (
     link_header_canonical,
 )
 from crawler.core.extract import PageDigest, digest_page, parse_content_type
+from crawler.core.llms import about_of
 from crawler.core.media import (
     MAX_IMAGES,
     PageExtras,
@@ -59,6 +60,7 @@ class PagePolicy:
     # the search engines reading the sitemap (lower-case product tokens): the meta and header
     # directives addressed to them by name are read too (Directives.engines)
     engines: tuple[str, ...] = ()
+    about: bool = False  # the page's title and description too (llms.txt)
 
 
 @dataclass(slots=True)
@@ -133,6 +135,7 @@ def analyse(
         policy.images,
         policy.content,
         policy.engines,
+        policy.about,
     )
     canonical = resolve(page.base, page.canonical, strip) if page.canonical else None
     in_html = canonical is not None
@@ -232,6 +235,8 @@ def _extras(
             extras.videos = tuple(video.with_urls(partial(resolve, base)) for video in page.videos)
         extras.published = page.published
         extras.title = page.title
+        if page.about is not None:
+            extras.about = about_of(*page.about)
     return extras if extras else None
 
 

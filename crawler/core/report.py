@@ -139,6 +139,7 @@ class Tally:
     feed_url: str | None = None  # changes.atom, when published
     # grouped sitemaps (once published): each group's URLs, files and changes, by name
     groups: dict[str, dict[str, int]] | None = None
+    llms_url: str | None = None  # llms.txt, when published
     extensions: ExtensionTally = field(default_factory=ExtensionTally)  # images, hreflang, ...
     render: dict[str, Any] = field(default_factory=dict)  # the browser's, when rendering
     # pages listed although their canonical names another URL, which search engines ignore
@@ -257,6 +258,7 @@ class Tally:
             "changes": self.changes,
             "groups": self.groups,
             "feed_url": self.feed_url,
+            "llms_txt_url": self.llms_url,
             "render": self.render or None,
             "reasons": {r: self.reasons[r] for r in REASONS},
             "broken_links": [

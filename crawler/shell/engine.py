@@ -26,6 +26,7 @@ from crawler.core.decide import (
 from crawler.core.frontier import Frontier, Task
 from crawler.core.groups import Groups
 from crawler.core.lastmod import AUTO, CONTENT
+from crawler.core.llms import LlmsFile
 from crawler.core.nothing import NothingFacts, why_nothing
 from crawler.core.page import PagePolicy
 from crawler.core.patterns import Patterns
@@ -143,6 +144,7 @@ class Crawl:
         config, plan, journal, loop = self.config, self.plan, self.journal, self.loop
         started = time.monotonic()
         changes = ChangeLog()
+        groups = Groups.parse(config.groups)
         writer = AsyncSitemapWriter(
             config.output,
             plan.base_url,
@@ -153,13 +155,20 @@ class Crawl:
             stable=True,  # the listings come out of the spool in loc order
             changes=changes,
             feed_days=config.feed_days if config.feed else None,
-            groups=Groups.parse(config.groups) or None,
+            groups=groups or None,
         )
         self.page_judge.check_entry = writer.check
         try:
             journal.spool = Spool(config.output)
             journal.sink = writer
             journal.extensions = Extensions(self.tally.extensions, self._news(), datetime.now(UTC))
+            if config.llms_txt:
+                journal.llms = LlmsFile(
+                    plan.scope.root,
+                    plan.public(plan.start),
+                    config.llms_txt_max_links,
+                    (groups.names, groups.group_of) if groups else None,
+                )
             journal.decisions_path = config.decisions  # opened at the first decision
             if config.state is not None:
                 self._use_state(
@@ -484,6 +493,7 @@ def _page_policy(config: Config, agent: str) -> PagePolicy:
         tuple(host.lower() for host in config.image_hosts),
         content=config.state is not None and config.lastmod in (AUTO, CONTENT),
         engines=config.search_engines,
+        about=config.llms_txt,
     )
 
 

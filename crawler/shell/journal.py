@@ -43,6 +43,7 @@ from crawler.core.lastmod import (
     date_page,
     unpack_blocks,
 )
+from crawler.core.llms import LlmsFile
 from crawler.core.report import DecisionRecord, Tally, is_broken
 from crawler.errors import OutputError
 from crawler.shell.extensions import Extensions
@@ -62,6 +63,8 @@ class EntrySink(Protocol):
     async def add(self, entry: Entry) -> None: ...
 
     async def add_news(self, entries: list[Entry]) -> None: ...
+
+    def add_llms_txt(self, render: Callable[[str], str]) -> None: ...
 
 
 class Journal:
@@ -91,6 +94,8 @@ class Journal:
         self.contested = False
         # images, videos, hreflang clusters and news: set for a crawl (not for `explain`)
         self.extensions: Extensions | None = None
+        # llms.txt, made of the listed pages as they are written: with llms_txt only
+        self.llms: LlmsFile | None = None
         # decides each listing's lastmod when the crawl is over (set by the engine)
         self.dating = Dating(AUTO, None)
         # pages listed but for their canonical, waiting for its target's decision (#24)
@@ -291,7 +296,7 @@ class Journal:
         self.settle = None  # the workers are gone
         self.settle_canonicals()  # before the twins compete: a page listed now may win
         twins, state, depths, sink = self.twins, self.state, self.depths, self.sink
-        dating = self.dating
+        dating, llms = self.dating, self.llms
         dating.settle(self.spool)
         if self.contested:
             for listing in self.spool:
@@ -327,6 +332,9 @@ class Journal:
                     with contextlib.suppress(EntryError):
                         entry = ext.entry(listing, entry)
                 await sink.add(entry)
+                if llms is not None:
+                    extras = listing.page_extras()
+                    llms.add(listing.loc, None if extras is None else extras.about)
                 if recorded:
                     self._final(listing, _listed(listing), counted=True, lastmod_source=source)
                 continue
@@ -344,6 +352,8 @@ class Journal:
             if articles:
                 await sink.add_news(articles)
             ext.close()
+        if llms is not None:
+            sink.add_llms_txt(llms.render)
 
     @property
     def template(self) -> frozenset[int]:

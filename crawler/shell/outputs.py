@@ -288,6 +288,7 @@ def report_changes(
     tally.feed_url = published.feed_url
     if published.groups:
         tally.groups = {group.name: group.to_json() for group in published.groups}
+    tally.llms_url = published.llms_url
     if path is None:
         return
     extra: dict[str, object] = {"sitemap_url": published.sitemap_url}

@@ -47,7 +47,7 @@ __all__ = [
     "unlock",
 ]
 
-SCHEMA_VERSION: Final = 6
+SCHEMA_VERSION: Final = 7  # 7: PageExtras.about (llms.txt) in the packed extras
 #: ``PRAGMA application_id`` marks the file as ours, so a random SQLite database passed by
 #: mistake to ``--state`` is recognised (and, with ``--resume`` off, never silently replaced
 #: by something that merely looks similar). ASCII "SMCS".
