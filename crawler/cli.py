@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -108,6 +109,13 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "sites that need JavaScript",
         ("render", "render_timeout", "render_concurrency", "render_hosts", "chromium_path"),
+    ),
+    (
+        "telling the operator and the search engines",
+        (
+            "on_failure", "notify_url", "notify_on_success", "notify_format", "submit",
+            "google_key_file", "google_property", "bing_api_key", "bing_site",
+        ),
     ),
     ("state and resume", ("state", "resume", "fresh")),
     ("logging", ("quiet", "log_format", "metrics")),
@@ -606,6 +614,12 @@ def _given_secrets(args: argparse.Namespace) -> list[str]:
             env["cookie"].splitlines(),
             env["proxy"] or None,
         ),
+        *(  # whole values: a webhook's URL is its own password, as an API key is
+            value
+            for key in ("notify_url", "bing_api_key")
+            for value in (given.get(key), env[key].strip(), env[key])
+            if value
+        ),
     ]
 
 
@@ -650,6 +664,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _LOG.figures, _LOG.metrics, _LOG.began = None, None, time.monotonic()
     _LOG.said = frozenset()
     _LOG.labels = {}
+    _LOG.command, _LOG.reason, _LOG.notify, _LOG.args = args.command, None, None, args
     return _finish(_command(args))
 
 
@@ -1021,6 +1036,10 @@ class _Log:
     metrics: Path | None = None  # --metrics, once the config is read
     began = 0.0  # time.monotonic() at the start of the run
     said: frozenset[str] = frozenset()  # warnings said once a run
+    command = ""  # the command run: crawl and job tell the operator how they ended
+    reason: str | None = None  # the run's one-line error, once said
+    notify: Any = None  # crawler.shell.notify.Settings, once the config is read
+    args: argparse.Namespace | None = None  # the command line, for notify_alone()
 
     def __init__(self) -> None:
         self.labels: dict[str, str] = {}  # on every metric: the site, and a fleet job's index
@@ -1031,9 +1050,17 @@ _LOG = _Log()
 
 def _start(config: Config, secrets: Sequence[str]) -> None:
     from crawler.core.events import start_line
+    from crawler.shell.notify import Settings
 
     _LOG.json = config.log_format == "json"
     _LOG.metrics = config.metrics
+    _LOG.notify = Settings(
+        config.on_failure,
+        config.notify_url,
+        config.notify_on_success,
+        config.notify_format,
+        tuple(secrets),
+    )
     _LOG.labels = {"site": redact(config.url or "", secrets), **_LOG.labels}
     if _LOG.json:
         _event(start_line(config, __version__, secrets))
@@ -1057,9 +1084,87 @@ def _finish(code: int) -> int:
             reason = exc.strerror or exc
             _err(f"{done}cannot write metrics {_LOG.metrics}: {reason}", failed)
             code = failed
+    if _LOG.command in ("crawl", "job"):
+        _notify(code, figures)
     if _LOG.json:
         _event(summary_line(figures, code))
     return code
+
+
+def _notify(code: int, figures: dict[str, Any]) -> None:
+    """--on-failure and notify_url, once, with the final exit code (#28). Neither changes
+    it: a notification that fails is a warning line. Without a config (it could not be
+    read: exit 2), the notification settings are read on their own, leniently."""
+    from crawler.core.notice import Ending
+    from crawler.exit_codes import MEANINGS
+    from crawler.shell import notify
+
+    settings = _LOG.notify or notify_alone(_LOG.args)
+    if not settings.wanted:
+        return
+    ending = Ending(
+        command=_LOG.command,
+        exit_code=code,
+        meaning=MEANINGS[_LOG.command].get(Exit(code), "") if code in set(Exit) else "",
+        reason=None if code == Exit.OK else _LOG.reason,
+        site=_LOG.labels.get("site") or None,
+        figures=figures,
+        host=notify.hostname(),
+        labels={k: v for k, v in _LOG.labels.items() if k != "site"},
+    )
+    try:
+        notify.tell(settings, ending, _err, capture=_LOG.json)
+    except KeyboardInterrupt:  # SIGTERM or SIGINT again: the run ends as it was ending
+        _err("warning: interrupted while telling the operator; the exit code is unchanged")
+
+
+#: The keys that tell the operator how a run ended, read on their own by notify_alone().
+NOTIFY_KEYS = ("on_failure", "notify_url", "notify_on_success", "notify_format")
+
+
+def notify_alone(args: argparse.Namespace | None) -> Any:
+    """The notification settings when the config as a whole could not be read (a typo in
+    a key, a bad value): each of NOTIFY_KEYS from the file (read as TOML, other keys
+    ignored), the environment and the command line, a bad one skipped. A nightly job whose
+    config broke is the failure an operator most needs to hear of."""
+    import tomllib
+
+    from crawler.config import coerce
+    from crawler.shell.notify import Settings
+
+    given = vars(args) if args is not None else {}
+    values: dict[str, Any] = {}
+    path = given.get("config")
+    if path is None and given.get("command") == "job":
+        named = os.environ.get("SITEMAP_CRAWLER_CONFIG")
+        path = Path(named) if named else (JOB_CONFIG if JOB_CONFIG.is_file() else None)
+    if path is not None:
+        try:
+            raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            raw = {}
+        values.update({k: raw[k] for k in NOTIFY_KEYS if k in raw})
+    for key in NOTIFY_KEYS:
+        with contextlib.suppress(SitemapCrawlerError):
+            values.update(from_env({env_var(key): os.environ.get(env_var(key), "")}))
+        if key in given:
+            values[key] = given[key]
+    settings: dict[str, Any] = {}
+    for key, value in values.items():
+        try:
+            settings[key] = coerce(key, value)
+        except SitemapCrawlerError:
+            continue
+    url = settings.get("notify_url")
+    if settings.get("notify_format") not in ("json", "slack"):
+        settings["notify_format"] = "json"
+    return Settings(
+        settings.get("on_failure"),
+        url,
+        bool(settings.get("notify_on_success")),
+        settings["notify_format"],
+        (*(_given_secrets(args) if args is not None else ()), *([url] if url else [])),
+    )
 
 
 def _write_metrics(path: Path, figures: dict[str, Any], code: int) -> None:
@@ -1090,6 +1195,8 @@ def _event(line: str) -> None:
 def _err(message: str, exit_code: int | None = None) -> None:
     """A line for the user on stderr: an error when it comes with its exit code, else a
     warning or a note; an event of its own with JSON logs."""
+    if exit_code is not None:
+        _LOG.reason = message  # the run's one-line reason, for notify_url and --on-failure
     if _LOG.json:
         from crawler.core.events import error_line, log_line
 

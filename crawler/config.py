@@ -39,6 +39,9 @@ _ENGINE_TOKEN_RE = re.compile(r"[A-Za-z_-]+")
 PROTOCOL_MAX_URLS = 50_000
 PROTOCOL_MAX_BYTES = 52_428_800
 RENDER_MODES = ("never", "auto", "always")
+NOTIFY_FORMATS = ("json", "slack")
+#: The search engines `submit` knows (IndexNow is not one: it takes URLs, not sitemaps).
+SUBMIT_ENGINES = ("google", "bing")
 _IMAGE_HOST_RE = re.compile(r"\*|(?:\*?\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
 # Google News: ISO 639 two or three letters, and zh-cn / zh-tw
 _NEWS_LANGUAGE_RE = re.compile(r"[a-z]{2,3}|zh-cn|zh-tw")
@@ -177,6 +180,48 @@ class Config:
     on_publish: str | None = _opt(
         None, "run this shell command after a successful publish (exit 6 if it fails)",
         metavar="COMMAND",
+    )  # fmt: skip
+    # telling the operator, and the search engines (#28): after the run, never part of it
+    on_failure: str | None = _opt(
+        None,
+        "run this shell command when the run fails (any exit code but 0), told the exit code, "
+        "the reason and a summary file; its own failure is a warning",
+        metavar="COMMAND",
+    )
+    notify_url: str | None = _opt(
+        None,
+        "POST the run's outcome (summary, exit code, reason) as JSON to this webhook when it "
+        "fails (a secret: never printed)",
+        metavar="URL",
+    )
+    notify_on_success: bool = _opt(False, "also POST to notify_url when the run succeeds")
+    notify_format: str = _opt(
+        "json", "the webhook's body: our JSON, or Slack's {\"text\": ...}", choices=NOTIFY_FORMATS
+    )
+    submit: tuple[str, ...] = _opt(
+        (),
+        "after a successful publish, submit the sitemap to these search engines' APIs "
+        "(google: Search Console, bing: Bing Webmaster Tools)",
+        metavar="ENGINE",
+    )
+    google_key_file: Path | None = _opt(
+        None,
+        "the Google service account's JSON key file, for submit (default: "
+        "$GOOGLE_APPLICATION_CREDENTIALS)",
+        metavar="FILE.json",
+    )
+    google_property: str | None = _opt(
+        None,
+        "the Search Console property: https://www.example.com/ or sc-domain:example.com "
+        "(default: the sitemap's origin, a URL-prefix property)",
+        metavar="PROPERTY",
+    )
+    bing_api_key: str | None = _opt(
+        None, "the Bing Webmaster Tools API key, for submit (never printed)", metavar="KEY"
+    )
+    bing_site: str | None = _opt(
+        None, "the site as Bing Webmaster Tools knows it (default: the sitemap's origin)",
+        metavar="URL",
     )  # fmt: skip
     timeout: float = _opt(30.0, "seconds allowed for one whole response", metavar="SECONDS")
     max_page_bytes: int = _opt(
@@ -350,6 +395,7 @@ class Config:
                     f"image_hosts: {host!r} is not a host, .host or *.host pattern (or *)"
                 )
         _check_news(self)
+        _check_submit(self)
         if self.resume and self.fresh:
             raise ConfigError(
                 "--resume continues a stopped crawl, --fresh starts from nothing: give one"
@@ -400,7 +446,9 @@ class Config:
     @property
     def secrets(self) -> tuple[str, ...]:
         """The secrets in these settings, for `access.redact`: valid or not."""
-        return secrets_of(self.auth, self.header, self.cookie, self.proxy)
+        return secrets_of(self.auth, self.header, self.cookie, self.proxy) + tuple(
+            value for value in (self.notify_url, self.bing_api_key) if value
+        )
 
     def __repr__(self) -> str:
         """The dataclass's repr, less the secrets: a Config in a log line or a traceback
@@ -473,6 +521,36 @@ def _check_news(config: Config) -> None:
             raise ConfigError("the news sitemap is XML: it cannot be written with format = txt")
 
 
+def _check_submit(config: Config) -> None:
+    """The notification and submission settings, checked before any request: a nightly job
+    learns of a typo now, not after hours of crawling."""
+    if config.notify_url is not None and not robots_from_is_url(config.notify_url.strip()):
+        raise ConfigError("notify_url must be an http(s):// URL (the value is not shown)")
+    engines = tuple(dict.fromkeys(e.strip().lower() for e in config.submit if e.strip()))
+    for engine in engines:
+        if engine not in SUBMIT_ENGINES:
+            raise ConfigError(
+                f"submit: {engine!r} is not an engine submit knows ({', '.join(SUBMIT_ENGINES)})"
+            )
+    config.submit = engines
+    if "google" in engines:
+        named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+        if config.google_key_file is None and named:
+            config.google_key_file = Path(named)
+        if config.google_key_file is None:
+            raise ConfigError(
+                "submit = google needs google_key_file (or $GOOGLE_APPLICATION_CREDENTIALS): "
+                "the service account's JSON key file"
+            )
+        if not config.google_key_file.is_file():
+            raise ConfigError(f"google_key_file: no such file: {config.google_key_file}")
+    if "bing" in engines and not (config.bing_api_key or "").strip():
+        raise ConfigError(
+            "submit = bing needs bing_api_key (best as SITEMAP_CRAWLER_BING_API_KEY): the "
+            "API key from Bing Webmaster Tools' settings"
+        )
+
+
 def origin_key(key: str, value: str) -> str:
     """An origin setting (render_hosts, auth_origin) as the origin it names
     (scheme://host[:port]); a bare host is https. A path or a typo fails now, before any
@@ -528,7 +606,7 @@ def _check_robots_from(value: str | None) -> None:
 
 
 #: Keys whose values are secrets: an error about one never quotes its value.
-SECRET_KEYS = frozenset({"auth", "header", "cookie", "proxy"})
+SECRET_KEYS = frozenset({"auth", "header", "cookie", "proxy", "notify_url", "bing_api_key"})
 
 
 #: Keys whose values go to one origin only: from a config or the environment, auth_origin's
@@ -597,6 +675,15 @@ _NOT_FINGERPRINTED = frozenset(
         "log_format",
         "metrics",
         "on_publish",
+        "on_failure",
+        "notify_url",
+        "notify_on_success",
+        "notify_format",
+        "submit",
+        "google_key_file",
+        "google_property",
+        "bing_api_key",
+        "bing_site",
         "state",
         "resume",
         "fresh",
