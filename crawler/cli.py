@@ -38,6 +38,9 @@ from crawler.errors import (
     OutputError,
     PublishRefused,
     SitemapCrawlerError,
+    SubmitFailed,
+    SubmitLater,
+    SubmitRefused,
 )
 from crawler.exit_codes import Exit, help_text
 from crawler.shell.progress import AUDIT_WORDS, ProgressLine
@@ -232,6 +235,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_robots_command(commands)
     _add_audit_parser(commands)
     _add_job_parser(commands)
+    _add_submit_parser(commands)
     return top
 
 
@@ -679,6 +683,8 @@ def _command(args: argparse.Namespace) -> int:
             return _audit(args, secrets)
         if args.command == "job":
             return _job(args, secrets)
+        if args.command == "submit":
+            return _submit_command(args, secrets)
         config = load_config(args)
         secrets += config.secrets
         args.output_folder = config.output  # named by a failure to write there
@@ -722,6 +728,10 @@ def _crawl(config: Config) -> int:
     from crawler.shell.pool import forked
 
     _warn_insecure(config)
+    if "google" in config.submit:  # a key file that is no key fails now, not after the crawl
+        from crawler.shell.submit import check_key_file
+
+        check_key_file(config.google_key_file)
     progress = None
     if not config.quiet:
         progress = ProgressLine(
@@ -763,6 +773,9 @@ def _crawl(config: Config) -> int:
         if result.published.feed_url is not None:
             print(f"changes feed (submit it as a sitemap too): {result.published.feed_url}")
     hook_failed = _on_publish(config, result, figures)
+    submit_failed = None
+    if hook_failed is None and config.submit:  # served where the hook put it: now submit it
+        submit_failed = _submit_published(config, result, figures)
     if config.report is not None:
         try:
             _write_json(config.report, tally.to_json(figures))
@@ -776,7 +789,138 @@ def _crawl(config: Config) -> int:
             f"published {plural(result.published.url_count, 'URL')} to {config.output}, but the "
             f"on-publish command failed: {hook_failed}"
         )
+    if submit_failed is not None:
+        raise SubmitFailed(
+            f"published {plural(result.published.url_count, 'URL')} to {config.output}, but "
+            f"submitting it failed: {submit_failed}"
+        )
     return Exit.OK
+
+
+def _submit_published(config: Config, result: Any, figures: dict[str, Any]) -> str | None:
+    """`submit = [...]`: the published sitemap (and its changes feed) to each engine's API,
+    a line each (a log event with JSON logs). Returns why it failed, or None."""
+    from crawler.shell import submit
+
+    sitemaps = [result.sitemap_url]
+    if result.published.feed_url is not None:
+        sitemaps.append(result.published.feed_url)
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        if not config.quiet:
+            _note(line)
+
+    try:
+        _, refusals = _run(submit.run(submit.Settings.of(config), sitemaps, status=False, say=say))
+    except KeyboardInterrupt:
+        raise InterruptedCrawl(
+            f"interrupted while submitting the sitemap; it was published to {config.output}"
+        ) from None
+    figures["submitted"] = said
+    return "; ".join(str(refusal) for refusal in refusals) or None
+
+
+def _note(line: str) -> None:
+    """A line of the command's outcome: stdout, or a log event with JSON logs."""
+    if _LOG.json:
+        _err(line)
+    else:
+        print(line, flush=True)
+
+
+#: The options `submit` takes: which engines, how to reach them, and where the sitemap is.
+SUBMIT_OPTIONS = frozenset(
+    {
+        "submit", "google_key_file", "google_property", "bing_api_key", "bing_site",
+        "sitemap_url", "public_url", "timeout", "quiet",
+    }
+)  # fmt: skip
+
+SUBMIT_EXAMPLES = """\
+examples:
+  sitemap-crawler submit --submit google --google-key-file sa.json https://www.example.com/sitemap.xml
+  sitemap-crawler submit -c nightly.toml              # its submit, url, sitemap_url
+  sitemap-crawler submit -c nightly.toml --status     # what each engine last said
+
+""" + help_text("submit")
+
+
+def _add_submit_parser(commands: Any) -> None:
+    submit = commands.add_parser(
+        "submit",
+        help="submit a published sitemap to Google Search Console and Bing Webmaster Tools, "
+        "or read back what they last said of it",
+        usage="%(prog)s [options] [SITEMAP_URL ...]",
+        epilog=SUBMIT_EXAMPLES,
+        formatter_class=_HelpFormatter,
+        argument_default=argparse.SUPPRESS,
+        description="Submit each sitemap to each engine named by --submit (google: Search "
+        "Console's Sitemaps API, as a service account; bing: Bing Webmaster Tools' API, with "
+        "an API key), or with --status print what each last said about it: when it was read, "
+        "errors, warnings, URLs per type. The sitemap must be published (served) already.",
+    )
+    submit.add_argument(
+        "sitemaps", nargs="*", metavar="SITEMAP_URL",
+        help="the published sitemap's public URL (default: the config's sitemap_url, else "
+        "<start folder>/sitemap.xml of its url)",
+    )  # fmt: skip
+    _config_file_option(submit)
+    only = submit.add_argument_group("submit")
+    only.add_argument(
+        "--status", dest="submit_status", action="store_true", default=False,
+        help="print what each engine last said about each sitemap instead of submitting",
+    )  # fmt: skip
+    _add_config_options(
+        submit,
+        only=SUBMIT_OPTIONS,
+        helps={"submit": "the engines to submit to, or ask: google, bing (default: the config's)"},
+    )
+
+
+def _submit_command(args: argparse.Namespace, secrets: list[str]) -> int:
+    from crawler.core.screen import Plan
+    from crawler.core.submissions import line
+    from crawler.core.urls import normalize
+    from crawler.shell import submit
+
+    given = dict(vars(args))
+    sitemaps = [normalize(url) for url in given.pop("sitemaps")]  # bad: exit 2, no request
+    status = given.pop("submit_status")
+    configured = from_env(os.environ).get("url")
+    if configured is None and "config" in given:
+        configured = load_toml(given["config"]).get("url")
+    if configured is None and not sitemaps:
+        raise ConfigError(
+            "no sitemap: give its URL, or a config (-c, SITEMAP_CRAWLER_URL) whose url or "
+            "sitemap_url says where it is published"
+        )
+    config = load_config(
+        argparse.Namespace(**given, url=configured or sitemaps[0]), only=SUBMIT_OPTIONS
+    )
+    secrets += config.secrets
+    if not config.submit:
+        raise ConfigError(
+            'no engine to submit to: --submit google,bing, or submit = ["google", "bing"] '
+            "in the config"
+        )
+    if "google" in config.submit:
+        submit.check_key_file(config.google_key_file)
+    if not sitemaps:
+        assert config.url is not None
+        plan = Plan.make(config.url, config.public_url, config.sitemap_url)
+        sitemaps = [plan.sitemap_url]
+    say = (lambda _: None) if config.quiet else print
+    statuses, refusals = _run(
+        submit.run(submit.Settings.of(config), sitemaps, status=status, say=say)
+    )
+    for found in statuses:
+        print(line(found))
+    if refusals:
+        error = SubmitLater if all(r.later for r in refusals) else SubmitRefused
+        raise error("; ".join(str(refusal) for refusal in refusals))
+    return Exit.NO if any(found.has_errors for found in statuses) else Exit.OK
 
 
 def _on_publish(config: Config, result: Any, figures: dict[str, Any]) -> str | None:
