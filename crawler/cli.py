@@ -175,6 +175,8 @@ AUDIT_OPTIONS = frozenset(
         "auth", "header", "cookie", "auth_origin", "proxy", "ca_bundle", "insecure", "quiet",
         "strip_params", "render", "render_timeout", "render_concurrency", "render_hosts",
         "chromium_path", "robots_from", "max_crawl_delay", "max_retry_after",
+        # --engine-status: which engines, and how to reach them (as submit's)
+        "submit", "google_key_file", "google_property", "bing_api_key", "bing_site",
     }
 )  # fmt: skip
 
@@ -456,12 +458,18 @@ def _add_audit_parser(commands: Any) -> None:
         "--fail-on", dest="audit_fail_on", choices=("error", "warning", "notice"),
         default="error", help="exit 1 on a finding this bad or worse (default: error)",
     )  # fmt: skip
+    only.add_argument(
+        "--engine-status", dest="audit_engines", action="store_true", default=False,
+        help="also print what the search engines of --submit last said about the sitemaps "
+        "(as submit --status)",
+    )  # fmt: skip
     _add_config_options(
         audit,
         only=AUDIT_OPTIONS,
         helps={
             "public_url": "the public origin the sitemap's locs name; they are fetched from "
-            "TARGET's server (a staging copy) instead"
+            "TARGET's server (a staging copy) instead",
+            "submit": "the engines --engine-status asks: google, bing",
         },
     )
 
@@ -728,10 +736,10 @@ def _crawl(config: Config) -> int:
     from crawler.shell.pool import forked
 
     _warn_insecure(config)
-    if "google" in config.submit:  # a key file that is no key fails now, not after the crawl
-        from crawler.shell.submit import check_key_file
+    if config.submit:  # a key file that is no key fails now, not after the crawl
+        from crawler.shell.submit import Settings, check_ready
 
-        check_key_file(config.google_key_file)
+        check_ready(Settings.of(config))
     progress = None
     if not config.quiet:
         progress = ProgressLine(
@@ -905,8 +913,7 @@ def _submit_command(args: argparse.Namespace, secrets: list[str]) -> int:
             'no engine to submit to: --submit google,bing, or submit = ["google", "bing"] '
             "in the config"
         )
-    if "google" in config.submit:
-        submit.check_key_file(config.google_key_file)
+    submit.check_ready(submit.Settings.of(config))
     if not sitemaps:
         assert config.url is not None
         plan = Plan.make(config.url, config.public_url, config.sitemap_url)
@@ -1066,6 +1073,9 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
     no_fetch, crawl = given.pop("audit_no_fetch"), given.pop("audit_crawl")
     json_path, html_path = given.pop("audit_json"), given.pop("audit_html")
     fail_on = given.pop("audit_fail_on")
+    engines = given.pop("audit_engines")
+    if engines and not is_url(target):
+        raise ConfigError("--engine-status needs TARGET to be a URL: the engines know URLs")
     if given.get("public_url") and not is_url(target):
         raise ConfigError(
             "--public-url needs TARGET to be the staging server's URL, not a local file"
@@ -1113,16 +1123,39 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
         )
     findings = ordered(result.findings)
     summary = result.summary
+    said = _engine_status(settings, result.entries) if engines else None
     if json_path is not None:
         data = {"summary": summary.to_json(), "findings": [f.to_json() for f in findings]}
+        if said is not None:
+            data["engines"] = said[0]
         _write_json(json_path, data, usage=True)
     if html_path is not None:
         _write_text(html_path, render_html(summary, findings))
     print(render_text(summary, findings), end="")
+    if said is not None:
+        print("\nwhat the search engines last said (--engine-status):")
+        print("\n".join(f"  {text}" for text in said[1]) or "  (no sitemap URL was read)")
     if result.why_nothing is not None:
         _err(result.why_nothing)
         return Exit.NOTHING
     return Exit.NO if at_or_above(findings, fail_on) else Exit.OK
+
+
+def _engine_status(config: Config, sitemaps: Sequence[str]) -> tuple[list[Any], list[str]]:
+    """The audit's optional section: `submit --status` for the sitemaps it read first, as
+    JSON and as lines. An engine that refuses is a line here, not a changed exit code: the
+    audit's verdict is on the sitemaps, not on an account's access."""
+    from crawler.core.submissions import line
+    from crawler.shell import submit
+
+    if not config.submit:
+        raise ConfigError("--engine-status needs --submit google,bing (or submit in the config)")
+    submit.check_ready(submit.Settings.of(config))
+    statuses, refusals = _run(
+        submit.run(submit.Settings.of(config), sitemaps, status=True, say=lambda _: None)
+    )
+    data = [s.to_json() for s in statuses] + [{"error": str(r)} for r in refusals]
+    return data, [line(s) for s in statuses] + [str(r) for r in refusals]
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -537,18 +537,6 @@ def _check_submit(config: Config) -> None:
         named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
         if config.google_key_file is None and named:
             config.google_key_file = Path(named)
-        if config.google_key_file is None:
-            raise ConfigError(
-                "submit = google needs google_key_file (or $GOOGLE_APPLICATION_CREDENTIALS): "
-                "the service account's JSON key file"
-            )
-        if not config.google_key_file.is_file():
-            raise ConfigError(f"google_key_file: no such file: {config.google_key_file}")
-    if "bing" in engines and not (config.bing_api_key or "").strip():
-        raise ConfigError(
-            "submit = bing needs bing_api_key (best as SITEMAP_CRAWLER_BING_API_KEY): the "
-            "API key from Bing Webmaster Tools' settings"
-        )
 
 
 def origin_key(key: str, value: str) -> str:

@@ -206,3 +206,25 @@ def test_the_engines_answers_read_as_documented():
     status = bing_status(SITEMAP, feeds)
     assert status.last_read == "2025-11-26T03:00:00+00:00" and status.urls == {"web": 7}
     assert not status.has_errors
+
+
+def test_the_audit_can_include_what_the_engines_said(engines, serve, tmp_path, capsys):
+    from tests.sites import Page, Site, urlset
+
+    site = Site({"/robots.txt": Page("", status=404)})
+    base = serve(site.app).url
+    site.pages["/sitemap.xml"] = urlset(base, ["/a"])
+    engines.google[base + "/"] = {
+        base + "/sitemap.xml": {"path": base + "/sitemap.xml", "lastDownloaded": "2026-11-25",
+                                "errors": "0", "warnings": "0"},
+    }  # fmt: skip
+    report = tmp_path / "audit.json"
+    args = ["audit", base + "/sitemap.xml", "--no-fetch", "--engine-status", "--report",
+            str(report), *_google(engines)[1:]]  # fmt: skip
+    main(args)
+    out = capsys.readouterr().out
+    section = out[out.index("what the search engines last said") :].splitlines()
+    assert section[1] == f"  google {base}/sitemap.xml: last read 2026-11-25; 0 errors; 0 warnings"
+    (said,) = json.loads(report.read_text())["engines"]
+    assert said["engine"] == "google" and said["last_read"] == "2026-11-25"
+    assert main(["audit", str(tmp_path / "x.xml"), "--engine-status"]) == 2

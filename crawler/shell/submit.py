@@ -285,12 +285,25 @@ def _engines(settings: Settings, client: _Client) -> list[Google | Bing]:
     return engines
 
 
-def check_key_file(key_file: Path | None) -> None:
-    """Read the key file now, before a crawl or a request: a file that is no service
-    account's key fails at once with exit 2, not after a night's crawl."""
-    if key_file is None:
-        raise ConfigError("submit = google needs google_key_file: the service account's JSON key")
-    _credentials(key_file)
+def check_ready(settings: Settings) -> None:
+    """Each engine's credentials, now, before a crawl or a request: a key file that is
+    missing or no service account's key, or no API key, fails at once with exit 2, not
+    after a night's crawl. (Checked by the commands that submit, not with the other
+    settings: an audit of a config naming engines need not hold their keys.)"""
+    if "google" in settings.engines:
+        if settings.google_key_file is None:
+            raise ConfigError(
+                "submit = google needs google_key_file (or $GOOGLE_APPLICATION_CREDENTIALS): "
+                "the service account's JSON key file"
+            )
+        if not settings.google_key_file.is_file():
+            raise ConfigError(f"google_key_file: no such file: {settings.google_key_file}")
+        _credentials(settings.google_key_file)
+    if "bing" in settings.engines and not settings.bing_api_key:
+        raise ConfigError(
+            "submit = bing needs bing_api_key (best as SITEMAP_CRAWLER_BING_API_KEY): the "
+            "API key from Bing Webmaster Tools' settings"
+        )
 
 
 def _credentials(key_file: Path) -> Any:
