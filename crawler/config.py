@@ -825,6 +825,7 @@ ENV_NOT_KEYS = frozenset(
     ENV_PREFIX + name
     for name in (
         "DEBUG", "LOOP", "CONFIG", "PUBLISHED_DIR", "PUBLISHED_URL", "PUBLISHED_FILES", "SHARED",
+        "FAILED_EXIT_CODE", "FAILED_REASON", "FAILED_SUMMARY",  # what --on-failure is told
     )
 )  # fmt: skip
 ENV_NOT_KEYS_PREFIX = ENV_PREFIX + "TEST_"

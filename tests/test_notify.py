@@ -226,3 +226,11 @@ def test_the_on_failure_command_runs_on_failure_only_and_its_failure_is_a_warnin
     assert warning["message"] == (
         "the on-failure command failed: exit 4 (the exit code is unchanged)"
     )
+
+
+def test_what_the_command_is_told_is_no_setting():
+    from crawler.config import from_env
+    from crawler.shell.notify import environment
+
+    ending = Ending("job", 4, "refused", "why", "https://e.com/")
+    assert from_env(environment(ending, Path("/tmp/s.json"))) == {}
