@@ -234,3 +234,16 @@ def test_what_the_command_is_told_is_no_setting():
 
     ending = Ending("job", 4, "refused", "why", "https://e.com/")
     assert from_env(environment(ending, Path("/tmp/s.json"))) == {}
+
+
+def test_the_webhook_url_is_hidden_in_json_logs(serve, tmp_path):
+    hook = Hook()
+    url = _hook(serve, hook)
+    proc = _run(
+        "crawl", _nothing_site(serve), "-o", str(tmp_path / "o"), "--log-format", "json",
+        SITEMAP_CRAWLER_NOTIFY_URL=url, SITEMAP_CRAWLER_BING_API_KEY="bing-key-secret-1",
+    )  # fmt: skip
+    assert proc.returncode == 3 and len(hook.bodies) == 1
+    start = json.loads(proc.stderr.splitlines()[0])
+    assert start["settings"]["notify_url"] == "***"
+    assert "hook-secret-token" not in proc.stderr and "bing-key-secret-1" not in proc.stderr

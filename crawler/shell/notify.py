@@ -29,7 +29,7 @@ import aiohttp
 
 from crawler.core.notice import Ending, body, encode, scrub
 from crawler.shell import on_publish
-from crawler.shell.retry import RetryPolicy, fetch_with_retries
+from crawler.shell.retry import RetryPolicy, call
 
 #: Seconds one POST may take, and the retries after a first one that failed for a reason
 #: that may pass (a connection error, 429, 5xx): a chat service's blip is ridden out, a
@@ -56,13 +56,6 @@ class Settings:
     @property
     def wanted(self) -> bool:
         return bool(self.on_failure or self.url)
-
-
-@dataclass(slots=True, frozen=True)
-class _Answer:
-    status: int | None  # None: no answer (a connection error, a timeout)
-    retry_after: str | None = None
-    error: str | None = None
 
 
 def where(url: str) -> str:
@@ -100,27 +93,12 @@ async def post(
     headers = {"Content-Type": "application/json", "User-Agent": "sitemap-crawler"}
     client_timeout = aiohttp.ClientTimeout(total=timeout)
     async with aiohttp.ClientSession(timeout=client_timeout, trust_env=True) as session:
-
-        async def once() -> _Answer:
-            try:
-                async with session.post(url, data=data, headers=headers) as response:
-                    await response.read()
-                    return _Answer(response.status, response.headers.get("Retry-After"))
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                return _Answer(None, error=type(exc).__name__)
-
-        answer, notes = await fetch_with_retries(
-            once,
-            policy,
-            status_of=lambda a: a.status,
-            retry_after_of=lambda a: a.retry_after,
-            error_of=lambda a: a.error,
-        )
-    tries = f" after {len(notes) + 1} tries" if notes else ""
-    if answer.status is None:
-        return f"no answer ({answer.error or 'timeout'}){tries}"
-    if not 200 <= answer.status < 300:
-        return f"HTTP {answer.status}{tries}"
+        reply = await call(session, "POST", url, policy, data=data, headers=headers)
+    tries = f" after {reply.tries} tries" if reply.tries > 1 else ""
+    if reply.status is None:
+        return f"no answer ({reply.error or 'timeout'}){tries}"
+    if not 200 <= reply.status < 300:
+        return f"HTTP {reply.status}{tries}"
     return None
 
 

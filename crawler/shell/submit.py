@@ -49,7 +49,7 @@ from crawler.core.submissions import (
     google_status,
 )
 from crawler.errors import ConfigError
-from crawler.shell.retry import RetryPolicy, fetch_with_retries
+from crawler.shell.retry import Reply, RetryPolicy, call
 
 #: Retries after a first request that failed for a reason that may pass.
 RETRIES: Final = 3
@@ -81,14 +81,6 @@ class Settings:
         )
 
 
-@dataclass(slots=True, frozen=True)
-class _Answer:
-    status: int | None  # None: no answer
-    text: str = ""
-    retry_after: str | None = None
-    error: str | None = None
-
-
 class _Client:
     """One session's requests, retried; secrets never in what is raised."""
 
@@ -98,24 +90,10 @@ class _Client:
 
     async def request(
         self, engine: str, method: str, url: str, *, headers: dict[str, str], body: Any = None
-    ) -> _Answer:
-        async def once() -> _Answer:
-            try:
-                async with self.session.request(
-                    method, URL(url, encoded=True), headers=headers, json=body
-                ) as response:
-                    text = await response.text(errors="replace")
-                    return _Answer(response.status, text, response.headers.get("Retry-After"))
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                return _Answer(None, error=type(exc).__name__)
-
+    ) -> Reply:
         policy = RetryPolicy(retries=RETRIES, max_retry_after=MAX_RETRY_AFTER, base=1.0)
-        answer, _ = await fetch_with_retries(
-            once,
-            policy,
-            status_of=lambda a: a.status,
-            retry_after_of=lambda a: a.retry_after,
-            error_of=lambda a: a.error,
+        answer = await call(
+            self.session, method, URL(url, encoded=True), policy, headers=headers, json=body
         )
         if answer.status is None:
             raise Refusal(
@@ -170,7 +148,7 @@ class Google:
                 later=True,
             ) from None
 
-    async def _call(self, method: str, sitemap: str, *, absent_ok: bool = False) -> _Answer:
+    async def _call(self, method: str, sitemap: str, *, absent_ok: bool = False) -> Reply:
         site = self.site_of(sitemap)
         url = self.base + google_path(site, sitemap)
         answer = await self.client.request(self.name, method, url, headers=await self._headers())
