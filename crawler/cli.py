@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
 import json
 import os
@@ -1295,53 +1294,18 @@ def _notify(code: int, figures: dict[str, Any]) -> None:
         _err("warning: interrupted while telling the operator; the exit code is unchanged")
 
 
-#: The keys that tell the operator how a run ended, read on their own by notify_alone().
-NOTIFY_KEYS = ("on_failure", "notify_url", "notify_on_success", "notify_format")
-
-
 def notify_alone(args: argparse.Namespace | None) -> Any:
-    """The notification settings when the config as a whole could not be read (a typo in
-    a key, a bad value): each of NOTIFY_KEYS from the file (read as TOML, other keys
-    ignored), the environment and the command line, a bad one skipped. A nightly job whose
-    config broke is the failure an operator most needs to hear of."""
-    import tomllib
-
-    from crawler.config import coerce
-    from crawler.shell.notify import Settings
+    """The notification settings when the config as a whole could not be read: the file
+    the command would have read (the job's default one too), and the secrets given."""
+    from crawler.shell.notify import read_alone
 
     given = vars(args) if args is not None else {}
-    values: dict[str, Any] = {}
     path = given.get("config")
     if path is None and given.get("command") == "job":
         named = os.environ.get("SITEMAP_CRAWLER_CONFIG")
         path = Path(named) if named else (JOB_CONFIG if JOB_CONFIG.is_file() else None)
-    if path is not None:
-        try:
-            raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            raw = {}
-        values.update({k: raw[k] for k in NOTIFY_KEYS if k in raw})
-    for key in NOTIFY_KEYS:
-        with contextlib.suppress(SitemapCrawlerError):
-            values.update(from_env({env_var(key): os.environ.get(env_var(key), "")}))
-        if key in given:
-            values[key] = given[key]
-    settings: dict[str, Any] = {}
-    for key, value in values.items():
-        try:
-            settings[key] = coerce(key, value)
-        except SitemapCrawlerError:
-            continue
-    url = settings.get("notify_url")
-    if settings.get("notify_format") not in ("json", "slack"):
-        settings["notify_format"] = "json"
-    return Settings(
-        settings.get("on_failure"),
-        url,
-        bool(settings.get("notify_on_success")),
-        settings["notify_format"],
-        (*(_given_secrets(args) if args is not None else ()), *([url] if url else [])),
-    )
+    secrets = _given_secrets(args) if args is not None else []
+    return read_alone(path, given, os.environ, secrets)
 
 
 def _write_metrics(path: Path, figures: dict[str, Any], code: int) -> None:

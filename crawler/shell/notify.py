@@ -19,7 +19,8 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -27,7 +28,9 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from crawler.config import NOTIFY_FORMATS, coerce, env_var, from_env
 from crawler.core.notice import Ending, body, encode, scrub
+from crawler.errors import SitemapCrawlerError
 from crawler.shell import on_publish
 from crawler.shell.retry import RetryPolicy, call
 
@@ -40,6 +43,10 @@ MAX_RETRY_AFTER: Final = 10.0
 #: Seconds the --on-failure command may take: an alert (curl, mail) fits many times over,
 #: and a failed run that is already late is not held up for long.
 COMMAND_TIMEOUT: Final = 120.0
+
+
+#: The keys that say how to tell the operator, read on their own by read_alone().
+KEYS: Final = ("on_failure", "notify_url", "notify_on_success", "notify_format")
 
 
 @dataclass(slots=True, frozen=True)
@@ -56,6 +63,43 @@ class Settings:
     @property
     def wanted(self) -> bool:
         return bool(self.on_failure or self.url)
+
+
+def read_alone(
+    path: Path | None,
+    given: Mapping[str, Any],
+    environ: Mapping[str, str],
+    secrets: Sequence[str],
+) -> Settings:
+    """The notification settings when the config as a whole could not be read (a typo in
+    a key, a bad value): each of KEYS from the file at `path` (read as TOML, its other keys
+    ignored), the environment and the command line (`given`), a bad one skipped. A nightly
+    job whose config broke is the failure an operator most needs to hear of."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        try:
+            raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            raw = {}
+        values.update({k: raw[k] for k in KEYS if k in raw})
+    for key in KEYS:
+        with contextlib.suppress(SitemapCrawlerError):
+            values.update(from_env({env_var(key): environ.get(env_var(key), "")}))
+        if key in given:
+            values[key] = given[key]
+    settings: dict[str, Any] = {}
+    for key, value in values.items():
+        with contextlib.suppress(SitemapCrawlerError):
+            settings[key] = coerce(key, value)
+    url = settings.get("notify_url")
+    fmt = settings.get("notify_format")
+    return Settings(
+        settings.get("on_failure"),
+        url,
+        bool(settings.get("notify_on_success")),
+        fmt if fmt in NOTIFY_FORMATS else "json",
+        (*secrets, *([url] if url else [])),
+    )
 
 
 def where(url: str) -> str:
