@@ -247,3 +247,23 @@ def test_the_webhook_url_is_hidden_in_json_logs(serve, tmp_path):
     start = json.loads(proc.stderr.splitlines()[0])
     assert start["settings"]["notify_url"] == "***"
     assert "hook-secret-token" not in proc.stderr and "bing-key-secret-1" not in proc.stderr
+
+
+def test_a_fleet_job_tells_each_site_on_its_own(serve, tmp_path):
+    """`job --sites`: each index is its own process, exit code and notification, naming its
+    site and carrying its index."""
+    hook = Hook()
+    url = _hook(serve, hook)
+    sites = tmp_path / "sites.txt"
+    good, bad = serve(tree_site(2).app).url + "/", _nothing_site(serve)
+    sites.write_text(f"{good}\n{bad}\n")
+    for index, expected in ((0, 0), (1, 3)):
+        proc = _run(
+            "job", "--sites", str(sites), "--index", str(index), "--data", str(tmp_path / "d"),
+            "-q", "--notify-url", url, "--notify-on-success",
+        )  # fmt: skip
+        assert proc.returncode == expected, proc.stderr
+    assert [(b["site"], b["exit_code"], b["labels"]) for b in hook.bodies] == [
+        (good, 0, {"index": "0"}),
+        (bad, 3, {"index": "1"}),
+    ]
