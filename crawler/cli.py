@@ -37,6 +37,9 @@ from crawler.errors import (
     OutputError,
     PublishRefused,
     SitemapCrawlerError,
+    SubmitFailed,
+    SubmitLater,
+    SubmitRefused,
 )
 from crawler.exit_codes import Exit, help_text
 from crawler.shell.progress import AUDIT_WORDS, ProgressLine
@@ -110,6 +113,13 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "sites that need JavaScript",
         ("render", "render_timeout", "render_concurrency", "render_hosts", "chromium_path"),
     ),
+    (
+        "telling the operator and the search engines",
+        (
+            "on_failure", "notify_url", "notify_on_success", "notify_format", "submit",
+            "google_key_file", "google_property", "bing_api_key", "bing_site",
+        ),
+    ),
     ("state and resume", ("state", "resume", "fresh")),
     ("logging", ("quiet", "log_format", "metrics")),
     (
@@ -165,6 +175,8 @@ AUDIT_OPTIONS = frozenset(
         "auth", "header", "cookie", "auth_origin", "proxy", "ca_bundle", "insecure", "quiet",
         "strip_params", "render", "render_timeout", "render_concurrency", "render_hosts",
         "chromium_path", "robots_from", "max_crawl_delay", "max_retry_after",
+        # --engine-status: which engines, and how to reach them (as submit's)
+        "submit", "google_key_file", "google_property", "bing_api_key", "bing_site",
     }
 )  # fmt: skip
 
@@ -225,6 +237,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_robots_command(commands)
     _add_audit_parser(commands)
     _add_job_parser(commands)
+    _add_submit_parser(commands)
     return top
 
 
@@ -445,12 +458,18 @@ def _add_audit_parser(commands: Any) -> None:
         "--fail-on", dest="audit_fail_on", choices=("error", "warning", "notice"),
         default="error", help="exit 1 on a finding this bad or worse (default: error)",
     )  # fmt: skip
+    only.add_argument(
+        "--engine-status", dest="audit_engines", action="store_true", default=False,
+        help="also print what the search engines of --submit last said about the sitemaps "
+        "(as submit --status)",
+    )  # fmt: skip
     _add_config_options(
         audit,
         only=AUDIT_OPTIONS,
         helps={
             "public_url": "the public origin the sitemap's locs name; they are fetched from "
-            "TARGET's server (a staging copy) instead"
+            "TARGET's server (a staging copy) instead",
+            "submit": "the engines --engine-status asks: google, bing",
         },
     )
 
@@ -607,6 +626,12 @@ def _given_secrets(args: argparse.Namespace) -> list[str]:
             env["cookie"].splitlines(),
             env["proxy"] or None,
         ),
+        *(  # whole values: a webhook's URL is its own password, as an API key is
+            value
+            for key in ("notify_url", "bing_api_key")
+            for value in (given.get(key), env[key].strip(), env[key])
+            if value
+        ),
     ]
 
 
@@ -651,6 +676,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _LOG.figures, _LOG.metrics, _LOG.began = None, None, time.monotonic()
     _LOG.said = frozenset()
     _LOG.labels = {}
+    _LOG.command, _LOG.reason, _LOG.notify, _LOG.args = args.command, None, None, args
     return _finish(_command(args))
 
 
@@ -665,6 +691,8 @@ def _command(args: argparse.Namespace) -> int:
             return _audit(args, secrets)
         if args.command == "job":
             return _job(args, secrets)
+        if args.command == "submit":
+            return _submit_command(args, secrets)
         config = load_config(args)
         secrets += config.secrets
         args.output_folder = config.output  # named by a failure to write there
@@ -708,6 +736,10 @@ def _crawl(config: Config) -> int:
     from crawler.shell.pool import forked
 
     _warn_insecure(config)
+    if config.submit:  # a key file that is no key fails now, not after the crawl
+        from crawler.shell.submit import Settings, check_ready
+
+        check_ready(Settings.of(config))
     progress = None
     if not config.quiet:
         progress = ProgressLine(
@@ -751,6 +783,9 @@ def _crawl(config: Config) -> int:
         if result.published.llms_url is not None:
             print(f"llms.txt (for language models): {result.published.llms_url}")
     hook_failed = _on_publish(config, result, figures)
+    submit_failed = None
+    if hook_failed is None and config.submit:  # served where the hook put it: now submit it
+        submit_failed = _submit_published(config, result, figures)
     if config.report is not None:
         try:
             _write_json(config.report, tally.to_json(figures))
@@ -764,7 +799,137 @@ def _crawl(config: Config) -> int:
             f"published {plural(result.published.url_count, 'URL')} to {config.output}, but the "
             f"on-publish command failed: {hook_failed}"
         )
+    if submit_failed is not None:
+        raise SubmitFailed(
+            f"published {plural(result.published.url_count, 'URL')} to {config.output}, but "
+            f"submitting it failed: {submit_failed}"
+        )
     return Exit.OK
+
+
+def _submit_published(config: Config, result: Any, figures: dict[str, Any]) -> str | None:
+    """`submit = [...]`: the published sitemap (and its changes feed) to each engine's API,
+    a line each (a log event with JSON logs). Returns why it failed, or None."""
+    from crawler.shell import submit
+
+    sitemaps = [result.sitemap_url]
+    if result.published.feed_url is not None:
+        sitemaps.append(result.published.feed_url)
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        if not config.quiet:
+            _note(line)
+
+    try:
+        _, refusals = _run(submit.run(submit.Settings.of(config), sitemaps, status=False, say=say))
+    except KeyboardInterrupt:
+        raise InterruptedCrawl(
+            f"interrupted while submitting the sitemap; it was published to {config.output}"
+        ) from None
+    figures["submitted"] = said
+    return "; ".join(str(refusal) for refusal in refusals) or None
+
+
+def _note(line: str) -> None:
+    """A line of the command's outcome: stdout, or a log event with JSON logs."""
+    if _LOG.json:
+        _err(line)
+    else:
+        print(line, flush=True)
+
+
+#: The options `submit` takes: which engines, how to reach them, and where the sitemap is.
+SUBMIT_OPTIONS = frozenset(
+    {
+        "submit", "google_key_file", "google_property", "bing_api_key", "bing_site",
+        "sitemap_url", "public_url", "timeout", "quiet",
+    }
+)  # fmt: skip
+
+SUBMIT_EXAMPLES = """\
+examples:
+  sitemap-crawler submit --submit google --google-key-file sa.json https://www.example.com/sitemap.xml
+  sitemap-crawler submit -c nightly.toml              # its submit, url, sitemap_url
+  sitemap-crawler submit -c nightly.toml --status     # what each engine last said
+
+""" + help_text("submit")
+
+
+def _add_submit_parser(commands: Any) -> None:
+    submit = commands.add_parser(
+        "submit",
+        help="submit a published sitemap to Google Search Console and Bing Webmaster Tools, "
+        "or read back what they last said of it",
+        usage="%(prog)s [options] [SITEMAP_URL ...]",
+        epilog=SUBMIT_EXAMPLES,
+        formatter_class=_HelpFormatter,
+        argument_default=argparse.SUPPRESS,
+        description="Submit each sitemap to each engine named by --submit (google: Search "
+        "Console's Sitemaps API, as a service account; bing: Bing Webmaster Tools' API, with "
+        "an API key), or with --status print what each last said about it: when it was read, "
+        "errors, warnings, URLs per type. The sitemap must be published (served) already.",
+    )
+    submit.add_argument(
+        "sitemaps", nargs="*", metavar="SITEMAP_URL",
+        help="the published sitemap's public URL (default: the config's sitemap_url, else "
+        "<start folder>/sitemap.xml of its url)",
+    )  # fmt: skip
+    _config_file_option(submit)
+    only = submit.add_argument_group("submit")
+    only.add_argument(
+        "--status", dest="submit_status", action="store_true", default=False,
+        help="print what each engine last said about each sitemap instead of submitting",
+    )  # fmt: skip
+    _add_config_options(
+        submit,
+        only=SUBMIT_OPTIONS,
+        helps={"submit": "the engines to submit to, or ask: google, bing (default: the config's)"},
+    )
+
+
+def _submit_command(args: argparse.Namespace, secrets: list[str]) -> int:
+    from crawler.core.screen import Plan
+    from crawler.core.submissions import line
+    from crawler.core.urls import normalize
+    from crawler.shell import submit
+
+    given = dict(vars(args))
+    sitemaps = [normalize(url) for url in given.pop("sitemaps")]  # bad: exit 2, no request
+    status = given.pop("submit_status")
+    configured = from_env(os.environ).get("url")
+    if configured is None and "config" in given:
+        configured = load_toml(given["config"]).get("url")
+    if configured is None and not sitemaps:
+        raise ConfigError(
+            "no sitemap: give its URL, or a config (-c, SITEMAP_CRAWLER_URL) whose url or "
+            "sitemap_url says where it is published"
+        )
+    config = load_config(
+        argparse.Namespace(**given, url=configured or sitemaps[0]), only=SUBMIT_OPTIONS
+    )
+    secrets += config.secrets
+    if not config.submit:
+        raise ConfigError(
+            'no engine to submit to: --submit google,bing, or submit = ["google", "bing"] '
+            "in the config"
+        )
+    submit.check_ready(submit.Settings.of(config))
+    if not sitemaps:
+        assert config.url is not None
+        plan = Plan.make(config.url, config.public_url, config.sitemap_url)
+        sitemaps = [plan.sitemap_url]
+    say = (lambda _: None) if config.quiet else print
+    statuses, refusals = _run(
+        submit.run(submit.Settings.of(config), sitemaps, status=status, say=say)
+    )
+    for found in statuses:
+        print(line(found))
+    if refusals:
+        error = SubmitLater if all(r.later for r in refusals) else SubmitRefused
+        raise error("; ".join(str(refusal) for refusal in refusals))
+    return Exit.NO if any(found.has_errors for found in statuses) else Exit.OK
 
 
 def _on_publish(config: Config, result: Any, figures: dict[str, Any]) -> str | None:
@@ -910,6 +1075,9 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
     no_fetch, crawl = given.pop("audit_no_fetch"), given.pop("audit_crawl")
     json_path, html_path = given.pop("audit_json"), given.pop("audit_html")
     fail_on = given.pop("audit_fail_on")
+    engines = given.pop("audit_engines")
+    if engines and not is_url(target):
+        raise ConfigError("--engine-status needs TARGET to be a URL: the engines know URLs")
     if given.get("public_url") and not is_url(target):
         raise ConfigError(
             "--public-url needs TARGET to be the staging server's URL, not a local file"
@@ -957,16 +1125,39 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
         )
     findings = ordered(result.findings)
     summary = result.summary
+    said = _engine_status(settings, result.entries) if engines else None
     if json_path is not None:
         data = {"summary": summary.to_json(), "findings": [f.to_json() for f in findings]}
+        if said is not None:
+            data["engines"] = said[0]
         _write_json(json_path, data, usage=True)
     if html_path is not None:
         _write_text(html_path, render_html(summary, findings))
     print(render_text(summary, findings), end="")
+    if said is not None:
+        print("\nwhat the search engines last said (--engine-status):")
+        print("\n".join(f"  {text}" for text in said[1]) or "  (no sitemap URL was read)")
     if result.why_nothing is not None:
         _err(result.why_nothing)
         return Exit.NOTHING
     return Exit.NO if at_or_above(findings, fail_on) else Exit.OK
+
+
+def _engine_status(config: Config, sitemaps: Sequence[str]) -> tuple[list[Any], list[str]]:
+    """The audit's optional section: `submit --status` for the sitemaps it read first, as
+    JSON and as lines. An engine that refuses is a line here, not a changed exit code: the
+    audit's verdict is on the sitemaps, not on an account's access."""
+    from crawler.core.submissions import line
+    from crawler.shell import submit
+
+    if not config.submit:
+        raise ConfigError("--engine-status needs --submit google,bing (or submit in the config)")
+    submit.check_ready(submit.Settings.of(config))
+    statuses, refusals = _run(
+        submit.run(submit.Settings.of(config), sitemaps, status=True, say=lambda _: None)
+    )
+    data = [s.to_json() for s in statuses] + [{"error": str(r)} for r in refusals]
+    return data, [line(s) for s in statuses] + [str(r) for r in refusals]
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -1024,6 +1215,10 @@ class _Log:
     metrics: Path | None = None  # --metrics, once the config is read
     began = 0.0  # time.monotonic() at the start of the run
     said: frozenset[str] = frozenset()  # warnings said once a run
+    command = ""  # the command run: crawl and job tell the operator how they ended
+    reason: str | None = None  # the run's one-line error, once said
+    notify: Any = None  # crawler.shell.notify.Settings, once the config is read
+    args: argparse.Namespace | None = None  # the command line, for notify_alone()
 
     def __init__(self) -> None:
         self.labels: dict[str, str] = {}  # on every metric: the site, and a fleet job's index
@@ -1034,9 +1229,17 @@ _LOG = _Log()
 
 def _start(config: Config, secrets: Sequence[str]) -> None:
     from crawler.core.events import start_line
+    from crawler.shell.notify import Settings
 
     _LOG.json = config.log_format == "json"
     _LOG.metrics = config.metrics
+    _LOG.notify = Settings(
+        config.on_failure,
+        config.notify_url,
+        config.notify_on_success,
+        config.notify_format,
+        tuple(secrets),
+    )
     _LOG.labels = {"site": redact(config.url or "", secrets), **_LOG.labels}
     if _LOG.json:
         _event(start_line(config, __version__, secrets))
@@ -1060,9 +1263,52 @@ def _finish(code: int) -> int:
             reason = exc.strerror or exc
             _err(f"{done}cannot write metrics {_LOG.metrics}: {reason}", failed)
             code = failed
+    if _LOG.command in ("crawl", "job"):
+        _notify(code, figures)
     if _LOG.json:
         _event(summary_line(figures, code))
     return code
+
+
+def _notify(code: int, figures: dict[str, Any]) -> None:
+    """--on-failure and notify_url, once, with the final exit code (#28). Neither changes
+    it: a notification that fails is a warning line. Without a config (it could not be
+    read: exit 2), the notification settings are read on their own, leniently."""
+    from crawler.core.notice import Ending
+    from crawler.exit_codes import MEANINGS
+    from crawler.shell import notify
+
+    settings = _LOG.notify or notify_alone(_LOG.args)
+    if not settings.wanted:
+        return
+    ending = Ending(
+        command=_LOG.command,
+        exit_code=code,
+        meaning=MEANINGS[_LOG.command].get(Exit(code), "") if code in set(Exit) else "",
+        reason=None if code == Exit.OK else _LOG.reason,
+        site=_LOG.labels.get("site") or None,
+        figures=figures,
+        host=notify.hostname(),
+        labels={k: v for k, v in _LOG.labels.items() if k != "site"},
+    )
+    try:
+        notify.tell(settings, ending, _err, capture=_LOG.json)
+    except KeyboardInterrupt:  # SIGTERM or SIGINT again: the run ends as it was ending
+        _err("warning: interrupted while telling the operator; the exit code is unchanged")
+
+
+def notify_alone(args: argparse.Namespace | None) -> Any:
+    """The notification settings when the config as a whole could not be read: the file
+    the command would have read (the job's default one too), and the secrets given."""
+    from crawler.shell.notify import read_alone
+
+    given = vars(args) if args is not None else {}
+    path = given.get("config")
+    if path is None and given.get("command") == "job":
+        named = os.environ.get("SITEMAP_CRAWLER_CONFIG")
+        path = Path(named) if named else (JOB_CONFIG if JOB_CONFIG.is_file() else None)
+    secrets = _given_secrets(args) if args is not None else []
+    return read_alone(path, given, os.environ, secrets)
 
 
 def _write_metrics(path: Path, figures: dict[str, Any], code: int) -> None:
@@ -1093,6 +1339,8 @@ def _event(line: str) -> None:
 def _err(message: str, exit_code: int | None = None) -> None:
     """A line for the user on stderr: an error when it comes with its exit code, else a
     warning or a note; an event of its own with JSON logs."""
+    if exit_code is not None:
+        _LOG.reason = message  # the run's one-line reason, for notify_url and --on-failure
     if _LOG.json:
         from crawler.core.events import error_line, log_line
 

@@ -40,6 +40,9 @@ _ENGINE_TOKEN_RE = re.compile(r"[A-Za-z_-]+")
 PROTOCOL_MAX_URLS = 50_000
 PROTOCOL_MAX_BYTES = 52_428_800
 RENDER_MODES = ("never", "auto", "always")
+NOTIFY_FORMATS = ("json", "slack")
+#: The search engines `submit` knows (IndexNow is not one: it takes URLs, not sitemaps).
+SUBMIT_ENGINES = ("google", "bing")
 _IMAGE_HOST_RE = re.compile(r"\*|(?:\*?\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
 # Google News: ISO 639 two or three letters, and zh-cn / zh-tw
 _NEWS_LANGUAGE_RE = re.compile(r"[a-z]{2,3}|zh-cn|zh-tw")
@@ -186,6 +189,48 @@ class Config:
     on_publish: str | None = _opt(
         None, "run this shell command after a successful publish (exit 6 if it fails)",
         metavar="COMMAND",
+    )  # fmt: skip
+    # telling the operator, and the search engines (#28): after the run, never part of it
+    on_failure: str | None = _opt(
+        None,
+        "run this shell command when the run fails (any exit code but 0), told the exit code, "
+        "the reason and a summary file; its own failure is a warning",
+        metavar="COMMAND",
+    )
+    notify_url: str | None = _opt(
+        None,
+        "POST the run's outcome (summary, exit code, reason) as JSON to this webhook when it "
+        "fails (a secret: never printed)",
+        metavar="URL",
+    )
+    notify_on_success: bool = _opt(False, "also POST to notify_url when the run succeeds")
+    notify_format: str = _opt(
+        "json", "the webhook's body: our JSON, or Slack's {\"text\": ...}", choices=NOTIFY_FORMATS
+    )
+    submit: tuple[str, ...] = _opt(
+        (),
+        "after a successful publish, submit the sitemap to these search engines' APIs "
+        "(google: Search Console, bing: Bing Webmaster Tools)",
+        metavar="ENGINE",
+    )
+    google_key_file: Path | None = _opt(
+        None,
+        "the Google service account's JSON key file, for submit (default: "
+        "$GOOGLE_APPLICATION_CREDENTIALS)",
+        metavar="FILE.json",
+    )
+    google_property: str | None = _opt(
+        None,
+        "the Search Console property: https://www.example.com/ or sc-domain:example.com "
+        "(default: the sitemap's origin, a URL-prefix property)",
+        metavar="PROPERTY",
+    )
+    bing_api_key: str | None = _opt(
+        None, "the Bing Webmaster Tools API key, for submit (never printed)", metavar="KEY"
+    )
+    bing_site: str | None = _opt(
+        None, "the site as Bing Webmaster Tools knows it (default: the sitemap's origin)",
+        metavar="URL",
     )  # fmt: skip
     timeout: float = _opt(30.0, "seconds allowed for one whole response", metavar="SECONDS")
     max_page_bytes: int = _opt(
@@ -345,63 +390,7 @@ class Config:
 
     def validate(self) -> Config:
         """Check every value; raise ConfigError naming the key. Returns self for chaining."""
-        if not self.url:
-            raise ConfigError(
-                "no start URL: give one on the command line, as SITEMAP_CRAWLER_URL or as "
-                "`url` in the config"
-            )
-        _check_ranges(self)
-        self.render_hosts = tuple(origin_key("render_hosts", v) for v in self.render_hosts)
-        if self.auth_origin is not None:
-            self.auth_origin = origin_key("auth_origin", self.auth_origin)
-        if self.resume and self.state is None:
-            raise ConfigError("--resume needs --state FILE: the saved crawl to continue")
-        if self.state is None and (self.fresh or self.lastmod == "content"):
-            what = "--fresh" if self.fresh else "lastmod = content"
-            raise ConfigError(
-                f"{what} needs --state FILE: the site's history across runs, where content "
-                "dates are kept (without it, every run is fresh)"
-            )
-        for host in self.image_hosts:
-            if not _IMAGE_HOST_RE.fullmatch(host):
-                raise ConfigError(
-                    f"image_hosts: {host!r} is not a host, .host or *.host pattern (or *)"
-                )
-        _check_news(self)
-        Groups.parse(self.groups)  # a bad group fails before any request
-        if self.resume and self.fresh:
-            raise ConfigError(
-                "--resume continues a stopped crawl, --fresh starts from nothing: give one"
-            )
-        if not self.user_agent.strip() or any(c in self.user_agent for c in "\r\n"):
-            raise ConfigError("user_agent must be one non-empty line")
-        self.access()  # auth, header, cookie, proxy: the error names which, never the value
-        _check_tls(self.ca_bundle, self.insecure)
-        _check_robots_from(self.robots_from)
-        if not self.listed_types:
-            raise ConfigError("listed_types must name at least one Content-Type")
-        self.listed_types = tuple(t.strip().lower() for t in self.listed_types)
-        engines = tuple(dict.fromkeys(e.strip().lower() for e in self.search_engines if e.strip()))
-        for engine in engines:
-            if not _ENGINE_TOKEN_RE.fullmatch(engine):
-                raise ConfigError(
-                    f"search_engines: {engine!r} is not a robots.txt product token "
-                    f"(letters, '-' and '_', such as googlebot)"
-                )
-        self.search_engines = engines
-        for key in ("include", "exclude", "exclude_listing_only"):
-            Patterns.compile(getattr(self, key), key)  # a bad pattern fails before any request
-        for spec in fields():
-            if (
-                spec.metadata["choices"]
-                and getattr(self, spec.name) is not None
-                and getattr(self, spec.name) not in spec.metadata["choices"]
-            ):
-                raise ConfigError(
-                    f"{spec.name} must be one of {', '.join(spec.metadata['choices'])}"
-                    f", got {getattr(self, spec.name)!r}"
-                )
-        return self
+        return _validate(self)
 
     def access(self, origin: str = "") -> Access:
         """How requests reach the site; credentials, headers and cookies go to `origin`
@@ -419,13 +408,78 @@ class Config:
     @property
     def secrets(self) -> tuple[str, ...]:
         """The secrets in these settings, for `access.redact`: valid or not."""
-        return secrets_of(self.auth, self.header, self.cookie, self.proxy)
+        return secrets_of(self.auth, self.header, self.cookie, self.proxy) + tuple(
+            value for value in (self.notify_url, self.bing_api_key) if value
+        )
 
     def __repr__(self) -> str:
         """The dataclass's repr, less the secrets: a Config in a log line or a traceback
         shows no password, header or cookie value."""
         shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields())
         return redact(f"Config({shown})", self.secrets)
+
+
+def _validate(self: Config) -> Config:
+    """Every value checked, before any request; ConfigError naming the key. A function,
+    not a method, so the Config class stays its fields."""
+    if not self.url:
+        raise ConfigError(
+            "no start URL: give one on the command line, as SITEMAP_CRAWLER_URL or as "
+            "`url` in the config"
+        )
+    _check_ranges(self)
+    self.render_hosts = tuple(origin_key("render_hosts", v) for v in self.render_hosts)
+    if self.auth_origin is not None:
+        self.auth_origin = origin_key("auth_origin", self.auth_origin)
+    if self.resume and self.state is None:
+        raise ConfigError("--resume needs --state FILE: the saved crawl to continue")
+    if self.state is None and (self.fresh or self.lastmod == "content"):
+        what = "--fresh" if self.fresh else "lastmod = content"
+        raise ConfigError(
+            f"{what} needs --state FILE: the site's history across runs, where content "
+            "dates are kept (without it, every run is fresh)"
+        )
+    for host in self.image_hosts:
+        if not _IMAGE_HOST_RE.fullmatch(host):
+            raise ConfigError(
+                f"image_hosts: {host!r} is not a host, .host or *.host pattern (or *)"
+            )
+    _check_news(self)
+    Groups.parse(self.groups)  # a bad group fails before any request
+    _check_submit(self)
+    if self.resume and self.fresh:
+        raise ConfigError(
+            "--resume continues a stopped crawl, --fresh starts from nothing: give one"
+        )
+    if not self.user_agent.strip() or any(c in self.user_agent for c in "\r\n"):
+        raise ConfigError("user_agent must be one non-empty line")
+    self.access()  # auth, header, cookie, proxy: the error names which, never the value
+    _check_tls(self.ca_bundle, self.insecure)
+    _check_robots_from(self.robots_from)
+    if not self.listed_types:
+        raise ConfigError("listed_types must name at least one Content-Type")
+    self.listed_types = tuple(t.strip().lower() for t in self.listed_types)
+    engines = tuple(dict.fromkeys(e.strip().lower() for e in self.search_engines if e.strip()))
+    for engine in engines:
+        if not _ENGINE_TOKEN_RE.fullmatch(engine):
+            raise ConfigError(
+                f"search_engines: {engine!r} is not a robots.txt product token "
+                f"(letters, '-' and '_', such as googlebot)"
+            )
+    self.search_engines = engines
+    for key in ("include", "exclude", "exclude_listing_only"):
+        Patterns.compile(getattr(self, key), key)  # a bad pattern fails before any request
+    for spec in fields():
+        if (
+            spec.metadata["choices"]
+            and getattr(self, spec.name) is not None
+            and getattr(self, spec.name) not in spec.metadata["choices"]
+        ):
+            raise ConfigError(
+                f"{spec.name} must be one of {', '.join(spec.metadata['choices'])}"
+                f", got {getattr(self, spec.name)!r}"
+            )
+    return self
 
 
 def _check_ranges(config: Config) -> None:
@@ -496,6 +550,24 @@ def _check_news(config: Config) -> None:
             raise ConfigError("the news sitemap is XML: it cannot be written with format = txt")
 
 
+def _check_submit(config: Config) -> None:
+    """The notification and submission settings, checked before any request: a nightly job
+    learns of a typo now, not after hours of crawling."""
+    if config.notify_url is not None and not robots_from_is_url(config.notify_url.strip()):
+        raise ConfigError("notify_url must be an http(s):// URL (the value is not shown)")
+    engines = tuple(dict.fromkeys(e.strip().lower() for e in config.submit if e.strip()))
+    for engine in engines:
+        if engine not in SUBMIT_ENGINES:
+            raise ConfigError(
+                f"submit: {engine!r} is not an engine submit knows ({', '.join(SUBMIT_ENGINES)})"
+            )
+    config.submit = engines
+    if "google" in engines:
+        named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+        if config.google_key_file is None and named:
+            config.google_key_file = Path(named)
+
+
 def origin_key(key: str, value: str) -> str:
     """An origin setting (render_hosts, auth_origin) as the origin it names
     (scheme://host[:port]); a bare host is https. A path or a typo fails now, before any
@@ -551,7 +623,7 @@ def _check_robots_from(value: str | None) -> None:
 
 
 #: Keys whose values are secrets: an error about one never quotes its value.
-SECRET_KEYS = frozenset({"auth", "header", "cookie", "proxy"})
+SECRET_KEYS = frozenset({"auth", "header", "cookie", "proxy", "notify_url", "bing_api_key"})
 
 
 #: Keys whose values go to one origin only: from a config or the environment, auth_origin's
@@ -622,6 +694,15 @@ _NOT_FINGERPRINTED = frozenset(
         "log_format",
         "metrics",
         "on_publish",
+        "on_failure",
+        "notify_url",
+        "notify_on_success",
+        "notify_format",
+        "submit",
+        "google_key_file",
+        "google_property",
+        "bing_api_key",
+        "bing_site",
         "state",
         "resume",
         "fresh",
@@ -777,6 +858,7 @@ ENV_NOT_KEYS = frozenset(
     ENV_PREFIX + name
     for name in (
         "DEBUG", "LOOP", "CONFIG", "PUBLISHED_DIR", "PUBLISHED_URL", "PUBLISHED_FILES", "SHARED",
+        "FAILED_EXIT_CODE", "FAILED_REASON", "FAILED_SUMMARY",  # what --on-failure is told
     )
 )  # fmt: skip
 ENV_NOT_KEYS_PREFIX = ENV_PREFIX + "TEST_"

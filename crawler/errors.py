@@ -75,3 +75,25 @@ class AuditInputError(SitemapCrawlerError):
     """`audit`: the local file to audit cannot be read (missing, unreadable)."""
 
     exit_code: int = Exit.USAGE
+
+
+class SubmitRefused(SitemapCrawlerError):
+    """`submit`: a search engine's API said no in a way only a change of settings or of the
+    account cures (401, 403, 404, 400: no access to the property, an unknown site, a bad
+    key)."""
+
+    exit_code: int = Exit.REFUSED
+
+
+class SubmitLater(SitemapCrawlerError):
+    """`submit`: a search engine's API was rate-limiting (429), failing (5xx) or out of
+    reach, still after the retries: the same command may work later."""
+
+    exit_code: int = Exit.BUSY
+
+
+class SubmitFailed(SitemapCrawlerError):
+    """The sitemap was published (and --on-publish ran), but submitting it to a search
+    engine (`submit = [...]`) failed. The published files are as the publish left them."""
+
+    exit_code: int = Exit.SUBMIT

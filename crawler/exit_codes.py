@@ -19,6 +19,7 @@ class Exit(IntEnum):
     REFUSED = 4
     IO = 5
     ON_PUBLISH = 6
+    SUBMIT = 9  # published, but submitting it to a search engine failed (#28)
     FAILURE = 70  # sysexits' EX_SOFTWARE
     BUSY = 75  # sysexits' EX_TEMPFAIL: try again later
     INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
@@ -39,6 +40,7 @@ MEANINGS: dict[str, dict[Exit, str]] = {
         Exit.IO: "a file could not be written while crawling (a full disk)",
         Exit.ON_PUBLISH: "published, but the --on-publish command failed (or ran past its "
         "900 s timeout)",
+        Exit.SUBMIT: "published, but submitting it to a search engine (submit = ...) failed",
         Exit.FAILURE: _FAILURE,
         Exit.BUSY: "another run is writing to the output folder or using the state file "
         "(nothing fetched: try again later)",
@@ -70,11 +72,25 @@ MEANINGS: dict[str, dict[Exit, str]] = {
         Exit.INTERRUPTED: _INTERRUPTED + "; no report written",
     },
 }
+MEANINGS["submit"] = {
+    Exit.OK: "every sitemap submitted (--status: every status read, no engine reports an "
+    "error in a sitemap)",
+    Exit.NO: "--status: an engine reports errors in a sitemap",
+    Exit.USAGE: "bad usage or config (no engine, no key file or API key, a key file that is "
+    "not a service account's key)",
+    Exit.REFUSED: "an engine refused: no access to the property or site (401, 403), an "
+    "unknown property, site or sitemap (404), a bad request or API key",
+    Exit.FAILURE: _FAILURE,
+    Exit.BUSY: "an engine was rate-limiting (429), failing (5xx) or unreachable, still after "
+    "retries: try again later",
+    Exit.INTERRUPTED: _INTERRUPTED,
+}
 MEANINGS["job"] = MEANINGS["crawl"]
 #: Every code but these leaves a published sitemap byte for byte as it was.
-TOUCH_THE_SITEMAP = (Exit.OK, Exit.ON_PUBLISH)
-KEPT = "all but {} leave the published sitemap byte for byte as it was".format(
-    " and ".join(str(int(code)) for code in TOUCH_THE_SITEMAP)
+TOUCH_THE_SITEMAP = (Exit.OK, Exit.ON_PUBLISH, Exit.SUBMIT)
+_TOUCHING = [str(int(code)) for code in TOUCH_THE_SITEMAP]
+KEPT = "all but {} and {} leave the published sitemap byte for byte as it was".format(
+    ", ".join(_TOUCHING[:-1]), _TOUCHING[-1]
 )
 
 

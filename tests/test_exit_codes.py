@@ -13,7 +13,7 @@ from crawler.errors import SitemapCrawlerError
 from crawler.exit_codes import MEANINGS, Exit, help_text, markdown_table
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-COMMANDS = ("crawl", "job", "explain", "robots", "audit")
+COMMANDS = ("crawl", "job", "explain", "robots", "audit", "submit")
 
 
 def test_an_answer_never_shares_a_code_with_a_failure() -> None:

@@ -146,7 +146,9 @@ def test_the_configs_they_carry_are_valid_sitemap_crawler_configs():
     cron = _docs("cronjob.yaml")
     _valid_config(cron["ConfigMap"]["data"]["sitemap-crawler.toml"])
     (container,) = _pod(cron["CronJob"])["containers"]
-    assert from_env({e["name"]: e["value"] for e in container["env"]})
+    assert from_env({e["name"]: e["value"] for e in container["env"] if "value" in e})
+    for secret in (e for e in container["env"] if "valueFrom" in e):  # a key, from a Secret
+        assert from_env({secret["name"]: "https://hooks.example.com/x"})
     fleet = _docs("fleet.yaml")["ConfigMap"]["data"]
     _valid_config(fleet["sitemap-crawler.toml"], url="https://example.com/")
     load_toml(DOCKER / "sitemap-crawler.toml")

@@ -26,7 +26,11 @@ CORE_FORBIDDEN = frozenset(
 )  # fmt: skip
 
 # import name -> distribution, where the two differ
-DISTRIBUTION = {"yaml": "pyyaml", "prometheus_client": "prometheus-client"}
+DISTRIBUTION = {
+    "yaml": "pyyaml",
+    "prometheus_client": "prometheus-client",
+    "google": "google-auth",
+}
 
 
 def _sources(*folders: str) -> list[Path]:

@@ -64,6 +64,7 @@ class Audit:
     summary: AuditSummary
     findings: list[Finding]
     why_nothing: str | None = None  # set: no sitemap file could be read (exit 3)
+    entries: tuple[str, ...] = ()  # the sitemap URLs read first (not an index's children)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +202,8 @@ async def _audit(
             )
     summary.count(reading.findings)
     summary.seconds = time.monotonic() - started
-    return Audit(summary, reading.findings, why_nothing)
+    entries = tuple(s.name for s in reading.read if s.parent is None and is_url(s.name))
+    return Audit(summary, reading.findings, why_nothing, entries)
 
 
 # -- local files ----------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 from tenacity import (
@@ -222,3 +222,39 @@ def _secs(seconds: float) -> str:
     if not math.isfinite(seconds) or seconds >= 1 or seconds == 0:
         return f"{seconds:.1f}"
     return f"{seconds:.2f}" if seconds >= 0.01 else f"{seconds:.3f}"
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """An API's answer to one request, after the retries (`call`)."""
+
+    status: int | None  # None: no answer (a connection error, a timeout)
+    text: str = ""
+    retry_after: str | None = None
+    error: str | None = None  # the exception's name, when there was no answer
+    tries: int = 1
+
+
+async def call(
+    session: aiohttp.ClientSession, method: str, url: Any, policy: RetryPolicy, **kwargs: Any
+) -> Reply:
+    """One request to an API (a webhook, a search console), retried as a fetch is: the
+    reply (its body as text), never an exception for a status or a lost connection.
+    `kwargs` go to aiohttp (headers, data, json)."""
+
+    async def once() -> Reply:
+        try:
+            async with session.request(method, url, **kwargs) as response:
+                text = await response.text(errors="replace")
+                return Reply(response.status, text, response.headers.get("Retry-After"))
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            return Reply(None, error=type(exc).__name__)
+
+    reply, notes = await fetch_with_retries(
+        once,
+        policy,
+        status_of=lambda r: r.status,
+        retry_after_of=lambda r: r.retry_after,
+        error_of=lambda r: r.error,
+    )
+    return Reply(reply.status, reply.text, reply.retry_after, reply.error, len(notes) + 1)
