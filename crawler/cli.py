@@ -98,7 +98,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file",
             "changefreq", "lastmod", "priority_by_depth", "report", "decisions", "changes",
-            "feed", "feed_days", "max_shrink", "max_error_rate", "force", "on_publish",
+            "feed", "feed_days", "max_shrink", "max_error_rate", "max_bot_blocked", "force",
+            "on_publish",
         ),
     ),
     (
@@ -803,7 +804,7 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     from crawler.core.decide import LISTED, REASON_TEXT
     from crawler.core.urls import join_parts, normalize
     from crawler.shell.engine import Crawl
-    from crawler.shell.explain import explain
+    from crawler.shell.explain import explain, walled_lines
 
     configured, scope_is = from_env(os.environ).get("url"), "the start URL of $SITEMAP_CRAWLER_URL"
     if configured is None and "config" in vars(args):
@@ -829,6 +830,8 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     listed = len(records) == 1 and records[0].reason == LISTED
     if (hint := crawl.tally.foreign.hint()) is not None:
         print(f"  {hint}")
+    for line in walled_lines(crawl):  # a bot wall, not the site, answered
+        print(f"  {line}")
     # one general note: what only a whole crawl knows (the links to the URL, its twins)
     unknown: list[str] = []
     if config.skip_duplicates:

@@ -34,7 +34,13 @@ from crawler.core.screen import Plan, Screen
 from crawler.core.url_checks import Checked, PageSeen
 from crawler.core.urls import join_parts, known
 from crawler.core.words import plural
-from crawler.errors import InterruptedCrawl, NothingListedError, OutputError, PublishRefused
+from crawler.errors import (
+    BlockedByBotProtection,
+    InterruptedCrawl,
+    NothingListedError,
+    OutputError,
+    PublishRefused,
+)
 from crawler.shell.client import SPACING_MARGIN, PoliteClient
 from crawler.shell.extensions import Extensions, NewsPolicy
 from crawler.shell.fetch import Response, Transport
@@ -179,6 +185,8 @@ class Crawl:
                 async with self.opened(workers):
                     with contextlib.suppress(ThrottleClosed):  # up before robots.txt came
                         await loop.cuttable(self.read_robots_at(plan.start))
+                    if (walled := self.robots_walled()) is not None:
+                        raise BlockedByBotProtection(_not_published(walled))
                     self._take_workers()
                     if config.resume:
                         self._replay()
@@ -191,12 +199,17 @@ class Crawl:
                     with loop.showing(self.progress, started), fewer_gc_pauses():
                         await loop.run(self._crawl_page, self._release_seeds, after)
                 clock.close()  # the crawl is over: publishing is not cut by max_time
-                if loop.stop_signal is not None or loop.outage is not None:
+                walled = loop.blocked or self.page_judge.walls.verdict(self.tally.fetched)
+                if loop.stop_signal is not None or loop.outage is not None or walled:
                     if self.state is not None:
                         self._save_counters()
                         if loop.outage is not None:  # its failures are no result to resume
                             self.state.counter("outage", 1)
+                        if walled:  # nor are a bot wall's answers
+                            self.state.counter("blocked", 1)
                         self.state.checkpoint()
+                    if walled:
+                        raise BlockedByBotProtection(_not_published(walled))
                     if loop.outage is not None:
                         raise PublishRefused(outage_message(loop.outage, self.tally.fetched))
                     raise InterruptedCrawl(loop.stopped_message(config.state))
@@ -404,6 +417,7 @@ class Crawl:
             self.journal.settle_nofollow(self.frontier.seen)
         checked.canonical_broken = {b.url: b for b in self.tally.canonical_broken}
         checked.outage = loop.outage
+        checked.blocked = loop.blocked or self.page_judge.walls.verdict(self.tally.fetched)
         if follow:
             starts = set(urls)
             checked.reached = {self.plan.public(u) for u in self.frontier.seen if u not in starts}
@@ -435,6 +449,15 @@ class Crawl:
         contains, plan = self.plan.scope.contains, self.plan
         return {t for t in targets if contains(plan.public(plan.to_crawl(t)))}
 
+    def robots_walled(self) -> str | None:
+        """The line that stops a crawl whose robots.txt a bot wall answered: its pages
+        would be walled too, and a 503 challenge would read as "disallow everything"."""
+        wall = self.robots.wall if self.robots is not None else None
+        if wall is None:
+            return None
+        service, url = wall
+        return self.page_judge.walls.robots(service, self.plan.public(url))
+
     def _why_nothing(self) -> str:
         plan, config = self.plan, self.config
         start = plan.start
@@ -451,6 +474,10 @@ class Crawl:
 
 def _nothing() -> None:
     pass
+
+
+def _not_published(walled: str) -> str:
+    return f"{walled}; nothing published, the previous sitemap is kept"
 
 
 def _policy(config: Config) -> Policy:
