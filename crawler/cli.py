@@ -165,6 +165,7 @@ AUDIT_OPTIONS = frozenset(
         "auth", "header", "cookie", "auth_origin", "proxy", "ca_bundle", "insecure", "quiet",
         "strip_params", "render", "render_timeout", "render_concurrency", "render_hosts",
         "chromium_path", "robots_from", "max_crawl_delay", "max_retry_after",
+        "max_bot_blocked",
     }
 )  # fmt: skip
 

@@ -172,8 +172,11 @@ def test_the_sites_own_answers_are_not_walls(name):
 def test_markers_past_the_first_kilobytes_are_not_read():
     """A page that quotes a marker deep in its text is the site's: walls say it early."""
     deep = b"<html><body>" + b"x" * 10_000 + b"Incapsula incident ID: 1</body></html>"
-    assert bot_wall(403, CIMultiDict(), deep) is None
-    assert bot_wall(403, CIMultiDict(), deep[:100] + b"Incapsula incident ID") == IMPERVA
+    imperva = CIMultiDict({"X-CDN": "Imperva"})
+    assert bot_wall(403, imperva, deep) is None
+    assert bot_wall(403, imperva, deep[:100] + b"Incapsula incident ID") == IMPERVA
+    # not through Imperva: the site's own page quoting it
+    assert bot_wall(403, CIMultiDict(), deep[:100] + b"Incapsula incident ID") is None
 
 
 def test_a_redirect_or_a_plain_200_is_never_scanned():
