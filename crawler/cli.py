@@ -30,6 +30,7 @@ from crawler.config import (
 from crawler.core.access import redact, secrets_of
 from crawler.core.words import plural
 from crawler.errors import (
+    BlockedByBotProtection,
     ConfigError,
     InterruptedCrawl,
     NothingListedError,
@@ -723,7 +724,7 @@ def _crawl(config: Config) -> int:
             _worker_count(config)
         ) as spares:  # before the event loop and any thread or socket
             result = _run(crawl.run(spares))
-    except (NothingListedError, InterruptedCrawl, PublishRefused) as exc:
+    except (NothingListedError, InterruptedCrawl, PublishRefused, BlockedByBotProtection) as exc:
         if config.report is not None:  # why nothing was published is what a report is for
             failed: dict[str, Any] = {
                 "start_url": config.url,

@@ -248,8 +248,12 @@ def test_a_walled_start_url_stops_the_crawl_with_exit_8_and_keeps_the_sitemap(
 
     site.wall, site.wall_all = wall, True  # robots.txt still the site's: a 404
     site.requests.clear()
-    assert _crawl(srv.url + "/", out, "--retries", "2") == 8
+    report = tmp_path / "r.json"
+    assert _crawl(srv.url + "/", out, "--retries", "2", "--report", str(report)) == 8
     line = _one_line(capsys.readouterr().err)
+    figures = json.loads(report.read_text())
+    assert figures["published"] is False and figures["error"] == line.split(": ", 1)[1]
+    assert figures["reasons"]["blocked_by_bot_protection"] == 1
     assert f"blocked by {service}'s bot protection" in line, line
     assert f"the start URL {srv.url}/ answered" in line
     assert f'allow our User-Agent "{DEFAULT_USER_AGENT}"' in line

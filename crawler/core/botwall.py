@@ -31,10 +31,10 @@ The markers (checked against the services' documentation and captured answers):
   answer of a protected site, so never a marker alone).
 
 Cost (bench/botwall_bench.py): a 200 answer, nearly every page, costs a comparison and one
-header lookup (0.2-0.5 µs measured on the shared two-core machine); another answer a few header lookups, and a
-scan of its first SCAN_BYTES only when its status is one the services' pages come with
-(202, 403, 405, 429, 503) and the service's own headers (or Akamai's tiny page's size)
-point to it, or it came through Imperva (a few µs).
+header lookup (0.2-0.5 µs measured on the shared two-core machine); another answer a few
+header lookups, and a scan of its first SCAN_BYTES only when its status is one the
+services' pages come with (202, 403, 405, 429, 503) and the service's own headers (or
+Akamai's tiny page's size) point to it, or when it came through Imperva (a few µs).
 """
 
 from __future__ import annotations
