@@ -319,6 +319,8 @@ def test_past_max_bot_blocked_the_crawl_stops(serve, tmp_path, xsd, capsys, monk
     assert "DataDome's dashboard" in line
     assert _files(out) == before
     assert len(site.requests) < 31  # it stopped taking pages
+    assert _crawl(srv.url + "/", out, "--force") == 8  # challenge pages are not the site
+    assert _files(out) == before
 
     # the fraction is the operator's: a TOML key, a variable and a flag
     monkeypatch.setenv("SITEMAP_CRAWLER_MAX_BOT_BLOCKED", "0.6")

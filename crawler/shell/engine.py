@@ -44,7 +44,7 @@ from crawler.errors import (
 from crawler.shell.client import SPACING_MARGIN, PoliteClient
 from crawler.shell.extensions import Extensions, NewsPolicy
 from crawler.shell.fetch import Response, Transport
-from crawler.shell.guard import check_publish, outage_message
+from crawler.shell.guard import blocked_message, check_publish, outage_message
 from crawler.shell.journal import Dating, Journal
 from crawler.shell.judge import PageJudge
 from crawler.shell.links import Links
@@ -186,7 +186,7 @@ class Crawl:
                     with contextlib.suppress(ThrottleClosed):  # up before robots.txt came
                         await loop.cuttable(self.read_robots_at(plan.start))
                     if (walled := self.robots_walled()) is not None:
-                        raise BlockedByBotProtection(_not_published(walled))
+                        raise BlockedByBotProtection(blocked_message(walled))
                     self._take_workers()
                     if config.resume:
                         self._replay()
@@ -209,7 +209,7 @@ class Crawl:
                             self.state.counter("blocked", 1)
                         self.state.checkpoint()
                     if walled:
-                        raise BlockedByBotProtection(_not_published(walled))
+                        raise BlockedByBotProtection(blocked_message(walled))
                     if loop.outage is not None:
                         raise PublishRefused(outage_message(loop.outage, self.tally.fetched))
                     raise InterruptedCrawl(loop.stopped_message(config.state))
@@ -474,10 +474,6 @@ class Crawl:
 
 def _nothing() -> None:
     pass
-
-
-def _not_published(walled: str) -> str:
-    return f"{walled}; nothing published, the previous sitemap is kept"
 
 
 def _policy(config: Config) -> Policy:
