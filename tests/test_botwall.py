@@ -198,12 +198,14 @@ class Walled:
         self.wall_all = False
         self.walled: set[str] = set()
         self.requests: list[str] = []
+        self.validators: dict[str, str | None] = {}  # path -> its last If-None-Match
         self.app = web.Application()
         self.app.router.add_get("/{tail:.*}", self._handle)
 
     async def _handle(self, request: web.Request) -> web.Response:
         path = request.path
         self.requests.append(path)
+        self.validators[path] = request.headers.get("If-None-Match")
         wall = self.wall
         if wall is not None and (
             (self.wall_all and (path != "/robots.txt" or self.wall_all == "robots"))
@@ -216,7 +218,11 @@ class Walled:
             return web.Response(status=404)
         if path == "/":
             return web.Response(text=html(*self.paths), content_type="text/html")
-        return web.Response(text=html(body=f"<p>{path}</p>"), content_type="text/html")
+        return web.Response(
+            text=html(body=f"<p>{path}</p>"),
+            content_type="text/html",
+            headers={"ETag": f'"{path}"'},
+        )
 
 
 def _files(out: Path) -> dict[str, bytes]:
@@ -332,6 +338,28 @@ def test_past_max_bot_blocked_the_crawl_stops(serve, tmp_path, xsd, capsys, monk
     assert _crawl(srv.url + "/", out, "-c", str(config)) == 8
     assert _crawl(srv.url + "/", out, "-c", str(config), "--max-bot-blocked", "1") == 0
     capsys.readouterr()
+
+
+def test_a_walled_answer_is_not_kept_as_the_pages_history(serve, tmp_path, xsd):
+    """Imperva's 200 challenge with an ETag: kept as the page's history, the next run would
+    ask with its validator and a 304 would revive the challenge as the page."""
+    site = Walled()
+    wall = IMPERVA_CHALLENGE
+    site.wall, site.walled = (
+        Page(wall.body, 200, headers={**wall.headers, "ETag": '"wall"'}),
+        {"/p3"},
+    )
+    srv = serve(site.app)
+    out, state, decisions = tmp_path / "out", tmp_path / "state.db", tmp_path / "d.jsonl"
+    args = ("--state", str(state), "--decisions", str(decisions))
+    assert _crawl(srv.url + "/", out, *args) == 0
+    assert read_decisions(decisions)[srv.url + "/p3"]["reason"] == "blocked_by_bot_protection"
+    site.walled = set()
+    assert _crawl(srv.url + "/", out, *args) == 0
+    assert site.validators["/p4"] == '"/p4"'  # a page's history: asked conditionally
+    assert site.validators["/p3"] is None  # asked whole: no history of the wall's answer
+    assert read_decisions(decisions)[srv.url + "/p3"]["reason"] == "listed"
+    assert srv.url + "/p3" in read_published(out, xsd).locs
 
 
 def test_a_sites_own_403_is_a_403(serve, tmp_path, xsd):
