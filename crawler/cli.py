@@ -30,6 +30,7 @@ from crawler.config import (
 from crawler.core.access import redact, secrets_of
 from crawler.core.words import plural
 from crawler.errors import (
+    BlockedByBotProtection,
     ConfigError,
     InterruptedCrawl,
     NothingListedError,
@@ -101,8 +102,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file", "groups",
             "changefreq", "lastmod", "priority_by_depth", "report", "decisions", "changes",
-            "feed", "feed_days", "max_shrink", "max_error_rate", "force", "on_publish",
-            "llms_txt", "llms_txt_max_links",
+            "feed", "feed_days", "max_shrink", "max_error_rate", "max_bot_blocked", "force",
+            "on_publish", "llms_txt", "llms_txt_max_links",
         ),
     ),
     (
@@ -177,6 +178,7 @@ AUDIT_OPTIONS = frozenset(
         "chromium_path", "robots_from", "max_crawl_delay", "max_retry_after",
         # --engine-status: which engines, and how to reach them (as submit's)
         "submit", "google_key_file", "google_property", "bing_api_key", "bing_site",
+        "max_bot_blocked",
     }
 )  # fmt: skip
 
@@ -754,7 +756,7 @@ def _crawl(config: Config) -> int:
             _worker_count(config)
         ) as spares:  # before the event loop and any thread or socket
             result = _run(crawl.run(spares))
-    except (NothingListedError, InterruptedCrawl, PublishRefused) as exc:
+    except (NothingListedError, InterruptedCrawl, PublishRefused, BlockedByBotProtection) as exc:
         if config.report is not None:  # why nothing was published is what a report is for
             failed: dict[str, Any] = {
                 "start_url": config.url,
@@ -971,7 +973,7 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     from crawler.core.decide import LISTED, REASON_TEXT
     from crawler.core.urls import join_parts, normalize
     from crawler.shell.engine import Crawl
-    from crawler.shell.explain import explain
+    from crawler.shell.explain import explain, walled_lines
 
     configured, scope_is = from_env(os.environ).get("url"), "the start URL of $SITEMAP_CRAWLER_URL"
     if configured is None and "config" in vars(args):
@@ -997,6 +999,8 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     listed = len(records) == 1 and records[0].reason == LISTED
     if (hint := crawl.tally.foreign.hint()) is not None:
         print(f"  {hint}")
+    for line in walled_lines(crawl):  # a bot wall, not the site, answered
+        print(f"  {line}")
     # one general note: what only a whole crawl knows (the links to the URL, its twins)
     unknown: list[str] = []
     if config.skip_duplicates:

@@ -365,6 +365,13 @@ class Config:
         metavar="FRACTION",
     )
     force: bool = _opt(False, "publish even when max_shrink or max_error_rate would refuse")
+    max_bot_blocked: float = _opt(
+        0.2,
+        "stop (exit 8, nothing published) when a CDN's bot protection answers more than this "
+        "fraction of the requests, once 20 were made (its answer at the start URL always "
+        "stops); 1: never for the fraction",
+        metavar="FRACTION",
+    )
     render: str = _opt(
         "never",
         "load HTML pages in headless Chromium and read their links from the rendered DOM "
@@ -520,7 +527,7 @@ def _check_ranges(config: Config) -> None:
         raise ConfigError(
             f"llms_txt_max_links must be from 0 to 100000, got {config.llms_txt_max_links}"
         )
-    for key in ("max_shrink", "max_error_rate"):
+    for key in ("max_shrink", "max_error_rate", "max_bot_blocked"):
         if not 0 <= getattr(config, key) <= 1:
             raise ConfigError(f"{key} must be between 0 and 1, got {getattr(config, key)}")
     if config.render_concurrency < 1:
@@ -678,6 +685,7 @@ _NOT_FINGERPRINTED = frozenset(
         "output",
         "max_shrink",
         "max_error_rate",
+        "max_bot_blocked",
         "force",
         "gzip",
         "format",

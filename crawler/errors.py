@@ -65,6 +65,15 @@ class OnPublishError(SitemapCrawlerError):
     exit_code: int = Exit.ON_PUBLISH
 
 
+class BlockedByBotProtection(SitemapCrawlerError):
+    """A CDN's bot protection answers instead of the site: at the start URL or robots.txt,
+    or for more than max_bot_blocked of the requests. What the crawl saw is challenge pages,
+    not the site, so nothing is published and the previous sitemap is kept; the line names
+    the service and how to let the crawler in (crawler.core.botwall)."""
+
+    exit_code: int = Exit.BLOCKED
+
+
 class InterruptedCrawl(SitemapCrawlerError):
     """SIGINT or SIGTERM stopped the crawl; the previous sitemap is untouched."""
 

@@ -19,6 +19,7 @@ class Exit(IntEnum):
     REFUSED = 4
     IO = 5
     ON_PUBLISH = 6
+    BLOCKED = 8  # a CDN's bot protection answers instead of the site
     SUBMIT = 9  # published, but submitting it to a search engine failed (#28)
     FAILURE = 70  # sysexits' EX_SOFTWARE
     BUSY = 75  # sysexits' EX_TEMPFAIL: try again later
@@ -40,6 +41,8 @@ MEANINGS: dict[str, dict[Exit, str]] = {
         Exit.IO: "a file could not be written while crawling (a full disk)",
         Exit.ON_PUBLISH: "published, but the --on-publish command failed (or ran past its "
         "900 s timeout)",
+        Exit.BLOCKED: "the crawl is blocked by bot protection (Cloudflare, Akamai, Imperva, "
+        "AWS WAF, DataDome: named in the line); nothing published",
         Exit.SUBMIT: "published, but submitting it to a search engine (submit = ...) failed",
         Exit.FAILURE: _FAILURE,
         Exit.BUSY: "another run is writing to the output folder or using the state file "

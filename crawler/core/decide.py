@@ -33,6 +33,7 @@ TRAP = "trap"
 LIMIT = "limit"
 FETCH_ERROR = "fetch_error"
 NOFOLLOW = "nofollow"
+BLOCKED_BY_BOT_PROTECTION = "blocked_by_bot_protection"
 
 #: Every reason a decision may carry, in the order the summary prints them.
 REASONS = (
@@ -53,6 +54,7 @@ REASONS = (
     LIMIT,
     FETCH_ERROR,
     NOFOLLOW,
+    BLOCKED_BY_BOT_PROTECTION,
 )
 
 #: Each reason in plain words, for `sitemap-crawler explain`.
@@ -82,6 +84,9 @@ REASON_TEXT = {
     FETCH_ERROR: "not listed: it could not be fetched",
     NOFOLLOW: "not listed: only rel=nofollow links (or the links of nofollow pages) lead to "
     "it, which are not followed (follow_nofollow); the detail names one such page",
+    BLOCKED_BY_BOT_PROTECTION: "not listed: a CDN's bot protection (named in the detail) "
+    "answered with its challenge or block page instead of the site: the page was not seen, "
+    "so it is neither analysed nor listed (allow our User-Agent in that service)",
 }
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -206,6 +211,11 @@ def canonical_ignored_parts(detail: str) -> tuple[str, str] | None:
     """(canonical, why) of a canonical_ignored detail (a resumed crawl's listings), or None."""
     m = _CANONICAL_IGNORED.match(detail)
     return None if m is None else (m[1], m[2])
+
+
+def walled_detail(service: str, status: int) -> str:
+    """The detail of an answer a bot wall gave (crawler.core.botwall): names the service."""
+    return f"{service} answered HTTP {status} with its challenge or block page"
 
 
 def nofollow_detail(page: str) -> str:

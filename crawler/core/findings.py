@@ -118,6 +118,12 @@ CODES: Final[dict[str, Code]] = {
     "lastmod_all_same": Code(
         "warning", "url", "every URL of a file has the same lastmod (a generation time?)"
     ),
+    "blocked_by_bot_protection": Code(
+        "warning",
+        "url",
+        "a CDN's bot protection answered instead of the site (the crawler is blocked, the "
+        "page is not broken): allow our User-Agent in that service",
+    ),
     "soft_404": Code("warning", "url", "the site answers 200 for a page that does not exist"),
     # -- compared with a crawl (--crawl) -----------------------------------------------------
     "missing_from_sitemap": Code(

@@ -18,6 +18,7 @@ from typing import Final
 
 from crawler.core.canonicals import BrokenCanonical
 from crawler.core.decide import (
+    BLOCKED_BY_BOT_PROTECTION,
     CANONICALISED,
     CONTENT_TYPE,
     FETCH_ERROR,
@@ -61,6 +62,7 @@ _CODES: Final = {
     HEADER_NOINDEX: "noindex",
     CANONICALISED: "canonicalised",
     CONTENT_TYPE: "not_a_page",
+    BLOCKED_BY_BOT_PROTECTION: "blocked_by_bot_protection",
 }
 
 
@@ -85,6 +87,7 @@ class Checked:
     pages: dict[str, PageSeen] = field(default_factory=dict)
     reached: set[str] = field(default_factory=set)
     outage: str | None = None
+    blocked: str | None = None  # why a bot wall stopped the engine (crawler.core.botwall)
     # pages listable although their canonical names another URL, which is broken (#24)
     canonical_broken: dict[str, BrokenCanonical] = field(default_factory=dict)
 

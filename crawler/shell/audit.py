@@ -19,6 +19,8 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from crawler.config import Config
+from crawler.core.botwall import bot_wall, how_to_allow
+from crawler.core.decide import walled_detail
 from crawler.core.findings import AuditSummary, Finding
 from crawler.core.robots import RobotsTxt
 from crawler.core.screen import Plan
@@ -274,6 +276,9 @@ async def _remote(
     async with crawl.requests() as get:
         reading.robots = await crawl.read_robots()  # the URL checks are given it, not refetch
         robots, robots_read = reading.robots.rules, reading.robots.status == 200
+        if (walled := crawl.robots_walled()) is not None:  # not the site's robots.txt
+            robots_url = _robots_url(plan)
+            reading.findings.append(Finding("blocked_by_bot_protection", None, robots_url, walled))
         fetched: dict[str, Response] = {}
         if is_site(url) and not await _answers_sitemap(url, plan, robots, agent, get, fetched):
             queue, why_nothing = await _discover(plan, robots, agent, get, reading, fetched)
@@ -312,7 +317,12 @@ async def _remote(
                 reading.findings.append(finding)
     if not reading.read:
         unreachable = [f.detail for f in reading.findings if f.code == "sitemap_unreachable"]
-        blocked = [f.detail for f in reading.findings if f.code == "sitemap_blocked"]
+        blocked = [
+            f.detail
+            for f in reading.findings
+            if f.code == "sitemap_blocked"
+            or (f.code == "blocked_by_bot_protection" and f.sitemap is not None)
+        ]
         why = "; ".join(unreachable + blocked) or "nothing to read"
         return None, f"no sitemap could be read ({why})"
     top = reading.read[0].name
@@ -354,7 +364,7 @@ async def _discover(
         if not verdict.allowed:
             tried.append(f"{guess}: robots.txt forbids it ({verdict.rule})")
             continue
-        resp, why = await _fetch(url, plan, robots, agent, get)
+        resp, why, _ = await _fetch(url, plan, robots, agent, get)
         if resp is None:
             tried.append(f"{guess}: {why}")
             continue
@@ -375,7 +385,7 @@ async def _answers_sitemap(
     taken as a site unasked."""
     if urlsplit(url).path in ("", "/") or not robots.verdict(url, agent).allowed:
         return False
-    resp, _ = await _fetch(url, plan, robots, agent, get)
+    resp, _, _ = await _fetch(url, plan, robots, agent, get)
     if resp is None or not looks_like_sitemap(resp.body, resp.headers.get("Content-Type", "")):
         return False
     fetched[url] = resp
@@ -423,12 +433,13 @@ async def _read_remote(
         )
         return []
     resp: Response | None = fetched.pop(source.fetch, None)
-    why = ""
+    why, walled = "", False
     if resp is None:
-        resp, why = await _fetch(source.fetch, plan, robots, agent, get)
+        resp, why, walled = await _fetch(source.fetch, plan, robots, agent, get)
     if resp is None:
         listed = f" (listed by {source.parent})" if source.parent else ""
-        reading.findings.append(Finding("sitemap_unreachable", source.name, None, why + listed))
+        code = "blocked_by_bot_protection" if walled else "sitemap_unreachable"
+        reading.findings.append(Finding(code, source.name, None, why + listed))
         return []
     # a body the server sent with Content-Encoding: gzip arrives inflated, and counts as gzip
     encoded = "gzip" in resp.headers.get("Content-Encoding", "").lower()
@@ -449,28 +460,37 @@ async def _read_remote(
 
 async def _fetch(
     url: str, plan: Plan, robots: RobotsTxt, agent: str, get: Get
-) -> tuple[Response | None, str]:
+) -> tuple[Response | None, str, bool]:
     """GET a sitemap, following redirects on the audited origin that robots.txt allows:
-    its 200 answer, or None and why not (for sitemap_unreachable's detail)."""
+    its 200 answer, or None and why not (for sitemap_unreachable's detail); True last when
+    a bot wall answered instead of the site (blocked_by_bot_protection: the crawler is
+    blocked, the sitemap may well be there)."""
     for _ in range(MAX_SITEMAP_REDIRECTS + 1):
         resp = await get(url, MAX_BYTES)
         if resp.error:
-            return None, resp.error
+            return None, resp.error, False
         if resp.status not in REDIRECT_STATUSES:
             break
         location = (resp.location or "").strip()
         target = resolve(url, location) if location else None
         if target is None:
-            return None, f"HTTP {resp.status} without a usable Location"
+            return None, f"HTTP {resp.status} without a usable Location", False
         moved, why = where(target, plan)
         if moved is None:
-            return None, f"redirects to {plan.public(target)}, {why}"
+            return None, f"redirects to {plan.public(target)}, {why}", False
         verdict = robots.verdict(moved, agent)
         if not verdict.allowed:
-            return None, f"redirects to {plan.public(moved)}, which robots.txt forbids"
+            return None, f"redirects to {plan.public(moved)}, which robots.txt forbids", False
         url = moved
     else:
-        return None, f"more than {MAX_SITEMAP_REDIRECTS} redirects"
+        return None, f"more than {MAX_SITEMAP_REDIRECTS} redirects", False
+    service = bot_wall(resp.status, resp.headers, resp.body)
+    if service is not None:
+        why = (
+            f"{walled_detail(service, resp.status)}, not the sitemap; "
+            f"{how_to_allow(service, agent)}"
+        )
+        return None, why, True
     if resp.status != 200:
-        return None, f"HTTP {resp.status}"
-    return resp, ""
+        return None, f"HTTP {resp.status}", False
+    return resp, "", False

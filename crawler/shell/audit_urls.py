@@ -75,6 +75,8 @@ async def check_urls(
             f"requests, {len(checked.decisions)} of {len(urls)} listed URLs judged"
         )
     findings = url_findings(listed, keys, checked)
+    if checked.blocked is not None:  # the crawler is blocked: said once, not as broken pages
+        findings.append(_blocked(checked.blocked, "the listed URLs"))
     findings += lastmod_findings(listed, keys, checked, now=datetime.now(UTC))
     if probe is not None:
         soft = soft_404_finding(crawl.plan.public(probe), checked, crawl.plan.sitemap_url)
@@ -109,8 +111,15 @@ async def compare_with_crawl(
             f"the site looks down ({crawled.outage}): the crawl stopped after "
             f"{crawl.tally.fetched} requests"
         )
+    if crawled.blocked is not None:  # what it reached is no measure of what links reach
+        return [_blocked(crawled.blocked, "the crawl (--crawl)")]
     start = crawl.plan.public(crawl.plan.start)
     return crawl_findings(listed, keys, crawled, start=start)
+
+
+def _blocked(why: str, what: str) -> Finding:
+    """The one finding of checks a bot wall stopped (crawler.core.botwall)."""
+    return Finding("blocked_by_bot_protection", None, None, f"{why}; {what} stopped there")
 
 
 def _in_scope(

@@ -161,13 +161,21 @@ class PoliteClient:
         fetched, notes = await fetch_with_retries(
             attempt,
             self.retry,
-            status_of=lambda f: f.response.status or None,
+            status_of=_retry_status,
             retry_after_of=lambda f: f.response.headers.get("Retry-After"),
             error_of=lambda f: f.response.error,
         )
         if notes:
             fetched.response.notes = tuple(notes)
         return fetched
+
+
+def _retry_status(fetched: Fetched) -> int | None:
+    """The status retries go by. A bot wall's answer is final, whatever its status (a 503 or
+    429 challenge would be retried): asking again only asks the wall again."""
+    if fetched.walled is not None:
+        return 403
+    return fetched.response.status or None
 
 
 async def _as_fetched(response: Awaitable[Response]) -> Fetched:

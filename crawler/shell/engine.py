@@ -36,11 +36,17 @@ from crawler.core.screen import Plan, Screen
 from crawler.core.url_checks import Checked, PageSeen
 from crawler.core.urls import join_parts, known
 from crawler.core.words import plural
-from crawler.errors import InterruptedCrawl, NothingListedError, OutputError, PublishRefused
+from crawler.errors import (
+    BlockedByBotProtection,
+    InterruptedCrawl,
+    NothingListedError,
+    OutputError,
+    PublishRefused,
+)
 from crawler.shell.client import SPACING_MARGIN, PoliteClient
 from crawler.shell.extensions import Extensions, NewsPolicy
 from crawler.shell.fetch import Response, Transport
-from crawler.shell.guard import check_publish, outage_message
+from crawler.shell.guard import blocked_message, check_publish, outage_message
 from crawler.shell.journal import Dating, Journal
 from crawler.shell.judge import PageJudge
 from crawler.shell.links import Links
@@ -145,18 +151,7 @@ class Crawl:
         started = time.monotonic()
         changes = ChangeLog()
         groups = Groups.parse(config.groups)
-        writer = AsyncSitemapWriter(
-            config.output,
-            plan.base_url,
-            gzip=config.gzip,
-            fmt="txt" if config.format == "txt" else "xml",
-            max_urls=config.max_urls_per_file,
-            max_bytes=config.max_bytes_per_file,
-            stable=True,  # the listings come out of the spool in loc order
-            changes=changes,
-            feed_days=config.feed_days if config.feed else None,
-            groups=groups or None,
-        )
+        writer = _writer(config, plan.base_url, changes, groups)
         self.page_judge.check_entry = writer.check
         try:
             journal.spool = Spool(config.output)
@@ -190,6 +185,8 @@ class Crawl:
                 async with self.opened(workers):
                     with contextlib.suppress(ThrottleClosed):  # up before robots.txt came
                         await loop.cuttable(self.read_robots_at(plan.start))
+                    if (walled := self.robots_walled()) is not None:
+                        raise BlockedByBotProtection(blocked_message(walled))
                     self._take_workers()
                     if config.resume:
                         self._replay()
@@ -202,12 +199,17 @@ class Crawl:
                     with loop.showing(self.progress, started), fewer_gc_pauses():
                         await loop.run(self._crawl_page, self._release_seeds, after)
                 clock.close()  # the crawl is over: publishing is not cut by max_time
-                if loop.stop_signal is not None or loop.outage is not None:
+                walled = loop.blocked or self.page_judge.walls.verdict(self.tally.fetched)
+                if loop.stop_signal is not None or loop.outage is not None or walled:
                     if self.state is not None:
                         self._save_counters()
                         if loop.outage is not None:  # its failures are no result to resume
                             self.state.counter("outage", 1)
+                        if walled:  # nor are a bot wall's answers
+                            self.state.counter("blocked", 1)
                         self.state.checkpoint()
+                    if walled:
+                        raise BlockedByBotProtection(blocked_message(walled))
                     if loop.outage is not None:
                         raise PublishRefused(outage_message(loop.outage, self.tally.fetched))
                     raise InterruptedCrawl(loop.stopped_message(config.state))
@@ -237,13 +239,7 @@ class Crawl:
                 published = await writer.publish()
                 report_changes(published, changes, self.tally, config.changes, self.log)
                 if config.news_name and published.news is None:  # said, not a silent 404
-                    left = self.tally.extensions.news_left_out
-                    why = ", ".join(f"{n} {reason}" for reason, n in sorted(left.items()))
-                    self.log(
-                        "warning: no article published in the last two days matched "
-                        f"news_articles{f' ({why})' if why else ''}: sitemap-news.xml is not "
-                        "published this time (a news sitemap lists recent articles only)"
-                    )
+                    self.log(_no_news(self.tally.extensions.news_left_out))
                 if self.state is not None:
                     try:
                         self.state.finish(journal.template)
@@ -415,6 +411,7 @@ class Crawl:
             self.journal.settle_nofollow(self.frontier.seen)
         checked.canonical_broken = {b.url: b for b in self.tally.canonical_broken}
         checked.outage = loop.outage
+        checked.blocked = loop.blocked or self.page_judge.walls.verdict(self.tally.fetched)
         if follow:
             starts = set(urls)
             checked.reached = {self.plan.public(u) for u in self.frontier.seen if u not in starts}
@@ -446,6 +443,15 @@ class Crawl:
         contains, plan = self.plan.scope.contains, self.plan
         return {t for t in targets if contains(plan.public(plan.to_crawl(t)))}
 
+    def robots_walled(self) -> str | None:
+        """The line that stops a crawl whose robots.txt a bot wall answered: its pages
+        would be walled too, and a 503 challenge would read as "disallow everything"."""
+        wall = self.robots.wall if self.robots is not None else None
+        if wall is None:
+            return None
+        service, url = wall
+        return self.page_judge.walls.robots(service, self.plan.public(url))
+
     def _why_nothing(self) -> str:
         plan, config = self.plan, self.config
         start = plan.start
@@ -458,6 +464,32 @@ class Crawl:
         )  # fmt: skip
         hint = self.tally.foreign.hint()  # #24: a crawl of a copy of a site
         return why_nothing(facts) + (f"; {hint}" if hint else "")
+
+
+def _writer(
+    config: Config, base_url: str, changes: ChangeLog, groups: Groups
+) -> AsyncSitemapWriter:
+    return AsyncSitemapWriter(
+        config.output,
+        base_url,
+        gzip=config.gzip,
+        fmt="txt" if config.format == "txt" else "xml",
+        max_urls=config.max_urls_per_file,
+        max_bytes=config.max_bytes_per_file,
+        stable=True,  # the listings come out of the spool in loc order
+        changes=changes,
+        feed_days=config.feed_days if config.feed else None,
+        groups=groups or None,
+    )
+
+
+def _no_news(left: dict[str, int]) -> str:
+    why = ", ".join(f"{n} {reason}" for reason, n in sorted(left.items()))
+    return (
+        "warning: no article published in the last two days matched "
+        f"news_articles{f' ({why})' if why else ''}: sitemap-news.xml is not "
+        "published this time (a news sitemap lists recent articles only)"
+    )
 
 
 def _nothing() -> None:

@@ -4,6 +4,7 @@ page's canonical by judging it on the spot (#24)."""
 
 from __future__ import annotations
 
+from crawler.core.botwall import how_to_allow
 from crawler.core.frontier import Task
 from crawler.core.report import DecisionRecord
 from crawler.shell.engine import Crawl
@@ -49,3 +50,17 @@ async def _judge_quietly(crawl: Crawl, url: str | None, referrer: str) -> None:
             await crawl.page_judge.judge(task)
     finally:
         journal.echo = echo
+
+
+def walled_lines(crawl: Crawl) -> list[str]:
+    """What a bot wall that answered instead of the site means, and how to let the crawler
+    in: explain's last lines, when one did."""
+    lines = []
+    if (walled := crawl.robots_walled()) is not None:
+        lines.append(walled)
+    for service in crawl.page_judge.walls.counts:
+        lines.append(
+            f"the crawler is being blocked by {service}'s bot protection: "
+            f"{how_to_allow(service, crawl.config.user_agent)}"
+        )
+    return lines

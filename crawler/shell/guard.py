@@ -56,3 +56,9 @@ def outage_message(outage: str, fetched: int) -> str:
         f"the previous sitemap is kept (try again later: --force does not publish a crawl "
         f"cut short)"
     )
+
+
+def blocked_message(walled: str) -> str:
+    """A crawl a bot wall stopped (crawler.core.botwall) is never published, --force or not:
+    what it saw are challenge pages, not the site."""
+    return f"{walled}; nothing published, the previous sitemap is kept"

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from crawler.config import Config
+from crawler.core.botwall import Walls
 from crawler.core.decide import (
+    BLOCKED_BY_BOT_PROTECTION,
     FETCH_ERROR,
     HTTP_ERROR,
     LIMIT,
@@ -22,6 +24,7 @@ from crawler.core.decide import (
     awaits_canonical,
     decide_page,
     depth_priority,
+    walled_detail,
 )
 from crawler.core.frontier import Task
 from crawler.core.history import Prior
@@ -69,12 +72,17 @@ class PageJudge:
         self.check_entry = check_entry
         self.journal = links.journal
         self.tally = links.tally
+        self.walls = Walls(config.max_bot_blocked, config.user_agent)
 
     async def judge(self, task: Task) -> Judged | None:
         """Fetch task.url (its redirects hop by hop), decide and record each decision. The
         final page's URL, facts, analysis and decision; None when there was no page."""
         fetched, url, prior = await self._follow(task)
         if fetched is None:
+            return None
+        if fetched.walled is not None:
+            self.loop.done_requests += 1
+            self._walled(task, url, fetched.walled, fetched.response)
             return None
         rendering = None
         if self.renderer.browser is not None:
@@ -87,6 +95,9 @@ class PageJudge:
             if answer is None:  # a 304 with no history to revive: ask for the whole page
                 fetched = await self._get(url, task)
                 if fetched is None:
+                    return None
+                if fetched.walled is not None:
+                    self._walled(task, url, fetched.walled, fetched.response)
                     return None
                 resp, page, prior = fetched.response, fetched.page, None
                 if page is not None:
@@ -127,6 +138,19 @@ class PageJudge:
             self.links.record(url, answer.status, decision, task)  # a 304's: the page's, 200
         return url, facts, page, decision
 
+    def _walled(self, task: Task, url: str, service: str, resp: Response) -> None:
+        """A bot wall answered, not the site: recorded as such, and never analysed, listed,
+        compared for duplicates nor kept as the page's history. The run stops when it
+        answered the start URL (no page to crawl from) or too many requests (Walls)."""
+        detail = _with_notes(walled_detail(service, resp.status), resp)
+        self.links.record(url, resp.status, Decision(BLOCKED_BY_BOT_PROTECTION, detail), task)
+        walls = self.walls
+        walls.met(service)
+        if task.url == self.links.plan.start and task.referrer is None:
+            self.loop.walled(walls.at_start(service, self.links.public(task.url)))
+        elif (why := walls.verdict(self.tally.fetched)) is not None:
+            self.loop.walled(why)
+
     def _facts(self, url: str, answer: Answer) -> PageFacts:
         page, links = answer.page, self.links
         facts = PageFacts(url, answer.status, page.mime, page.meta, page.header)
@@ -163,13 +187,14 @@ class PageJudge:
         except ThrottleClosed:
             self.links.record(url, None, Decision(LIMIT, "max_time reached"), task)
             return None
-        self._count(fetched.response)
+        self._count(fetched)
         return fetched
 
-    def _count(self, resp: Response) -> None:
+    def _count(self, fetched: Fetched) -> None:
         self.tally.fetched += 1
-        if resp.error or resp.status >= 500:
-            self.tally.failed += 1  # the publish guard's max_error_rate
+        resp = fetched.response
+        if (resp.error or resp.status >= 500) and fetched.walled is None:
+            self.tally.failed += 1  # the publish guard's max_error_rate: the site's failures
 
     async def _follow(self, task: Task) -> tuple[Fetched | None, str, Prior | None]:
         """Fetch task.url, following redirects one hop at a time.
@@ -192,7 +217,7 @@ class PageJudge:
                 record(url, None, Decision(LIMIT, "max_time reached"), task)
                 return None, url, None
             resp = fetched.response
-            self._count(resp)
+            self._count(fetched)
             if resp.status not in REDIRECT_STATUSES:
                 return fetched, url, prior
             location = (resp.location or "").strip()

@@ -54,6 +54,7 @@ class CrawlLoop:
         self.stop_signal: int | None = None
         self.timed_out = False  # max_time is up
         self.outage: str | None = None  # why the site looks down, when it does
+        self.blocked: str | None = None  # why a bot wall stops the run (crawler.core.botwall)
         self.requested = 0  # page requests started, redirect hops included (max_pages)
         self.done_requests = 0  # requests whose outcome is recorded: the state's "fetched"
         self.pipeline_depth = 1  # jobs per allowed request (worker processes pipeline)
@@ -64,8 +65,13 @@ class CrawlLoop:
 
     @property
     def stopped(self) -> bool:
-        """No new URL is taken: a signal, an outage or max_time."""
-        return self.stop_signal is not None or self.outage is not None or self.timed_out
+        """No new URL is taken: a signal, an outage, a bot wall or max_time."""
+        return (
+            self.stop_signal is not None
+            or self.outage is not None
+            or self.blocked is not None
+            or self.timed_out
+        )
 
     def down(self, outage: str) -> None:
         """The client found the site down: stop taking URLs."""
@@ -73,6 +79,13 @@ class CrawlLoop:
             self.outage = outage
             self.log(f"warning: the site looks down ({outage}): stopping")
             self.throttle.close()  # requests waiting their turn (and retries) are not sent
+            self.changed.set()
+
+    def walled(self, why: str) -> None:
+        """A bot wall answers instead of the site: stop taking URLs (what would they show?)."""
+        if self.blocked is None:
+            self.blocked = why
+            self.throttle.close()  # requests waiting their turn are not sent
             self.changed.set()
 
     def queued(self) -> None:

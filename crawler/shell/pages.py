@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from crawler.core.botwall import bot_wall
 from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult, analyse
 from crawler.shell.fetch import REDIRECT_STATUSES, Response, Transport
@@ -21,12 +22,14 @@ __all__ = ["Fetched", "LocalPages", "Pages", "analysed"]
 
 @dataclass(slots=True)
 class Fetched:
-    """One answer and what it says about its page (None: a redirect, no answer at all, or a
-    page that could not be analysed, as `unreadable` says)."""
+    """One answer and what it says about its page (None: a redirect, no answer at all, a
+    page that could not be analysed, as `unreadable` says, or a bot wall's answer, `walled`
+    naming the service: not the site's page, so never analysed)."""
 
     response: Response
     page: PageResult | None
     unreadable: str | None = None
+    walled: str | None = None
 
 
 def analysed(
@@ -37,6 +40,9 @@ def analysed(
     process and in a worker, and is not retried: asking again would fail again."""
     if resp.error or resp.status in REDIRECT_STATUSES:
         return Fetched(resp, None)
+    walled = bot_wall(resp.status, resp.headers, resp.body)  # a 200: one header lookup
+    if walled is not None:
+        return Fetched(resp, None, walled=walled)
     try:
         page = analyse(url, resp.status, resp.headers, resp.body, resp.truncated, policy, known)
     except Exception as exc:

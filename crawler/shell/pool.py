@@ -160,6 +160,7 @@ class Result:
     seconds: float | None  # the exchange, timed in the worker: no pipe or queue in it
     page: PageResult | None
     unreadable: str | None  # why the page could not be analysed
+    walled: str | None = None  # the bot protection that answered instead of the site
 
 
 class WorkerLost(Exception):
@@ -548,7 +549,7 @@ def _result(job: int, fetched: Fetched) -> bytes:
     kept = [(name, value) for name in KEPT_HEADERS for value in headers.getall(name, ())]
     result = Result(
         job, resp.status, kept, resp.error, resp.truncated, resp.seconds, fetched.page,
-        fetched.unreadable,
+        fetched.unreadable, fetched.walled,
     )  # fmt: skip
     return _frame(pack(result))
 
@@ -559,7 +560,7 @@ def _fetched(url: str, result: Result) -> Fetched:
         url, result.status, headers, error=result.error, truncated=result.truncated,
         seconds=result.seconds,
     )  # fmt: skip
-    return Fetched(resp, result.page, result.unreadable)
+    return Fetched(resp, result.page, result.unreadable, result.walled)
 
 
 # -- the worker process ----------------------------------------------------------------------

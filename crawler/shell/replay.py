@@ -54,6 +54,12 @@ def replay(
             "its failed pages would be kept as they failed: start a fresh crawl without "
             "--resume"
         )
+    if snap.counters.get("blocked"):
+        raise StateError(
+            f"the crawl saved in {state.path} stopped because a bot protection answered "
+            "instead of the site; its pages would be kept as it answered: start a fresh crawl "
+            "without --resume"
+        )
     for row in snap.queued:
         frontier.add(row.url, row.depth, row.referrer)
         budgets.spend(row.url)

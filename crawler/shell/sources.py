@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from crawler.config import Config, robots_from_is_url
+from crawler.core.botwall import bot_wall
 from crawler.core.robots import RobotsTxt, parse_robots
 from crawler.core.screen import Plan
 from crawler.core.seeds import MAX_SEED_URLS
@@ -21,11 +22,13 @@ from crawler.shell.throttle import ThrottleClosed
 @dataclass(slots=True, frozen=True)
 class Robots:
     """A site's robots.txt as read: its rules, the note the log and report give, and the
-    status of the last answer (None: no answer, or rules from --robots-from)."""
+    status of the last answer (None: no answer, or rules from --robots-from); `wall`: the
+    bot protection that answered instead (crawler.core.botwall), and its URL."""
 
     rules: RobotsTxt
     note: str
     status: int | None
+    wall: tuple[str, str] | None = None
 
 
 async def read_robots(config: Config, client: PoliteClient, url: str) -> Robots:
@@ -43,7 +46,10 @@ async def read_robots(config: Config, client: PoliteClient, url: str) -> Robots:
 
     rules, note = await fetch_robots(url, get)
     status = next((a.status for a in reversed(answers) if a.status), None)
-    return Robots(rules, note, status)
+    last = answers[-1] if answers else None
+    service = None if last is None else bot_wall(last.status, last.headers, last.body)
+    wall = None if last is None or service is None else (service, last.url)
+    return Robots(rules, note, status, wall)
 
 
 async def _rules_from(source: str, client: PoliteClient) -> RobotsTxt:
