@@ -98,7 +98,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file",
             "changefreq", "lastmod", "priority_by_depth", "report", "decisions", "changes",
-            "feed", "feed_days", "max_shrink", "max_error_rate", "force", "on_publish",
+            "feed", "feed_days", "stylesheet", "stylesheet_url", "max_shrink", "max_error_rate",
+            "force", "on_publish",
         ),
     ),
     (

@@ -53,6 +53,7 @@ class AsyncSitemapWriter:
         now: datetime | None = None,
         changes: ChangeLog | None = None,
         feed_days: int | None = None,
+        stylesheet: bool | str = False,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -68,6 +69,7 @@ class AsyncSitemapWriter:
             now=now,
             changes=changes,
             feed_days=feed_days,
+            stylesheet=stylesheet,
         )
         self._batch: list[Entry] = []
         self._batch_size = batch_size

@@ -29,7 +29,9 @@ __all__ = [
 LOCK_NAME: Final = ".sitemap.lock"
 MANIFEST_NAME: Final = ".sitemap-manifest.json"
 STAGING_PREFIX: Final = ".sitemap-staging-"
-_OWN_NAME: Final = re.compile(r"sitemap(?:-[1-9][0-9]*|-news)?\.(?:xml|txt)(?:\.gz)?|changes\.atom")
+_OWN_NAME: Final = re.compile(
+    r"sitemap(?:-[1-9][0-9]*|-news)?\.(?:xml|txt)(?:\.gz)?|changes\.atom|sitemap\.xsl"
+)
 
 
 def is_reserved(name: str) -> bool:

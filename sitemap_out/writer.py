@@ -20,7 +20,8 @@ The components, each in a module of its own:
   gzip when on; ``news``: the news sitemap beside them;
 * ``compare`` and ``layout`` (``stable=True``): what changed against the set published
   before (read back by ``previous``), and the layout that keeps each URL in its old part;
-  ``feed``: the feed of those changes, ``changes.atom``;
+  ``feed``: the feed of those changes, ``changes.atom``; ``stylesheet``: ``sitemap.xsl``,
+  which a browser applies to show the XML files as a table;
 * ``publish``: the index, then the manifest and the renames, in the order that leaves a
   valid published set whenever a run is killed.
 """
@@ -49,6 +50,7 @@ from sitemap_out.previous import PreviousSet, read_previous
 from sitemap_out.publish import ChangeCounts, PublishResult, install, write_index
 from sitemap_out.scratch import CHUNK, MAX_OPEN, Scratch
 from sitemap_out.staging import Staging
+from sitemap_out.stylesheet import XSL_NAME, check_href, stage_xsl
 
 __all__ = [
     "LOCK_NAME",
@@ -133,13 +135,17 @@ class SitemapWriter:
         now: datetime | None = None,
         changes: ChangeLog | None = None,
         feed_days: int | None = None,
+        stylesheet: bool | str = False,
     ) -> None:
         """``stable``: entries come in increasing loc order, and the part files published
         before keep their URLs (``sitemap_out.layout``); ``now``: the run's time, the
         ``<lastmod>`` a re-written part gets in the index (default: the clock);
         ``changes``: where a stable run records the URLs added, removed and changed;
         ``feed_days``: also publish ``changes.atom``, the URLs added or changed in the last
-        that many days (stable runs only: the feed is made of the changes)."""
+        that many days (stable runs only: the feed is made of the changes);
+        ``stylesheet``: True publishes ``sitemap.xsl`` and names it in every XML file's
+        header, a string names that href instead (one's own stylesheet; nothing published);
+        text sitemaps and their index get none."""
         if fmt not in ("xml", "txt"):
             raise WriterConfigError(f"fmt must be 'xml' or 'txt', not {fmt!r}")
         if not isinstance(max_urls, int) or not 1 <= max_urls <= MAX_URLS:
@@ -159,6 +165,12 @@ class SitemapWriter:
                 raise WriterConfigError("feed_days needs stable=True and base_url")
             if not isinstance(feed_days, int) or not 1 <= feed_days <= 3650:
                 raise WriterConfigError(f"feed_days must be from 1 to 3650, not {feed_days!r}")
+        if isinstance(stylesheet, str) and (problem := check_href(stylesheet)) is not None:
+            raise WriterConfigError(f"stylesheet {stylesheet!r} {problem}")
+        self._stylesheet: str | None = None
+        if fmt == "xml" and stylesheet:
+            self._stylesheet = XSL_NAME if stylesheet is True else str(stylesheet)
+        self._own_xsl = fmt == "xml" and stylesheet is True
         self._now = (now or _clock()).replace(microsecond=0)
         if self._now.tzinfo is None:
             raise WriterConfigError("now must be timezone-aware")
@@ -178,6 +190,7 @@ class SitemapWriter:
             max_bytes=max_bytes,
             compresslevel=compresslevel,
             max_parts=MAX_SITEMAPS_PER_INDEX,
+            stylesheet=self._stylesheet,
         )
         self._serialise = parts.serialise
         self._fixed = parts.fixed
@@ -372,7 +385,7 @@ class SitemapWriter:
         if is_index:
             assert self._base_url is not None
             entry_name = "sitemap.xml"
-            write_index(staging / entry_name, self._base_url, parts, news)
+            write_index(staging / entry_name, self._base_url, parts, news, self._stylesheet)
             names = [p.name for p in parts] + [entry_name]
             if news is not None:
                 names.insert(-1, news.name)
@@ -387,6 +400,8 @@ class SitemapWriter:
             self._feed_note = left_in_place(self._out)
             if self._feed_note:  # not staged: left as published, kept on record
                 names.insert(-1, FEED_NAME)
+        if self._own_xsl and stage_xsl(self._out, staging):
+            names.insert(0, XSL_NAME)  # placed before the files that name it
         self._staging.fsync()
         install(self._out, staging, names, self._settings())
         return PublishResult(

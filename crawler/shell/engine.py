@@ -152,6 +152,7 @@ class Crawl:
             stable=True,  # the listings come out of the spool in loc order
             changes=changes,
             feed_days=config.feed_days if config.feed else None,
+            stylesheet=(config.stylesheet_url or True) if config.stylesheet else False,
         )
         self.page_judge.check_entry = writer.check
         try:
