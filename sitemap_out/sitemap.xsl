@@ -46,8 +46,10 @@
           h1 { font-size: 24px; margin: 0 0 4px; }
           p.intro { margin: 0 0 16px; color: GrayText; }
           a { color: var(--accent); }
-          .tools { display: flex; gap: 12px; align-items: center; margin: 0 0 12px; }
-          .tools input { font: inherit; padding: 4px 8px; min-width: 320px; }
+          .tools { display: flex; flex-wrap: wrap; gap: 8px 12px; align-items: center;
+                   margin: 0 0 12px; }
+          .tools input { font: inherit; padding: 4px 8px; width: min(320px, 70vw); }
+          .scroll { overflow-x: auto; }
           table { border-collapse: collapse; width: 100%; }
           th, td { border-bottom: 1px solid var(--line); padding: 5px 8px; text-align: left;
                    vertical-align: top; }
@@ -56,7 +58,7 @@
                       color: inherit; cursor: pointer; }
           th[aria-sort=ascending] button::after { content: " \25B2"; }
           th[aria-sort=descending] button::after { content: " \25BC"; }
-          td.url { word-break: break-all; }
+          td.url { word-break: break-all; min-width: 16em; }
           td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
           td.date { white-space: nowrap; font-variant-numeric: tabular-nums; }
           tr[hidden] { display: none; }
@@ -180,7 +182,7 @@
     <xsl:call-template name="tools">
       <xsl:with-param name="what">URL, date or title</xsl:with-param>
     </xsl:call-template>
-    <table id="sitemap" data-kind="urlset">
+    <div class="scroll"><table id="sitemap" data-kind="urlset">
       <thead>
         <tr>
           <xsl:call-template name="head">
@@ -244,7 +246,7 @@
           </tr>
         </xsl:for-each>
       </tbody>
-    </table>
+    </table></div>
   </xsl:template>
 
   <xsl:template match="s:sitemapindex">
@@ -258,7 +260,7 @@
     <xsl:call-template name="tools">
       <xsl:with-param name="what">sitemap or date</xsl:with-param>
     </xsl:call-template>
-    <table id="sitemap" data-kind="sitemapindex">
+    <div class="scroll"><table id="sitemap" data-kind="sitemapindex">
       <thead>
         <tr>
           <xsl:call-template name="head">
@@ -280,6 +282,6 @@
           </tr>
         </xsl:for-each>
       </tbody>
-    </table>
+    </table></div>
   </xsl:template>
 </xsl:stylesheet>
