@@ -60,8 +60,10 @@
           th[aria-sort=descending] button::after { content: " \25BC"; }
           td.url { word-break: break-all; min-width: 16em; }
           td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+          tr > :first-child { width: 1%; white-space: nowrap; }
           td.date { white-space: nowrap; font-variant-numeric: tabular-nums; }
-          tr[hidden] { display: none; }
+          #more { font: inherit; margin: 12px 0; padding: 4px 12px; }
+          #more[hidden] { display: none; }
         ]]></style>
       </head>
       <body>
@@ -77,50 +79,68 @@
         <script><![CDATA[
 (function () {
   "use strict";
+  // Rows are drawn a page at a time: laying out the 50,000 rows a sitemap may hold takes a
+  // browser half a minute, a page of them a moment. Sort and search work on every row.
+  var PAGE = 1000;
   var table = document.getElementById("sitemap");
   if (!table) return;
   var body = table.tBodies[0];
   var rows = Array.prototype.slice.call(body.rows);
   var texts = rows.map(function (row) { return row.textContent.toLowerCase(); });
+  var order = rows.map(function (row, at) { return at; });
+  var limit = PAGE;
   var search = document.getElementById("search");
   var shown = document.getElementById("shown");
+  var more = document.createElement("button");
+  more.type = "button";
+  more.id = "more";
+  more.textContent = "Show " + PAGE.toLocaleString("en") + " more";
+  table.parentNode.insertAdjacentElement("afterend", more);
 
-  function filter() {
+  function draw() {
     var words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
-    var count = 0;
-    for (var i = 0; i < rows.length; i++) {
-      var hit = words.every(function (word) { return texts[i].indexOf(word) !== -1; });
-      rows[i].hidden = !hit;
-      if (hit) count++;
+    var matching = !words.length ? order : order.filter(function (at) {
+      return words.every(function (word) { return texts[at].indexOf(word) !== -1; });
+    });
+    var fragment = document.createDocumentFragment();
+    var count = Math.min(limit, matching.length);
+    for (var i = 0; i < count; i++) fragment.appendChild(rows[matching[i]]);
+    body.textContent = "";
+    body.appendChild(fragment);
+    var total = rows.length.toLocaleString("en");
+    var said = words.length ? matching.length.toLocaleString("en") + " of " + total + " match" : "";
+    if (count < matching.length) {
+      said = "showing " + count.toLocaleString("en") + " of " +
+        (words.length ? matching.length.toLocaleString("en") + " matching" : total);
     }
-    shown.textContent = words.length ? count + " of " + rows.length + " shown" : "";
+    shown.textContent = said;
+    more.hidden = count >= matching.length;
   }
 
   function sortBy(th, column) {
     var numeric = th.getAttribute("data-type") === "number";
     var ascending = th.getAttribute("aria-sort") !== "ascending";
-    var keyed = rows.map(function (row, at) {
+    var keys = rows.map(function (row) {
       var text = row.cells[column].textContent;
-      return { row: row, at: at, key: numeric ? parseFloat(text) || 0 : text };
+      return numeric ? parseFloat(text) || 0 : text;
     });
-    keyed.sort(function (a, b) {
-      var order = a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
-      return (ascending ? order : -order) || a.at - b.at;
+    order.sort(function (a, b) {
+      var by = keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0;
+      return (ascending ? by : -by) || a - b;
     });
     var heads = table.tHead.rows[0].cells;
     for (var i = 0; i < heads.length; i++) heads[i].removeAttribute("aria-sort");
     th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
-    var fragment = document.createDocumentFragment();
-    keyed.forEach(function (item) { fragment.appendChild(item.row); });
-    body.appendChild(fragment);
+    draw();
   }
 
   Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, column) {
     var button = th.querySelector("button");
     if (button) button.addEventListener("click", function () { sortBy(th, column); });
   });
-  search.addEventListener("input", filter);
-  filter();
+  search.addEventListener("input", function () { limit = PAGE; draw(); });
+  more.addEventListener("click", function () { limit += PAGE; draw(); });
+  draw();
 })();
         ]]></script>
       </body>
