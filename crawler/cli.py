@@ -102,8 +102,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file", "groups",
             "changefreq", "lastmod", "priority_by_depth", "report", "decisions", "changes",
-            "feed", "feed_days", "max_shrink", "max_error_rate", "max_bot_blocked", "force",
-            "on_publish", "llms_txt", "llms_txt_max_links",
+            "feed", "feed_days", "stylesheet", "stylesheet_url", "max_shrink", "max_error_rate",
+            "max_bot_blocked", "force", "on_publish", "llms_txt", "llms_txt_max_links",
         ),
     ),
     (

@@ -25,6 +25,7 @@ from crawler.core.groups import Groups, group_items
 from crawler.core.patterns import Patterns
 from crawler.core.urls import join_parts, normalize
 from crawler.errors import ConfigError
+from sitemap_out.stylesheet import check_href
 
 from . import DEFAULT_USER_AGENT
 
@@ -179,6 +180,13 @@ class Config:
     llms_txt_max_links: int = _opt(
         1000, "pages llms.txt names, the first in sitemap order; the rest are counted", metavar="N"
     )
+    stylesheet: bool = _opt(
+        False, "publish sitemap.xsl and name it in every XML file, so a browser shows a table"
+    )
+    stylesheet_url: str | None = _opt(
+        None, "with --stylesheet: name this XSL (same origin) instead of publishing ours",
+        metavar="URL",
+    )  # fmt: skip
     quiet: bool = _opt(False, "print only errors")
     log_format: str = _opt(
         "text", "stderr as plain text, or one JSON event a line", choices=("text", "json")
@@ -463,6 +471,7 @@ def _validate(self: Config) -> Config:
     self.access()  # auth, header, cookie, proxy: the error names which, never the value
     _check_tls(self.ca_bundle, self.insecure)
     _check_robots_from(self.robots_from)
+    _check_stylesheet(self.stylesheet, self.stylesheet_url)
     if not self.listed_types:
         raise ConfigError("listed_types must name at least one Content-Type")
     self.listed_types = tuple(t.strip().lower() for t in self.listed_types)
@@ -535,6 +544,20 @@ def _check_ranges(config: Config) -> None:
     if not 0 < config.render_timeout <= 600:
         raise ConfigError(
             f"render_timeout must be between 0 and 600 seconds, got {config.render_timeout}"
+        )
+
+
+def _check_stylesheet(on: bool, url: str | None) -> None:
+    """A stylesheet URL without the stylesheet would be dropped without a word."""
+    if url is None:
+        return
+    problem = check_href(url)
+    if problem is not None:
+        raise ConfigError(f"stylesheet_url {url!r} {problem}")
+    if not on:
+        raise ConfigError(
+            "stylesheet_url needs stylesheet = true (--stylesheet, "
+            f"{env_var('stylesheet')}=true): the files name it only then"
         )
 
 
@@ -698,6 +721,8 @@ _NOT_FINGERPRINTED = frozenset(
         "feed",
         "feed_days",
         "llms_txt_max_links",
+        "stylesheet",
+        "stylesheet_url",
         "quiet",
         "log_format",
         "metrics",

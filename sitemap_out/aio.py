@@ -56,6 +56,7 @@ class AsyncSitemapWriter:
         changes: ChangeLog | None = None,
         feed_days: int | None = None,
         groups: Grouping | None = None,
+        stylesheet: bool | str = False,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -72,6 +73,7 @@ class AsyncSitemapWriter:
             changes=changes,
             feed_days=feed_days,
             groups=groups,
+            stylesheet=stylesheet,
         )
         self._batch: list[Entry] = []
         self._batch_size = batch_size

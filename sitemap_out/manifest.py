@@ -35,12 +35,14 @@ MANIFEST_NAME: Final = ".sitemap-manifest.json"
 STAGING_PREFIX: Final = ".sitemap-staging-"
 #: llms.txt (llmstxt.org), published with the set when the caller gives its text
 LLMS_NAME: Final = "llms.txt"
-_OWN_NAME: Final = re.compile(r"sitemap(?:-news)?\.(?:xml|txt)(?:\.gz)?|changes\.atom|llms\.txt")
+_OWN_NAME: Final = re.compile(
+    r"sitemap(?:-news)?\.(?:xml|txt)(?:\.gz)?|changes\.atom|llms\.txt|sitemap\.xsl"
+)
 
 
 def _own(name: str) -> bool:
-    """A name the writer publishes: the entry point, news, the feed, llms.txt or a part (a
-    group's too)."""
+    """A name the writer publishes: the entry point, news, the feed, llms.txt, the
+    stylesheet or a part (a group's too)."""
     return _OWN_NAME.fullmatch(name) is not None or PART_RE.fullmatch(name) is not None
 
 

@@ -64,7 +64,8 @@ class OpenPart:
 class Parts:
     """Writes ``sitemap-N`` files (``sitemap-<group>-N``: sitemap_out.groups) into the
     staging folder and keeps their PartInfo, in the order written. ``max_parts``: how many
-    files one index may list."""
+    files one index may list; ``stylesheet``: the href of the XSL every XML header names
+    (None: no stylesheet line)."""
 
     def __init__(
         self,
@@ -77,6 +78,7 @@ class Parts:
         compresslevel: int,
         max_parts: int = MAX_SITEMAPS_PER_INDEX,
         group: str = DEFAULT_GROUP,
+        stylesheet: str | None = None,
     ) -> None:
         self.staging = staging
         self.group = group
@@ -90,7 +92,9 @@ class Parts:
         self.suffix = (".xml" if xml else ".txt") + (".gz" if gzip else "")
         self.serialise = url_element if xml else text_line
         if xml:
-            self.headers = {ns: urlset_open_for(ns).encode() for ns in range(NS_ALL + 1)}
+            self.headers = {
+                ns: urlset_open_for(ns, stylesheet).encode() for ns in range(NS_ALL + 1)
+            }
             self.footer = URLSET_CLOSE.encode()
         else:
             self.headers = dict.fromkeys(range(NS_ALL + 1), b"")

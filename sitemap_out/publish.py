@@ -31,6 +31,7 @@ from sitemap_out.feed import FEED_NAME
 from sitemap_out.limits import MAX_BYTES
 from sitemap_out.manifest import LLMS_NAME, fsync_dir, read_manifest, write_manifest
 from sitemap_out.parts import COPY_CHUNK, PartInfo
+from sitemap_out.stylesheet import XSL_NAME
 from sitemap_out.xml import index_close, index_entry, index_open
 
 __all__ = ["ChangeCounts", "GroupInfo", "PublishResult", "install", "write_index"]
@@ -96,11 +97,18 @@ class PublishResult:
     llms_url: str | None = None  # llms.txt, when published
 
 
-def write_index(path: Path, base_url: str, parts: list[PartInfo], news: PartInfo | None) -> None:
-    """The sitemap index at path, listing parts then news by absolute URL; fsynced."""
+def write_index(
+    path: Path,
+    base_url: str,
+    parts: list[PartInfo],
+    news: PartInfo | None,
+    stylesheet: str | None = None,
+) -> None:
+    """The sitemap index at path, listing parts then news by absolute URL; fsynced.
+    ``stylesheet``: the href of the XSL its header names, if any."""
     size = 0
     with open(path, "wb", buffering=COPY_CHUNK) as fh:
-        size += fh.write(index_open().encode())
+        size += fh.write(index_open(stylesheet).encode())
         listed = parts if news is None else [*parts, news]
         for part in listed:
             piece = index_entry(base_url + part.name, part.newest_lastmod)
@@ -119,11 +127,11 @@ def install(out_dir: Path, staging: Path, names: list[str], layout: dict[str, ob
     """Steps 1 to 4 of the module docstring; ``names`` end with the entry point, and
     ``layout`` is the settings the set was made with. A name with no file in the staging
     folder is a part left as published (a stable layout); an entry point (or feed, or
-    llms.txt) whose bytes are those published is left untouched too, so that its mtime and
-    ETag say nothing changed."""
+    llms.txt, the stylesheet) whose bytes are those published is left untouched too, so that
+    its mtime and ETag say nothing changed."""
     old = read_manifest(out_dir)
     new = set(names)
-    for small in (names[-1], FEED_NAME, LLMS_NAME):
+    for small in (names[-1], FEED_NAME, LLMS_NAME, XSL_NAME):
         if _same_bytes(staging / small, out_dir / small):
             (staging / small).unlink()
     write_manifest(out_dir, [*old, *(n for n in names if n not in old)])

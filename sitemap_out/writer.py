@@ -20,7 +20,8 @@ The components, each in a module of its own:
   gzip when on; ``news``: the news sitemap beside them;
 * ``compare`` and ``layout`` (``stable=True``): what changed against the set published
   before (read back by ``previous``), and the layout that keeps each URL in its old part;
-  ``feed``: the feed of those changes, ``changes.atom``;
+  ``feed``: the feed of those changes, ``changes.atom``; ``stylesheet``: ``sitemap.xsl``,
+  which a browser applies to show the XML files as a table;
 * ``publish``: the index, then the manifest and the renames, in the order that leaves a
   valid published set whenever a run is killed.
 
@@ -61,6 +62,7 @@ from sitemap_out.previous import PreviousSet, read_previous
 from sitemap_out.publish import ChangeCounts, GroupInfo, PublishResult, install, write_index
 from sitemap_out.scratch import CHUNK, MAX_OPEN, Scratch
 from sitemap_out.staging import Staging
+from sitemap_out.stylesheet import XSL_NAME, check_href, stage_xsl
 
 __all__ = [
     "LOCK_NAME",
@@ -165,6 +167,7 @@ class SitemapWriter:
         changes: ChangeLog | None = None,
         feed_days: int | None = None,
         groups: Grouping | None = None,
+        stylesheet: bool | str = False,
     ) -> None:
         """``stable``: entries come in increasing loc order, and the part files published
         before keep their URLs (``sitemap_out.layout``); ``now``: the run's time, the
@@ -172,7 +175,10 @@ class SitemapWriter:
         ``changes``: where a stable run records the URLs added, removed and changed;
         ``feed_days``: also publish ``changes.atom``, the URLs added or changed in the last
         that many days (stable runs only: the feed is made of the changes); ``groups``:
-        which group each entry's parts are in (``sitemap_out.groups``; an index always)."""
+        which group each entry's parts are in (``sitemap_out.groups``; an index always);
+        ``stylesheet``: True publishes ``sitemap.xsl`` and names it in every XML file's
+        header, a string names that href instead (one's own stylesheet; nothing published);
+        text sitemaps and their index get none."""
         if fmt not in ("xml", "txt"):
             raise WriterConfigError(f"fmt must be 'xml' or 'txt', not {fmt!r}")
         if not isinstance(max_urls, int) or not 1 <= max_urls <= MAX_URLS:
@@ -193,6 +199,12 @@ class SitemapWriter:
             if not isinstance(feed_days, int) or not 1 <= feed_days <= 3650:
                 raise WriterConfigError(f"feed_days must be from 1 to 3650, not {feed_days!r}")
         names = _check_groups(groups, self._base_url)
+        if isinstance(stylesheet, str) and (problem := check_href(stylesheet)) is not None:
+            raise WriterConfigError(f"stylesheet {stylesheet!r} {problem}")
+        self._stylesheet: str | None = None
+        if fmt == "xml" and stylesheet:
+            self._stylesheet = XSL_NAME if stylesheet is True else str(stylesheet)
+        self._own_xsl = fmt == "xml" and stylesheet is True
         self._now = (now or _clock()).replace(microsecond=0)
         if self._now.tzinfo is None:
             raise WriterConfigError("now must be timezone-aware")
@@ -215,6 +227,7 @@ class SitemapWriter:
                 compresslevel=compresslevel,
                 max_parts=MAX_SITEMAPS_PER_INDEX,
                 group=name,
+                stylesheet=self._stylesheet,
             )
             for name in names
         }
@@ -445,7 +458,7 @@ class SitemapWriter:
         if is_index:
             assert self._base_url is not None
             entry_name = "sitemap.xml"
-            write_index(staging / entry_name, self._base_url, parts, news)
+            write_index(staging / entry_name, self._base_url, parts, news, self._stylesheet)
             names = [p.name for p in parts] + [entry_name]
             if news is not None:
                 names.insert(-1, news.name)
@@ -460,6 +473,8 @@ class SitemapWriter:
             self._feed_note = left_in_place(self._out, FEED_NAME, "--feed")
             if self._feed_note:  # not staged: left as published, kept on record
                 names.insert(-1, FEED_NAME)
+        if self._own_xsl and stage_xsl(self._out, staging):
+            names.insert(0, XSL_NAME)  # placed before the files that name it
         llms_url = self._stage_llms(staging, entry_name, names)
         self._staging.fsync()
         install(self._out, staging, names, self._settings())

@@ -34,6 +34,7 @@ __all__ = [
     "index_close",
     "index_entry",
     "index_open",
+    "stylesheet_pi",
     "text_line",
     "url_element",
     "urlset_open",
@@ -88,10 +89,24 @@ def format_priority(value: float) -> str:
     return text + "0" if text.endswith(".") else text
 
 
+def stylesheet_pi(href: str | None) -> str:
+    """The ``<?xml-stylesheet?>`` line a browser follows to show the file as a page, or ""
+    (href None). Search engines skip processing instructions, so it changes nothing for them."""
+    if href is None:
+        return ""
+    return f'<?xml-stylesheet type="text/xsl" href="{escape(href)}"?>\n'
+
+
 def urlset_open(
-    *, images: bool = False, xhtml: bool = False, video: bool = False, news: bool = False
+    *,
+    images: bool = False,
+    xhtml: bool = False,
+    video: bool = False,
+    news: bool = False,
+    stylesheet: str | None = None,
 ) -> str:
-    """The XML declaration and ``<urlset>`` start tag, declaring only the namespaces used."""
+    """The XML declaration, the stylesheet line when there is one, and the ``<urlset>``
+    start tag, declaring only the namespaces used."""
     extra = ""
     if images:
         extra += f' xmlns:image="{IMAGE_NS}"'
@@ -101,16 +116,18 @@ def urlset_open(
         extra += f' xmlns:news="{NEWS_NS}"'
     if xhtml:
         extra += f' xmlns:xhtml="{XHTML_NS}"'
-    return f'{XML_DECLARATION}<urlset xmlns="{SITEMAP_NS}"{extra}>\n'
+    pi = stylesheet_pi(stylesheet)
+    return f'{XML_DECLARATION}{pi}<urlset xmlns="{SITEMAP_NS}"{extra}>\n'
 
 
-def urlset_open_for(namespaces: int) -> str:
+def urlset_open_for(namespaces: int, stylesheet: str | None = None) -> str:
     """urlset_open for a set of NS_* bits (Entry.namespaces, or'ed over a file)."""
     return urlset_open(
         images=bool(namespaces & NS_IMAGE),
         xhtml=bool(namespaces & NS_XHTML),
         video=bool(namespaces & NS_VIDEO),
         news=bool(namespaces & NS_NEWS),
+        stylesheet=stylesheet,
     )
 
 
@@ -184,8 +201,8 @@ def text_line(entry: Entry) -> str:
     return entry.loc + "\n"
 
 
-def index_open() -> str:
-    return f'{XML_DECLARATION}<sitemapindex xmlns="{SITEMAP_NS}">\n'
+def index_open(stylesheet: str | None = None) -> str:
+    return f'{XML_DECLARATION}{stylesheet_pi(stylesheet)}<sitemapindex xmlns="{SITEMAP_NS}">\n'
 
 
 def index_entry(loc: str, lastmod: datetime | date | None) -> str:
@@ -200,6 +217,9 @@ def index_close() -> str:
     return "</sitemapindex>\n"
 
 
-def index_document(items: Iterable[tuple[str, datetime | date | None]]) -> str:
+def index_document(
+    items: Iterable[tuple[str, datetime | date | None]], stylesheet: str | None = None
+) -> str:
     """A whole index as one string; the writer streams the same pieces instead."""
-    return index_open() + "".join(index_entry(loc, lm) for loc, lm in items) + index_close()
+    body = "".join(index_entry(loc, lm) for loc, lm in items)
+    return index_open(stylesheet) + body + index_close()

@@ -170,6 +170,9 @@ def read_published(out: Path, xsd, base: str | None = None) -> Published:
         if path.suffix == ".txt":
             locs += path.read_text(encoding="utf-8").splitlines()
             continue
+        if path.suffix == ".xsl":  # the stylesheet (stylesheet = true): a valid XSLT
+            etree.XSLT(etree.parse(str(path)))
+            continue
         tree = xsd.any(path)
         root = tree.getroot()
         if root.tag == f"{NS}sitemapindex":

@@ -480,6 +480,7 @@ def _writer(
         changes=changes,
         feed_days=config.feed_days if config.feed else None,
         groups=groups or None,
+        stylesheet=(config.stylesheet_url or True) if config.stylesheet else False,
     )
 
 
