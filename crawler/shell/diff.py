@@ -1,0 +1,268 @@
+"""`sitemap-crawler diff OLD NEW`: read two sets of URLs into one spool, compare them there,
+and with --fetch judge the URLs removed and added as the audit judges a listed URL.
+
+A set is read as the audit reads its target (crawler.shell.audit.read_sitemaps: a local
+file and the parts of its index beside it, or a sitemap or site URL fetched politely with
+robots.txt, redirects and the reader's bounds), or from a folder holding a published set (its
+sitemap.xml, else the files its manifest names), or from the --decisions file of a crawl
+(the lines with "listed": true). A set read only in part would make a release gate compare
+the wrong things, so a part that cannot be read is an error, not a finding.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from crawler.config import Config
+from crawler.core.diff import (
+    NOT_CHECKED,
+    DiffSummary,
+    Kind,
+    tally,
+    verdict,
+)
+from crawler.core.findings import Finding, ListedUrl
+from crawler.core.urls import normalize
+from crawler.errors import InvalidURLError, SitemapCrawlerError
+from crawler.exit_codes import Exit
+from crawler.shell.audit import GUESSES, Configure, Reading, is_url, read_sitemaps
+from crawler.shell.audit_urls import check_urls
+from crawler.shell.diff_spool import DiffSpool, Side
+from crawler.shell.outputs import written_in_place
+from crawler.shell.pool import Spare
+from crawler.shell.progress import ProgressLine
+from sitemap_out.manifest import MANIFEST_NAME, read_manifest
+
+__all__ = ["DiffInputError", "DiffResult", "diff", "write_streamed"]
+
+#: The audit's file findings that leave a set incomplete: compared, it would look shrunk.
+_INCOMPLETE: Final = frozenset(
+    {
+        "sitemap_unreachable", "sitemap_blocked", "parse_error", "compression_error",
+        "too_large", "too_many_urls", "nested_index", "too_many_sitemaps",
+    }
+)  # fmt: skip
+_LABELS: Final[dict[Side, str]] = {"old": "OLD", "new": "NEW"}
+
+Log = Callable[[str], None]
+
+
+class DiffInputError(SitemapCrawlerError):
+    """OLD or NEW cannot be read whole: missing, not a sitemap, a server that does not answer."""
+
+    exit_code = Exit.USAGE
+
+
+@dataclass(slots=True)
+class DiffResult:
+    """The figures, and the spool the lists are read from (the caller closes it)."""
+
+    summary: DiffSummary
+    spool: DiffSpool
+
+
+async def diff(
+    old: str,
+    new: str,
+    configure: Configure,
+    *,
+    fetch: bool,
+    fetch_max: int,
+    log: Log,
+    progress: ProgressLine | None,
+    workers: list[Spare] | None = None,
+) -> DiffResult:
+    started = time.monotonic()
+    spool = DiffSpool()
+    try:
+        configs: dict[Side, Config | None] = {}
+        sides: tuple[tuple[Side, str], ...] = (("old", old), ("new", new))
+        for side, target in sides:
+            configs[side] = await _read_side(side, target, configure, spool, log)
+        summary = DiffSummary(old, new)
+        spool.summarise(summary)
+        config = configs["new"] or configs["old"]
+        if fetch and config is not None and (summary.removed or summary.added):
+            await _check(spool, summary, config, fetch_max, log, progress, workers)
+        summary.seconds = time.monotonic() - started
+        return DiffResult(summary, spool)
+    except BaseException:
+        spool.close()
+        raise
+
+
+# -- reading a set ----------------------------------------------------------------------------
+
+
+async def _read_side(
+    side: Side, target: str, configure: Configure, spool: DiffSpool, log: Log
+) -> Config | None:
+    """Spool one set; the Config its URLs are checked with (None: a set without URLs)."""
+    label = f"{_LABELS[side]} ({target})"
+    if is_url(target):
+        return await _read_sitemaps(side, label, target, configure, spool, log)
+    path = Path(target)
+    if path.is_dir():
+        files = _published(path)
+        if not files:
+            raise DiffInputError(
+                f"{label}: no sitemap.xml, sitemap.txt or {MANIFEST_NAME} in the folder: "
+                "not a published set"
+            )
+        config = None
+        for file in files:
+            config = await _read_sitemaps(side, label, str(file), configure, spool, log) or config
+        return config
+    if not path.is_file():
+        raise DiffInputError(f"{label}: no such file or folder")
+    if _is_json(path, label):
+        spool.add(side, _decisions(path, label))
+        first = spool.first_loc(side)
+        return None if first is None else configure(_root(first), None)
+    return await _read_sitemaps(side, label, target, configure, spool, log)
+
+
+def _published(folder: Path) -> list[Path]:
+    """A published set's top file (the writer always publishes one of these), else the
+    files its manifest names (a set published by hand or in part)."""
+    for name in GUESSES:
+        if (folder / name).is_file():
+            return [folder / name]
+    return [folder / name for name in read_manifest(folder) if name != "changes.atom"]
+
+
+async def _read_sitemaps(
+    side: Side, label: str, target: str, configure: Configure, spool: DiffSpool, log: Log
+) -> Config | None:
+    reading = Reading()
+    try:
+        config, why_nothing = await read_sitemaps(target, configure, reading, log)
+        if why_nothing is not None:
+            raise DiffInputError(f"{label}: {why_nothing}")
+        _whole(label, target, reading.findings, bool(reading.listed))
+        spool.add(side, ((item.loc, item.lastmod) for item in reading.listed))
+        return config
+    finally:
+        reading.listed.close()
+
+
+def _whole(label: str, target: str, findings: list[Finding], listed: bool) -> None:
+    """Refuse a set read in part, or a file that is not a sitemap at all."""
+    for finding in findings:
+        if finding.code in _INCOMPLETE:
+            where = finding.sitemap or ""
+            where = f"{where}: " if where and where != target else ""
+            raise DiffInputError(
+                f"{label}: {where}{finding.detail}; a set read in part is not compared"
+            )
+    if not listed:
+        bad = [f for f in findings if f.severity == "error" and f.code != "empty_sitemap"]
+        if bad:
+            raise DiffInputError(f"{label}: not a sitemap ({bad[0].code}: {bad[0].detail})")
+
+
+def _is_json(path: Path, label: str) -> bool:
+    """A file whose first byte (past blanks) is `{`: a decisions file, or not ours."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(4096)
+    except OSError as exc:
+        raise DiffInputError(f"{label}: cannot read it: {exc.strerror or exc}") from None
+    return head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"{")
+
+
+def _decisions(path: Path, label: str) -> Iterator[tuple[str, str | None]]:
+    """The URLs a crawl listed, from its --decisions file (JSON lines: url, status, listed,
+    reason, ...). The file says no lastmod: the set's URLs are compared without one."""
+    try:
+        with path.open(encoding="utf-8") as file:
+            for n, line in enumerate(file, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    raise DiffInputError(
+                        f"{label}: line {n} is not JSON; a decisions file (crawl --decisions) "
+                        "is one JSON object a line"
+                    ) from None
+                if not isinstance(record, dict) or not isinstance(record.get("url"), str):
+                    raise DiffInputError(
+                        f"{label}: line {n} has no url: not a decisions file (a crawl's "
+                        "--report holds figures, not URLs: give its --decisions FILE.jsonl)"
+                    )
+                if record.get("listed") is True:
+                    yield record["url"], None
+    except OSError as exc:
+        raise DiffInputError(f"{label}: cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise DiffInputError(f"{label}: not UTF-8 text: not a decisions file") from None
+
+
+def _root(loc: str) -> str:
+    try:
+        url = normalize(loc)
+    except InvalidURLError:
+        raise DiffInputError(f"not a URL: {loc[:200]}") from None
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}/"
+
+
+# -- --fetch --------------------------------------------------------------------------------
+
+
+async def _check(
+    spool: DiffSpool,
+    summary: DiffSummary,
+    config: Config,
+    fetch_max: int,
+    log: Log,
+    progress: ProgressLine | None,
+    workers: list[Spare] | None,
+) -> None:
+    """Judge the first `fetch_max` URLs removed and added (by key) with the audit's URL
+    checks; the others are NOT_CHECKED. Only NEW's site (its sitemap's folder) is fetched."""
+    summary.fetched = True
+    kinds: tuple[Kind, ...] = ("removed", "added")
+    locs = {kind: spool.locs(kind, fetch_max) for kind in kinds}
+    listed = [ListedUrl(loc, kind) for kind in kinds for loc in locs[kind]]
+    checks = await check_urls(config, listed, log=log, progress=progress, workers=workers)
+    found: dict[str, list[Finding]] = {}
+    for finding in checks.findings:
+        if finding.url is not None:
+            found.setdefault(finding.url, []).append(finding)
+    for kind in kinds:
+        rows = []
+        for loc in locs[kind]:
+            if loc in checks.judged:
+                label, detail = verdict(found.get(loc, ()))
+            else:
+                label, detail = NOT_CHECKED, "not fetched: not on the site or folder checked"
+            rows.append((loc, label, detail))
+            tally(summary.verdicts, kind, label)
+        spool.judge(kind, rows)
+        rest = summary.count(kind) - len(locs[kind])
+        if rest:
+            summary.verdicts[kind][NOT_CHECKED] = summary.verdicts[kind].get(NOT_CHECKED, 0) + rest
+            log(f"warning: {rest} {kind} URLs past --fetch-max {fetch_max} were not fetched")
+
+
+# -- reports --------------------------------------------------------------------------------
+
+
+def write_streamed(path: Path, chunks: Iterable[str]) -> None:
+    """A report written whole or not at all, as the audit's (a temporary file renamed over
+    it), from chunks: a million-URL report is never one string in memory."""
+    in_place = written_in_place(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    target = path if in_place else path.with_name(path.name + ".tmp")
+    with target.open("w", encoding="utf-8") as file:
+        for chunk in chunks:
+            file.write(chunk)
+    if not in_place:
+        target.replace(path)
