@@ -141,7 +141,10 @@ async def _read_sitemaps(
 ) -> Config | None:
     reading = Reading()
     try:
-        config, why_nothing = await read_sitemaps(target, configure, reading, log)
+        try:
+            config, why_nothing = await read_sitemaps(target, configure, reading, log)
+        except InvalidURLError as exc:
+            raise DiffInputError(f"{label}: {exc}") from None
         if why_nothing is not None:
             raise DiffInputError(f"{label}: {why_nothing}")
         _whole(label, target, reading.findings, bool(reading.listed))
@@ -152,7 +155,11 @@ async def _read_sitemaps(
 
 
 def _whole(label: str, target: str, findings: list[Finding], listed: bool) -> None:
-    """Refuse a set read in part, or a file that is not a sitemap at all."""
+    """Refuse a file that is not a sitemap at all, or a set read in part."""
+    if not listed:
+        bad = [f for f in findings if f.severity == "error" and f.code != "empty_sitemap"]
+        if bad:
+            raise DiffInputError(f"{label}: not a sitemap ({bad[0].code}: {bad[0].detail})")
     for finding in findings:
         if finding.code in _INCOMPLETE:
             where = finding.sitemap or ""
@@ -160,10 +167,6 @@ def _whole(label: str, target: str, findings: list[Finding], listed: bool) -> No
             raise DiffInputError(
                 f"{label}: {where}{finding.detail}; a set read in part is not compared"
             )
-    if not listed:
-        bad = [f for f in findings if f.severity == "error" and f.code != "empty_sitemap"]
-        if bad:
-            raise DiffInputError(f"{label}: not a sitemap ({bad[0].code}: {bad[0].detail})")
 
 
 def _is_json(path: Path, label: str) -> bool:
