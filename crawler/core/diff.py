@@ -53,6 +53,7 @@ _NOT_A_VERDICT: Final = frozenset(
     }
 )
 
+_DAY: Final = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])")
 _THRESHOLD: Final = re.compile(r"\s*(added|removed|moved)\s*>\s*(\d+(?:\.\d+)?)\s*(%?)\s*")
 
 
@@ -201,6 +202,8 @@ def lastmod_instant(raw: str | None) -> str | None:
     if raw is None or not raw.strip():
         return None
     text = raw.strip()
+    if _DAY.fullmatch(text):  # the usual form, and a million of them: no datetime made
+        return f"{text}T00:00:00Z"
     try:
         if "T" not in text:
             day = date.fromisoformat(text)
@@ -211,7 +214,7 @@ def lastmod_instant(raw: str | None) -> str | None:
                 when = when.replace(tzinfo=UTC)
     except ValueError:
         return text
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return when.astimezone(UTC).replace(microsecond=0, tzinfo=None).isoformat() + "Z"
 
 
 def tally(verdicts: dict[str, dict[str, int]], kind: str, label: str) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit
 
 from crawler.config import Config
 from crawler.core.diff import (
@@ -37,6 +38,7 @@ from crawler.shell.outputs import written_in_place
 from crawler.shell.pool import Spare
 from crawler.shell.progress import ProgressLine
 from sitemap_out.manifest import MANIFEST_NAME, read_manifest
+from sitemap_out.reader import Problem, ReadResult, read_sitemap
 
 __all__ = ["DiffInputError", "DiffResult", "diff", "write_streamed"]
 
@@ -47,6 +49,10 @@ _INCOMPLETE: Final = frozenset(
         "too_large", "too_many_urls", "nested_index", "too_many_sitemaps",
     }
 )  # fmt: skip
+#: The reader's problems that leave a file unread, or read in part.
+_UNREAD: Final = frozenset(
+    {"bad_gzip", "not_well_formed", "too_large", "too_many_urls", "wrong_root"}
+)
 _LABELS: Final[dict[Side, str]] = {"old": "OLD", "new": "NEW"}
 
 Log = Callable[[str], None]
@@ -114,17 +120,74 @@ async def _read_side(
                 f"{label}: no sitemap.xml, sitemap.txt or {MANIFEST_NAME} in the folder: "
                 "not a published set"
             )
-        config = None
         for file in files:
-            config = await _read_sitemaps(side, label, str(file), configure, spool, log) or config
-        return config
+            _read_local(side, label, file, spool)
+        first = spool.first_loc(side)
+        return None if first is None else configure(_root(first), None)
     if not path.is_file():
         raise DiffInputError(f"{label}: no such file or folder")
     if _is_json(path, label):
         spool.add(side, _decisions(path, label))
-        first = spool.first_loc(side)
-        return None if first is None else configure(_root(first), None)
-    return await _read_sitemaps(side, label, target, configure, spool, log)
+    else:
+        _read_local(side, label, path, spool)
+    first = spool.first_loc(side)
+    return None if first is None else configure(_root(first), None)
+
+
+def _read_local(side: Side, label: str, path: Path, spool: DiffSpool) -> None:
+    """A sitemap file, and an index's parts beside it by file name (what `crawl` publishes:
+    sitemap.xml and its sitemap-N.xml parts), read straight with the reader: the audit's
+    file checks are not the diff's business, and cost more than the reading on a million
+    URLs. One file's entries in memory at a time (50,000 at most)."""
+    result = _read_file(path, label)
+    if result.kind != "sitemapindex":
+        spool.add(side, _locs(result))
+        return
+    for entry in result.entries:
+        name = urlsplit(entry.loc).path.rsplit("/", 1)[-1]
+        beside = path.parent / name
+        if not name or not beside.is_file():
+            raise DiffInputError(
+                f"{label}: {path.name} lists {entry.loc}, not found as {beside} (the parts of a "
+                "local index are read from its folder); a set read in part is not compared"
+            )
+        part = _read_file(beside, label)
+        if part.kind == "sitemapindex":
+            raise DiffInputError(
+                f"{label}: {beside.name} is an index inside an index; a set read in part is "
+                "not compared"
+            )
+        spool.add(side, _locs(part))
+
+
+def _read_file(path: Path, label: str) -> ReadResult:
+    """One file read whole, or a DiffInputError saying why it cannot be compared."""
+    try:
+        result = read_sitemap(path)
+    except OSError as exc:
+        raise DiffInputError(f"{label}: cannot read {path}: {exc.strerror or exc}") from None
+    name = path.name
+    fatal = [p for p in result.problems if p.code in _UNREAD]
+    if result.kind == "unknown" or (fatal and not result.entries):
+        why = (fatal or result.problems or [Problem("empty", "nothing read")])[0].message
+        raise DiffInputError(f"{label}: {name} is not a sitemap ({why})")
+    if not any(_is_url(entry.loc) for entry in result.entries):
+        bad = [p for p in result.problems if p.severity == "error" and p.code != "empty"]
+        if bad:
+            raise DiffInputError(f"{label}: {name} is not a sitemap ({bad[0].message})")
+    if fatal:
+        raise DiffInputError(
+            f"{label}: {name}: {fatal[0].message}; a set read in part is not compared"
+        )
+    return result
+
+
+def _is_url(loc: str) -> bool:
+    return loc[:8].lower().startswith(("http://", "https://"))
+
+
+def _locs(result: ReadResult) -> Iterator[tuple[str, str | None]]:
+    return ((entry.loc, entry.lastmod) for entry in result.entries if entry.loc)
 
 
 def _published(folder: Path) -> list[Path]:
