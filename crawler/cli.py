@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -925,22 +926,9 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
         )
 
     configure = _configure_audit(given, secrets)
-    from crawler.shell.outputs import check_files
-
-    reports = (("--report", json_path), ("--html", html_path))
-    check_files([(option, path) for option, path in reports if path is not None])
-    quiet = bool(given.get("quiet"))
-    progress = (
-        None if quiet else ProgressLine(sys.stderr, tty=sys.stderr.isatty(), words=AUDIT_WORDS)
-    )
-    log = (lambda _: None) if progress is None else progress.log
-    from crawler.shell.pool import forked
-
-    # the worker processes are forked now, before the event loop, as for a crawl; the
-    # settings that decide how many are checked here already (a placeholder start URL)
-    placeholder = argparse.Namespace(**given, url="http://localhost/")
-    settings = load_config(placeholder, only=AUDIT_OPTIONS, say=False)
-    with forked(0 if no_fetch else _worker_count(settings)) as spares:
+    _check_reports(json_path, html_path)
+    progress, log = _progress(given)
+    with _workers_for(given, AUDIT_OPTIONS, fetching=not no_fetch) as spares:
         result = _run(
             audit(
                 target,
@@ -985,6 +973,34 @@ def _configure_audit(
         return config
 
     return configure
+
+
+def _check_reports(json_path: Path | None, html_path: Path | None) -> None:
+    from crawler.shell.outputs import check_files
+
+    reports = (("--report", json_path), ("--html", html_path))
+    check_files([(option, path) for option, path in reports if path is not None])
+
+
+def _progress(given: dict[str, Any]) -> tuple[ProgressLine | None, Callable[[str], None]]:
+    """The progress line of `audit` and `diff` (none with --quiet), and where lines go."""
+    if given.get("quiet"):
+        return None, lambda _: None
+    progress = ProgressLine(sys.stderr, tty=sys.stderr.isatty(), words=AUDIT_WORDS)
+    return progress, progress.log
+
+
+def _workers_for(
+    given: dict[str, Any], only: frozenset[str], *, fetching: bool
+) -> contextlib.AbstractContextManager[list[Any]]:
+    """The worker processes, forked now, before the event loop, as for a crawl (none when
+    nothing is fetched); the settings that decide how many are checked here already (a
+    placeholder start URL)."""
+    from crawler.shell.pool import forked
+
+    placeholder = argparse.Namespace(**given, url="http://localhost/")
+    settings = load_config(placeholder, only=only, say=False)
+    return forked(_worker_count(settings) if fetching else 0)
 
 
 # -- diff -------------------------------------------------------------------------------------
@@ -1060,8 +1076,6 @@ def _diff_run(args: argparse.Namespace, secrets: list[str]) -> int:
     from crawler.core.diff_html import render_html
     from crawler.core.diff_report import render_json, render_text
     from crawler.shell.diff import diff, write_streamed
-    from crawler.shell.outputs import check_files
-    from crawler.shell.pool import forked
 
     given = vars(args)
     old, new = given.pop("old"), given.pop("new")
@@ -1071,17 +1085,10 @@ def _diff_run(args: argparse.Namespace, secrets: list[str]) -> int:
     lines = given.pop("diff_lines")
     if fetch_max < 1 or lines < 0:
         raise ConfigError("--fetch-max must be at least 1, and --lines at least 0")
-    reports = (("--report", json_path), ("--html", html_path))
-    check_files([(option, path) for option, path in reports if path is not None])
+    _check_reports(json_path, html_path)
     configure = _configure_audit(given, secrets)
-    quiet = bool(given.get("quiet"))
-    progress = (
-        None if quiet else ProgressLine(sys.stderr, tty=sys.stderr.isatty(), words=AUDIT_WORDS)
-    )
-    log = (lambda _: None) if progress is None else progress.log
-    placeholder = argparse.Namespace(**given, url="http://localhost/")
-    settings = load_config(placeholder, only=DIFF_OPTIONS, say=False)
-    with forked(_worker_count(settings) if fetch else 0) as spares:
+    progress, log = _progress(given)
+    with _workers_for(given, DIFF_OPTIONS, fetching=fetch) as spares:
         result = _run(
             diff(old, new, configure, fetch=fetch, fetch_max=fetch_max, log=log,
                  progress=progress, workers=spares)

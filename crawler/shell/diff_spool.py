@@ -9,15 +9,14 @@ another escaping) counts once, with its first listing's loc and lastmod.
 
 from __future__ import annotations
 
-import sqlite3
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final, Literal
 
 from crawler.core.diff import NOT_CHECKED, Change, DiffSummary, Kind, lastmod_instant
 from crawler.core.urls import normalize
-from crawler.errors import InvalidURLError, OutputError
+from crawler.errors import InvalidURLError
+from crawler.shell.audit_spool import open_spool
 
 __all__ = ["DiffSpool", "Side", "key_of"]
 
@@ -55,18 +54,7 @@ def key_of(loc: str) -> str:
 
 class DiffSpool:
     def __init__(self, folder: Path | None = None) -> None:
-        self._file = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed by close()
-            prefix="sitemap-crawler-diff-", suffix=".sqlite", dir=folder
-        )
-        try:
-            self._db = sqlite3.connect(self._file.name)
-            self._db.executescript(
-                "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
-                "PRAGMA cache_size = -16000; PRAGMA temp_store = FILE;" + _SCHEMA
-            )
-        except sqlite3.Error as exc:
-            self._file.close()
-            raise OutputError(f"cannot spool the URLs to a temporary file: {exc}") from None
+        self._file, self._db = open_spool("diff", _SCHEMA, folder)
 
     def add(self, side: Side, rows: Iterable[tuple[str, str | None]]) -> None:
         """(loc, lastmod as written) rows of one set; a key already in it is kept as it was."""
