@@ -301,8 +301,8 @@ def test_an_index_part_missing_is_refused(tmp_path, capsys, xsd) -> None:
 
 def test_decisions_files_and_folders_of_two_crawls(serve, tmp_path, capsys, xsd) -> None:
     site = Site({"/robots.txt": Page("", status=404)})
-    site.pages["/"] = html("/a", "/b", "/c")
-    for path in ("/a", "/b", "/c", "/d"):
+    site.pages["/"] = html("/a", "/b", "/c", "/e")
+    for path in ("/a", "/b", "/c", "/d", "/e"):
         site.pages[path] = html("/")
     srv = serve(site.app)
     base = srv.url
@@ -314,19 +314,27 @@ def test_decisions_files_and_folders_of_two_crawls(serve, tmp_path, capsys, xsd)
         for file in out.glob("sitemap*.xml"):
             xsd.any(file)
         runs.append((out, decisions))
-        site.pages["/"] = html("/a", "/b", "/d")  # the release: /c unlinked and gone, /d new
+        # the release: /c gone (still linked: a 404), /e unlinked (still 200), /d new
+        site.pages["/"] = html("/a", "/b", "/c", "/d")
         site.pages.pop("/c", None)
     capsys.readouterr()
     listed = [r for r in read_decisions(runs[1][1]).values() if r["listed"]]
     assert len(listed) == 4
     for old, new in ((runs[0][1], runs[1][1]), (runs[0][0], runs[1][0])):
         code, out, err, data, _ = _diff(
-            tmp_path, capsys, str(old), str(new), "--fail-on", "removed>0"
+            tmp_path, capsys, str(old), str(new), "--fail-on", "removed>1"
         )
         assert code == Exit.NO, err
-        assert [c["url"] for c in data["removed"]] == [f"{base}/c"]
+        assert [c["url"] for c in data["removed"]] == [f"{base}/c", f"{base}/e"]
         assert [c["url"] for c in data["added"]] == [f"{base}/d"]
-        assert "fail-on crossed: removed>0 (1)" in out
+        assert "fail-on crossed: removed>1 (2)" in out
+    # NEW's decisions say why each is gone: /c answered 404, /e was met by no link
+    code, out, _, data, _ = _diff(tmp_path, capsys, str(runs[0][1]), str(runs[1][1]))
+    assert data["summary"]["explained_by"] == "decisions"
+    why = {c["url"].removeprefix(base): (c["verdict"], c["detail"]) for c in data["removed"]}
+    assert why["/c"][0] == "http_error" and why["/c"][1].startswith("HTTP 404")
+    assert why["/e"][0] == "not_met"
+    assert "removed, by NEW's decisions: 1 left out by NEW's crawl (http_error 1), 1 never" in out
     # a decisions file against the folder the same crawl published: nothing differs
     code, out, *_ = _diff(tmp_path, capsys, str(runs[1][1]), str(runs[1][0]))
     assert code == Exit.OK and "removed 0, added 0" in out
@@ -408,3 +416,23 @@ def test_a_dead_server_or_a_bad_url_is_2(serve, tmp_path, capsys) -> None:
         code, _, err, _, _ = _diff(tmp_path, capsys, str(good), target)
         assert code == Exit.USAGE, err
         assert len(err.strip().splitlines()) == 1 and said in err and "Traceback" not in err
+
+
+def test_help_and_an_unexpected_failure(monkeypatch, capsys, tmp_path) -> None:
+    from crawler import cli
+    from crawler.exit_codes import help_text
+
+    with pytest.raises(SystemExit):
+        main(["diff", "--help"])
+    out = capsys.readouterr().out
+    flat = lambda text: re.sub(r"\s+", " ", text)  # noqa: E731
+    assert flat(help_text("diff")) in flat(out) and "--fail-on" in out
+
+    def bug(*_: object) -> int:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cli, "_diff_run", bug)
+    monkeypatch.delenv("SITEMAP_CRAWLER_DEBUG", raising=False)
+    assert main(["diff", "a", "b"]) == Exit.FAILURE == 70
+    err = capsys.readouterr().err
+    assert "unexpected failure: RuntimeError: a bug" in err and len(err.splitlines()) == 1

@@ -23,6 +23,7 @@ __all__ = [
     "INDEXABLE",
     "KINDS",
     "NOT_CHECKED",
+    "NOT_MET",
     "Change",
     "Crossed",
     "DiffSummary",
@@ -42,6 +43,8 @@ KINDS: Final[tuple[Kind, ...]] = ("removed", "added", "moved")
 INDEXABLE: Final = "indexable"
 #: A --fetch verdict: not fetched (another site or folder than the one checked, or cut short).
 NOT_CHECKED: Final = "not_checked"
+#: A removed URL NEW's crawl never met (its --decisions file has no line for it).
+NOT_MET: Final = "not_met"
 #: The audit's URL findings that do not say whether a page may be listed.
 _NOT_A_VERDICT: Final = frozenset(
     {
@@ -102,7 +105,11 @@ class DiffSummary:
     unchanged: int = 0
     lastmods_compared: int = 0  # URLs in both with a lastmod on both sides
     fetched: bool = False
-    # with --fetch: kind -> verdict (INDEXABLE, a finding code, NOT_CHECKED) -> URLs
+    # what the verdicts come from: "fetch" (--fetch: the audit's URL checks), "decisions"
+    # (NEW is a crawl's decisions file: why it left each removed URL out), or None
+    explained_by: str | None = None
+    # kind -> verdict (INDEXABLE, a finding code or a crawl's reason, NOT_CHECKED, NOT_MET)
+    # -> URLs
     verdicts: dict[str, dict[str, int]] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -121,6 +128,7 @@ class DiffSummary:
             "unchanged": self.unchanged,
             "lastmods_compared": self.lastmods_compared,
             "fetched": self.fetched,
+            "explained_by": self.explained_by,
             "verdicts": self.verdicts,
             "seconds": round(self.seconds, 3),
         }

@@ -17,7 +17,7 @@ from typing import Final
 
 from crawler.core.audit_html import _CSS, PAGE_ROWS, _json_for_script, _number
 from crawler.core.diff import KINDS, Change, Crossed, DiffSummary, Threshold
-from crawler.core.diff_report import verdict_text
+from crawler.core.diff_report import explained
 
 __all__ = ["render_html"]
 
@@ -56,8 +56,8 @@ def render_html(
         f'<div class="figure"><dt>{label}</dt><dd>{_number(n)}</dd></div>' for label, n in figures
     )
     fetched = "".join(
-        f"<p>{kind.capitalize()}, fetched: {html.escape(verdict_text(kind, counts))}</p>"
-        for kind, counts in summary.verdicts.items()
+        f"<p>{html.escape(title.capitalize())}: {html.escape(said)}</p>"
+        for title, said in explained(summary)
     )
     yield _HEAD.format(
         title=f"Sitemap diff: {old} → {new}",

@@ -18,6 +18,7 @@ from crawler.core.diff import (
     INDEXABLE,
     KINDS,
     NOT_CHECKED,
+    NOT_MET,
     Change,
     Crossed,
     DiffSummary,
@@ -26,7 +27,14 @@ from crawler.core.diff import (
 )
 from crawler.core.findings import CODES
 
-__all__ = ["LIST_LINES", "fail_on_json", "render_json", "render_text", "verdict_text"]
+__all__ = [
+    "LIST_LINES",
+    "explained",
+    "fail_on_json",
+    "render_json",
+    "render_text",
+    "verdict_text",
+]
 
 #: URLs shown per list on the terminal before "... and N more".
 LIST_LINES: Final = 20
@@ -42,24 +50,37 @@ def _n(n: int) -> str:
     return f"{n:,}"
 
 
-def verdict_text(kind: str, counts: Mapping[str, int]) -> str:
-    """A list's --fetch verdicts in a line: what a release gate reader must see at once."""
+def verdict_text(kind: str, counts: Mapping[str, int], explained_by: str | None = None) -> str:
+    """A list's verdicts in a line: what a release gate reader must see at once."""
     ok = counts.get(INDEXABLE, 0)
-    unchecked = counts.get(NOT_CHECKED, 0)
-    bad = {code: n for code, n in counts.items() if code not in (INDEXABLE, NOT_CHECKED)}
+    unchecked, unmet = counts.get(NOT_CHECKED, 0), counts.get(NOT_MET, 0)
+    bad = {c: n for c, n in counts.items() if c not in (INDEXABLE, NOT_CHECKED, NOT_MET)}
     gone = sum(bad.values())
     detail = ", ".join(f"{code} {_n(n)}" for code, n in sorted(bad.items(), key=lambda kv: -kv[1]))
     detail = f" ({detail})" if detail else ""
-    if kind == "removed":
+    if explained_by == "decisions":
+        parts = [f"{_n(gone)} left out by NEW's crawl{detail}"]
+    elif kind == "removed":
         parts = [
             f"{_n(gone)} now not indexable{detail}",
             f"{_n(ok)} still 200 and indexable",
         ]
     else:
         parts = [f"{_n(ok)} indexable", f"{_n(gone)} not indexable{detail}"]
+    if unmet:
+        parts.append(f"{_n(unmet)} never met by NEW's crawl (no link reaches them)")
     if unchecked:
         parts.append(f"{_n(unchecked)} not checked")
     return ", ".join(parts)
+
+
+def explained(summary: DiffSummary) -> list[tuple[str, str]]:
+    """(kind, its verdicts in a line) for each list with verdicts, as every output says it."""
+    how = "fetched" if summary.explained_by == "fetch" else "by NEW's decisions"
+    return [
+        (f"{kind}, {how}", verdict_text(kind, counts, summary.explained_by))
+        for kind, counts in summary.verdicts.items()
+    ]
 
 
 def render_text(
@@ -83,9 +104,8 @@ def render_text(
             f"  lastmod compared for {_n(summary.lastmods_compared)} of the {_n(both)} URLs in "
             "both (a text sitemap or a decisions file has none)"
         )
-    for kind in ("removed", "added"):
-        if kind in summary.verdicts:
-            out.append(f"  {kind}, fetched: {verdict_text(kind, summary.verdicts[kind])}")
+    for title, said in explained(summary):
+        out.append(f"  {title}: {said}")
     for kind in KINDS:
         total = summary.count(kind)
         if not total:

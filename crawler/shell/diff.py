@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from crawler.config import Config
@@ -53,6 +53,7 @@ _INCOMPLETE: Final = frozenset(
 _UNREAD: Final = frozenset(
     {"bad_gzip", "not_well_formed", "too_large", "too_many_urls", "wrong_root"}
 )
+_BATCH: Final = 10_000
 _LABELS: Final[dict[Side, str]] = {"old": "OLD", "new": "NEW"}
 
 Log = Callable[[str], None]
@@ -95,6 +96,9 @@ async def diff(
         config = configs["new"] or configs["old"]
         if fetch and config is not None and (summary.removed or summary.added):
             await _check(spool, summary, config, fetch_max, log, progress, workers)
+        elif spool.has_decisions and summary.removed:
+            summary.explained_by = "decisions"
+            summary.verdicts["removed"] = spool.explain_removed()
         summary.seconds = time.monotonic() - started
         return DiffResult(summary, spool)
     except BaseException:
@@ -127,7 +131,7 @@ async def _read_side(
     if not path.is_file():
         raise DiffInputError(f"{label}: no such file or folder")
     if _is_json(path, label):
-        spool.add(side, _decisions(path, label))
+        _spool_decisions(side, label, path, spool)
     else:
         _read_local(side, label, path, spool)
     first = spool.first_loc(side)
@@ -242,9 +246,32 @@ def _is_json(path: Path, label: str) -> bool:
     return head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"{")
 
 
-def _decisions(path: Path, label: str) -> Iterator[tuple[str, str | None]]:
+def _spool_decisions(side: Side, label: str, path: Path, spool: DiffSpool) -> None:
     """The URLs a crawl listed, from its --decisions file (JSON lines: url, status, listed,
-    reason, ...). The file says no lastmod: the set's URLs are compared without one."""
+    reason, detail, ...), spooled 10,000 lines at a time; of NEW's, also why it left out
+    each URL it met, which explains the URLs removed. The file says no lastmod: the set's
+    URLs are compared without one."""
+    listed: list[tuple[str, str | None]] = []
+    left_out: list[tuple[str, str, str]] = []
+    for record in _decisions(path, label):
+        if record.get("listed") is True:
+            listed.append((record["url"], None))
+        elif side == "new" and isinstance(record.get("reason"), str):
+            status = record.get("status")
+            said = f"HTTP {status}: " if isinstance(status, int) and status != 200 else ""
+            left_out.append((record["url"], record["reason"], said + str(record.get("detail"))))
+        if len(listed) + len(left_out) >= _BATCH:
+            spool.add(side, listed)
+            spool.decided(left_out)
+            listed, left_out = [], []
+    spool.add(side, listed)
+    spool.decided(left_out)
+    if side == "new":
+        spool.has_decisions = True
+
+
+def _decisions(path: Path, label: str) -> Iterator[dict[str, Any]]:
+    """The lines of a decisions file, each a JSON object with a url, or a DiffInputError."""
     try:
         with path.open(encoding="utf-8") as file:
             for n, line in enumerate(file, 1):
@@ -262,8 +289,7 @@ def _decisions(path: Path, label: str) -> Iterator[tuple[str, str | None]]:
                         f"{label}: line {n} has no url: not a decisions file (a crawl's "
                         "--report holds figures, not URLs: give its --decisions FILE.jsonl)"
                     )
-                if record.get("listed") is True:
-                    yield record["url"], None
+                yield record
     except OSError as exc:
         raise DiffInputError(f"{label}: cannot read it: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -293,7 +319,7 @@ async def _check(
 ) -> None:
     """Judge the first `fetch_max` URLs removed and added (by key) with the audit's URL
     checks; the others are NOT_CHECKED. Only NEW's site (its sitemap's folder) is fetched."""
-    summary.fetched = True
+    summary.fetched, summary.explained_by = True, "fetch"
     kinds: tuple[Kind, ...] = ("removed", "added")
     locs = {kind: spool.locs(kind, fetch_max) for kind in kinds}
     listed = [ListedUrl(loc, kind) for kind in kinds for loc in locs[kind]]

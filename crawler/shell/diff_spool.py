@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final, Literal
 
-from crawler.core.diff import NOT_CHECKED, Change, DiffSummary, Kind, lastmod_instant
+from crawler.core.diff import NOT_CHECKED, NOT_MET, Change, DiffSummary, Kind, lastmod_instant
 from crawler.core.urls import normalize
 from crawler.errors import InvalidURLError
 from crawler.shell.audit_spool import open_spool
@@ -30,6 +30,7 @@ CREATE TABLE new (key TEXT PRIMARY KEY, loc TEXT NOT NULL, lastmod TEXT, instant
     WITHOUT ROWID;
 CREATE TABLE verdict (kind TEXT NOT NULL, key TEXT NOT NULL, verdict TEXT NOT NULL,
     detail TEXT, PRIMARY KEY (kind, key)) WITHOUT ROWID;
+CREATE TABLE decided (key TEXT PRIMARY KEY, reason TEXT NOT NULL, detail TEXT) WITHOUT ROWID;
 """
 
 #: Each list's rows: key, the loc to show, OLD's lastmod, NEW's lastmod.
@@ -55,6 +56,7 @@ def key_of(loc: str) -> str:
 class DiffSpool:
     def __init__(self, folder: Path | None = None) -> None:
         self._file, self._db = open_spool("diff", _SCHEMA, folder)
+        self.has_decisions = False  # NEW is a decisions file: `decided` says why it left out
 
     def add(self, side: Side, rows: Iterable[tuple[str, str | None]]) -> None:
         """(loc, lastmod as written) rows of one set; a key already in it is kept as it was."""
@@ -62,6 +64,28 @@ class DiffSpool:
             f"INSERT OR IGNORE INTO {side} (key, loc, lastmod, instant) VALUES (?, ?, ?, ?)",
             ((key_of(loc), loc, lastmod, lastmod_instant(lastmod)) for loc, lastmod in rows),
         )
+
+    def decided(self, rows: Iterable[tuple[str, str, str]]) -> None:
+        """(url, reason, detail) of the URLs NEW's crawl met and did not list."""
+        self._db.executemany(
+            "INSERT OR IGNORE INTO decided (key, reason, detail) VALUES (?, ?, ?)",
+            ((key_of(url), reason, detail) for url, reason, detail in rows),
+        )
+
+    def explain_removed(self) -> dict[str, int]:
+        """Each removed URL's verdict from NEW's decisions (NOT_MET: no line for it); the
+        count of each."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO verdict (kind, key, verdict, detail) "
+            "SELECT 'removed', r.key, COALESCE(d.reason, ?), COALESCE(d.detail, ?) "
+            f"FROM ({_LISTS['removed']}) r LEFT JOIN decided d ON d.key = r.key",
+            (NOT_MET, "no page NEW's crawl fetched links to it"),
+        )
+        rows = self._db.execute(
+            "SELECT verdict, COUNT(*) FROM verdict WHERE kind = 'removed' GROUP BY verdict "
+            "ORDER BY verdict"
+        )
+        return {verdict: n for verdict, n in rows}
 
     def size(self, side: Side) -> int:
         return int(self._db.execute(f"SELECT COUNT(*) FROM {side}").fetchone()[0])
