@@ -257,9 +257,10 @@ def _spool_decisions(side: Side, label: str, path: Path, spool: DiffSpool) -> No
         if record.get("listed") is True:
             listed.append((record["url"], None))
         elif side == "new" and isinstance(record.get("reason"), str):
-            status = record.get("status")
-            said = f"HTTP {status}: " if isinstance(status, int) and status != 200 else ""
-            left_out.append((record["url"], record["reason"], said + str(record.get("detail"))))
+            status, detail = record.get("status"), str(record.get("detail") or "")
+            if isinstance(status, int) and status != 200 and str(status) not in detail:
+                detail = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
+            left_out.append((record["url"], record["reason"], detail))
         if len(listed) + len(left_out) >= _BATCH:
             spool.add(side, listed)
             spool.decided(left_out)
