@@ -126,16 +126,27 @@ async def _read_side(
             )
         for file in files:
             _read_local(side, label, file, spool)
-        first = spool.first_loc(side)
-        return None if first is None else configure(_root(first), None)
+        return _local_config(side, spool, configure)
     if not path.is_file():
         raise DiffInputError(f"{label}: no such file or folder")
     if _is_json(path, label):
         _spool_decisions(side, label, path, spool)
     else:
         _read_local(side, label, path, spool)
+    return _local_config(side, spool, configure)
+
+
+def _local_config(side: Side, spool: DiffSpool, configure: Configure) -> Config | None:
+    """A local set's URLs are checked on the site of its first URL (sorted), from its root."""
     first = spool.first_loc(side)
-    return None if first is None else configure(_root(first), None)
+    try:
+        url = normalize(first) if first is not None else None
+    except InvalidURLError:
+        return None
+    if url is None:
+        return None
+    scheme, _, rest = url.partition("://")
+    return configure(f"{scheme}://{rest.split('/', 1)[0]}/", None)
 
 
 def _read_local(side: Side, label: str, path: Path, spool: DiffSpool) -> None:
@@ -295,15 +306,6 @@ def _decisions(path: Path, label: str) -> Iterator[dict[str, Any]]:
         raise DiffInputError(f"{label}: cannot read it: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise DiffInputError(f"{label}: not UTF-8 text: not a decisions file") from None
-
-
-def _root(loc: str) -> str:
-    try:
-        url = normalize(loc)
-    except InvalidURLError:
-        raise DiffInputError(f"not a URL: {loc[:200]}") from None
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.split('/', 1)[0]}/"
 
 
 # -- --fetch --------------------------------------------------------------------------------
