@@ -7,13 +7,15 @@ NEW of URLS URLs each, written by the project's writer into two folders (an inde
 
 The diff is the real CLI in a child process (--report and --html written too); its peak RSS
 is its own VmHWM (tests.procs.PEAK_RSS_CLI). Prints the sets' size, the writer's time, and
-the diff's seconds, peak MB and the counts it found.
+the diff's seconds (wall and CPU: a busy machine stretches the first), peak MB and the
+counts it found.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -62,16 +64,20 @@ def main() -> None:
                    str(folder / "new"), "-q", "--report", str(report),
                    "--html", str(folder / "diff.html")]  # fmt: skip
         started = time.monotonic()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = subprocess.run(command, capture_output=True, text=True, env=child_env())
         seconds = time.monotonic() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         if proc.returncode != 0:
             sys.exit(f"diff failed ({proc.returncode}): {proc.stderr}")
         peak = int(proc.stderr.splitlines()[-1]) * 1024 / 1e6
         summary = json.loads(report.read_text())["summary"]
         html = (folder / "diff.html").stat().st_size / 1e6
         print(
-            f"diff: {seconds:.1f} s, peak RSS {peak:.0f} MB; removed {summary['removed']:,}, "
-            f"added {summary['added']:,}, moved {summary['moved']:,}, unchanged "
+            f"diff: {seconds:.1f} s ({cpu:.1f} s of CPU), peak RSS {peak:.0f} MB; "
+            f"removed {summary['removed']:,}, added {summary['added']:,}, "
+            f"moved {summary['moved']:,}, unchanged "
             f"{summary['unchanged']:,}; report {report.stat().st_size / 1e6:.1f} MB, "
             f"html {html:.1f} MB"
         )
