@@ -437,3 +437,27 @@ def test_help_and_an_unexpected_failure(monkeypatch, capsys, tmp_path) -> None:
     assert main(["diff", "a", "b"]) == Exit.FAILURE == 70
     err = capsys.readouterr().err
     assert "unexpected failure: RuntimeError: a bug" in err and len(err.splitlines()) == 1
+
+
+def test_a_feed_against_a_text_sitemap_with_the_json_spelling(tmp_path, capsys) -> None:
+    feed = tmp_path / "feed.xml"
+    feed.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?><rss version="2.0"><channel><title>t</title>'
+        "<link>https://example.com/</link><description>d</description>"
+        "<item><title>a</title><link>https://example.com/a</link>"
+        "<pubDate>Mon, 02 Feb 2026 10:00:00 GMT</pubDate></item>"
+        "<item><title>b</title><link>https://example.com/b</link></item>"
+        "</channel></rss>"
+    )
+    text = tmp_path / "sitemap.txt"
+    text.write_text("https://example.com/b\nhttps://example.com/c\n")
+    report = tmp_path / "r.json"
+    code = main(["diff", str(feed), str(text), "-q", "--json", str(report)])
+    assert code == Exit.OK
+    data = json.loads(report.read_text())
+    assert data["removed"] == [
+        {"url": "https://example.com/a", "old_lastmod": data["removed"][0]["old_lastmod"]}
+    ]
+    assert data["removed"][0]["old_lastmod"]  # the pubDate, as the reader gives it
+    assert [c["url"] for c in data["added"]] == ["https://example.com/c"]
+    capsys.readouterr()
