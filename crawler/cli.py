@@ -1109,7 +1109,7 @@ def _diff_run(args: argparse.Namespace, secrets: list[str]) -> int:
                     write_streamed(path, chunks())
                 except OSError as exc:
                     raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
-        heads = {
+        heads: dict[str, list[Any]] = {
             kind: list(spool.changes(kind, fetched=summary.fetched, limit=lines)) for kind in KINDS
         }
         print(render_text(summary, heads, thresholds, over, lines=lines), end="")
