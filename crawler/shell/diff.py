@@ -356,8 +356,13 @@ def write_streamed(path: Path, chunks: Iterable[str]) -> None:
     in_place = written_in_place(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     target = path if in_place else path.with_name(path.name + ".tmp")
-    with target.open("w", encoding="utf-8") as file:
-        for chunk in chunks:
-            file.write(chunk)
+    try:
+        with target.open("w", encoding="utf-8") as file:
+            for chunk in chunks:
+                file.write(chunk)
+    except BaseException:  # a full disk, an interrupt: no half report left behind
+        if not in_place:
+            target.unlink(missing_ok=True)
+        raise
     if not in_place:
         target.replace(path)
