@@ -50,6 +50,10 @@ def _n(n: int) -> str:
     return f"{n:,}"
 
 
+def _urls(n: int) -> str:
+    return f"{_n(n)} URL" if n == 1 else f"{_n(n)} URLs"
+
+
 def verdict_text(kind: str, counts: Mapping[str, int], explained_by: str | None = None) -> str:
     """A list's verdicts in a line: what a release gate reader must see at once."""
     ok = counts.get(INDEXABLE, 0)
@@ -93,8 +97,8 @@ def render_text(
 ) -> str:
     """`heads`: the first `lines` URLs (or more) of each list, sorted."""
     out = [
-        f"diff of {summary.old} -> {summary.new}: {_n(summary.old_urls)} URLs before, "
-        f"{_n(summary.new_urls)} after, {summary.seconds:.1f} s",
+        f"diff of {summary.old} -> {summary.new}: {_urls(summary.old_urls)} before, "
+        f"{_urls(summary.new_urls)} after, {summary.seconds:.1f} s",
         f"removed {_n(summary.removed)}, added {_n(summary.added)}, lastmod moved "
         f"{_n(summary.moved)}, unchanged {_n(summary.unchanged)}",
     ]
