@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
 import socket
 import sys
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -238,6 +239,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_config_options(explain, only=EXPLAIN_OPTIONS)
     _add_robots_command(commands)
     _add_audit_parser(commands)
+    _add_diff_parser(commands)
     _add_job_parser(commands)
     _add_submit_parser(commands)
     return top
@@ -691,6 +693,8 @@ def _command(args: argparse.Namespace) -> int:
             return _explain(args, secrets)
         if args.command == "audit":
             return _audit(args, secrets)
+        if args.command == "diff":
+            return _diff(args, secrets)
         if args.command == "job":
             return _job(args, secrets)
         if args.command == "submit":
@@ -1053,17 +1057,26 @@ def _robots_command(args: argparse.Namespace, secrets: list[str]) -> int:
 
 
 def _audit(args: argparse.Namespace, secrets: list[str]) -> int:
-    """`audit`: every path ends here with its own code and its own words (an interrupted
-    audit has no sitemap to speak of)."""
+    return _reporting("audit", _audit_run, args, secrets)
+
+
+def _reporting(
+    name: str,
+    run: Callable[[argparse.Namespace, list[str]], int],
+    args: argparse.Namespace,
+    secrets: list[str],
+) -> int:
+    """`audit` and `diff`: every path ends here with its own code and its own words (an
+    interrupted audit or diff has no sitemap to speak of)."""
     try:
-        return _audit_run(args, secrets)
+        return run(args, secrets)
     except (KeyboardInterrupt, InterruptedCrawl):  # a crawl's message speaks of publishing
-        _err("audit interrupted: no report written")
+        _err(f"{name} interrupted: no report written")
         return Exit.INTERRUPTED
     except (SitemapCrawlerError, SitemapOutError) as exc:
         _err(redact(str(exc), secrets))
         return getattr(exc, "exit_code", Exit.FAILURE)
-    except Exception as exc:  # the audit's one place for the unexpected
+    except Exception as exc:  # the command's one place for the unexpected
         _unexpected(exc, secrets)
         return Exit.FAILURE
 
@@ -1087,35 +1100,10 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
             "--public-url needs TARGET to be the staging server's URL, not a local file"
         )
 
-    warned: list[bool] = []
-
-    def configure(url: str, sitemap_url: str | None) -> Config:
-        values = argparse.Namespace(**{**given, "url": url})
-        if sitemap_url is not None:
-            values.sitemap_url = sitemap_url
-        config = load_config(values, only=AUDIT_OPTIONS)
-        secrets.extend(config.secrets)
-        if not warned:
-            warned.append(True)
-            _warn_insecure(config)
-        return config
-
-    from crawler.shell.outputs import check_files
-
-    reports = (("--report", json_path), ("--html", html_path))
-    check_files([(option, path) for option, path in reports if path is not None])
-    quiet = bool(given.get("quiet"))
-    progress = (
-        None if quiet else ProgressLine(sys.stderr, tty=sys.stderr.isatty(), words=AUDIT_WORDS)
-    )
-    log = (lambda _: None) if progress is None else progress.log
-    from crawler.shell.pool import forked
-
-    # the worker processes are forked now, before the event loop, as for a crawl; the
-    # settings that decide how many are checked here already (a placeholder start URL)
-    placeholder = argparse.Namespace(**given, url="http://localhost/")
-    settings = load_config(placeholder, only=AUDIT_OPTIONS, say=False)
-    with forked(0 if no_fetch else _worker_count(settings)) as spares:
+    configure = _configure_audit(given, secrets)
+    _check_reports(json_path, html_path)
+    progress, log = _progress(given)
+    with _workers_for(given, AUDIT_OPTIONS, fetching=not no_fetch) as spares:
         result = _run(
             audit(
                 target,
@@ -1129,7 +1117,11 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
         )
     findings = ordered(result.findings)
     summary = result.summary
-    said = _engine_status(settings, result.entries) if engines else None
+    said = None
+    if engines:  # the submit keys, as the audit's options gave them
+        placeholder = argparse.Namespace(**given, url="http://localhost/")
+        settings = load_config(placeholder, only=AUDIT_OPTIONS, say=False)
+        said = _engine_status(settings, result.entries)
     if json_path is not None:
         data = {"summary": summary.to_json(), "findings": [f.to_json() for f in findings]}
         if said is not None:
@@ -1162,6 +1154,173 @@ def _engine_status(config: Config, sitemaps: Sequence[str]) -> tuple[list[Any], 
     )
     data = [s.to_json() for s in statuses] + [{"error": str(r)} for r in refusals]
     return data, [line(s) for s in statuses] + [str(r) for r in refusals]
+
+
+def _configure_audit(
+    given: dict[str, Any], secrets: list[str]
+) -> Callable[[str, str | None], Config]:
+    """The audit's Config for a folder and its sitemap's URL, from the command line's
+    options (AUDIT_OPTIONS): `audit` and `diff` read sitemaps and check URLs with it."""
+    warned: list[bool] = []
+
+    def configure(url: str, sitemap_url: str | None) -> Config:
+        values = argparse.Namespace(**{**given, "url": url})
+        if sitemap_url is not None:
+            values.sitemap_url = sitemap_url
+        config = load_config(values, only=AUDIT_OPTIONS)
+        secrets.extend(config.secrets)
+        if not warned:
+            warned.append(True)
+            _warn_insecure(config)
+        return config
+
+    return configure
+
+
+def _check_reports(json_path: Path | None, html_path: Path | None) -> None:
+    from crawler.shell.outputs import check_files
+
+    reports = (("--report", json_path), ("--html", html_path))
+    check_files([(option, path) for option, path in reports if path is not None])
+
+
+def _progress(given: dict[str, Any]) -> tuple[ProgressLine | None, Callable[[str], None]]:
+    """The progress line of `audit` and `diff` (none with --quiet), and where lines go."""
+    if given.get("quiet"):
+        return None, lambda _: None
+    progress = ProgressLine(sys.stderr, tty=sys.stderr.isatty(), words=AUDIT_WORDS)
+    return progress, progress.log
+
+
+def _workers_for(
+    given: dict[str, Any], only: frozenset[str], *, fetching: bool
+) -> contextlib.AbstractContextManager[list[Any]]:
+    """The worker processes, forked now, before the event loop, as for a crawl (none when
+    nothing is fetched); the settings that decide how many are checked here already (a
+    placeholder start URL)."""
+    from crawler.shell.pool import forked
+
+    placeholder = argparse.Namespace(**given, url="http://localhost/")
+    settings = load_config(placeholder, only=only, say=False)
+    return forked(_worker_count(settings) if fetching else 0)
+
+
+# -- diff -------------------------------------------------------------------------------------
+
+DIFF_EXAMPLES = """\
+examples:
+  sitemap-crawler diff published/ out/ --fail-on 'removed>2%,added>5000'
+  sitemap-crawler diff https://www.example.com/sitemap.xml out/sitemap.xml --fetch
+  sitemap-crawler diff yesterday.jsonl today.jsonl --report diff.json --html diff.html
+
+""" + help_text("diff")
+
+
+def _add_diff_parser(commands: Any) -> None:
+    diff = commands.add_parser(
+        "diff",
+        help="compare two sitemaps: URLs added, removed, lastmod moved (release gates)",
+        usage="%(prog)s [options] OLD NEW",
+        epilog=DIFF_EXAMPLES,
+        formatter_class=_HelpFormatter,
+        argument_default=argparse.SUPPRESS,
+        description="Compare the URLs of OLD and NEW, each a sitemap file (xml, xml.gz, txt, "
+        "an index and its parts, a feed), a sitemap or site URL (fetched politely, as "
+        "`audit` does), a folder holding a published set, or a crawl's --decisions file. "
+        "URLs are compared as the protocol reads them (host case and escaping aside), "
+        "parameters as written. Prints the counts, then the URLs removed, added and with "
+        "another lastmod, sorted; --report and --html list them all.",
+    )
+    diff.add_argument("old", metavar="OLD", help="the set before: file, URL, folder or decisions")
+    diff.add_argument("new", metavar="NEW", help="the set after, as OLD")
+    _config_file_option(diff)
+    only = diff.add_argument_group("diff")
+    only.add_argument(
+        "--report", "--json", dest="diff_json", type=Path, metavar="FILE", default=None,
+        help="write the figures and every URL of each list as JSON",
+    )  # fmt: skip
+    only.add_argument(
+        "--html", dest="diff_html", type=Path, metavar="FILE", default=None,
+        help="write the diff as one self-contained HTML page",
+    )  # fmt: skip
+    only.add_argument(
+        "--fail-on", dest="diff_fail_on", action="append", default=[], metavar="RULE",
+        help="exit 1 when crossed: removed>N, removed>P%% (of OLD), added>N, moved>N; "
+        "repeat it or separate with commas",
+    )  # fmt: skip
+    only.add_argument(
+        "--fetch", dest="diff_fetch", action="store_true", default=False,
+        help="fetch the URLs removed and added, as the audit checks a listed URL: tells a "
+        "URL removed because it now 404s, redirects or says noindex from one still 200 "
+        "and indexable",
+    )  # fmt: skip
+    only.add_argument(
+        "--fetch-max", dest="diff_fetch_max", type=int, default=10_000, metavar="N",
+        help="fetch at most N URLs of each list (default 10000; the rest: not checked)",
+    )  # fmt: skip
+    only.add_argument(
+        "--lines", dest="diff_lines", type=int, default=20, metavar="N",
+        help="URLs shown per list on the terminal (default 20; the reports have all)",
+    )  # fmt: skip
+    _add_config_options(diff, only=DIFF_OPTIONS)
+
+
+#: What `diff` fetches with: the audit's options but --public-url (each set names its own URLs).
+DIFF_OPTIONS = AUDIT_OPTIONS - {"public_url"}
+
+
+def _diff(args: argparse.Namespace, secrets: list[str]) -> int:
+    return _reporting("diff", _diff_run, args, secrets)
+
+
+def _diff_run(args: argparse.Namespace, secrets: list[str]) -> int:
+    from crawler.core.diff import KINDS, crossed, parse_thresholds
+    from crawler.core.diff_html import render_html
+    from crawler.core.diff_report import render_json, render_text
+    from crawler.shell.diff import diff, write_streamed
+
+    given = vars(args)
+    old, new = given.pop("old"), given.pop("new")
+    json_path, html_path = given.pop("diff_json"), given.pop("diff_html")
+    thresholds = parse_thresholds(given.pop("diff_fail_on"))
+    fetch, fetch_max = given.pop("diff_fetch"), given.pop("diff_fetch_max")
+    lines = given.pop("diff_lines")
+    if fetch_max < 1 or lines < 0:
+        raise ConfigError("--fetch-max must be at least 1, and --lines at least 0")
+    _check_reports(json_path, html_path)
+    configure = _configure_audit(given, secrets)
+    progress, log = _progress(given)
+    with _workers_for(given, DIFF_OPTIONS, fetching=fetch) as spares:
+        result = _run(
+            diff(old, new, configure, fetch=fetch, fetch_max=fetch_max, log=log,
+                 progress=progress, workers=spares)
+        )  # fmt: skip
+    summary, spool = result.summary, result.spool
+    try:
+        over = crossed(thresholds, summary)
+
+        def lists() -> dict[str, Iterator[Any]]:  # read lazily, one list at a time
+            return {kind: spool.changes(kind, fetched=summary.fetched) for kind in KINDS}
+
+        for path, chunks in (
+            (json_path, lambda: render_json(summary, thresholds, lists())),
+            (html_path, lambda: render_html(summary, thresholds, over, lists())),
+        ):
+            if path is not None:
+                try:
+                    write_streamed(path, chunks())
+                except OSError as exc:
+                    raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
+        heads: dict[str, list[Any]] = {
+            kind: list(spool.changes(kind, fetched=summary.fetched, limit=lines)) for kind in KINDS
+        }
+        print(render_text(summary, heads, thresholds, over, lines=lines), end="")
+    finally:
+        spool.close()
+    if not summary.old_urls and not summary.new_urls:
+        _err("nothing to compare: neither OLD nor NEW lists a URL")
+        return Exit.NOTHING
+    return Exit.NO if over else Exit.OK
 
 
 def _write_text(path: Path, text: str) -> None:

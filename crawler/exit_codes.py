@@ -74,6 +74,17 @@ MEANINGS: dict[str, dict[Exit, str]] = {
         Exit.FAILURE: _FAILURE,
         Exit.INTERRUPTED: _INTERRUPTED + "; no report written",
     },
+    "diff": {
+        Exit.OK: "no --fail-on threshold crossed",
+        Exit.NO: "one is crossed",
+        Exit.USAGE: "bad usage or --fail-on, OLD or NEW not readable whole (missing, not a "
+        "sitemap, a part unreadable, a server not answering), or a report path that cannot "
+        "be written",
+        Exit.NOTHING: "nothing to compare (neither set lists a URL), or the site went down "
+        "during --fetch",
+        Exit.FAILURE: _FAILURE,
+        Exit.INTERRUPTED: _INTERRUPTED + "; no report written",
+    },
 }
 MEANINGS["submit"] = {
     Exit.OK: "every sitemap submitted (--status: every status read, no engine reports an "
@@ -115,11 +126,11 @@ def help_text(command: str) -> str:
 def markdown_table() -> str:
     """The README's table: a row per code, a column per command (job: as crawl); a meaning
     the same as crawl's reads "as crawl"."""
-    commands = ("crawl", "explain", "robots", "audit")
+    commands = ("crawl", "explain", "robots", "audit", "diff")
     codes = sorted({code for command in commands for code in MEANINGS[command]})
     rows = [
-        "| code | crawl, job | explain | robots | audit |",
-        "|---|---|---|---|---|",
+        "| code | crawl, job | explain | robots | audit | diff |",
+        "|---|---|---|---|---|---|",
     ]
     for code in codes:
         first = MEANINGS["crawl"].get(code)

@@ -47,7 +47,7 @@ from crawler.shell.progress import ProgressLine
 from sitemap_out.reader import ReadResult, looks_like_sitemap, read_sitemap
 from sitemap_out.writer import MAX_BYTES
 
-__all__ = ["GUESSES", "MAX_SITEMAP_FILES", "Audit", "audit", "is_url"]
+__all__ = ["GUESSES", "MAX_SITEMAP_FILES", "Audit", "Reading", "audit", "is_url", "read_sitemaps"]
 
 #: Sitemap files read at most in one audit, index children included: an index may name
 #: 50,000, each up to 50 MiB; a thousand is already hours of a polite crawler's time.
@@ -80,7 +80,7 @@ class _Source:
 
 
 @dataclass(slots=True)
-class _Reading:
+class Reading:
     """What the files read so far gave."""
 
     findings: list[Finding] = field(default_factory=list)
@@ -159,7 +159,7 @@ async def audit(
 ) -> Audit:
     """Audit TARGET (a local file, a sitemap URL or a site URL). `workers`: forked before
     the event loop (pool.forked), for checking the listed URLs as a crawl uses them."""
-    reading = _Reading()
+    reading = Reading()
     try:
         return await _audit(target, configure, reading, fetch_urls, crawl, log, progress, workers)
     finally:
@@ -169,7 +169,7 @@ async def audit(
 async def _audit(
     target: str,
     configure: Configure,
-    reading: _Reading,
+    reading: Reading,
     fetch_urls: bool,
     crawl: bool,
     log: Log,
@@ -178,10 +178,7 @@ async def _audit(
 ) -> Audit:
     started = time.monotonic()
     summary = AuditSummary(target=target)
-    if is_url(target):
-        config, why_nothing = await _remote(target, configure, reading, log)
-    else:
-        config, why_nothing = _local(target, configure, reading)
+    config, why_nothing = await read_sitemaps(target, configure, reading, log)
     reading.findings += reading.listed.duplicates(duplicates)
     if config is not None:
         reading.findings += reading.listed.tracking(config.strip_params, tracking_findings)
@@ -208,12 +205,21 @@ async def _audit(
     return Audit(summary, reading.findings, why_nothing, entries)
 
 
+async def read_sitemaps(
+    target: str, configure: Configure, reading: Reading, log: Log
+) -> tuple[Config | None, str | None]:
+    """Read TARGET's sitemaps into `reading` (its listed URLs spooled): the Config the URLs
+    are checked with and, when no file could be read, why (the audit's exit 3). `diff`
+    reads each of its sets this way, so both commands read a site, an index or a file alike."""
+    if is_url(target):
+        return await _remote(target, configure, reading, log)
+    return _local(target, configure, reading)
+
+
 # -- local files ----------------------------------------------------------------------------
 
 
-def _local(
-    target: str, configure: Configure, reading: _Reading
-) -> tuple[Config | None, str | None]:
+def _local(target: str, configure: Configure, reading: Reading) -> tuple[Config | None, str | None]:
     """A sitemap file on disk, read in chunks; an index's sitemaps are looked for beside it
     by file name (what `crawl` publishes: sitemap.xml and its sitemap-N.xml parts)."""
     path = Path(target)
@@ -265,7 +271,7 @@ def _local_file(path: Path, name: str) -> SitemapFile:
 
 
 async def _remote(
-    target: str, configure: Configure, reading: _Reading, log: Log
+    target: str, configure: Configure, reading: Reading, log: Log
 ) -> tuple[Config | None, str | None]:
 
     url = normalize(target)
@@ -337,7 +343,7 @@ async def _discover(
     robots: RobotsTxt,
     agent: str,
     get: Get,
-    reading: _Reading,
+    reading: Reading,
     fetched: dict[str, Response],
 ) -> tuple[list[_Source], str | None]:
     """The sitemaps of a site: those robots.txt names, else the first of GUESSES under the
@@ -417,7 +423,7 @@ async def _read_remote(
     robots: RobotsTxt,
     agent: str,
     get: Get,
-    reading: _Reading,
+    reading: Reading,
     fetched: dict[str, Response],
 ) -> list[_Source]:
     verdict = robots.verdict(source.fetch, agent)

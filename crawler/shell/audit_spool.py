@@ -16,7 +16,7 @@ import sqlite3
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Final
+from typing import IO, Final
 
 from crawler.core.findings import Finding, ListedUrl
 from crawler.core.sitemap_checks import Cluster
@@ -24,7 +24,7 @@ from crawler.core.urls import known, normalize, params_matching
 from crawler.errors import InvalidURLError, OutputError
 from sitemap_out.reader import ReadEntry
 
-__all__ = ["Clusters", "Listed"]
+__all__ = ["Clusters", "Listed", "open_spool"]
 
 #: Rows fetched from SQLite at a time while iterating.
 _BATCH: Final = 10_000
@@ -52,22 +52,32 @@ CREATE TABLE cluster (      -- a listed loc's hreflang alternates, as first list
 _ROW: Final = "l.loc, s.name, l.line, l.lastmod, l.news"
 
 
+def open_spool(
+    command: str, schema: str, folder: Path | None = None
+) -> tuple[IO[bytes], sqlite3.Connection]:
+    """A temporary SQLite file (deleted when the returned file is closed) holding `schema`,
+    tuned for a spool: no journal, no fsync (it lives only as long as the run), 16 MB of
+    page cache. `diff` spools its two sets the same way."""
+    file = tempfile.NamedTemporaryFile(  # noqa: SIM115 - the caller closes it
+        prefix=f"sitemap-crawler-{command}-", suffix=".sqlite", dir=folder
+    )
+    try:
+        db = sqlite3.connect(file.name)
+        db.executescript(
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
+            "PRAGMA cache_size = -16000;" + schema
+        )
+    except sqlite3.Error as exc:
+        file.close()
+        raise OutputError(f"cannot spool the URLs to a temporary file: {exc}") from None
+    return file, db
+
+
 class Listed:
     """Every ListedUrl of an audit, on disk; iterable any number of times, in listing order."""
 
     def __init__(self, folder: Path | None = None) -> None:
-        self._file = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed by close()
-            prefix="sitemap-crawler-audit-", suffix=".sqlite", dir=folder
-        )
-        try:
-            self._db = sqlite3.connect(self._file.name)
-            self._db.executescript(
-                "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
-                "PRAGMA cache_size = -16000;" + _SCHEMA
-            )
-        except sqlite3.Error as exc:
-            self._file.close()
-            raise OutputError(f"cannot spool the listed URLs to a temporary file: {exc}") from None
+        self._file, self._db = open_spool("audit", _SCHEMA, folder)
         self._sitemaps: dict[str, int] = {}
         self._count = 0
         self._indexed: set[str] = set()

@@ -49,6 +49,7 @@ class SiteDown(SitemapCrawlerError):
 class UrlChecks:
     findings: list[Finding]
     checked: int  # listed URLs judged (fetched, or refused by robots.txt)
+    judged: frozenset[str] = frozenset()  # those URLs, as listed (diff's "not checked")
 
 
 async def check_urls(
@@ -83,11 +84,11 @@ async def check_urls(
         if soft is not None:
             findings.append(soft)
     judged = {
-        key
-        for key in keys.values()
+        loc
+        for loc, key in keys.items()
         if (record := checked.decisions.get(key)) is not None and record.reason != OUT_OF_SCOPE
     }
-    return UrlChecks(findings, len(judged))
+    return UrlChecks(findings, len({keys[loc] for loc in judged}), frozenset(judged))
 
 
 async def compare_with_crawl(
