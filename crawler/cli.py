@@ -37,6 +37,7 @@ from crawler.errors import (
     OutputError,
     PublishRefused,
     SitemapCrawlerError,
+    UploadError,
 )
 from crawler.exit_codes import Exit, help_text
 from crawler.shell.progress import AUDIT_WORDS, ProgressLine
@@ -99,6 +100,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file",
             "changefreq", "lastmod", "priority_by_depth", "report", "decisions", "changes",
             "feed", "feed_days", "max_shrink", "max_error_rate", "force", "on_publish",
+            "publish_to", "publish_endpoint", "publish_region",
         ),
     ),
     (
@@ -714,6 +716,7 @@ def _crawl(config: Config) -> int:
         )
     log = (lambda _: None) if progress is None else progress.log
     crawl = Crawl(config, log, progress)
+    uploader = _uploader(config)  # before the crawl: a bucket that cannot be opened fails now
     figures: dict[str, Any] = {"start_url": config.url, "published": False}
     _LOG.figures = lambda: crawl.tally.to_json(figures)
     try:
@@ -747,7 +750,8 @@ def _crawl(config: Config) -> int:
         print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}", flush=True)
         if result.published.feed_url is not None:
             print(f"changes feed (submit it as a sitemap too): {result.published.feed_url}")
-    hook_failed = _on_publish(config, result, figures)
+    upload_failed = _publish_to(uploader, config, result, figures)
+    hook_failed = _on_publish(config, result, figures) if upload_failed is None else None
     if config.report is not None:
         try:
             _write_json(config.report, tally.to_json(figures))
@@ -756,12 +760,49 @@ def _crawl(config: Config) -> int:
                 f"published {plural(result.published.url_count, 'URL')} to {config.output}, "
                 f"but {exc}"
             ) from None
+    if upload_failed is not None:
+        raise UploadError(
+            f"published {plural(result.published.url_count, 'URL')} to {config.output}, but "
+            f"{upload_failed}; the local set is whole"
+        )
     if hook_failed is not None:
         raise OnPublishError(
             f"published {plural(result.published.url_count, 'URL')} to {config.output}, but the "
             f"on-publish command failed: {hook_failed}"
         )
     return Exit.OK
+
+
+def _uploader(config: Config) -> Any:
+    """publish_to's Uploader, or None without publish_to."""
+    if config.publish_to is None:
+        return None
+    from crawler.shell.upload import Uploader
+
+    return Uploader(config.publish_to, config.publish_endpoint, config.publish_region)
+
+
+def _publish_to(uploader: Any, config: Config, result: Any, figures: dict[str, Any]) -> str | None:
+    """Copy the published set to publish_to, if set, before --on-publish runs: the hook
+    sees the sitemap where it is served. Returns why it failed, or None; what was sent
+    goes into the figures (the report's)."""
+    if uploader is None:
+        return None
+    try:
+        sent = uploader.run(result.published.files, _err)
+    except KeyboardInterrupt:
+        raise InterruptedCrawl(
+            f"interrupted while uploading to {uploader.target.url}; the sitemap was published "
+            f"to {config.output}, and the bucket holds an index whose files are all there "
+            "(the next run completes the upload)"
+        ) from None
+    except UploadError as exc:
+        figures["publish_to"] = {"to": uploader.target.url, "error": str(exc)}
+        return str(exc)
+    figures["publish_to"] = sent.figures()
+    if not config.quiet and not _LOG.json:
+        print(sent.summary(), flush=True)
+    return None
 
 
 def _on_publish(config: Config, result: Any, figures: dict[str, Any]) -> str | None:

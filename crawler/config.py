@@ -22,6 +22,7 @@ from typing import Any
 
 from crawler.core.access import AUTH_ENV, Access, redact, secrets_of
 from crawler.core.patterns import Patterns
+from crawler.core.uploads import check_endpoint, parse_target
 from crawler.core.urls import join_parts, normalize
 from crawler.errors import ConfigError
 
@@ -177,6 +178,22 @@ class Config:
     on_publish: str | None = _opt(
         None, "run this shell command after a successful publish (exit 6 if it fails)",
         metavar="COMMAND",
+    )  # fmt: skip
+    publish_to: str | None = _opt(
+        None,
+        "after the local publish, copy the set to object storage: s3://BUCKET/PREFIX/, "
+        "gs://BUCKET/PREFIX/ or az://CONTAINER/PREFIX/ (credentials from the provider's own "
+        "environment; exit 7 if it fails)",
+        metavar="URL",
+    )
+    publish_endpoint: str | None = _opt(
+        None,
+        "publish_to's endpoint, for an S3-compatible store (MinIO, Cloudflare R2)",
+        metavar="URL",
+    )
+    publish_region: str | None = _opt(
+        None, "publish_to's S3 region (default: $AWS_REGION, else us-east-1; R2: auto)",
+        metavar="REGION",
     )  # fmt: skip
     timeout: float = _opt(30.0, "seconds allowed for one whole response", metavar="SECONDS")
     max_page_bytes: int = _opt(
@@ -350,6 +367,7 @@ class Config:
                     f"image_hosts: {host!r} is not a host, .host or *.host pattern (or *)"
                 )
         _check_news(self)
+        _check_publish_to(self)
         if self.resume and self.fresh:
             raise ConfigError(
                 "--resume continues a stopped crawl, --fresh starts from nothing: give one"
@@ -471,6 +489,28 @@ def _check_news(config: Config) -> None:
         Patterns.compile(config.news_articles, "news_articles")
         if config.format == "txt":
             raise ConfigError("the news sitemap is XML: it cannot be written with format = txt")
+
+
+def _check_publish_to(config: Config) -> None:
+    """publish_to and its companions, checked now: a typo in a bucket URL fails the nightly
+    job before the crawl, not after it."""
+    if config.publish_to is None:
+        for key in ("publish_endpoint", "publish_region"):
+            if getattr(config, key) is not None:
+                raise ConfigError(f"{key} needs publish_to: the bucket to publish to")
+        return
+    target = parse_target(config.publish_to)
+    config.publish_to = target.url
+    if config.publish_endpoint is not None:
+        config.publish_endpoint = check_endpoint(config.publish_endpoint, target)
+    if config.publish_region is not None:
+        if target.scheme != "s3":
+            raise ConfigError(f"publish_region is for s3:// only, not {target.scheme}://")
+        if not re.fullmatch(r"[a-z0-9-]{1,40}", config.publish_region):
+            raise ConfigError(
+                f"publish_region must be a region name (us-east-1, auto), "
+                f"got {config.publish_region!r}"
+            )
 
 
 def origin_key(key: str, value: str) -> str:
@@ -597,6 +637,9 @@ _NOT_FINGERPRINTED = frozenset(
         "log_format",
         "metrics",
         "on_publish",
+        "publish_to",
+        "publish_endpoint",
+        "publish_region",
         "state",
         "resume",
         "fresh",

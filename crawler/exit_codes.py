@@ -19,6 +19,7 @@ class Exit(IntEnum):
     REFUSED = 4
     IO = 5
     ON_PUBLISH = 6
+    UPLOAD = 7
     FAILURE = 70  # sysexits' EX_SOFTWARE
     BUSY = 75  # sysexits' EX_TEMPFAIL: try again later
     INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
@@ -39,6 +40,8 @@ MEANINGS: dict[str, dict[Exit, str]] = {
         Exit.IO: "a file could not be written while crawling (a full disk)",
         Exit.ON_PUBLISH: "published, but the --on-publish command failed (or ran past its "
         "900 s timeout)",
+        Exit.UPLOAD: "published locally, but the upload to publish_to failed; the local set "
+        "is whole",
         Exit.FAILURE: _FAILURE,
         Exit.BUSY: "another run is writing to the output folder or using the state file "
         "(nothing fetched: try again later)",
@@ -72,9 +75,10 @@ MEANINGS: dict[str, dict[Exit, str]] = {
 }
 MEANINGS["job"] = MEANINGS["crawl"]
 #: Every code but these leaves a published sitemap byte for byte as it was.
-TOUCH_THE_SITEMAP = (Exit.OK, Exit.ON_PUBLISH)
+TOUCH_THE_SITEMAP = (Exit.OK, Exit.ON_PUBLISH, Exit.UPLOAD)
 KEPT = "all but {} leave the published sitemap byte for byte as it was".format(
-    " and ".join(str(int(code)) for code in TOUCH_THE_SITEMAP)
+    ", ".join(str(int(code)) for code in TOUCH_THE_SITEMAP[:-1])
+    + f" and {int(TOUCH_THE_SITEMAP[-1])}"
 )
 
 
