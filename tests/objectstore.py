@@ -8,15 +8,13 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-import pytest
 from aiohttp import web
 
-from tests.conftest import LiveServer
 from tests.procs import missing
 
 #: Credentials moto accepts: any. Set in the environment as a real deployment would.
@@ -112,24 +110,3 @@ class S3:
 
     def head(self, bucket: str, key: str) -> dict[str, Any]:
         return self.client().head_object(Bucket=bucket, Key=key)
-
-
-@pytest.fixture(scope="session")
-def s3() -> Iterator[S3]:
-    server = S3()
-    yield server
-    server.server.stop()
-
-
-@pytest.fixture
-def s3_env(monkeypatch) -> dict[str, str]:
-    """The credentials in this process's environment (and for child processes)."""
-    for name, value in CREDENTIALS.items():
-        monkeypatch.setenv(name, value)
-    return dict(CREDENTIALS)
-
-
-@pytest.fixture
-def proxy(s3, serve) -> Iterator[tuple[Proxy, LiveServer]]:
-    front = Proxy(s3.endpoint)
-    yield front, serve(front.app())

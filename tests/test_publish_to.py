@@ -9,6 +9,7 @@ import json
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,11 +19,34 @@ from crawler.cli import main
 from crawler.core.uploads import DIGEST_KEY, Found, LocalFile, parse_target, plan
 from crawler.errors import ConfigError
 from crawler.exit_codes import Exit
-from tests.objectstore import CREDENTIALS, proxy, s3, s3_env  # noqa: F401 (fixtures)
+from tests.conftest import LiveServer
+from tests.objectstore import CREDENTIALS, S3, Proxy
 from tests.procs import CLI, child_env, wait_for
 from tests.sites import NS, Site, html, read_published
 
 pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3]:
+    """moto's server, for this module; a bucket per test."""
+    server = S3()
+    yield server
+    server.server.stop()
+
+
+@pytest.fixture
+def s3_env(monkeypatch) -> dict[str, str]:
+    """The credentials in this process's environment, as a deployment sets them."""
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    return dict(CREDENTIALS)
+
+
+@pytest.fixture
+def proxy(s3, serve) -> tuple[Proxy, LiveServer]:
+    front = Proxy(s3.endpoint)
+    return front, serve(front.app())
 
 
 def catalogue(count: dict[str, int]) -> Site:
@@ -59,7 +83,7 @@ def bucket_matches_local(s3, bucket: str, prefix: str, out: Path, xsd) -> dict[s
     objects = s3.objects(bucket, prefix)
     local = {p.name: p.read_bytes() for p in out.iterdir() if not p.name.startswith(".")}
     assert objects == local
-    for name, body in objects.items():
+    for body in objects.values():
         xsd.any(body)
         index = xsd.parse(body).getroot()
         if index.tag != f"{NS}sitemapindex":
@@ -124,10 +148,8 @@ def test_an_unchanged_night_uploads_nothing_and_a_changed_one_only_what_changed(
     assert len(objects) == 3  # 3 URLs: sitemap-1, sitemap-2 and the index
 
 
-def test_other_objects_in_the_prefix_are_never_touched(
-    s3, s3_env, proxy, serve, tmp_path, xsd
-):
-    front, server = proxy
+def test_other_objects_in_the_prefix_are_never_touched(s3, s3_env, proxy, serve, tmp_path, xsd):
+    _, server = proxy
     bucket = s3.bucket()
     client = s3.client()
     client.put_object(Bucket=bucket, Key="sitemap-9.xml.gz", Body=b"not ours")  # no digest
@@ -183,8 +205,8 @@ def test_on_publish_runs_after_the_upload_and_not_after_a_failed_one(
     marker = tmp_path / "marker"
     # the hook reads the index back from the bucket: it is there when the hook runs
     hook = (
-        f"{sys.executable} -c 'import boto3; boto3.client(\"s3\", endpoint_url=\"{s3.endpoint}\")"
-        f'.head_object(Bucket=\"{bucket}\", Key=\"sitemap.xml\")\' && touch {marker}'
+        f'{sys.executable} -c \'import boto3; boto3.client("s3", endpoint_url="{s3.endpoint}")'
+        f'.head_object(Bucket="{bucket}", Key="sitemap.xml")\' && touch {marker}'
     )
     args = ["--on-publish", hook]
     assert night(url, tmp_path / "o1", f"s3://{bucket}/", s3.endpoint, *args)[0] == 0
