@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from crawler.config import (
     SECRET_KEYS,
@@ -44,6 +44,9 @@ from crawler.shell.progress import AUDIT_WORDS, ProgressLine
 from sitemap_out.errors import SitemapOutError
 
 from . import __version__
+
+if TYPE_CHECKING:
+    from crawler.shell.upload import Uploader
 
 T = TypeVar("T")
 
@@ -773,7 +776,7 @@ def _crawl(config: Config) -> int:
     return Exit.OK
 
 
-def _uploader(config: Config) -> Any:
+def _uploader(config: Config) -> Uploader | None:
     """publish_to's Uploader, or None without publish_to."""
     if config.publish_to is None:
         return None
@@ -782,7 +785,9 @@ def _uploader(config: Config) -> Any:
     return Uploader(config.publish_to, config.publish_endpoint, config.publish_region)
 
 
-def _publish_to(uploader: Any, config: Config, result: Any, figures: dict[str, Any]) -> str | None:
+def _publish_to(
+    uploader: Uploader | None, config: Config, result: Any, figures: dict[str, Any]
+) -> str | None:
     """Copy the published set to publish_to, if set, before --on-publish runs: the hook
     sees the sitemap where it is served. Returns why it failed, or None; what was sent
     goes into the figures (the report's)."""

@@ -156,7 +156,8 @@ def plan(local: Sequence[LocalFile], found: Mapping[str, Found]) -> Plan:
     """`local` in the published order, the entry point last. A file is uploaded unless the
     bucket holds its bytes already (same size and SHA-256); a sitemap file this tool wrote
     that is not in the set any more is deleted once the new index is in place."""
-    puts, kept = [], []
+    puts: list[str] = []
+    kept: list[str] = []
     for file in local:
         obj = found.get(file.name)
         same = obj is not None and obj.size == file.size and obj.sha256 == file.sha256

@@ -138,15 +138,7 @@ class Uploader:
         by_name = {path.name: path for path in files}
         sizes = {f.name: f for f in local}
         for name in steps.puts:
-            body = by_name[name].read_bytes()
-            attributes: dict[str, str] = {**headers(name), DIGEST_KEY: sizes[name].sha256}
-            await self._retried(
-                lambda body=body, name=name, attributes=attributes: obstore.put_async(
-                    store, name, body, attributes=attributes, use_multipart=False
-                ),
-                target.key(name),
-                log,
-            )
+            await self._put(by_name[name], sizes[name].sha256, log)
         if steps.deletes:
             await self._retried(
                 lambda: obstore.delete_async(store, list(steps.deletes)),
@@ -154,6 +146,20 @@ class Uploader:
                 log,
             )
         return Uploaded(target.url, steps.puts, steps.kept, steps.deletes)
+
+    async def _put(self, path: Path, sha256: str, log: Callable[[str], None]) -> None:
+        """One PUT, never multipart: applied whole or not at all, nothing left half-done."""
+        import obstore
+
+        body = path.read_bytes()  # a part is at most 50 MB (the protocol's limit)
+        attributes: Any = {**headers(path.name), DIGEST_KEY: sha256}
+        await self._retried(
+            lambda: obstore.put_async(
+                self.store, path.name, body, attributes=attributes, use_multipart=False
+            ),
+            self.target.key(path.name),
+            log,
+        )
 
     async def _digest(self, name: str, log: Callable[[str], None]) -> str | None:
         """The SHA-256 this tool stored with an object; None for one it did not write (or
@@ -210,22 +216,17 @@ def _open(target: Target, endpoint: str | None, region: str | None) -> ObjectSto
         from obstore.store import from_url
     except ImportError:  # pragma: no cover - a dependency; an install without it is broken
         raise ConfigError("publish_to needs obstore: pip install obstore") from None
-    options: dict[str, Any] = {
-        "timeout": REQUEST_TIMEOUT,
-        "connect_timeout": CONNECT_TIMEOUT,
-    }
-    config: dict[str, Any] = {}
+    options: Any = {"timeout": REQUEST_TIMEOUT, "connect_timeout": CONNECT_TIMEOUT}
+    config: Any = {}
     if endpoint is not None:
         config["endpoint"] = endpoint
         options["allow_http"] = endpoint.startswith("http://")
     if region is not None:
         config["region"] = region
+    retries: Any = {"max_retries": 0}  # ours, with tenacity: one policy, logged
     try:
         return from_url(
-            target.url,
-            client_options=options,  # type: ignore[arg-type]
-            retry_config={"max_retries": 0},
-            **config,
+            target.url, config=config or None, client_options=options, retry_config=retries
         )
     except Exception as exc:  # obstore's own: a missing account, an unreadable key file
         raise ConfigError(f"publish_to {target.url}: {_reason(exc)}") from None
