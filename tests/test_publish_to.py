@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from hypothesis import given
+from hypothesis import strategies as st
 
 from crawler.cli import main
 from crawler.core.uploads import DIGEST_KEY, Found, LocalFile, parse_target, plan
@@ -179,7 +181,7 @@ def test_a_store_that_fails_exits_7_and_the_local_set_is_whole(
         f"sitemap-crawler: published 5 URLs to {out}, but the upload to s3://{bucket}/x/"
     ), err
     assert last.endswith("; the local set is whole")
-    assert "503" in last
+    assert "503 Service Unavailable (SlowDown)" in last
     assert CREDENTIALS["AWS_SECRET_ACCESS_KEY"] not in err
     assert len(front.requests) == 5  # the listing, tried 5 times (4 retries), then given up
     published = read_published(out, xsd)
@@ -188,12 +190,15 @@ def test_a_store_that_fails_exits_7_and_the_local_set_is_whole(
     assert report["published"] is True and "error" in report["publish_to"]
 
 
-def test_a_bucket_that_does_not_exist_exits_7_at_once(s3, s3_env, serve, tmp_path, capsys):
+def test_a_bucket_that_does_not_exist_exits_7_at_once(s3, s3_env, proxy, serve, tmp_path, capsys):
+    front, server = proxy
     url = serve(catalogue({"n": 1}).app).url + "/"
-    code, _ = night(url, tmp_path / "out", "s3://no-such-bucket-here/", s3.endpoint)
+    code, _ = night(url, tmp_path / "out", "s3://no-such-bucket-here/", server.url)
     err = capsys.readouterr().err
     assert code == 7
-    assert "the upload to s3://no-such-bucket-here/ failed" in err
+    assert "the upload to s3://no-such-bucket-here/ failed: " in err
+    assert "404 Not Found (NoSuchBucket: The specified bucket does not exist)" in err
+    assert len(front.requests) == 1  # a 4xx is not tried again
     assert (tmp_path / "out" / "sitemap.xml").is_file()
 
 
@@ -362,6 +367,31 @@ def test_the_plan_sends_changed_files_in_order_and_deletes_only_its_own():
     assert steps.puts == ("sitemap-2.xml", "sitemap.xml")
     assert steps.kept == ("sitemap-1.xml",)
     assert steps.deletes == ("sitemap-3.xml",)
+
+
+_NAMES = st.sampled_from(
+    ["sitemap.xml", "sitemap-1.xml.gz", "sitemap-2.xml.gz", "sitemap-news.xml", "changes.atom",
+     "sitemap.txt", "robots.txt", "index.html"]
+)  # fmt: skip
+
+
+@given(
+    st.lists(st.tuples(_NAMES, st.integers(0, 3), st.sampled_from("ab")), unique_by=lambda t: t[0]),
+    st.dictionaries(_NAMES, st.tuples(st.integers(0, 3), st.sampled_from(["a", "b", None]))),
+)
+def test_the_plan_sends_or_keeps_every_file_once_in_order_and_deletes_none_of_them(files, objects):
+    local = [LocalFile(name, size, digest) for name, size, digest in files]
+    found = {name: Found(size, digest) for name, (size, digest) in objects.items()}
+    steps = plan(local, found)
+    order = [f.name for f in local]
+    assert sorted(steps.puts + steps.kept) == sorted(order)
+    assert list(steps.puts) == [n for n in order if n in steps.puts]  # the entry point last
+    assert not set(steps.deletes) & set(order)
+    for name in steps.deletes:  # only sitemap files this tool wrote
+        assert found[name].sha256 is not None and name.startswith(("sitemap", "changes"))
+    for name in steps.kept:  # the bucket holds these bytes
+        file = next(f for f in local if f.name == name)
+        assert found[name] == Found(file.size, file.sha256)
 
 
 def test_configerror_names_publish_to():

@@ -67,6 +67,9 @@ SECRET_VARIABLES: Final = (
     "AZURE_CLIENT_SECRET",
     "GOOGLE_SERVICE_ACCOUNT_KEY",
 )
+_XML_BODY = re.compile(r":\s*<.*$")  # an error document after the status: its code is kept
+_STATUS = re.compile(r"status code: (\d{3})")
+_ERROR_CODE = re.compile(r"<Code>([^<]{1,80})</Code>(?:\s*<Message>([^<]{0,200})</Message>)?")
 _SAS_SIGNATURE = re.compile(r"(?i)\b(sig|x-amz-signature|x-amz-credential)=[^&\s\"']+")
 
 
@@ -188,14 +191,24 @@ class Uploader:
         """`missing_ok`: a 404 is _NotThere (an object gone), not a failure (a bucket gone)."""
         from obstore.exceptions import GenericError, NotFoundError
 
+        async def attempt() -> T:
+            try:
+                return await request()
+            except GenericError as exc:  # a 4xx will not change on a second try
+                if _refused(exc):
+                    raise _Refused(exc) from None
+                raise
+
         try:
             result, notes = await fetch_with_retries(
-                request,
+                attempt,
                 POLICY,
                 status_of=lambda _: 200,  # an answer is a success: failures are raised
                 retry_after_of=lambda _: None,
                 retry_on=(GenericError, ConnectionError, TimeoutError),
             )
+        except _Refused as refused:
+            raise UploadError(f"the upload to {key} failed: {_reason(refused.exc)}") from None
         except (NotFoundError, FileNotFoundError) as exc:  # obstore raises the builtin
             if missing_ok:
                 raise _NotThere from None
@@ -209,6 +222,27 @@ class Uploader:
 
 class _NotThere(Exception):
     """An object listed a moment ago and gone now."""
+
+
+class _Refused(Exception):
+    """A 4xx answer (no such bucket, access denied, a bad request): not retried."""
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+
+def _refused(exc: Exception) -> bool:
+    """obstore reports a status only in its message: 4xx but 408 and 429 (try again)."""
+    status = _STATUS.search(str(exc))
+    return (
+        status is not None
+        and status.group(1).startswith("4")
+        and status.group(1)
+        not in (
+            "408",
+            "429",
+        )
+    )
 
 
 def _open(target: Target, endpoint: str | None, region: str | None) -> ObjectStore:
@@ -250,6 +284,9 @@ def _reason(exc: BaseException) -> str:
 
 def _reason_text(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else text
+    line = _XML_BODY.sub("", line)
+    if (code := _ERROR_CODE.search(text)) is not None:  # the store's own words (S3's XML)
+        line += f" ({code.group(1)}: {code.group(2)})" if code.group(2) else f" ({code.group(1)})"
     secrets = [os.environ[name] for name in SECRET_VARIABLES if os.environ.get(name)]
     line = _SAS_SIGNATURE.sub(lambda m: m.group(1) + "=(hidden)", redact(line, secrets))
-    return line if len(line) <= 300 else line[:297] + "..."
+    return line if len(line) <= 400 else line[:397] + "..."
