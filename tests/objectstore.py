@@ -29,13 +29,14 @@ _HOP = {"host", "content-length", "transfer-encoding", "connection", "keep-alive
 @dataclass
 class Proxy:
     """Forwards to moto; `requests` is every (method, path?query) in arrival order; a request
-    `hold` matches waits (its body read, nothing forwarded) until the process making it dies,
-    and `held` is set."""
+    `hold` matches waits (its body read, nothing forwarded), and `held` is set, until the
+    process making it dies or `release` is set."""
 
     upstream: str
     requests: list[tuple[str, str]] = field(default_factory=list)
     hold: Callable[[str, str], bool] | None = None
     held: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)  # forward it after all
     down: bool = False  # answer every request 503
 
     def app(self) -> web.Application:
@@ -50,7 +51,10 @@ class Proxy:
             return web.Response(status=503, text="<Error><Code>SlowDown</Code></Error>")
         if self.hold is not None and self.hold(request.method, request.path_qs):
             self.held.set()
-            await asyncio.sleep(120)  # the test kills the client meanwhile
+            for _ in range(12_000):  # 120 s at most: the test kills the client or releases it
+                if self.release.is_set():
+                    break
+                await asyncio.sleep(0.01)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
         async with (
             aiohttp.ClientSession(auto_decompress=False) as session,
