@@ -118,6 +118,17 @@ def test_the_first_night_uploads_parts_then_the_index(
     assert s3.head(bucket, "site/sitemap.xml")["ContentType"] == "application/xml"
 
 
+def test_a_text_sitemap_is_served_as_utf8_text(s3, s3_env, serve, tmp_path, capsys):
+    bucket = s3.bucket()
+    url = serve(catalogue({"n": 2}).app).url + "/"
+    out = tmp_path / "out"
+    args = ["crawl", url, "-o", str(out), "--format", "txt", "--publish-to", f"s3://{bucket}/"]
+    assert main([*args, "--publish-endpoint", s3.endpoint]) == 0, capsys.readouterr().err
+    assert s3.objects(bucket) == {"sitemap.txt": (out / "sitemap.txt").read_bytes()}
+    assert s3.head(bucket, "sitemap.txt")["ContentType"] == "text/plain; charset=utf-8"
+    assert "uploaded 1 of 1 files to" in capsys.readouterr().out
+
+
 def test_an_unchanged_night_uploads_nothing_and_a_changed_one_only_what_changed(
     s3, s3_env, proxy, serve, tmp_path, xsd, capsys
 ):
