@@ -112,8 +112,8 @@ class Uploader:
 
     def run(self, files: Sequence[Path], log: Callable[[str], None]) -> Uploaded:
         """Upload `files` (the published set, the entry point last). SIGTERM and SIGINT
-        stop it between two requests' worth of time (KeyboardInterrupt); a failure after
-        the retries is an UploadError naming the object and the reason."""
+        stop it once the request in flight returns (KeyboardInterrupt); a failure after the
+        retries is an UploadError naming the object and the reason."""
         with asyncio.Runner() as runner:
             return runner.run(self._interruptible(files, log))
 
@@ -139,10 +139,10 @@ class Uploader:
         for name in worth_reading(local, found):
             found[name] = Found(found[name].size, await self._digest(name, log))
         steps = plan(local, found)
-        by_name = {path.name: path for path in files}
-        sizes = {f.name: f for f in local}
+        paths = {path.name: path for path in files}
+        digests = {f.name: f.sha256 for f in local}
         for name in steps.puts:
-            await self._put(by_name[name], sizes[name].sha256, log)
+            await self._put(paths[name], digests[name], log)
         if steps.deletes:
             await self._retried(
                 lambda: obstore.delete(store, list(steps.deletes)),
