@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from crawler.config import (
     SECRET_KEYS,
@@ -42,12 +42,16 @@ from crawler.errors import (
     SubmitFailed,
     SubmitLater,
     SubmitRefused,
+    UploadError,
 )
 from crawler.exit_codes import Exit, help_text
 from crawler.shell.progress import AUDIT_WORDS, ProgressLine
 from sitemap_out.errors import SitemapOutError
 
 from . import __version__
+
+if TYPE_CHECKING:
+    from crawler.shell.upload import Uploader
 
 T = TypeVar("T")
 
@@ -104,7 +108,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file", "groups",
             "changefreq", "lastmod", "priority_by_depth", "report", "decisions", "changes",
             "feed", "feed_days", "stylesheet", "stylesheet_url", "max_shrink", "max_error_rate",
-            "max_bot_blocked", "force", "on_publish", "llms_txt", "llms_txt_max_links",
+            "max_bot_blocked", "force", "on_publish", "publish_to", "publish_endpoint",
+            "publish_region", "llms_txt", "llms_txt_max_links",
         ),
     ),
     (
@@ -753,6 +758,7 @@ def _crawl(config: Config) -> int:
         )
     log = (lambda _: None) if progress is None else progress.log
     crawl = Crawl(config, log, progress)
+    uploader = _uploader(config)  # before the crawl: a bucket that cannot be opened fails now
     figures: dict[str, Any] = {"start_url": config.url, "published": False}
     _LOG.figures = lambda: crawl.tally.to_json(figures)
     try:
@@ -788,10 +794,11 @@ def _crawl(config: Config) -> int:
             print(f"changes feed (submit it as a sitemap too): {result.published.feed_url}")
         if result.published.llms_url is not None:
             print(f"llms.txt (for language models): {result.published.llms_url}")
-    hook_failed = _on_publish(config, result, figures)
+    upload_failed = _publish_to(uploader, config, result, figures)
+    hook_failed = _on_publish(config, result, figures) if upload_failed is None else None
     submit_failed = None
-    if hook_failed is None and config.submit:  # served where the hook put it: now submit it
-        submit_failed = _submit_published(config, result, figures)
+    if upload_failed is None and hook_failed is None and config.submit:
+        submit_failed = _submit_published(config, result, figures)  # served: now submit it
     if config.report is not None:
         try:
             _write_json(config.report, tally.to_json(figures))
@@ -800,6 +807,11 @@ def _crawl(config: Config) -> int:
                 f"published {plural(result.published.url_count, 'URL')} to {config.output}, "
                 f"but {exc}"
             ) from None
+    if upload_failed is not None:
+        raise UploadError(
+            f"published {plural(result.published.url_count, 'URL')} to {config.output}, but "
+            f"{upload_failed}; the local set is whole"
+        )
     if hook_failed is not None:
         raise OnPublishError(
             f"published {plural(result.published.url_count, 'URL')} to {config.output}, but the "
@@ -936,6 +948,40 @@ def _submit_command(args: argparse.Namespace, secrets: list[str]) -> int:
         error = SubmitLater if all(r.later for r in refusals) else SubmitRefused
         raise error("; ".join(str(refusal) for refusal in refusals))
     return Exit.NO if any(found.has_errors for found in statuses) else Exit.OK
+
+
+def _uploader(config: Config) -> Uploader | None:
+    """publish_to's Uploader, or None without publish_to."""
+    if config.publish_to is None:
+        return None
+    from crawler.shell.upload import Uploader
+
+    return Uploader(config.publish_to, config.publish_endpoint, config.publish_region)
+
+
+def _publish_to(
+    uploader: Uploader | None, config: Config, result: Any, figures: dict[str, Any]
+) -> str | None:
+    """Copy the published set to publish_to, if set, before --on-publish runs: the hook
+    sees the sitemap where it is served. Returns why it failed, or None; what was sent
+    goes into the figures (the report's)."""
+    if uploader is None:
+        return None
+    try:
+        sent = uploader.run(result.published.files, _err)
+    except KeyboardInterrupt:
+        raise InterruptedCrawl(
+            f"interrupted while uploading to {uploader.target.url}; the sitemap was published "
+            f"to {config.output}, and the bucket holds an index whose files are all there "
+            "(the next run completes the upload)"
+        ) from None
+    except UploadError as exc:
+        figures["publish_to"] = {"to": uploader.target.url, "error": str(exc)}
+        return str(exc)
+    figures["publish_to"] = sent.figures()
+    if not config.quiet and not _LOG.json:
+        print(sent.summary(), flush=True)
+    return None
 
 
 def _on_publish(config: Config, result: Any, figures: dict[str, Any]) -> str | None:

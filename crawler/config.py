@@ -23,6 +23,7 @@ from typing import Any
 from crawler.core.access import AUTH_ENV, Access, redact, secrets_of
 from crawler.core.groups import Groups, group_items
 from crawler.core.patterns import Patterns
+from crawler.core.uploads import check_endpoint, parse_target
 from crawler.core.urls import join_parts, normalize
 from crawler.errors import ConfigError
 from sitemap_out.stylesheet import check_href
@@ -239,6 +240,22 @@ class Config:
     bing_site: str | None = _opt(
         None, "the site as Bing Webmaster Tools knows it (default: the sitemap's origin)",
         metavar="URL",
+    )  # fmt: skip
+    publish_to: str | None = _opt(
+        None,
+        "after the local publish, copy the set to object storage: s3://BUCKET/PREFIX/, "
+        "gs://BUCKET/PREFIX/ or az://CONTAINER/PREFIX/ (credentials from the provider's own "
+        "environment; exit 7 if it fails)",
+        metavar="URL",
+    )
+    publish_endpoint: str | None = _opt(
+        None,
+        "publish_to's endpoint, for an S3-compatible store (MinIO, Cloudflare R2)",
+        metavar="URL",
+    )
+    publish_region: str | None = _opt(
+        None, "publish_to's S3 region (default: $AWS_REGION, else us-east-1; R2: auto)",
+        metavar="REGION",
     )  # fmt: skip
     timeout: float = _opt(30.0, "seconds allowed for one whole response", metavar="SECONDS")
     max_page_bytes: int = _opt(
@@ -460,6 +477,7 @@ def _validate(self: Config) -> Config:
                 f"image_hosts: {host!r} is not a host, .host or *.host pattern (or *)"
             )
     _check_news(self)
+    _check_publish_to(self)
     Groups.parse(self.groups)  # a bad group fails before any request
     _check_submit(self)
     if self.resume and self.fresh:
@@ -596,6 +614,28 @@ def _check_submit(config: Config) -> None:
         named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
         if config.google_key_file is None and named:
             config.google_key_file = Path(named)
+
+
+def _check_publish_to(config: Config) -> None:
+    """publish_to and its companions, checked now: a typo in a bucket URL fails the nightly
+    job before the crawl, not after it."""
+    if config.publish_to is None:
+        for key in ("publish_endpoint", "publish_region"):
+            if getattr(config, key) is not None:
+                raise ConfigError(f"{key} needs publish_to: the bucket to publish to")
+        return
+    target = parse_target(config.publish_to)
+    config.publish_to = target.url
+    if config.publish_endpoint is not None:
+        config.publish_endpoint = check_endpoint(config.publish_endpoint, target)
+    if config.publish_region is not None:
+        if target.scheme != "s3":
+            raise ConfigError(f"publish_region is for s3:// only, not {target.scheme}://")
+        if not re.fullmatch(r"[a-z0-9-]{1,40}", config.publish_region):
+            raise ConfigError(
+                f"publish_region must be a region name (us-east-1, auto), "
+                f"got {config.publish_region!r}"
+            )
 
 
 def origin_key(key: str, value: str) -> str:
@@ -736,6 +776,9 @@ _NOT_FINGERPRINTED = frozenset(
         "google_property",
         "bing_api_key",
         "bing_site",
+        "publish_to",
+        "publish_endpoint",
+        "publish_region",
         "state",
         "resume",
         "fresh",

@@ -74,6 +74,15 @@ class BlockedByBotProtection(SitemapCrawlerError):
     exit_code: int = Exit.BLOCKED
 
 
+class UploadError(SitemapCrawlerError):
+    """The sitemap was published locally, but copying it to publish_to failed after its
+    retries (the store down, a bucket that does not exist, credentials refused). The local
+    set is whole; the bucket holds an index whose parts are all there (the old set, or a
+    mix of old and new parts under the old index), and the next run completes it."""
+
+    exit_code: int = Exit.UPLOAD
+
+
 class InterruptedCrawl(SitemapCrawlerError):
     """SIGINT or SIGTERM stopped the crawl; the previous sitemap is untouched."""
 

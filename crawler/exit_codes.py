@@ -19,6 +19,7 @@ class Exit(IntEnum):
     REFUSED = 4
     IO = 5
     ON_PUBLISH = 6
+    UPLOAD = 7
     BLOCKED = 8  # a CDN's bot protection answers instead of the site
     SUBMIT = 9  # published, but submitting it to a search engine failed (#28)
     FAILURE = 70  # sysexits' EX_SOFTWARE
@@ -41,6 +42,8 @@ MEANINGS: dict[str, dict[Exit, str]] = {
         Exit.IO: "a file could not be written while crawling (a full disk)",
         Exit.ON_PUBLISH: "published, but the --on-publish command failed (or ran past its "
         "900 s timeout)",
+        Exit.UPLOAD: "published locally, but the upload to publish_to failed; the local set "
+        "is whole",
         Exit.BLOCKED: "the crawl is blocked by bot protection (Cloudflare, Akamai, Imperva, "
         "AWS WAF, DataDome: named in the line); nothing published",
         Exit.SUBMIT: "published, but submitting it to a search engine (submit = ...) failed",
@@ -101,7 +104,7 @@ MEANINGS["submit"] = {
 }
 MEANINGS["job"] = MEANINGS["crawl"]
 #: Every code but these leaves a published sitemap byte for byte as it was.
-TOUCH_THE_SITEMAP = (Exit.OK, Exit.ON_PUBLISH, Exit.SUBMIT)
+TOUCH_THE_SITEMAP = (Exit.OK, Exit.ON_PUBLISH, Exit.UPLOAD, Exit.SUBMIT)
 _TOUCHING = [str(int(code)) for code in TOUCH_THE_SITEMAP]
 KEPT = "all but {} and {} leave the published sitemap byte for byte as it was".format(
     ", ".join(_TOUCHING[:-1]), _TOUCHING[-1]

@@ -24,6 +24,7 @@ __all__ = [
     "STAGING_PREFIX",
     "fsync_dir",
     "is_reserved",
+    "is_sitemap_file",
     "left_in_place",
     "read_layout",
     "read_manifest",
@@ -55,6 +56,12 @@ def is_reserved(name: str) -> bool:
         or name in (LOCK_NAME, MANIFEST_NAME, MANIFEST_NAME + ".tmp")
         or name.startswith(STAGING_PREFIX)
     )
+
+
+def is_sitemap_file(name: str) -> bool:
+    """Whether ``name`` is one the writer publishes (a sitemap file or the feed): what a
+    copy of the set elsewhere (publish_to) may replace or delete, and nothing else."""
+    return _own(name)
 
 
 def fsync_dir(path: Path) -> None:
