@@ -44,7 +44,8 @@ def parse_http_date(value: str | None, *, now: datetime | None = None) -> dateti
             if year > current + 50:
                 year -= 100
         elif m := _ASCTIME.match(text):
-            mon, day, hh, mm, ss, year = m.groups()
+            mon, day, hh, mm, ss, digits = m.groups()
+            year = int(digits)
         else:
             return None
         month = _MONTHS.get(mon.lower())
