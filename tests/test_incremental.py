@@ -598,3 +598,31 @@ def test_a_page_unlisted_across_a_rebuild_is_not_dated_by_it_once_listed(site_ru
     assert hidden in listed.locs
     assert listed.lastmods[hidden] is None and decisions[hidden]["lastmod_source"] == "none"
     assert all(v is None for v in listed.lastmods.values())  # nothing's text moved
+
+
+def _history_links(state: Path) -> dict[str, tuple[bytes | None, bytes | None]]:
+    """Each page's links in the history (packed URL ids, followed and nofollow), by URL."""
+    with sqlite3.connect(state) as conn:
+        rows = conn.execute(
+            "SELECT u.url, h.targets, h.nofollow FROM history h JOIN urls u ON u.id = h.url"
+        ).fetchall()
+    return {url: (targets, nofollow) for url, targets, nofollow in rows}
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_a_304_night_keeps_each_page_s_links_as_the_full_night_stored_them(site_run, workers):
+    # #26: a revived page's row stores the link ids its history row was read with, not the
+    # ids of its links named and packed again: they must be the same bytes
+    site = HistorySite(pages=8)
+    run = site_run(site)
+    first, _ = run("--workers", workers)
+    before = _history_links(run.state)
+    assert sum(1 for targets, _ in before.values() if targets) >= 3
+    _age(run.state)
+    second, _ = run("--workers", workers, name="second")
+    assert site.not_modified == site.requests and second.locs == first.locs
+    assert _history_links(run.state) == before
+    _age(run.state)
+    third, _ = run("--workers", workers, name="third")  # a 304 again, from the 304's rows
+    assert site.not_modified == site.requests and third.locs == first.locs
+    assert _history_links(run.state) == before

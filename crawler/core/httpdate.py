@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 
 _MONTHS = {
     m: i
@@ -31,10 +32,11 @@ def parse_http_date(value: str | None, *, now: datetime | None = None) -> dateti
     if not value:
         return None
     text = value.strip()
+    imf = _imf(text)
+    if imf is not _NOT_IMF:
+        return imf
     try:
-        if m := _IMF.match(text):
-            day, mon, year, hh, mm, ss = m.groups()
-        elif m := _RFC850.match(text):
+        if m := _RFC850.match(text):
             day, mon, yy, hh, mm, ss = m.groups()
             # RFC 9110: a two-digit year more than 50 years in the future is in the past.
             year = 2000 + int(yy)
@@ -42,12 +44,34 @@ def parse_http_date(value: str | None, *, now: datetime | None = None) -> dateti
             if year > current + 50:
                 year -= 100
         elif m := _ASCTIME.match(text):
-            mon, day, hh, mm, ss, year = m.groups()
+            mon, day, hh, mm, ss, digits = m.groups()
+            year = int(digits)
         else:
             return None
         month = _MONTHS.get(mon.lower())
         if month is None:
             return None
+        return datetime(int(year), month, int(day), int(hh), int(mm), int(ss), tzinfo=UTC)
+    except ValueError:  # 31 Feb, 25:00 and the like
+        return None
+
+
+_NOT_IMF = datetime.min  # _imf's answer for a value in another format
+
+
+@lru_cache(maxsize=1024)
+def _imf(text: str) -> datetime | None:
+    """An IMF-fixdate (what servers send), memoised: a crawl reads the same few dates on
+    every page (a Date per second, the Last-Modified of files written together), each two
+    or three times. Its datetime is immutable, so one object serves every caller."""
+    m = _IMF.match(text)
+    if m is None:
+        return _NOT_IMF
+    day, mon, year, hh, mm, ss = m.groups()
+    month = _MONTHS.get(mon.lower())
+    if month is None:
+        return None
+    try:
         return datetime(int(year), month, int(day), int(hh), int(mm), int(ss), tzinfo=UTC)
     except ValueError:  # 31 Feb, 25:00 and the like
         return None

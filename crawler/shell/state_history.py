@@ -45,8 +45,11 @@ _FRESH_INSERT: Final = (
 )
 _PRIOR_SELECT: Final = (
     "SELECT etag, modified, mime, meta, header, canonical, body, blocks, first_seen, changed,"
-    " extras, stamped, canonical_in_html FROM history WHERE url = ?"
+    " extras, stamped, canonical_in_html, targets, nofollow FROM history WHERE url = ?"
 )
+#: URLs whose links prior() keeps for outlinks(): more than the pages a crawl has in flight
+#: (concurrency x pipeline); past it they are dropped, and outlinks() asks the file again
+_LINKS_KEPT: Final = 4096
 
 
 class HistoryStore:
@@ -71,6 +74,12 @@ class HistoryStore:
         self._rows: dict[int, tuple[object, ...]] = {}
         self._published: list[tuple[object, ...]] = []
         self.ops = 0
+        # url -> its links as prior() read them (packed ids, followed and nofollow), until
+        # outlinks() names them for a 304 (one query per page, not two)
+        self._links: dict[str, tuple[bytes | None, bytes | None]] = {}
+        # the last 304's links: the list outlinks() gave and its packed ids, which page()
+        # stores again as they are instead of packing the same ids anew
+        self._revived: tuple[list[str], bytes | None, list[str], bytes | None] | None = None
 
     def read_meta(self) -> None:
         """The run's start and the last run's template, and whether there is a history."""
@@ -95,7 +104,11 @@ class HistoryStore:
         if row is None:
             return None
         etag, modified, mime, meta, header, canonical, body, blocks, first, changed = row[:10]
-        extras, stamped, in_html = row[10:]
+        extras, stamped, in_html, targets, nofollow = row[10:]
+        kept = self._links
+        if len(kept) >= _LINKS_KEPT:
+            kept.clear()  # answers that never came to outlinks() (any but a 304)
+        kept[url] = targets, nofollow
         return Prior(
             etag, modified, mime or "", _directives(meta), _directives(header), canonical,
             bool(in_html), body, blocks, first, changed, extras, bool(stamped),
@@ -103,20 +116,24 @@ class HistoryStore:
 
     def outlinks(self, url: str) -> tuple[list[str], list[str]]:
         """The links of url's page in the history, in their order: those followed, and
-        those only its rel=nofollow links reach (for a 304: read only then, so that
-        prior(), asked for every URL, stays small)."""
-        row = self._row(url, "SELECT targets, nofollow FROM history WHERE url = ?")
+        those only its rel=nofollow links reach (for a 304: named only then; prior() read
+        their ids with the rest of the row)."""
+        row = self._links.pop(url, None)
         if row is None:
-            return [], []
-        return self._names(row[0]), self._names(row[1])
+            row = self._row(url, "SELECT targets, nofollow FROM history WHERE url = ?")
+            if row is None:
+                return [], []
+        targets, nofollow = self._names(row[0]), self._names(row[1])
+        self._revived = targets, row[0], nofollow, row[1]
+        return targets, nofollow
 
     def _names(self, packed: bytes | None) -> list[str]:
         if not packed:
             return []
-        names = self._urls.names()
         links = array("I")
         links.frombytes(packed)
-        return [name for name in map(names.__getitem__, links) if name is not None]
+        # an id never names "" (URLs are absolute): filter(None) drops only the unnamed
+        return list(filter(None, map(self._urls.names().__getitem__, links)))
 
     def last_run(self, url: str) -> LastRun | None:
         """What the last finished run kept of url's page for its lastmod (its content
@@ -159,11 +176,17 @@ class HistoryStore:
         ids = urls.ids()
         uid = ids.get(url) or urls.intern(url)
         started = self.run_started
+        self._links.pop(url, None)
+        revived, self._revived = self._revived, None
         if result is None or status != 200:
             row = HistoryRow(uid, status=status, reason=reason)
         else:
-            targets = self._ids(result.targets)
-            nofollow = self._ids(result.nofollow) if result.nofollow else b""
+            if _unchanged(revived, result.targets, result.nofollow):
+                # a 304's links, as outlinks() named them: their ids as the history has them
+                targets, nofollow = revived[1] or b"", revived[3] or b""  # type: ignore[index]
+            else:
+                targets = self._ids(result.targets)
+                nofollow = self._ids(result.nofollow) if result.nofollow else b""
             blocks = result.blocks
             first: int | None = started
             if prior is not None and prior.blocks is not None and blocks is not None:
@@ -224,6 +247,22 @@ class HistoryStore:
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('common', ?)",
             (pack_blocks(sorted(common)),),
         )
+
+
+def _unchanged(
+    revived: tuple[list[str], bytes | None, list[str], bytes | None] | None,
+    targets: list[str],
+    nofollow: list[str],
+) -> bool:
+    """Whether a page's links are the very lists outlinks() named from these ids, every id
+    named (so packing the names again would give the same bytes)."""
+    if revived is None or targets is not revived[0]:
+        return False
+    if 4 * len(targets) != len(revived[1] or b""):
+        return False
+    if nofollow is revived[2]:
+        return 4 * len(nofollow) == len(revived[3] or b"")
+    return not nofollow and not revived[3]
 
 
 def _packed(directives: Directives) -> bytes | None:
