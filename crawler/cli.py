@@ -76,7 +76,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "sitemap_url", "public_url", "include", "exclude", "exclude_listing_only",
             "seed_sitemaps", "max_pages", "max_depth", "max_time", "strip_params",
             "listed_types", "follow_nofollow", "respect_noindex", "search_engines",
-            "respect_canonical", "skip_duplicates", "max_redirects",
+            "respect_canonical", "skip_duplicates", "max_redirects", "allowed_hosts",
         ),
     ),
     (
@@ -90,7 +90,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "staging access",
         (
             "auth", "header", "cookie", "auth_origin", "proxy", "ca_bundle", "insecure",
-            "robots_from",
+            "robots_from", "resolve",
         ),
     ),
     (
@@ -129,7 +129,7 @@ EXPLAIN_OPTIONS = frozenset(
         "user_agent", "auth", "header", "cookie", "auth_origin", "proxy", "ca_bundle",
         "insecure", "robots_from",
         "max_page_bytes", "max_url_length", "max_segment_repeats", "render",
-        "render_timeout", "render_hosts", "chromium_path",
+        "render_timeout", "render_hosts", "chromium_path", "allowed_hosts", "resolve",
     }
 )  # fmt: skip
 
@@ -704,6 +704,7 @@ def _unexpected(exc: Exception, secrets: Sequence[str] = ()) -> int:
 
 def _crawl(config: Config) -> int:
     from crawler.shell.engine import Crawl  # late: keeps --help and config errors fast
+    from crawler.shell.host_output import robots_line
     from crawler.shell.pool import forked
 
     _warn_insecure(config)
@@ -744,7 +745,11 @@ def _crawl(config: Config) -> int:
             f"published {plural(result.published.url_count, 'URL')} in "
             f"{plural(len(result.published.files), 'file')} to {config.output}"
         )
-        print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}", flush=True)
+        if len(result.sitemap_urls) > 1:  # allowed_hosts: each host's robots.txt its line
+            for line in map(robots_line, result.sitemap_urls):
+                print(line, flush=True)
+        else:
+            print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}", flush=True)
         if result.published.feed_url is not None:
             print(f"changes feed (submit it as a sitemap too): {result.published.feed_url}")
     hook_failed = _on_publish(config, result, figures)

@@ -24,7 +24,6 @@ from crawler.core.decide import (
     TrapBudgets,
 )
 from crawler.core.frontier import Frontier, Task
-from crawler.core.groups import Groups
 from crawler.core.lastmod import AUTO, CONTENT
 from crawler.core.nothing import NothingFacts, why_nothing
 from crawler.core.page import PagePolicy
@@ -40,6 +39,8 @@ from crawler.shell.client import SPACING_MARGIN, PoliteClient
 from crawler.shell.extensions import Extensions, NewsPolicy
 from crawler.shell.fetch import Response, Transport
 from crawler.shell.guard import check_publish, outage_message
+from crawler.shell.host_output import open_output
+from crawler.shell.hosts import HostRules
 from crawler.shell.journal import Dating, Journal
 from crawler.shell.judge import PageJudge
 from crawler.shell.links import Links
@@ -55,7 +56,7 @@ from crawler.shell.revalidation import Revalidation, history_key
 from crawler.shell.sources import Robots, SeedSource, read_robots
 from crawler.shell.state import CrawlState, StateError
 from crawler.shell.throttle import ThrottleClosed
-from sitemap_out import AsyncSitemapWriter, PublishResult
+from sitemap_out import PublishResult
 from sitemap_out.changes import ChangeLog
 
 __all__ = ["SPACING_MARGIN", "STOP_GRACE_SECONDS", "Crawl", "CrawlResult", "Robots"]
@@ -66,6 +67,7 @@ class CrawlResult:
     tally: Tally
     published: PublishResult
     sitemap_url: str
+    sitemap_urls: tuple[str, ...] = ()  # every sitemap published: one per host (allowed_hosts)
 
 
 class Crawl:
@@ -86,7 +88,12 @@ class Crawl:
         self.progress = progress
         assert config.url is not None
         self.plan = plan = Plan.make(
-            config.url, config.public_url, config.sitemap_url, config.seeds, config.strip_params
+            config.url,
+            config.public_url,
+            config.sitemap_url,
+            config.seeds,
+            config.strip_params,
+            config.allowed_hosts,
         )
         self.identity = plan.identity
         self.policy = _policy(config)
@@ -115,9 +122,13 @@ class Crawl:
         )  # fmt: skip
         self.revalidation = Revalidation(conditional=config.render == "never")
         self.renderer = PageRenderer(config, self.page_policy, frontier.seen, self._in_scope, log)
+        hosts = None
+        if plan.hosts is not None:  # allowed_hosts: each host's robots.txt, before its pages
+            hosts = HostRules(lambda: self.links.screen, self.client, config.user_agent, log)
         self.page_judge = PageJudge(
-            config, self.policy, self.client, self.links, loop, self.revalidation, self.renderer
-        )
+            config, self.policy, self.client, self.links, loop, self.revalidation,
+            self.renderer, hosts=hosts,
+        )  # fmt: skip
         self.seeds = SeedSource(config, plan, log)
         self.state: CrawlState | None = None
         self._site_answered = False  # any HTTP answer to the robots.txt requests
@@ -143,18 +154,7 @@ class Crawl:
         config, plan, journal, loop = self.config, self.plan, self.journal, self.loop
         started = time.monotonic()
         changes = ChangeLog()
-        writer = AsyncSitemapWriter(
-            config.output,
-            plan.base_url,
-            gzip=config.gzip,
-            fmt="txt" if config.format == "txt" else "xml",
-            max_urls=config.max_urls_per_file,
-            max_bytes=config.max_bytes_per_file,
-            stable=True,  # the listings come out of the spool in loc order
-            changes=changes,
-            feed_days=config.feed_days if config.feed else None,
-            groups=Groups.parse(config.groups) or None,
-        )
+        writer = open_output(config, plan, changes)
         self.page_judge.check_entry = writer.check
         try:
             journal.spool = Spool(config.output)
@@ -257,7 +257,8 @@ class Crawl:
                 "by_workers": pages.worker_requests if pages is not None else 0,
             }
         # the file actually published: sitemap.txt for a text sitemap in one file
-        return CrawlResult(self.tally, published, published.sitemap_url or plan.sitemap_url)
+        urls = writer.sitemap_urls(published, plan.sitemap_url)
+        return CrawlResult(self.tally, published, published.sitemap_url or plan.sitemap_url, urls)
 
     async def _crawl_page(self, task: Task) -> None:
         """Judge task.url, then follow where its page leads."""
@@ -434,7 +435,7 @@ class Crawl:
                 yield
 
     def _in_scope(self, targets: list[str]) -> set[str]:
-        contains, plan = self.plan.scope.contains, self.plan
+        contains, plan = self.plan.in_scope, self.plan
         return {t for t in targets if contains(plan.public(plan.to_crawl(t)))}
 
     def _why_nothing(self) -> str:
