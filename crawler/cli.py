@@ -99,6 +99,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "output", "gzip", "format", "max_urls_per_file", "max_bytes_per_file", "groups",
             "changefreq", "lastmod", "priority_by_depth", "report", "decisions", "changes",
             "feed", "feed_days", "max_shrink", "max_error_rate", "force", "on_publish",
+            "cross_host",
         ),
     ),
     (
@@ -745,8 +746,8 @@ def _crawl(config: Config) -> int:
             f"published {plural(result.published.url_count, 'URL')} in "
             f"{plural(len(result.published.files), 'file')} to {config.output}"
         )
-        if len(result.sitemap_urls) > 1:  # allowed_hosts: each host's robots.txt its line
-            for line in map(robots_line, result.sitemap_urls):
+        if len(result.robots_lines) > 1:  # allowed_hosts: each host's robots.txt its line
+            for line in map(robots_line, result.robots_lines):
                 print(line, flush=True)
         else:
             print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}", flush=True)

@@ -145,6 +145,11 @@ class Config:
         "URL's scheme and port: blog.example.com, or *.example.com for its subdomains",
         metavar="HOST",
     )
+    cross_host: bool = _opt(
+        False,
+        "with allowed_hosts: one sitemap set in --output for every host, not one per host "
+        "(valid when the hosts are verified together, or each host's robots.txt names it)",
+    )
     resolve: tuple[str, ...] = _opt(
         (),
         "connect to this address for HOST:PORT, as curl --resolve (staging, a host not yet "
@@ -360,6 +365,8 @@ class Config:
         if self.auth_origin is not None:
             self.auth_origin = origin_key("auth_origin", self.auth_origin)
         self.allowed_hosts = tuple(parse_host_pattern(p) for p in self.allowed_hosts)
+        if self.cross_host and not self.allowed_hosts:
+            raise ConfigError("cross_host lists several hosts in one sitemap: give allowed_hosts")
         if self.resume and self.state is None:
             raise ConfigError("--resume needs --state FILE: the saved crawl to continue")
         if self.state is None and (self.fresh or self.lastmod == "content"):
@@ -645,6 +652,7 @@ _NOT_FINGERPRINTED = frozenset(
         "insecure",
         "auth_origin",
         "resolve",
+        "cross_host",
         "max_time",
         # how pages are rendered, not which: the browser, its pace
         "render_timeout",

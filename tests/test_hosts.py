@@ -155,8 +155,8 @@ def _resolve(port: int, *hosts: str) -> list[str]:
 NAMES = ("www", "blog", "fr.lang", "lang", "shop")
 
 
-def test_a_crawl_over_allowed_hosts(serve, tmp_path: Path, capsys, xsd) -> None:
-    # one server whose pages name their own port: start it, then fill the sites in
+def _serve_split(serve) -> tuple[int, Hosts]:
+    """One server whose pages name their own port: started, then the sites filled in."""
     box: dict[str, Hosts] = {}
 
     async def handle(request: web.Request) -> web.StreamResponse:
@@ -164,19 +164,32 @@ def test_a_crawl_over_allowed_hosts(serve, tmp_path: Path, capsys, xsd) -> None:
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handle)
-    server = serve(app)
-    port = server.port
-    box["hosts"] = hosts = _split_site(port)
-    out, decisions = tmp_path / "out", tmp_path / "decisions.jsonl"
-    names = [f"{n}.example.test" for n in NAMES]
-    code = main(
+    port = serve(app).port
+    box["hosts"] = _split_site(port)
+    return port, box["hosts"]
+
+
+def _crawl_split(port: int, out: Path, *args: str) -> int:
+    return main(
         [
             "crawl", f"http://www.example.test:{port}/", "-o", str(out),
             "--allowed-hosts", "blog.example.test,*.lang.example.test",
-            "--auth", f"{USER}:{PASSWORD}", "--decisions", str(decisions),
-            *_resolve(port, *names),
+            *_resolve(port, *(f"{n}.example.test" for n in NAMES)), *args,
         ]
     )  # fmt: skip
+
+
+EXPECTED = {
+    "www.example.test": ["/", "/a"],
+    "blog.example.test": ["/", "/post"],
+    "fr.lang.example.test": ["/", "/bonjour"],
+}
+
+
+def test_a_crawl_over_allowed_hosts(serve, tmp_path: Path, capsys, xsd) -> None:
+    port, hosts = _serve_split(serve)
+    out, decisions = tmp_path / "out", tmp_path / "decisions.jsonl"
+    code = _crawl_split(port, out, "--auth", f"{USER}:{PASSWORD}", "--decisions", str(decisions))
     printed = capsys.readouterr()
     assert code == 0, printed.err
     expected = {
@@ -206,6 +219,30 @@ def test_a_crawl_over_allowed_hosts(serve, tmp_path: Path, capsys, xsd) -> None:
         carried = [path for _, path, headers in site.requests if headers.get("Authorization")]
         assert carried == ([] if name != "www.example.test" else site.paths), name
     assert json.dumps(record)  # every decision is plain data
+
+
+def test_cross_host_publishes_one_set_named_in_every_hosts_robots_txt(
+    serve, tmp_path: Path, capsys, xsd
+) -> None:
+    port, _ = _serve_split(serve)
+    out = tmp_path / "out"
+    assert _crawl_split(port, out, "--cross-host", "--max-urls-per-file", "4") == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert not [p for p in out.iterdir() if p.is_dir()]
+    index = out / "sitemap.xml"
+    assert xsd.any(index).getroot().tag.endswith("sitemapindex")  # 6 URLs, 4 a file
+    assert _listed(out, xsd) == {
+        f"http://{host}:{port}{path}" for host, paths in EXPECTED.items() for path in paths
+    }
+    sitemap = f"http://www.example.test:{port}/sitemap.xml"
+    for host in EXPECTED:
+        line = f"add this line to http://{host}:{port}/robots.txt:  Sitemap: {sitemap}"
+        assert line in printed
+
+
+def test_cross_host_needs_allowed_hosts(capsys) -> None:
+    assert main(["crawl", "http://127.0.0.1:9/", "--cross-host"]) == 2
+    assert "cross_host" in capsys.readouterr().err
 
 
 def _listed(out: Path, xsd) -> set[str]:

@@ -67,7 +67,8 @@ class CrawlResult:
     tally: Tally
     published: PublishResult
     sitemap_url: str
-    sitemap_urls: tuple[str, ...] = ()  # every sitemap published: one per host (allowed_hosts)
+    # (origin, sitemap URL) for each robots.txt line: a host each (allowed_hosts)
+    robots_lines: tuple[tuple[str, str], ...] = ()
 
 
 class Crawl:
@@ -257,8 +258,8 @@ class Crawl:
                 "by_workers": pages.worker_requests if pages is not None else 0,
             }
         # the file actually published: sitemap.txt for a text sitemap in one file
-        urls = writer.sitemap_urls(published, plan.sitemap_url)
-        return CrawlResult(self.tally, published, published.sitemap_url or plan.sitemap_url, urls)
+        lines = writer.robots_lines(published, plan.sitemap_url)
+        return CrawlResult(self.tally, published, published.sitemap_url or plan.sitemap_url, lines)
 
     async def _crawl_page(self, task: Task) -> None:
         """Judge task.url, then follow where its page leads."""

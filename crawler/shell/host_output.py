@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from crawler.config import Config
 from crawler.core.fleet import site_folder
@@ -17,14 +18,36 @@ from crawler.core.urls import join_parts
 from sitemap_out import AsyncSitemapWriter, Entry, PublishResult
 from sitemap_out.changes import ChangeLog
 
-__all__ = ["HostWriters", "OneWriter", "open_output", "robots_line"]
+__all__ = ["CrossHostWriter", "HostWriters", "OneWriter", "open_output", "robots_line"]
+
+#: (the origin whose robots.txt should name a sitemap, the sitemap's URL)
+RobotsLine = tuple[str, str]
 
 
 class OneWriter(AsyncSitemapWriter):
     """The usual output: one sitemap set, for the start host."""
 
-    def sitemap_urls(self, published: PublishResult, default: str) -> tuple[str, ...]:
-        return (published.sitemap_url or default,)
+    def robots_lines(self, published: PublishResult, default: str) -> tuple[RobotsLine, ...]:
+        url = published.sitemap_url or default
+        return ((join_parts(url)[1], url),)
+
+
+class CrossHostWriter(OneWriter):
+    """cross_host: one set in --output listing every host's URLs. sitemaps.org allows it
+    only when each host's robots.txt names the sitemap (or the hosts are verified together
+    in Search Console), so each host listed gets its line."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.origins: dict[str, None] = {}
+
+    async def add(self, entry: Entry) -> None:
+        self.origins[join_parts(entry.loc)[1]] = None
+        await super().add(entry)
+
+    def robots_lines(self, published: PublishResult, default: str) -> tuple[RobotsLine, ...]:
+        ((home, url),) = super().robots_lines(published, default)
+        return tuple((origin, url) for origin in {home: None, **self.origins})
 
 
 class HostWriters:
@@ -98,15 +121,16 @@ class HostWriters:
         for writer in self.writers.values():
             await writer.abort()
 
-    def sitemap_urls(self, published: PublishResult, default: str) -> tuple[str, ...]:
-        return tuple(r.sitemap_url for r in self._published if r.sitemap_url is not None)
+    def robots_lines(self, published: PublishResult, default: str) -> tuple[RobotsLine, ...]:
+        urls = [r.sitemap_url for r in self._published if r.sitemap_url is not None]
+        return tuple((join_parts(url)[1], url) for url in urls)
 
 
 def open_output(config: Config, plan: Plan, changes: ChangeLog) -> OneWriter | HostWriters:
     """The writer(s) a crawl lists into."""
 
-    def make(folder: Path, base_url: str) -> OneWriter:
-        return OneWriter(
+    def make(folder: Path, base_url: str, kind: type[OneWriter] = OneWriter) -> OneWriter:
+        return kind(
             folder,
             base_url,
             gzip=config.gzip,
@@ -121,9 +145,12 @@ def open_output(config: Config, plan: Plan, changes: ChangeLog) -> OneWriter | H
 
     if plan.hosts is None:
         return make(config.output, plan.base_url)
+    if config.cross_host:
+        return make(config.output, plan.base_url, CrossHostWriter)
     return HostWriters(make, config.output, plan)
 
 
-def robots_line(sitemap_url: str) -> str:
-    """The robots.txt a sitemap is named in (its host's), and the line."""
-    return f"add this line to {join_parts(sitemap_url)[1]}/robots.txt:  Sitemap: {sitemap_url}"
+def robots_line(line: RobotsLine) -> str:
+    """What the operator adds to which robots.txt."""
+    origin, url = line
+    return f"add this line to {origin}/robots.txt:  Sitemap: {url}"
