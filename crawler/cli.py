@@ -165,6 +165,7 @@ AUDIT_OPTIONS = frozenset(
         "auth", "header", "cookie", "auth_origin", "proxy", "ca_bundle", "insecure", "quiet",
         "strip_params", "render", "render_timeout", "render_concurrency", "render_hosts",
         "chromium_path", "robots_from", "max_crawl_delay", "max_retry_after",
+        "allowed_hosts", "resolve",
     }
 )  # fmt: skip
 
@@ -823,7 +824,7 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     secrets += config.secrets
     _warn_insecure(config)
     crawl = Crawl(config)
-    print(f"scope: {crawl.plan.scope.root} ({scope_is})")
+    print(f"scope: {crawl.plan.scope_text()} ({scope_is})")
     known = crawl.plan.public(crawl.known_as(args.target))
     if known != crawl.plan.public(normalize(args.target)):
         print(f"a crawl knows this URL as {known} (strip_params removes the rest)")

@@ -19,7 +19,7 @@ from crawler.core.hosts import AllowedHosts, parse_host_pattern, parse_resolve
 from crawler.core.screen import Plan
 from crawler.core.urls import Scope
 from crawler.errors import ConfigError
-from tests.sites import Site, html, read_decisions, read_published
+from tests.sites import Page, Site, html, read_decisions, read_published
 
 START = Scope.from_url("https://www.example.com/docs/")
 HOSTS = AllowedHosts.parse(("blog.example.com", "*.lang.example.com"), START)
@@ -243,6 +243,58 @@ def test_cross_host_publishes_one_set_named_in_every_hosts_robots_txt(
 def test_cross_host_needs_allowed_hosts(capsys) -> None:
     assert main(["crawl", "http://127.0.0.1:9/", "--cross-host"]) == 2
     assert "cross_host" in capsys.readouterr().err
+
+
+def _options(port: int, tmp_path: Path) -> list[str]:
+    """A config whose url is the start host's, and the hosts' flags: explain and audit
+    judge as that crawl would."""
+    config = tmp_path / "hosts.toml"
+    config.write_text(f'url = "http://www.example.test:{port}/"\n')
+    names = (f"{n}.example.test" for n in NAMES)
+    allowed = "blog.example.test,*.lang.example.test"
+    return ["-c", str(config), "--allowed-hosts", allowed, *_resolve(port, *names)]
+
+
+def test_explain_judges_a_url_on_an_allowed_host_by_its_robots_txt(
+    serve, tmp_path: Path, capsys
+) -> None:
+    port, hosts = _serve_split(serve)
+    options = _options(port, tmp_path)
+    blog = f"http://blog.example.test:{port}"
+    assert main(["explain", f"{blog}/post", *options]) == 0
+    assert "allowed_hosts blog.example.test" in capsys.readouterr().out
+    assert main(["explain", f"{blog}/private", *options]) == 3
+    assert "Disallow: /private" in capsys.readouterr().out
+    assert main(["explain", f"http://shop.example.test:{port}/", *options]) == 3
+    assert "outside" in capsys.readouterr().out
+    assert "/private" not in hosts.sites["blog.example.test"].paths
+
+
+def test_the_audit_accepts_cross_host_locs_on_allowed_hosts(serve, tmp_path: Path, capsys) -> None:
+    port, hosts = _serve_split(serve)
+    out = tmp_path / "out"
+    assert _crawl_split(port, out, "--cross-host", "--quiet") == 0
+    hosts.sites["www.example.test"].pages["/sitemap.xml"] = Page(
+        (out / "sitemap.xml").read_bytes(), content_type="application/xml"
+    )
+    sitemap = f"http://www.example.test:{port}/sitemap.xml"
+
+    def audit(*args: str) -> tuple[int, dict]:
+        report = tmp_path / f"audit{len(list(tmp_path.glob('audit*.json')))}.json"
+        code = main(["audit", sitemap, "-q", "--report", str(report), "--retries", "0", *args])
+        return code, json.loads(report.read_text())
+
+    code, report = audit(*_options(port, tmp_path))
+    codes = {f["code"] for f in report["findings"]}
+    assert "url_not_allowed" not in codes and code == 0, report["findings"]
+    assert report["summary"]["urls_checked"] == report["summary"]["urls_listed"] == 6
+    # without the setting, the blog's and the language host's locs are another site's
+    config = tmp_path / "hosts.toml"
+    names = (f"{n}.example.test" for n in NAMES)
+    _, report = audit("-c", str(config), *_resolve(port, *names))
+    flagged = {f["url"] for f in report["findings"] if f["code"] == "url_not_allowed"}
+    assert len(flagged) == 4 and all("www." not in url for url in flagged)
+    capsys.readouterr()
 
 
 def _listed(out: Path, xsd) -> set[str]:
