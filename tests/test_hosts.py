@@ -83,6 +83,22 @@ def test_public_url_and_allowed_hosts_do_not_mix() -> None:
         Plan.make("http://127.0.0.1:9/", "https://www.example.com/", None, (), (), ("b.test",))
 
 
+def test_the_settings_come_from_the_environment_too() -> None:
+    from crawler.config import Config, from_env
+
+    values = from_env(
+        {
+            "SITEMAP_CRAWLER_ALLOWED_HOSTS": "Blog.Example.com, *.lang.example.com",
+            "SITEMAP_CRAWLER_CROSS_HOST": "true",
+            "SITEMAP_CRAWLER_RESOLVE": "blog.example.com:443:127.0.0.1",
+        }
+    )
+    config = Config(url="https://www.example.com/", **values).validate()
+    assert config.allowed_hosts == ("blog.example.com", "*.lang.example.com")
+    assert config.cross_host
+    assert config.access().pinned == (("blog.example.com", 443, "127.0.0.1"),)
+
+
 def test_resolve_entries() -> None:
     assert parse_resolve(("Blog.Example.com:443:127.0.0.1", "x.test:80:[::1]")) == {
         ("blog.example.com", 443): "127.0.0.1",
