@@ -332,3 +332,26 @@ def test_each_host_has_its_own_throttle_closed_with_the_start() -> None:
     assert blog.requested_interval == 2.0 and start.requested_interval == 0.5
     start.close()  # max_time, a signal
     assert blog.closed and client.throttle_for("http://late.test/").closed
+
+
+def test_another_hosts_crawl_delay_paces_that_host_only(serve, tmp_path: Path) -> None:
+    import asyncio
+
+    from crawler.config import Config
+    from crawler.shell.engine import Crawl
+
+    port, hosts = _serve_split(serve)
+    robots = "User-agent: *\nCrawl-delay: 0.1\nDisallow: /private\n"
+    hosts.sites["blog.example.test"].pages["/robots.txt"] = robots
+    config = Config(
+        url=f"http://www.example.test:{port}/",
+        output=tmp_path / "out",
+        allowed_hosts=("blog.example.test",),
+        resolve=tuple(f"{n}.example.test:{port}:127.0.0.1" for n in NAMES),
+        quiet=True,
+    ).validate()
+    crawl = Crawl(config)
+    asyncio.run(crawl.run())
+    blog = crawl.client.throttle_for(f"http://blog.example.test:{port}/")
+    assert blog.requested_interval == pytest.approx(0.1)
+    assert crawl.client.throttle.requested_interval == 0
