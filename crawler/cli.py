@@ -85,7 +85,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "sitemap_url", "public_url", "include", "exclude", "exclude_listing_only",
             "seed_sitemaps", "max_pages", "max_depth", "max_time", "strip_params",
             "listed_types", "follow_nofollow", "respect_noindex", "search_engines",
-            "respect_canonical", "skip_duplicates", "max_redirects",
+            "respect_canonical", "skip_duplicates", "max_redirects", "allowed_hosts",
         ),
     ),
     (
@@ -99,7 +99,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "staging access",
         (
             "auth", "header", "cookie", "auth_origin", "proxy", "ca_bundle", "insecure",
-            "robots_from",
+            "robots_from", "resolve",
         ),
     ),
     (
@@ -109,7 +109,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "changefreq", "lastmod", "priority_by_depth", "report", "decisions", "changes",
             "feed", "feed_days", "stylesheet", "stylesheet_url", "max_shrink", "max_error_rate",
             "max_bot_blocked", "force", "on_publish", "publish_to", "publish_endpoint",
-            "publish_region", "llms_txt", "llms_txt_max_links",
+            "publish_region", "llms_txt", "llms_txt_max_links", "cross_host",
         ),
     ),
     (
@@ -147,7 +147,7 @@ EXPLAIN_OPTIONS = frozenset(
         "user_agent", "auth", "header", "cookie", "auth_origin", "proxy", "ca_bundle",
         "insecure", "robots_from",
         "max_page_bytes", "max_url_length", "max_segment_repeats", "render",
-        "render_timeout", "render_hosts", "chromium_path",
+        "render_timeout", "render_hosts", "chromium_path", "allowed_hosts", "resolve",
     }
 )  # fmt: skip
 
@@ -185,6 +185,7 @@ AUDIT_OPTIONS = frozenset(
         # --engine-status: which engines, and how to reach them (as submit's)
         "submit", "google_key_file", "google_property", "bing_api_key", "bing_site",
         "max_bot_blocked",
+        "allowed_hosts", "resolve",
     }
 )  # fmt: skip
 
@@ -744,6 +745,7 @@ def _unexpected(exc: Exception, secrets: Sequence[str] = ()) -> int:
 
 def _crawl(config: Config) -> int:
     from crawler.shell.engine import Crawl  # late: keeps --help and config errors fast
+    from crawler.shell.host_output import robots_line
     from crawler.shell.pool import forked
 
     _warn_insecure(config)
@@ -789,7 +791,11 @@ def _crawl(config: Config) -> int:
             f"published {plural(result.published.url_count, 'URL')} in "
             f"{plural(len(result.published.files), 'file')} to {config.output}"
         )
-        print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}", flush=True)
+        if len(result.robots_lines) > 1:  # allowed_hosts: each host's robots.txt its line
+            for line in map(robots_line, result.robots_lines):
+                print(line, flush=True)
+        else:
+            print(f"add this line to robots.txt:  Sitemap: {result.sitemap_url}", flush=True)
         if result.published.feed_url is not None:
             print(f"changes feed (submit it as a sitemap too): {result.published.feed_url}")
         if result.published.llms_url is not None:
@@ -1037,7 +1043,7 @@ def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
     secrets += config.secrets
     _warn_insecure(config)
     crawl = Crawl(config)
-    print(f"scope: {crawl.plan.scope.root} ({scope_is})")
+    print(f"scope: {crawl.plan.scope_text()} ({scope_is})")
     known = crawl.plan.public(crawl.known_as(args.target))
     if known != crawl.plan.public(normalize(args.target)):
         print(f"a crawl knows this URL as {known} (strip_params removes the rest)")

@@ -22,6 +22,7 @@ from typing import Any
 
 from crawler.core.access import AUTH_ENV, Access, redact, secrets_of
 from crawler.core.groups import Groups, group_items
+from crawler.core.hosts import parse_host_pattern
 from crawler.core.patterns import Patterns
 from crawler.core.uploads import check_endpoint, parse_target
 from crawler.core.urls import join_parts, normalize
@@ -142,6 +143,23 @@ class Config:
         "the origin auth, header and cookie from a config or the environment are for "
         "(default: the configured url's); a command aimed elsewhere does not send them",
         metavar="ORIGIN",
+    )
+    allowed_hosts: tuple[str, ...] = _opt(
+        (),
+        "more hosts the crawl follows links to and lists, from their root, with the start "
+        "URL's scheme and port: blog.example.com, or *.example.com for its subdomains",
+        metavar="HOST",
+    )
+    cross_host: bool = _opt(
+        False,
+        "with allowed_hosts: one sitemap set in --output for every host, not one per host "
+        "(valid when the hosts are verified together, or each host's robots.txt names it)",
+    )
+    resolve: tuple[str, ...] = _opt(
+        (),
+        "connect to this address for HOST:PORT, as curl --resolve (staging, a host not yet "
+        "in DNS): blog.example.com:443:10.0.0.5",
+        metavar="HOST:PORT:ADDRESS",
     )
     proxy: str | None = _opt(
         None,
@@ -435,6 +453,7 @@ class Config:
             proxy=self.proxy,
             ca_bundle=str(self.ca_bundle) if self.ca_bundle is not None else None,
             insecure=self.insecure,
+            resolve=self.resolve,
         )
 
     @property
@@ -463,6 +482,9 @@ def _validate(self: Config) -> Config:
     self.render_hosts = tuple(origin_key("render_hosts", v) for v in self.render_hosts)
     if self.auth_origin is not None:
         self.auth_origin = origin_key("auth_origin", self.auth_origin)
+    self.allowed_hosts = tuple(parse_host_pattern(p) for p in self.allowed_hosts)
+    if self.cross_host and not self.allowed_hosts:
+        raise ConfigError("cross_host lists several hosts in one sitemap: give allowed_hosts")
     if self.resume and self.state is None:
         raise ConfigError("--resume needs --state FILE: the saved crawl to continue")
     if self.state is None and (self.fresh or self.lastmod == "content"):
@@ -799,6 +821,8 @@ _NOT_FINGERPRINTED = frozenset(
         "ca_bundle",
         "insecure",
         "auth_origin",
+        "resolve",
+        "cross_host",
         "max_time",
         # how pages are rendered, not which: the browser, its pace
         "render_timeout",

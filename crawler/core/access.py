@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
+from crawler.core.hosts import parse_resolve
 from crawler.errors import ConfigError
 
 __all__ = [
@@ -74,6 +75,7 @@ class Access:
     proxy_auth: tuple[str, str] | None = None  # the proxy's (user, password)
     ca_bundle: str | None = None  # a PEM file of CAs trusted besides the system's
     insecure: bool = False  # no TLS certificate check at all
+    pinned: tuple[tuple[str, int, str], ...] = ()  # --resolve: (host, port, address)
 
     @classmethod
     def make(
@@ -86,6 +88,7 @@ class Access:
         proxy: str | None = None,
         ca_bundle: str | None = None,
         insecure: bool = False,
+        resolve: Iterable[str] = (),
     ) -> Access:
         """The access from the config's values; ConfigError (never quoting a value) if one
         is malformed. `origin`: the start URL's, where the credentials go."""
@@ -102,6 +105,7 @@ class Access:
             proxy_auth,
             ca_bundle,
             insecure,
+            tuple((host, port, ip) for (host, port), ip in parse_resolve(tuple(resolve)).items()),
         )
 
     @property

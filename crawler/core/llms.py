@@ -77,8 +77,13 @@ def escape(text: str) -> str:
 def section_of(loc: str, root: str) -> str:
     """loc's section: the first path segment below root (the sitemap's folder), or "" for
     the pages in root itself (``/about`` and ``/`` alike; ``/blog/`` and ``/blog/post`` are
-    in ``blog``). The one rule for grouping, kept here alone so another can replace it."""
-    rest = loc[len(root) :] if loc.startswith(root) else loc
+    in ``blog``); a page of another host (allowed_hosts) is in that host's section, named by
+    its origin. The one rule for grouping, kept here alone so another can replace it."""
+    if not loc.startswith(root):
+        start = loc.find("//") + 2
+        end = loc.find("/", start)
+        return loc if end < 0 else loc[:end]
+    rest = loc[len(root) :]
     end = len(rest)
     for mark in "?#":
         at = rest.find(mark)
@@ -178,8 +183,11 @@ class LlmsFile:
             ]
         folder = unquote(self.root[self.root.find("/", self.root.find("//") + 2) :])
         headings = []
-        for name in sorted(self._sections, key=bool):
-            heading = folder + unquote(name, errors="replace") + "/" if name else folder
+        for name in sorted(self._sections, key=lambda name: (bool(name), "://" in name)):
+            if "://" in name:  # another host's pages: its origin
+                heading = name + "/"
+            else:
+                heading = folder + unquote(name, errors="replace") + "/" if name else folder
             headings.append((name, _tidy(heading, len(heading)) or "/"))
         return headings
 

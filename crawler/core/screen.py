@@ -7,6 +7,7 @@ and locs are judged in public space, fetching and robots.txt in crawl space.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from crawler.core.decide import (
@@ -23,12 +24,15 @@ from crawler.core.decide import (
     not_included,
     repeats_segment,
 )
+from crawler.core.hosts import AllowedHosts
 from crawler.core.patterns import NO_PATTERNS, Patterns, path_and_query
 from crawler.core.robots import RobotsTxt
-from crawler.core.urls import OriginMap, Scope, known, normalize, url_folder
+from crawler.core.urls import OriginMap, Scope, join_parts, known, normalize, url_folder
 from crawler.errors import ConfigError, InvalidURLError
 
 __all__ = ["Plan", "Screen"]
+
+_UNREAD = RobotsTxt.allow_all()  # another host's rules before they are read
 
 
 @dataclass(slots=True, frozen=True)
@@ -41,6 +45,7 @@ class Plan:
     sitemap_url: str
     base_url: str  # public folder the sitemap files are published under
     seeds: tuple[str, ...] = ()  # crawl space: more start URLs, each once, the start not among them
+    hosts: AllowedHosts | None = None  # allowed_hosts: more hosts in scope, from their root
 
     @classmethod
     def make(
@@ -50,13 +55,22 @@ class Plan:
         sitemap_url: str | None,
         seeds: tuple[str, ...] = (),
         strip: tuple[str, ...] = (),
+        allowed_hosts: tuple[str, ...] = (),
     ) -> Plan:
         """The plan of a crawl from its start URL, --public-url, --sitemap-url and more
         start URLs (`seeds`, crawl space like the start; one under --public-url's folder is
         taken as the page it names on the crawled server). Start URLs are known as links
-        are: without the strip_params parameters (`strip`)."""
+        are: without the strip_params parameters (`strip`). `allowed_hosts`: more hosts
+        whose URLs are in scope (crawler.core.hosts); not with --public-url, which maps one
+        origin only."""
         start = known(url, strip)
         crawl_root = Scope.from_url(start)
+        hosts = AllowedHosts.parse(allowed_hosts, crawl_root) if allowed_hosts else None
+        if hosts is not None and public_url:
+            raise ConfigError(
+                "allowed_hosts cannot be combined with public_url: each host is crawled and "
+                "listed under its own name"
+            )
         public_root = Scope.from_url(normalize(public_url)) if public_url else crawl_root
         origins = OriginMap(crawl_root, public_root)
         sitemap_url = normalize(sitemap_url) if sitemap_url else public_root.root + "sitemap.xml"
@@ -67,9 +81,24 @@ class Plan:
                 f"start URL {public_start} is outside the sitemap's scope "
                 f"{scope.root} (see --sitemap-url)"
             )
-        more = dict.fromkeys(_seed(seed, origins, scope, strip) for seed in seeds)
+        plan = cls(start, scope, origins, sitemap_url, url_folder(sitemap_url), (), hosts)
+        more = dict.fromkeys(_seed(seed, origins, plan, strip) for seed in seeds)
         more.pop(start, None)
-        return cls(start, scope, origins, sitemap_url, url_folder(sitemap_url), tuple(more))
+        return dataclasses.replace(plan, seeds=tuple(more))
+
+    def in_scope(self, public: str) -> bool:
+        """Whether a URL (public space) may be listed: in the sitemap's folder, or on an
+        allowed host."""
+        if self.scope.contains(public):
+            return True
+        return self.hosts is not None and self.hosts.covers(public)
+
+    def scope_text(self) -> str:
+        """The scope in words, for an out-of-scope decision."""
+        if self.hosts is None:
+            return self.scope.root
+        names = sorted(self.hosts.exact) + [f"*{s}" for s in self.hosts.suffixes]
+        return f"{self.scope.root} and allowed_hosts {', '.join(names)}"
 
     @property
     def identity(self) -> bool:
@@ -87,7 +116,7 @@ class Plan:
         return url if self.identity else self.origins.to_crawl(url)
 
 
-def _seed(seed: str, origins: OriginMap, scope: Scope, strip: tuple[str, ...]) -> str:
+def _seed(seed: str, origins: OriginMap, plan: Plan, strip: tuple[str, ...]) -> str:
     """A start URL beyond the first, in crawl space; a ConfigError naming it when the crawl
     could not list it, before anything is fetched."""
     try:
@@ -102,9 +131,10 @@ def _seed(seed: str, origins: OriginMap, scope: Scope, strip: tuple[str, ...]) -
                 f"(see --public-url)"
             )
         public = origins.to_public(url)
-    if not scope.contains(public):
+    if not plan.in_scope(public):
         raise ConfigError(
-            f"seed URL {seed} is outside the sitemap's scope {scope.root} (see --sitemap-url)"
+            f"seed URL {seed} is outside the sitemap's scope {plan.scope_text()} "
+            f"(see --sitemap-url)"
         )
     return url
 
@@ -127,6 +157,7 @@ class Screen:
         "_repeats",
         "budgets",
         "exclude",
+        "host_robots",
         "include",
         "listing_only",
         "plan",
@@ -156,6 +187,9 @@ class Screen:
         self.exclude = exclude
         self.seeds = seeds
         self.robots = RobotsTxt.allow_all()  # until the crawl has read the site's
+        # allowed_hosts: each other host's robots.txt, by origin, once read (before its first
+        # request: crawler.shell.hosts); until then its URLs pass here
+        self.host_robots: dict[str, RobotsTxt] = {}
         self.budgets = budgets
         self._agent = user_agent
         self._length = max_url_length
@@ -167,8 +201,8 @@ class Screen:
         when it may be."""
         plan = self.plan
         public = plan.public(url)
-        if not plan.scope.contains(public):
-            return Decision(OUT_OF_SCOPE, f"outside {plan.scope.root}")
+        if not plan.in_scope(public):
+            return Decision(OUT_OF_SCOPE, f"outside {plan.scope_text()}")
         if not plan.identity and not url.startswith(plan.origins.crawl.root):
             # in the sitemap's scope but not under --public-url: it has no page on the server
             # being crawled, and the public host is never fetched
@@ -202,9 +236,21 @@ class Screen:
                 return engine_detail(engine, denied)
         return None
 
+    def robots_for(self, url: str) -> RobotsTxt:
+        """The robots.txt that governs url (crawl space): its host's."""
+        plan = self.plan
+        if plan.hosts is None or url.startswith(plan.origins.crawl.root):
+            return self.robots
+        return self.host_robots.get(join_parts(url)[1], _UNREAD)
+
+    def robots_denial(self, url: str) -> Decision | None:
+        """The robots.txt decision alone, for a URL on a host whose rules came late."""
+        denied = self._denied(url, self._agent)
+        return None if denied is None else Decision(ROBOTS_TXT, denied)
+
     def _denied(self, url: str, agent: str) -> str | None:
         """The robots.txt rule and line that disallow url to agent, or None."""
-        verdict = self.robots.verdict(url, agent)
+        verdict = self.robots_for(url).verdict(url, agent)
         if verdict.allowed:
             return None
         where = f" (line {verdict.line})" if verdict.line else ""

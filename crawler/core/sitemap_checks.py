@@ -17,6 +17,7 @@ from typing import Final, Protocol
 from urllib.parse import urlsplit
 
 from crawler.core.findings import Finding, ListedUrl
+from crawler.core.hosts import AllowedHosts
 from crawler.core.urls import DEFAULT_PORTS, Scope, known, normalize, params_matching
 from crawler.errors import InvalidURLError
 from sitemap_out.reader import MAX_PROBLEMS_PER_CODE, ReadResult
@@ -98,10 +99,14 @@ class SitemapFile:
     gzipped: bool = False  # its bytes (after any Content-Encoding) are a gzip stream
 
 
-def file_findings(sitemap: SitemapFile, result: ReadResult) -> list[Finding]:
+def file_findings(
+    sitemap: SitemapFile, result: ReadResult, hosts: AllowedHosts | None = None
+) -> list[Finding]:
     """Everything wrong with one file on its own: the reader's problems, a .gz that is not
     gzip, and the locs outside where the file may speak for (urlset and text: scheme, host,
-    port and folder; an index: scheme, host and port)."""
+    port and folder; an index: scheme, host and port). `hosts` (allowed_hosts): other hosts
+    the operator says this sitemap speaks for too (cross-submission: verified together, or
+    named in each host's robots.txt), whose locs are not flagged."""
     name = sitemap.name
     found: list[Finding] = []
     if sitemap.named_gz and not sitemap.gzipped:
@@ -136,9 +141,18 @@ def file_findings(sitemap: SitemapFile, result: ReadResult) -> list[Finding]:
             if not entry.loc:
                 continue
             why = check(entry.loc, sitemap.location)
-            if why is not None:
+            if why is not None and not _covered(entry.loc, hosts):
                 found.append(Finding("url_not_allowed", name, entry.loc, why, entry.line))
     return found
+
+
+def _covered(loc: str, hosts: AllowedHosts | None) -> bool:
+    if hosts is None:
+        return False
+    try:
+        return hosts.covers(normalize(loc))
+    except InvalidURLError:
+        return False
 
 
 def _audit_code(code: str, message: str, kind: str) -> str | None:

@@ -46,6 +46,7 @@ __all__ = [
     "clear_resolve_cache",
     "known",
     "normalize",
+    "normalize_host",
     "params_matching",
     "resolve",
     "strip_params",
@@ -191,6 +192,14 @@ def _normalize_host(host: str) -> str:
     if len(result.rstrip(".")) > 253:
         raise _HostError("host name longer than 253 characters")
     return result
+
+
+def normalize_host(host: str) -> str:
+    """A host name (no port) in normal form; InvalidURLError saying why it is unusable."""
+    try:
+        return _normalize_host(host)
+    except _HostError as exc:
+        raise InvalidURLError(str(exc)) from None
 
 
 def _valid_alabel(label: str) -> bool:

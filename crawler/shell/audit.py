@@ -22,6 +22,7 @@ from crawler.config import Config
 from crawler.core.botwall import bot_wall, how_to_allow
 from crawler.core.decide import walled_detail
 from crawler.core.findings import AuditSummary, Finding
+from crawler.core.hosts import AllowedHosts
 from crawler.core.robots import RobotsTxt
 from crawler.core.screen import Plan
 from crawler.core.seeds import MAX_SITEMAP_REDIRECTS, where
@@ -87,13 +88,14 @@ class Reading:
     listed: Listed = field(default_factory=Listed)  # on disk: memory stays flat
     read: list[_Source] = field(default_factory=list)
     robots: Robots | None = None  # the site's, once read
+    hosts: AllowedHosts | None = None  # allowed_hosts: the sitemaps may list their URLs
     now: datetime = field(default_factory=lambda: datetime.now(UTC))  # news' two days
 
     def take(self, source: _Source, sitemap: SitemapFile, result: ReadResult) -> list[_Source]:
         """Record one file read; returns an index's children to read next (none from an
         index inside an index: one level is followed, the nesting is a finding)."""
         self.read.append(source)
-        self.findings += file_findings(sitemap, result)
+        self.findings += file_findings(sitemap, result, self.hosts)
         if result.kind != "sitemapindex":
             self.listed.add(listed_urls(sitemap, result))
             self.findings += news_findings(sitemap, result, self.now)
@@ -279,6 +281,7 @@ async def _remote(
     config = configure(folder, None)
     crawl = Crawl(config, log)
     plan, agent = crawl.plan, config.user_agent
+    reading.hosts = plan.hosts
     async with crawl.requests() as get:
         reading.robots = await crawl.read_robots()  # the URL checks are given it, not refetch
         robots, robots_read = reading.robots.rules, reading.robots.status == 200

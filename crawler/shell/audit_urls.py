@@ -140,10 +140,11 @@ def _in_scope(
             url = plan.to_crawl(identity(item.loc))
         except (InvalidURLError, ValueError):
             continue
-        if not url.startswith(plan.origins.crawl.root):
+        on_host = plan.hosts is not None and plan.hosts.covers(url)  # allowed_hosts
+        if not (url.startswith(plan.origins.crawl.root) or on_host):
             continue
         public = plan.public(url)
-        if not plan.scope.contains(public):
+        if not plan.in_scope(public):
             continue
         keys[item.loc] = public
         urls[url] = None

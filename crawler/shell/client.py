@@ -42,16 +42,36 @@ class PoliteClient:
         self.start = start
         self.page_policy = page_policy
         self.on_outage = on_outage
-        self.throttle = Throttle(
-            concurrency=config.concurrency,
-            delay=config.delay,
-            max_rps=config.max_rps or None,
-            max_crawl_delay=config.max_crawl_delay,
-            margin=SPACING_MARGIN,
-        )
+        self.throttle = self._new_throttle()
+        self._home = join_parts(start)[1] + "/"
+        self._throttles: dict[str, Throttle] = {}  # other hosts' (allowed_hosts), by origin
         self.retry = RetryPolicy(retries=config.retries, max_retry_after=config.max_retry_after)
         self._transport = transport  # given (tests: in memory): its owner opens and closes it
         self.pages: Pages | None = None  # while open
+
+    def _new_throttle(self) -> Throttle:
+        c = self.config
+        return Throttle(
+            concurrency=c.concurrency,
+            delay=c.delay,
+            max_rps=c.max_rps or None,
+            max_crawl_delay=c.max_crawl_delay,
+            margin=SPACING_MARGIN,
+        )
+
+    def throttle_for(self, url: str) -> Throttle:
+        """The throttle of url's origin: each host is spaced on its own (allowed_hosts),
+        with the same settings; another host's closes with the start's."""
+        if url.startswith(self._home):
+            return self.throttle
+        origin = join_parts(url)[1]
+        throttle = self._throttles.get(origin)
+        if throttle is None:
+            throttle = self._throttles[origin] = self._new_throttle()
+            self.throttle.followers.append(throttle)  # closed with it (max_time, a signal)
+            if self.throttle.closed:
+                throttle.close()
+        return throttle
 
     @contextlib.asynccontextmanager
     async def opened(
@@ -111,14 +131,14 @@ class PoliteClient:
         """One plain GET (robots.txt, a sitemap) through the throttle and the retries."""
         assert self.pages is not None
         pages = self.pages
-        fetched = await self._retried(lambda: _as_fetched(pages.get(url, max_bytes)))
+        fetched = await self._retried(url, lambda: _as_fetched(pages.get(url, max_bytes)))
         return fetched.response
 
     async def fetch(self, url: str, depth: int, validators: Validators | None = None) -> Fetched:
         """One page through the throttle and the retries, analysed. `depth`: of the links on
         the page; `validators`: ask conditionally (crawler.shell.revalidation)."""
         assert self.pages is not None
-        return await self._retried(functools.partial(self.pages.fetch, url, depth, validators))
+        return await self._retried(url, functools.partial(self.pages.fetch, url, depth, validators))
 
     async def unthrottled(self, url: str, max_bytes: int) -> Response:
         """A GET of another host's (--robots-from URL): with retries, outside the site's
@@ -144,8 +164,8 @@ class PoliteClient:
         except ThrottleClosed:
             return Response(url, error="max_time reached")
 
-    async def _retried(self, fetch: Callable[[], Awaitable[Fetched]]) -> Fetched:
-        throttle = self.throttle
+    async def _retried(self, url: str, fetch: Callable[[], Awaitable[Fetched]]) -> Fetched:
+        throttle = self.throttle_for(url)
 
         async def attempt() -> Fetched:
             async with throttle.slot():

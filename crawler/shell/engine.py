@@ -47,6 +47,8 @@ from crawler.shell.client import SPACING_MARGIN, PoliteClient
 from crawler.shell.extensions import Extensions, NewsPolicy
 from crawler.shell.fetch import Response, Transport
 from crawler.shell.guard import blocked_message, check_publish, outage_message
+from crawler.shell.host_output import open_output
+from crawler.shell.hosts import HostRules
 from crawler.shell.journal import Dating, Journal
 from crawler.shell.judge import PageJudge
 from crawler.shell.links import Links
@@ -62,7 +64,7 @@ from crawler.shell.revalidation import Revalidation, history_key
 from crawler.shell.sources import Robots, SeedSource, read_robots
 from crawler.shell.state import CrawlState, StateError
 from crawler.shell.throttle import ThrottleClosed
-from sitemap_out import AsyncSitemapWriter, PublishResult
+from sitemap_out import PublishResult
 from sitemap_out.changes import ChangeLog
 
 __all__ = ["SPACING_MARGIN", "STOP_GRACE_SECONDS", "Crawl", "CrawlResult", "Robots"]
@@ -73,6 +75,8 @@ class CrawlResult:
     tally: Tally
     published: PublishResult
     sitemap_url: str
+    # (origin, sitemap URL) for each robots.txt line: a host each (allowed_hosts)
+    robots_lines: tuple[tuple[str, str], ...] = ()
 
 
 class Crawl:
@@ -93,7 +97,12 @@ class Crawl:
         self.progress = progress
         assert config.url is not None
         self.plan = plan = Plan.make(
-            config.url, config.public_url, config.sitemap_url, config.seeds, config.strip_params
+            config.url,
+            config.public_url,
+            config.sitemap_url,
+            config.seeds,
+            config.strip_params,
+            config.allowed_hosts,
         )
         self.identity = plan.identity
         self.policy = _policy(config)
@@ -122,9 +131,13 @@ class Crawl:
         )  # fmt: skip
         self.revalidation = Revalidation(conditional=config.render == "never")
         self.renderer = PageRenderer(config, self.page_policy, frontier.seen, self._in_scope, log)
+        hosts = None
+        if plan.hosts is not None:  # allowed_hosts: each host's robots.txt, before its pages
+            hosts = HostRules(lambda: self.links.screen, self.client, config.user_agent, log)
         self.page_judge = PageJudge(
-            config, self.policy, self.client, self.links, loop, self.revalidation, self.renderer
-        )
+            config, self.policy, self.client, self.links, loop, self.revalidation,
+            self.renderer, hosts=hosts,
+        )  # fmt: skip
         self.seeds = SeedSource(config, plan, log)
         self.state: CrawlState | None = None
         self._site_answered = False  # any HTTP answer to the robots.txt requests
@@ -151,7 +164,7 @@ class Crawl:
         started = time.monotonic()
         changes = ChangeLog()
         groups = Groups.parse(config.groups)
-        writer = _writer(config, plan.base_url, changes, groups)
+        writer = open_output(config, plan, changes, groups)
         self.page_judge.check_entry = writer.check
         try:
             journal.spool = Spool(config.output)
@@ -262,7 +275,8 @@ class Crawl:
                 "by_workers": pages.worker_requests if pages is not None else 0,
             }
         # the file actually published: sitemap.txt for a text sitemap in one file
-        return CrawlResult(self.tally, published, published.sitemap_url or plan.sitemap_url)
+        lines = writer.robots_lines(published, plan.sitemap_url)
+        return CrawlResult(self.tally, published, published.sitemap_url or plan.sitemap_url, lines)
 
     async def _crawl_page(self, task: Task) -> None:
         """Judge task.url, then follow where its page leads."""
@@ -440,7 +454,7 @@ class Crawl:
                 yield
 
     def _in_scope(self, targets: list[str]) -> set[str]:
-        contains, plan = self.plan.scope.contains, self.plan
+        contains, plan = self.plan.in_scope, self.plan
         return {t for t in targets if contains(plan.public(plan.to_crawl(t)))}
 
     def robots_walled(self) -> str | None:
@@ -464,24 +478,6 @@ class Crawl:
         )  # fmt: skip
         hint = self.tally.foreign.hint()  # #24: a crawl of a copy of a site
         return why_nothing(facts) + (f"; {hint}" if hint else "")
-
-
-def _writer(
-    config: Config, base_url: str, changes: ChangeLog, groups: Groups
-) -> AsyncSitemapWriter:
-    return AsyncSitemapWriter(
-        config.output,
-        base_url,
-        gzip=config.gzip,
-        fmt="txt" if config.format == "txt" else "xml",
-        max_urls=config.max_urls_per_file,
-        max_bytes=config.max_bytes_per_file,
-        stable=True,  # the listings come out of the spool in loc order
-        changes=changes,
-        feed_days=config.feed_days if config.feed else None,
-        groups=groups or None,
-        stylesheet=(config.stylesheet_url or True) if config.stylesheet else False,
-    )
 
 
 def _no_news(left: dict[str, int]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+import socket
 import ssl
 import time
 from collections.abc import Awaitable, Callable
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
@@ -146,6 +149,37 @@ class Transport(Protocol):
         ...
 
 
+class PinnedResolver(AbstractResolver):
+    """--resolve: these (host, port) pairs connect to the given address, as curl's
+    --resolve; any other name is resolved as usual. The request keeps its own Host header
+    and TLS server name, so a staging server answers as the public one would."""
+
+    def __init__(self, pinned: tuple[tuple[str, int, str], ...]) -> None:
+        self._pinned = {(host, port): address for host, port, address in pinned}
+        self._default = DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        address = self._pinned.get((host.lower().rstrip("."), port))
+        if address is None:
+            return await self._default.resolve(host, port, family)
+        six = ":" in address
+        return [
+            ResolveResult(
+                hostname=host,
+                host=address,
+                port=port,
+                family=socket.AF_INET6 if six else socket.AF_INET,
+                proto=0,
+                flags=socket.AI_NUMERICHOST,
+            )
+        ]
+
+    async def close(self) -> None:
+        await self._default.close()
+
+
 class HttpTransport:
     """Owns the aiohttp session. Use as an async context manager."""
 
@@ -185,7 +219,10 @@ class HttpTransport:
     async def __aenter__(self) -> HttpTransport:
         access = self.access
         connector = aiohttp.TCPConnector(
-            limit=self.concurrency, ttl_dns_cache=300, ssl=tls_context(access)
+            limit=self.concurrency,
+            ttl_dns_cache=300,
+            ssl=tls_context(access),
+            resolver=PinnedResolver(access.pinned) if access.pinned else None,
         )
         self._session = aiohttp.ClientSession(
             connector=connector,

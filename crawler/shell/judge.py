@@ -34,6 +34,7 @@ from crawler.core.page import PageResult
 from crawler.core.wire import pack
 from crawler.shell.client import PoliteClient
 from crawler.shell.fetch import REDIRECT_STATUSES, Response
+from crawler.shell.hosts import HostGate, OneHost
 from crawler.shell.links import Links
 from crawler.shell.listings import Listing, to_micros
 from crawler.shell.loop import CrawlLoop
@@ -61,6 +62,7 @@ class PageJudge:
         revalidation: Revalidation,
         renderer: PageRenderer,
         check_entry: Callable[[Entry], None] = lambda _: None,
+        hosts: HostGate | None = None,
     ) -> None:
         self.config = config
         self.policy = policy
@@ -70,6 +72,7 @@ class PageJudge:
         self.revalidation = revalidation
         self.renderer = renderer
         self.check_entry = check_entry
+        self.hosts: HostGate = hosts or OneHost()  # allowed_hosts: their robots.txt
         self.journal = links.journal
         self.tally = links.tally
         self.walls = Walls(config.max_bot_blocked, config.user_agent)
@@ -165,7 +168,7 @@ class PageJudge:
             canonical = links.to_crawl(page.canonical)
             facts.canonical = canonical
             facts.canonical_public = links.public(canonical)
-            facts.canonical_in_scope = links.plan.scope.contains(facts.canonical_public)
+            facts.canonical_in_scope = links.plan.in_scope(facts.canonical_public)
         if page.body_key is not None and self.policy.skip_duplicates:
             facts.twin_of = first = self.journal.twins.met(page.body_key, url)
             state = self.revalidation.state
@@ -209,6 +212,14 @@ class PageJudge:
         links, loop, frontier = self.links, self.loop, self.links.frontier
         record = links.record
         for _ in range(self.config.max_redirects + 1):
+            try:
+                denied = await self.hosts.admit(url)  # another host's robots.txt, once read
+            except ThrottleClosed:
+                record(url, None, Decision(LIMIT, "max_time reached"), task)
+                return None, url, None
+            if denied is not None:
+                record(url, None, denied, task)
+                return None, url, None
             loop.requested += 1  # before the await: max_pages counts requests in flight
             prior, validators = self.revalidation.ask(url)
             try:

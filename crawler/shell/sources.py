@@ -38,6 +38,11 @@ async def read_robots(config: Config, client: PoliteClient, url: str) -> Robots:
     if source is not None:
         note = f"rules from {source} (--robots-from); the site's robots.txt was not used"
         return Robots(await _rules_from(source, client), note, None)
+    return await read_own_robots(client, url)
+
+
+async def read_own_robots(client: PoliteClient, url: str) -> Robots:
+    """The robots.txt url's origin serves, through the client (its host's throttle)."""
     answers: list[Response] = []
 
     async def get(robots_url: str, max_bytes: int) -> Response:

@@ -102,8 +102,9 @@ class Throttle:
             )
         self._clock = clock
         self._sleep = sleep
-        self._closed = False
+        self.closed = False
         self._close_event: asyncio.Event | None = None  # wakes spaced requests' waits
+        self.followers: list[Throttle] = []  # other hosts' (allowed_hosts): closed with it
         self._configured_concurrency = concurrency
         self._delay = float(delay)
         self._rps_interval = 1.0 / max_rps if max_rps is not None else 0.0
@@ -224,11 +225,9 @@ class Throttle:
         return self._in_flight
 
     def effective_rate(self) -> float:
-        """Requests started per second, first start to last start.
-
-        Measured between starts (n - 1 gaps) so that a paced crawl reads as its pace:
-        ten requests one second apart is 1.0/s, not 10 over 9.x seconds.
-        """
+        """Requests started per second, first start to last start. Measured between starts
+        (n - 1 gaps) so that a paced crawl reads as its pace: ten requests one second apart
+        is 1.0/s, not 10 over 9.x seconds."""
         if self._requests < 2:
             return 0.0
         span = self._last_start - self._first_start
@@ -262,13 +261,15 @@ class Throttle:
     def close(self) -> None:
         """Admit no more requests: those waiting for a slot or a start time raise
         ThrottleClosed now, not after their wait (a Crawl-delay queue can be minutes long)."""
-        self._closed = True
+        self.closed = True
         waiters, self._waiters = list(self._waiters), deque()
         for fut in waiters:
             if not fut.done():
                 fut.set_exception(ThrottleClosed())
         if self._close_event is not None:
             self._close_event.set()
+        for follower in self.followers:
+            follower.close()
 
     async def _nap(self, seconds: float) -> None:
         """Sleep, cut short by close()."""
@@ -279,11 +280,11 @@ class Throttle:
                 self._close_event = asyncio.Event()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._close_event.wait(), seconds)
-        if self._closed:
+        if self.closed:
             raise ThrottleClosed
 
     async def _acquire(self) -> Ticket:
-        if self._closed:
+        if self.closed:
             raise ThrottleClosed
         clock = self._clock
         # Fast path: free slot, nobody queued, no spacing. No allocation beyond the ticket.
