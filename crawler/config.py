@@ -485,6 +485,11 @@ def _validate(self: Config) -> Config:
     self.allowed_hosts = tuple(parse_host_pattern(p) for p in self.allowed_hosts)
     if self.cross_host and not self.allowed_hosts:
         raise ConfigError("cross_host lists several hosts in one sitemap: give allowed_hosts")
+    if self.publish_to and self.allowed_hosts and not self.cross_host:
+        raise ConfigError(
+            "publish_to copies one sitemap set, and allowed_hosts without cross_host makes one "
+            "per host: give cross_host, or run one crawl per host with its own publish_to"
+        )
     if self.resume and self.state is None:
         raise ConfigError("--resume needs --state FILE: the saved crawl to continue")
     if self.state is None and (self.fresh or self.lastmod == "content"):

@@ -262,6 +262,13 @@ def test_cross_host_needs_allowed_hosts(capsys) -> None:
     assert "cross_host" in capsys.readouterr().err
 
 
+def test_publish_to_copies_one_set_so_several_hosts_need_cross_host(capsys) -> None:
+    args = ["crawl", "http://127.0.0.1:9/", "--allowed-hosts", "blog.example.test"]
+    assert main([*args, "--publish-to", "s3://bucket/prefix/"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "give cross_host" in err
+
+
 def _options(port: int, tmp_path: Path) -> list[str]:
     """A config whose url is the start host's, and the hosts' flags: explain and audit
     judge as that crawl would."""
