@@ -172,3 +172,15 @@ def test_verdicts_in_one_pass_are_each_agents_verdict(
     robots = parse_robots("\n".join(lines))
     for _ in range(2):  # the second time from the cached plan
         assert robots.verdicts(path, agents) == tuple(robots.verdict(path, a) for a in agents)
+
+
+@settings(max_examples=500)
+@given(
+    st.sampled_from(["", "http://site.test", "HTTPS://a.b:81", "x+y.z://h", "http:/", "//h"]),
+    st.text(alphabet=st.sampled_from("/?#%7aA:@ *$\n\u00e9~"), max_size=20),
+)
+def test_the_plain_url_fast_path_is_the_long_way(head: str, rest: str) -> None:
+    """#26: one regex call for the usual URL gives the target the full canonicalisation does."""
+    from crawler.core.robots import _match_target, _target
+
+    assert _match_target(head + rest) == _target(head + rest)

@@ -129,8 +129,20 @@ def _canonical(text: str) -> str:
 _ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*")
 
 
+# The usual URL in one call: scheme://host, then a path and query that are canonical
+# already (no character needs work), up to a fragment or the end.
+_PLAIN_ABSOLUTE = re.compile(rf"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*(/[{_VERBATIM}]*)(?:#|\Z)")
+
+
 def _match_target(url: str) -> str:
-    """Path plus query of ``url`` in canonical form; cheap for the usual absolute URL.
+    """Path plus query of ``url`` in canonical form; one regex call for the usual absolute
+    URL (#26: it is judged for us and for each search engine), else :func:`_target`."""
+    plain = _PLAIN_ABSOLUTE.match(url)
+    return _target(url) if plain is None else plain.group(1)
+
+
+def _target(url: str) -> str:
+    """:func:`_match_target` the long way, for any string.
 
     A string starting with ``/`` is taken as a bare path (so ``//x`` is a path, not a
     network-path reference); anything else that is not ``scheme://`` goes through urlsplit.
