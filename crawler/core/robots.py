@@ -3,7 +3,9 @@
 The module is a pure, I/O-free core: :func:`parse_robots` turns the body of a robots.txt
 into an immutable :class:`RobotsTxt`, and :func:`robots_from_response` maps the outcome of
 fetching it (status, body, network error) onto the RFC 9309 section 2.3.1 policy. Fetching,
-following redirects and caching across crawls belong to the fetcher.
+following redirects and caching across crawls belong to the fetcher. A crawl judges each URL
+for itself and for the search engines reading the sitemap (#24): :meth:`RobotsTxt.verdicts`
+does that in one pass, agents whose groups are the same sharing one compiled matcher (#26).
 
 Decisions worth knowing, all of them in favour of what Googlebot does (the sitemaps we emit
 are read by Google and Bing, so "Googlebot may fetch it" is the useful question):
