@@ -154,6 +154,18 @@ def main() -> None:
     _rate("verdict, absolute URLs (named group)", len(urls), time.perf_counter() - start)
     print(f"allowed share of the URL mix: {allowed / len(urls):.0%}")
 
+    # #26: a fetched URL is judged for us (when found) and for the search engines (when
+    # judged), one verdicts() pass for both engines; the per-URL figure is the crawl's.
+    engines = ("googlebot", "bingbot")
+    star_only = parse_robots("User-agent: *\nDisallow: /drafts/\nDisallow: /print/\nAllow: /\n")
+    for label, parsed in (("this file", robots), ("a * group only", star_only)):
+        one, both = parsed.verdict, parsed.verdicts
+        start = time.perf_counter()
+        for url in urls:
+            one(url, DEFAULT_USER_AGENT)
+            both(url, engines)
+        _rate(f"ours + googlebot + bingbot, {label}", len(urls), time.perf_counter() - start)
+
 
 if __name__ == "__main__":
     main()

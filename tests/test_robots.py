@@ -429,3 +429,24 @@ def test_robots_from_response(
 def test_is_allowed_one_shot() -> None:
     assert not is_allowed("User-agent: *\nDisallow: /x\n", UA, "https://a.test/x/1")
     assert is_allowed("User-agent: *\nDisallow: /x\n", UA, "https://a.test/y")
+
+
+def test_agents_with_the_same_groups_share_one_matcher() -> None:
+    """#26: googlebot and bingbot judged against the ``*`` groups as we are: one compiled
+    matcher, so a URL is matched once for the three of them."""
+    robots = parse_robots("User-agent: *\nDisallow: /x\n\nUser-agent: otherbot\nDisallow: /\n")
+    agents = (UA, "googlebot", "bingbot")
+    assert robots.verdicts("/x/1", agents) == (Verdict(False, "Disallow: /x", 2),) * 3
+    assert len({id(robots._matcher(agent)) for agent in agents}) == 1
+    assert robots._matcher("otherbot") is not robots._matcher(UA)
+    assert robots.verdicts("/y", ("otherbot", UA)) == (
+        Verdict(False, "Disallow: /", 5),
+        Verdict(True, None, None),
+    )
+
+
+def test_verdicts_of_a_refusing_robots_txt_refuse_every_agent() -> None:
+    robots = RobotsTxt.disallow_all("robots.txt answered 503")
+    refused = Verdict(False, "robots.txt answered 503", None)
+    assert robots.verdicts("/a", (UA, "googlebot")) == (refused, refused)
+    assert robots.verdicts("/robots.txt", (UA,)) == (Verdict(True, None, None),)

@@ -147,3 +147,40 @@ def test_structured_noise_never_raises(lines: list[str], url: str) -> None:
     robots = parse_robots("\n".join(lines))
     robots.verdict(url, UA)
     robots.verdict("https://site.test/" + url, "*")
+
+
+AGENTS = ("sitemap-crawler", "googlebot", "bingbot", "otherbot")
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(AGENTS[:3]).map(lambda agent: f"User-agent: {agent}"),
+            st.just("User-agent: *"),
+            st.tuples(st.sampled_from(["Allow", "Disallow"]), patterns).map(": ".join),
+        ),
+        max_size=12,
+    ),
+    paths,
+    st.lists(st.sampled_from(AGENTS), max_size=4).map(tuple),
+)
+def test_verdicts_in_one_pass_are_each_agents_verdict(
+    lines: list[str], path: str, agents: tuple[str, ...]
+) -> None:
+    """#26: verdicts() matches once per distinct set of groups; each agent's verdict is the
+    one verdict() gives it alone, whether its groups are shared, its own or ``*``'s."""
+    robots = parse_robots("\n".join(lines))
+    for _ in range(2):  # the second time from the cached plan
+        assert robots.verdicts(path, agents) == tuple(robots.verdict(path, a) for a in agents)
+
+
+@settings(max_examples=500)
+@given(
+    st.sampled_from(["", "http://site.test", "HTTPS://a.b:81", "x+y.z://h", "http:/", "//h"]),
+    st.text(alphabet=st.sampled_from("/?#%7aA:@ *$\n\u00e9~"), max_size=20),
+)
+def test_the_plain_url_fast_path_is_the_long_way(head: str, rest: str) -> None:
+    """#26: one regex call for the usual URL gives the target the full canonicalisation does."""
+    from crawler.core.robots import _match_target, _target
+
+    assert _match_target(head + rest) == _target(head + rest)

@@ -3,7 +3,9 @@
 The module is a pure, I/O-free core: :func:`parse_robots` turns the body of a robots.txt
 into an immutable :class:`RobotsTxt`, and :func:`robots_from_response` maps the outcome of
 fetching it (status, body, network error) onto the RFC 9309 section 2.3.1 policy. Fetching,
-following redirects and caching across crawls belong to the fetcher.
+following redirects and caching across crawls belong to the fetcher. A crawl judges each URL
+for itself and for the search engines reading the sitemap (#24): :meth:`RobotsTxt.verdicts`
+does that in one pass, agents whose groups are the same sharing one compiled matcher (#26).
 
 Decisions worth knowing, all of them in favour of what Googlebot does (the sitemaps we emit
 are read by Google and Bing, so "Googlebot may fetch it" is the useful question):
@@ -129,8 +131,20 @@ def _canonical(text: str) -> str:
 _ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*")
 
 
+# The usual URL in one call: scheme://host, then a path and query that are canonical
+# already (no character needs work), up to a fragment or the end.
+_PLAIN_ABSOLUTE = re.compile(rf"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*(/[{_VERBATIM}]*)(?:#|\Z)")
+
+
 def _match_target(url: str) -> str:
-    """Path plus query of ``url`` in canonical form; cheap for the usual absolute URL.
+    """Path plus query of ``url`` in canonical form; one regex call for the usual absolute
+    URL (#26: it is judged for us and for each search engine), else :func:`_target`."""
+    plain = _PLAIN_ABSOLUTE.match(url)
+    return _target(url) if plain is None else plain.group(1)
+
+
+def _target(url: str) -> str:
+    """:func:`_match_target` the long way, for any string.
 
     A string starting with ``/`` is taken as a bare path (so ``//x`` is a path, not a
     network-path reference); anything else that is not ``scheme://`` goes through urlsplit.
@@ -201,6 +215,8 @@ class _Matcher:
     regex: re.Pattern[str] | None
     rules: tuple[RobotsRule, ...]
     crawl_delay: float | None
+    verdicts: tuple[Verdict, ...]
+    """One per rule, made once: a check returns the deciding rule's, allocating nothing."""
 
     def verdict(self, target: str) -> Verdict:
         if self.regex is None:
@@ -208,8 +224,7 @@ class _Matcher:
         match = self.regex.match(target)
         if match is None:
             return _NO_RULE
-        rule = self.rules[match.lastindex - 1]  # type: ignore[operator]
-        return Verdict(rule.allow, rule.text, rule.line)
+        return self.verdicts[match.lastindex - 1]  # type: ignore[operator]
 
 
 _NO_RULE = Verdict(True, None, None)
@@ -250,7 +265,8 @@ def _compile(groups: list[UserAgentGroup]) -> _Matcher:
     if rules:
         source = "|".join(f"({_pattern_regex(rule.pattern)})" for rule in rules)
         regex = re.compile(source, re.DOTALL)
-    return _Matcher(regex, tuple(rules), max(delays) if delays else None)
+    verdicts = tuple(Verdict(rule.allow, rule.text, rule.line) for rule in rules)
+    return _Matcher(regex, tuple(rules), max(delays) if delays else None, verdicts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +279,12 @@ class RobotsTxt:
     denial: str | None = None
     """Set by :meth:`disallow_all`: every verdict is a refusal carrying this reason."""
     _cache: dict[str, _Matcher] = field(default_factory=dict, compare=False, repr=False)
+    _by_groups: dict[tuple[int, ...], _Matcher] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    _plans: dict[tuple[str, ...], _Matcher | tuple[_Matcher, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def allow_all(cls) -> RobotsTxt:
@@ -275,12 +297,20 @@ class RobotsTxt:
         return cls(denial=reason)
 
     def _matcher(self, user_agent: str) -> _Matcher:
-        matcher = self._cache.get(user_agent)
+        """The compiled rules for user_agent. Agents whose groups are the same (all of them
+        when the file names none: the ``*`` groups) share one matcher object, so
+        :meth:`verdicts` matches a URL once for all of them."""
+        cache = self._cache
+        matcher = cache.get(user_agent)
         if matcher is None:
-            matcher = _compile(self._groups_for(product_token(user_agent)))
-            if len(self._cache) >= _CACHE_LIMIT:
-                self._cache.clear()
-            self._cache[user_agent] = matcher
+            groups = self._groups_for(product_token(user_agent))
+            key = tuple(id(group) for group in groups)  # self holds them: the ids stay theirs
+            matcher = self._by_groups.get(key)
+            if matcher is None:
+                matcher = self._by_groups[key] = _compile(groups)
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
+            cache[user_agent] = matcher
         return matcher
 
     def _groups_for(self, token: str) -> list[UserAgentGroup]:
@@ -306,6 +336,29 @@ class RobotsTxt:
         if self.denial is not None:
             return Verdict(False, self.denial, None)
         return self._matcher(user_agent).verdict(target)
+
+    def verdicts(self, url: str, user_agents: tuple[str, ...]) -> tuple[Verdict, ...]:
+        """:meth:`verdict` for each of user_agents (ours and the search engines', #24) in one
+        pass: the URL is brought to its canonical form once, and matched once per distinct
+        set of groups, not once per agent."""
+        target = _match_target(url)
+        if target == "/robots.txt":
+            return (_NO_RULE,) * len(user_agents)
+        if self.denial is not None:
+            return (Verdict(False, self.denial, None),) * len(user_agents)
+        plan = self._plans.get(user_agents) or self._plan(user_agents)
+        if isinstance(plan, _Matcher):
+            return (plan.verdict(target),) * len(user_agents)
+        return tuple(matcher.verdict(target) for matcher in plan)
+
+    def _plan(self, user_agents: tuple[str, ...]) -> _Matcher | tuple[_Matcher, ...]:
+        """The matchers of user_agents, or the one they all share."""
+        each = tuple(self._matcher(agent) for agent in user_agents)
+        plan = each[0] if each and all(m is each[0] for m in each) else each
+        if len(self._plans) >= _CACHE_LIMIT:
+            self._plans.clear()
+        self._plans[user_agents] = plan
+        return plan
 
     def matching_rules(self, url: str, user_agent: str) -> tuple[RobotsRule, ...]:
         """Every rule of the applied groups that matches ``url``, in precedence order: the

@@ -26,7 +26,7 @@ from crawler.core.decide import (
 )
 from crawler.core.hosts import AllowedHosts
 from crawler.core.patterns import NO_PATTERNS, Patterns, path_and_query
-from crawler.core.robots import RobotsTxt
+from crawler.core.robots import RobotsTxt, Verdict
 from crawler.core.urls import OriginMap, Scope, join_parts, known, normalize, url_folder
 from crawler.errors import ConfigError, InvalidURLError
 
@@ -230,10 +230,12 @@ class Screen:
         """Why a search engine reading the sitemap (search_engines) may not crawl url (crawl
         space), which we may fetch: its robots.txt group (else ``*``) disallows it, so it
         would report the listed URL as blocked. Our own group governs only what we request."""
-        for engine in self._engines:
-            denied = self._denied(url, engine)
-            if denied is not None:
-                return engine_detail(engine, denied)
+        if not self._engines:
+            return None
+        verdicts = self.robots_for(url).verdicts(url, self._engines)  # one pass for all
+        for engine, verdict in zip(self._engines, verdicts, strict=True):
+            if not verdict.allowed:
+                return engine_detail(engine, _why(verdict))
         return None
 
     def robots_for(self, url: str) -> RobotsTxt:
@@ -251,10 +253,7 @@ class Screen:
     def _denied(self, url: str, agent: str) -> str | None:
         """The robots.txt rule and line that disallow url to agent, or None."""
         verdict = self.robots_for(url).verdict(url, agent)
-        if verdict.allowed:
-            return None
-        where = f" (line {verdict.line})" if verdict.line else ""
-        return f"{verdict.rule}{where}"
+        return None if verdict.allowed else _why(verdict)
 
     def _chosen(self, url: str, public: str) -> Decision | None:
         """Why the user's patterns keep url (crawl space; `public`: as listed) from being
@@ -270,3 +269,9 @@ class Screen:
         ):
             return Decision(EXCLUDED_BY_PATTERN, not_included(self.include))
         return None
+
+
+def _why(verdict: Verdict) -> str:
+    """A refusal's detail: the robots.txt rule and the line it is on."""
+    where = f" (line {verdict.line})" if verdict.line else ""
+    return f"{verdict.rule}{where}"
