@@ -794,6 +794,11 @@ def _crawl(config: Config) -> int:
             print(f"changes feed (submit it as a sitemap too): {result.published.feed_url}")
         if result.published.llms_url is not None:
             print(f"llms.txt (for language models): {result.published.llms_url}")
+    for name in tally.empty_groups():
+        _err(
+            f"warning: group {name!r} matched no listed URL (its patterns match the path and"
+            " query as the sitemap lists them, e.g. /blog/*)"
+        )
     upload_failed = _publish_to(uploader, config, result, figures)
     hook_failed = _on_publish(config, result, figures) if upload_failed is None else None
     submit_failed = None

@@ -883,14 +883,19 @@ def coerce(name: str, value: Any) -> Any:
 def load_toml(path: Path) -> dict[str, Any]:
     """Read a config file into {key: value}; unknown keys and bad types are errors."""
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        raw = tomllib.loads(text)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        raise ConfigError(
+            f"config file {path} is not valid TOML: {exc}{_table_hint(text)}"
+        ) from None
+    known = {spec.name for spec in fields()}
     if "groups" in raw:
+        _no_keys_in_groups(raw["groups"], known - {"include"})
         raw["groups"] = group_items(raw["groups"])
     news = raw.pop("news", None)
     if news is not None:
@@ -905,11 +910,34 @@ def load_toml(path: Path) -> dict[str, Any]:
             if name in raw:
                 raise ConfigError(f"{name} is set twice: as a key and in [news]")
             raw[name] = value
-    known = {spec.name for spec in fields()}
     for key in raw:
         if key not in known:
             raise ConfigError(f"unknown key {key!r} in {path}{did_you_mean(key, known)}")
     return {key: coerce(key, value) for key, value in raw.items()}
+
+
+def _no_keys_in_groups(tables: object, known: set[str]) -> None:
+    """A top-level key written after a [[groups]] header lands in that table: say so, rather
+    than call it an unknown key of the group."""
+    for table in tables if isinstance(tables, list) else ():
+        stray = sorted(set(table) & known) if isinstance(table, dict) else []
+        if stray:
+            raise ConfigError(
+                f"{stray[0]} is inside a [[groups]] table: put [[groups]] tables at the end of"
+                " the file, after every top-level key"
+            )
+
+
+def _table_hint(text: str) -> str:
+    """A hint for the likeliest cause of a cryptic TOML error in a file with tables: a key
+    after a ``[[groups]]`` or ``[news]`` header belongs to that table, and a ``groups = []``
+    key cannot take ``[[groups]]`` tables too."""
+    if not re.search(r"^\s*\[\[?\s*(groups|news)\b", text, re.MULTILINE):
+        return ""
+    return (
+        " (hint: put [[groups]] and [news] tables at the end of the file, after every"
+        " top-level key, and drop any groups = [] line)"
+    )
 
 
 def did_you_mean(word: str, known: Iterable[str]) -> str:
