@@ -747,6 +747,11 @@ def _crawl(config: Config) -> int:
     from crawler.shell.pool import forked
 
     _warn_insecure(config)
+    if config.stylesheet and config.format == "txt":
+        _err(
+            "warning: stylesheet: a text sitemap (format = txt) names no stylesheet; "
+            "none is published"
+        )
     if config.submit:  # a key file that is no key fails now, not after the crawl
         from crawler.shell.submit import Settings, check_ready
 

@@ -25,7 +25,7 @@ from crawler.core.groups import Groups, group_items
 from crawler.core.patterns import Patterns
 from crawler.core.uploads import check_endpoint, parse_target
 from crawler.core.urls import join_parts, normalize
-from crawler.errors import ConfigError
+from crawler.errors import ConfigError, InvalidURLError
 from sitemap_out.stylesheet import check_href
 
 from . import DEFAULT_USER_AGENT
@@ -489,7 +489,9 @@ def _validate(self: Config) -> Config:
     self.access()  # auth, header, cookie, proxy: the error names which, never the value
     _check_tls(self.ca_bundle, self.insecure)
     _check_robots_from(self.robots_from)
-    _check_stylesheet(self.stylesheet, self.stylesheet_url)
+    _check_stylesheet(
+        self.stylesheet, self.stylesheet_url, self.sitemap_url or self.public_url or self.url
+    )
     if not self.listed_types:
         raise ConfigError("listed_types must name at least one Content-Type")
     self.listed_types = tuple(t.strip().lower() for t in self.listed_types)
@@ -565,13 +567,27 @@ def _check_ranges(config: Config) -> None:
         )
 
 
-def _check_stylesheet(on: bool, url: str | None) -> None:
-    """A stylesheet URL without the stylesheet would be dropped without a word."""
+def _check_stylesheet(on: bool, url: str | None, site: str | None) -> None:
+    """A stylesheet URL without the stylesheet would be dropped without a word, and one on
+    another origin than the sitemap's (`site`) is refused by every browser."""
     if url is None:
         return
     problem = check_href(url)
     if problem is not None:
         raise ConfigError(f"stylesheet_url {url!r} {problem}")
+    if site is not None and (url.startswith("//") or re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", url)):
+        try:
+            ours = join_parts(normalize(site))[1]
+            scheme = ours[: ours.index(":") + 1]
+            theirs = join_parts(normalize(scheme + url if url.startswith("//") else url))[1]
+        except InvalidURLError:
+            return  # the start URL's own check says what is wrong with it
+        if theirs != ours:
+            raise ConfigError(
+                f"stylesheet_url {url!r} is on {theirs}, not on the sitemap's origin {ours}: "
+                "browsers refuse a stylesheet from another origin (serve it from the site, "
+                "or give a path such as /sitemap.xsl)"
+            )
     if not on:
         raise ConfigError(
             "stylesheet_url needs stylesheet = true (--stylesheet, "
