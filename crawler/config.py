@@ -365,7 +365,8 @@ class Config:
         (),
         "sitemap groups: URLs whose path matches PATTERN (like include's) go in "
         "sitemap-NAME-N.xml, the first group matching wins, the rest keep sitemap-N.xml "
-        "([[groups]] name and include; repeatable)",
+        "([[groups]] name and include; repeatable: one NAME=PATTERN each, a comma is part "
+        "of the pattern)",
         metavar="NAME=PATTERN",
         repeat=True,
     )
