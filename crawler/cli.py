@@ -174,6 +174,10 @@ examples:
   sitemap-crawler robots --robots-from draft-robots.txt https://example.com/a https://other.org/b
 
 """ + help_text("robots")
+#: --engine-status: which engines, and how to reach them (as submit's); the audit's alone
+ENGINE_STATUS_OPTIONS = frozenset(
+    {"submit", "google_key_file", "google_property", "bing_api_key", "bing_site"}
+)
 #: The crawl options `audit` shares: what and how politely it fetches, never what a crawl
 #: publishes. A config file's other keys are ignored.
 AUDIT_OPTIONS = frozenset(
@@ -182,12 +186,10 @@ AUDIT_OPTIONS = frozenset(
         "auth", "header", "cookie", "auth_origin", "proxy", "ca_bundle", "insecure", "quiet",
         "strip_params", "render", "render_timeout", "render_concurrency", "render_hosts",
         "chromium_path", "robots_from", "max_crawl_delay", "max_retry_after",
-        # --engine-status: which engines, and how to reach them (as submit's)
-        "submit", "google_key_file", "google_property", "bing_api_key", "bing_site",
         "max_bot_blocked",
         "allowed_hosts", "resolve",
     }
-)  # fmt: skip
+) | ENGINE_STATUS_OPTIONS  # fmt: skip
 
 AUDIT_EXAMPLES = """\
 examples:
@@ -749,6 +751,11 @@ def _crawl(config: Config) -> int:
     from crawler.shell.pool import forked
 
     _warn_insecure(config)
+    if config.stylesheet and config.format == "txt":
+        _err(
+            "warning: stylesheet: a text sitemap (format = txt) names no stylesheet; "
+            "none is published"
+        )
     if config.submit:  # a key file that is no key fails now, not after the crawl
         from crawler.shell.submit import Settings, check_ready
 
@@ -800,6 +807,11 @@ def _crawl(config: Config) -> int:
             print(f"changes feed (submit it as a sitemap too): {result.published.feed_url}")
         if result.published.llms_url is not None:
             print(f"llms.txt (for language models): {result.published.llms_url}")
+    for name in tally.empty_groups():
+        _err(
+            f"warning: group {name!r} matched no listed URL (its patterns match the path and"
+            " query as the sitemap lists them, e.g. /blog/*)"
+        )
     upload_failed = _publish_to(uploader, config, result, figures)
     hook_failed = _on_publish(config, result, figures) if upload_failed is None else None
     submit_failed = None
@@ -1297,8 +1309,8 @@ def _add_diff_parser(commands: Any) -> None:
     )  # fmt: skip
     only.add_argument(
         "--fail-on", dest="diff_fail_on", action="append", default=[], metavar="RULE",
-        help="exit 1 when crossed: removed>N, removed>P%% (of OLD), added>N, moved>N; "
-        "repeat it or separate with commas",
+        help="exit 1 when crossed: KIND>N (a count) or KIND>P%% (of OLD's URLs), KIND "
+        "removed, added or moved; repeat it or separate with commas",
     )  # fmt: skip
     only.add_argument(
         "--fetch", dest="diff_fetch", action="store_true", default=False,
@@ -1317,8 +1329,9 @@ def _add_diff_parser(commands: Any) -> None:
     _add_config_options(diff, only=DIFF_OPTIONS)
 
 
-#: What `diff` fetches with: the audit's options but --public-url (each set names its own URLs).
-DIFF_OPTIONS = AUDIT_OPTIONS - {"public_url"}
+#: What `diff` fetches with: the audit's options but --public-url (each set names its own URLs)
+#: and --engine-status's (diff asks no engine anything).
+DIFF_OPTIONS = AUDIT_OPTIONS - {"public_url"} - ENGINE_STATUS_OPTIONS
 
 
 def _diff(args: argparse.Namespace, secrets: list[str]) -> int:

@@ -26,7 +26,7 @@ from crawler.core.hosts import parse_host_pattern
 from crawler.core.patterns import Patterns
 from crawler.core.uploads import check_endpoint, parse_target
 from crawler.core.urls import join_parts, normalize
-from crawler.errors import ConfigError
+from crawler.errors import ConfigError, InvalidURLError
 from sitemap_out.stylesheet import check_href
 
 from . import DEFAULT_USER_AGENT
@@ -383,7 +383,8 @@ class Config:
         (),
         "sitemap groups: URLs whose path matches PATTERN (like include's) go in "
         "sitemap-NAME-N.xml, the first group matching wins, the rest keep sitemap-N.xml "
-        "([[groups]] name and include; repeatable)",
+        "([[groups]] name and include; repeatable: one NAME=PATTERN each, a comma is part "
+        "of the pattern)",
         metavar="NAME=PATTERN",
         repeat=True,
     )
@@ -516,7 +517,9 @@ def _validate(self: Config) -> Config:
     self.access()  # auth, header, cookie, proxy: the error names which, never the value
     _check_tls(self.ca_bundle, self.insecure)
     _check_robots_from(self.robots_from)
-    _check_stylesheet(self.stylesheet, self.stylesheet_url)
+    _check_stylesheet(
+        self.stylesheet, self.stylesheet_url, self.sitemap_url or self.public_url or self.url
+    )
     if not self.listed_types:
         raise ConfigError("listed_types must name at least one Content-Type")
     self.listed_types = tuple(t.strip().lower() for t in self.listed_types)
@@ -592,13 +595,27 @@ def _check_ranges(config: Config) -> None:
         )
 
 
-def _check_stylesheet(on: bool, url: str | None) -> None:
-    """A stylesheet URL without the stylesheet would be dropped without a word."""
+def _check_stylesheet(on: bool, url: str | None, site: str | None) -> None:
+    """A stylesheet URL without the stylesheet would be dropped without a word, and one on
+    another origin than the sitemap's (`site`) is refused by every browser."""
     if url is None:
         return
     problem = check_href(url)
     if problem is not None:
         raise ConfigError(f"stylesheet_url {url!r} {problem}")
+    if site is not None and (url.startswith("//") or re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", url)):
+        try:
+            ours = join_parts(normalize(site))[1]
+            scheme = ours[: ours.index(":") + 1]
+            theirs = join_parts(normalize(scheme + url if url.startswith("//") else url))[1]
+        except InvalidURLError:
+            return  # the start URL's own check says what is wrong with it
+        if theirs != ours:
+            raise ConfigError(
+                f"stylesheet_url {url!r} is on {theirs}, not on the sitemap's origin {ours}: "
+                "browsers refuse a stylesheet from another origin (serve it from the site, "
+                "or give a path such as /sitemap.xsl)"
+            )
     if not on:
         raise ConfigError(
             "stylesheet_url needs stylesheet = true (--stylesheet, "
@@ -912,14 +929,19 @@ def coerce(name: str, value: Any) -> Any:
 def load_toml(path: Path) -> dict[str, Any]:
     """Read a config file into {key: value}; unknown keys and bad types are errors."""
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        raw = tomllib.loads(text)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        raise ConfigError(
+            f"config file {path} is not valid TOML: {exc}{_table_hint(text)}"
+        ) from None
+    known = {spec.name for spec in fields()}
     if "groups" in raw:
+        _no_keys_in_groups(raw["groups"], known - {"include"})
         raw["groups"] = group_items(raw["groups"])
     news = raw.pop("news", None)
     if news is not None:
@@ -934,11 +956,34 @@ def load_toml(path: Path) -> dict[str, Any]:
             if name in raw:
                 raise ConfigError(f"{name} is set twice: as a key and in [news]")
             raw[name] = value
-    known = {spec.name for spec in fields()}
     for key in raw:
         if key not in known:
             raise ConfigError(f"unknown key {key!r} in {path}{did_you_mean(key, known)}")
     return {key: coerce(key, value) for key, value in raw.items()}
+
+
+def _no_keys_in_groups(tables: object, known: set[str]) -> None:
+    """A top-level key written after a [[groups]] header lands in that table: say so, rather
+    than call it an unknown key of the group."""
+    for table in tables if isinstance(tables, list) else ():
+        stray = sorted(set(table) & known) if isinstance(table, dict) else []
+        if stray:
+            raise ConfigError(
+                f"{stray[0]} is inside a [[groups]] table: put [[groups]] tables at the end of"
+                " the file, after every top-level key"
+            )
+
+
+def _table_hint(text: str) -> str:
+    """A hint for the likeliest cause of a cryptic TOML error in a file with tables: a key
+    after a ``[[groups]]`` or ``[news]`` header belongs to that table, and a ``groups = []``
+    key cannot take ``[[groups]]`` tables too."""
+    if not re.search(r"^\s*\[\[?\s*(groups|news)\b", text, re.MULTILINE):
+        return ""
+    return (
+        " (hint: put [[groups]] and [news] tables at the end of the file, after every"
+        " top-level key, and drop any groups = [] line)"
+    )
 
 
 def did_you_mean(word: str, known: Iterable[str]) -> str:

@@ -129,11 +129,16 @@ def help_text(command: str) -> str:
 def markdown_table() -> str:
     """The README's table: a row per code, a column per command (job: as crawl); a meaning
     the same as crawl's reads "as crawl"."""
-    commands = ("crawl", "explain", "robots", "audit", "diff")
+    # every command of MEANINGS, in its order; a command sharing crawl's meanings (job)
+    # shares its column
+    commands = tuple(c for c in MEANINGS if c == "crawl" or MEANINGS[c] is not MEANINGS["crawl"])
+    heads = [
+        ", ".join(c for c in MEANINGS if MEANINGS[c] is MEANINGS[command]) for command in commands
+    ]
     codes = sorted({code for command in commands for code in MEANINGS[command]})
     rows = [
-        "| code | crawl, job | explain | robots | audit | diff |",
-        "|---|---|---|---|---|---|",
+        "| code | " + " | ".join(heads) + " |",
+        "|---" * (len(commands) + 1) + "|",
     ]
     for code in codes:
         first = MEANINGS["crawl"].get(code)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.config import Config, build, coerce, default_of, fields
+from crawler.config import Config, build, coerce, default_of, fields, load_toml
 from crawler.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config.example.toml"
@@ -18,7 +18,7 @@ def test_example_config_lists_every_key_with_its_default():
     values = tomllib.loads(text)
     for spec in fields():
         default = default_of(spec)
-        if default is None:
+        if default is None or spec.name in TABLES:  # unset, or tables at the file's end
             assert f"# {spec.name} =" in text, spec.name
         else:
             assert spec.name in values, spec.name
@@ -30,6 +30,47 @@ def test_example_config_loads():
     values = {k: coerce(k, v) for k, v in tomllib.loads(EXAMPLE.read_text()).items()}
     config = build(values, {"url": "https://example.com/docs/"})
     assert config == Config(url="https://example.com/docs/").validate()
+
+
+#: keys the file writes as tables ([[groups]]), which TOML wants after every top-level key
+TABLES = ("groups",)
+
+
+def _uncommented_tables() -> str:
+    """The example with its closing tables uncommented, as its comments tell a user to."""
+    head, tail = EXAMPLE.read_text().split("\n# Tables.", 1)
+    lines = [
+        line[2:] if line.startswith("# [") or (line.startswith("# ") and " = " in line) else line
+        for line in tail.splitlines()
+    ]
+    return head + "\n# Tables." + "\n".join(lines) + "\n"
+
+
+def test_the_examples_groups_tables_load_once_uncommented(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text(_uncommented_tables())
+    values = load_toml(config)
+    assert values["groups"] == ("blog=/blog/*", "blog=/news/*", "docs=re:^/docs/")
+    assert values["include"] == ()  # the top-level key, not the group's
+
+
+@pytest.mark.parametrize("where", ["in place of a key", "after a key"])
+def test_groups_tables_among_the_keys_get_a_hint(tmp_path, where):
+    text = EXAMPLE.read_text()
+    table = '[[groups]]\nname = "blog"\ninclude = ["/blog/*"]\n'
+    at = text.index("# groups = (none)")
+    if where == "after a key":
+        text = text[:at] + "groups = []\n" + text[at:] + "\n" + table
+    else:
+        text = text[:at] + table + text[at:]
+    config = tmp_path / "c.toml"
+    config.write_text(text)
+    with pytest.raises(ConfigError, match=r"put \[\[groups\]\] .*tables at the end of the file"):
+        load_toml(config)
+    # a top-level key that is not also a group's lands in the table: named
+    config.write_text('[[groups]]\nname = "blog"\ninclude = ["/blog/*"]\nconcurrency = 4\n')
+    with pytest.raises(ConfigError, match="concurrency is inside a \\[\\[groups\\]\\] table"):
+        load_toml(config)
 
 
 def test_cli_overrides_file():

@@ -48,7 +48,9 @@ def test_thresholds_repeated_or_comma_separated() -> None:
     assert [str(t) for t in found] == ["removed>10", "removed>2.5%", "added>0", "moved>3"]
 
 
-@pytest.mark.parametrize("bad", ["removed", "removed>=3", "gone>1", "removed>-1", "added>x", ""])
+@pytest.mark.parametrize(
+    "bad", ["removed", "removed>=3", "gone>1", "removed>-1", "added>x", "", "removed>2.5"]
+)
 def test_a_bad_threshold_is_a_usage_error(bad: str) -> None:
     with pytest.raises(ConfigError, match="--fail-on") as caught:
         parse_thresholds([bad])
@@ -64,6 +66,7 @@ def test_crossed_counts_and_shares_of_old() -> None:
     assert crossed(parse_thresholds(["removed>0%"]), empty) == []
     (over,) = crossed(parse_thresholds(["added>50%"]), empty)
     assert math.isinf(over.value)
+    assert str(over) == "added>50% (OLD is empty)"  # not "(inf%)"
 
 
 @settings(deadline=None)  # a timing never decides a test: the machine may be busy
@@ -428,6 +431,13 @@ def test_help_and_an_unexpected_failure(monkeypatch, capsys, tmp_path) -> None:
     out = capsys.readouterr().out
     flat = lambda text: re.sub(r"\s+", " ", text)  # noqa: E731
     assert flat(help_text("diff")) in flat(out) and "--fail-on" in out
+    # diff asks no engine anything: none of submit's options (audit's --engine-status has them)
+    for option in ("--submit", "--google-key-file", "--bing-api-key", "--bing-site"):
+        assert option not in out
+    with pytest.raises(SystemExit) as refused:
+        main(["diff", "a", "b", "--submit", "google"])
+    assert refused.value.code == Exit.USAGE
+    capsys.readouterr()
 
     def bug(*_: object) -> int:
         raise RuntimeError("a bug")

@@ -26,6 +26,10 @@ def test_an_answer_never_shares_a_code_with_a_failure() -> None:
 
 def test_the_readme_holds_the_table() -> None:
     assert markdown_table() in README.read_text(encoding="utf-8")
+    # a column for every command of MEANINGS (job shares crawl's)
+    head = markdown_table().splitlines()[0]
+    for command in MEANINGS:
+        assert f" {command} " in head or f" {command}," in head, command
 
 
 @pytest.mark.parametrize("command", COMMANDS)

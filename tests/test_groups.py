@@ -86,6 +86,10 @@ def test_the_first_group_whose_pattern_matches_takes_the_url():
         (["blog"], "'blog' is not NAME=PATTERN"),
         (["blog=blog/*"], "group 'blog' pattern 'blog/*' can never match"),
         (["blog=re:("], "group 'blog' pattern 're:(' is not a valid regular expression"),
+        # a list written on one line: refused, not one pattern no URL matches
+        (["blog=/blog/*,/news/*"], "holds a comma before another pattern"),
+        (["blog=/blog/*, docs=/docs/*"], "one NAME=PATTERN per --groups"),
+        (["blog=re:^/a,b, re:^/c"], "holds a comma"),
     ],
 )
 def test_a_bad_group_is_a_config_error_naming_it(items, said):
@@ -106,6 +110,10 @@ def test_groups_tables_become_name_pattern_items():
         ([{"name": "b", "include": ["/b/*"], "match": 1}], "unknown key 'match'"),
         ([{"name": "B=x", "include": ["/b/*"]}], "group name 'B=x'"),
         ({"name": "b"}, "groups must be [[groups]] tables"),
+        (
+            [{"name": "blog", "include": ["/b/*"]}, {"name": "blog", "include": ["/d/*"]}],
+            "[[groups]] 'blog' is given twice",
+        ),
     ):
         with pytest.raises(ConfigError) as caught:
             group_items(bad)
@@ -119,6 +127,8 @@ def test_groups_tables_become_name_pattern_items():
         ("toml", "group name 'Blog!'"),
         ("env", "group name 'Blog!'"),
         ("toml-no-include", "[[groups]] 'blog' needs include"),
+        ("toml-twice", "[[groups]] 'blog' is given twice"),
+        ("env-commas", "holds a comma before another pattern"),
     ],
 )
 def test_a_bad_group_exits_2_in_one_line_before_any_request(
@@ -131,6 +141,12 @@ def test_a_bad_group_exits_2_in_one_line_before_any_request(
         args += ["--groups", "Blog!=/blog/*"]
     elif how == "env":
         monkeypatch.setenv("SITEMAP_CRAWLER_GROUPS", "Blog!=/blog/*")
+    elif how == "env-commas":
+        monkeypatch.setenv("SITEMAP_CRAWLER_GROUPS", "blog=/blog/*,docs=/docs/*")
+    elif how == "toml-twice":
+        table = '[[groups]]\nname = "blog"\ninclude = ["/blog/*"]\n'
+        (tmp_path / "c.toml").write_text(table + table.replace("/blog/*", "/docs/*"))
+        args += ["-c", str(tmp_path / "c.toml")]
     else:
         table = 'name = "Blog!"\ninclude = ["/blog/*"]' if how == "toml" else 'name = "blog"'
         (tmp_path / "c.toml").write_text(f"[[groups]]\n{table}\n")
@@ -163,6 +179,27 @@ def test_a_grouped_crawl_publishes_each_group_in_its_own_parts(zipped, crawl, se
     assert sorted(published.locs) == sorted(
         base + p for p in ("/", "/about", "/blog/0", "/blog/1", "/blog/2", "/docs/0", "/docs/1")
     )
+
+
+def test_a_group_named_twice_on_the_command_line_gathers_its_patterns(crawl, serve, tmp_path, xsd):
+    srv = serve(_site().app)
+    code, _, _, err = crawl(srv.url + "/", "--groups", "blog=/blog/*", "--groups", "blog=/docs/*")
+    assert code == 0, err
+    listed = _consistent(tmp_path / "out", xsd)
+    assert listed == ["sitemap-blog-1.xml", "sitemap-1.xml"]
+    assert len(_paths(srv.url, tmp_path / "out" / listed[0], xsd)) == 5
+
+
+def test_a_group_that_matches_no_url_is_warned_of(crawl, serve, tmp_path, xsd):
+    srv = serve(_site().app)
+    code, _, _, err = crawl(srv.url + "/", "--groups", "blog=/blog/*", "--groups", "news=/news/*")
+    assert code == 0, err
+    _consistent(tmp_path / "out", xsd)
+    warned = [line for line in err.splitlines() if "matched no listed URL" in line]
+    assert warned == [
+        "sitemap-crawler: warning: group 'news' matched no listed URL (its patterns match the"
+        " path and query as the sitemap lists them, e.g. /blog/*)"
+    ]
 
 
 def test_each_group_rolls_over_on_its_own(crawl, serve, tmp_path, xsd):

@@ -292,6 +292,30 @@ def test_a_start_page_that_redirects_gives_way_to_the_shortest_titled_page(serve
     assert {link.url for link in llms.links} == set(published.locs)
 
 
+def test_a_noindex_start_page_still_names_the_site(serve, crawl, tmp_path):
+    # a splash or login home page: not listed, but its title and description are the site's,
+    # never another page's og:title
+    noindex = '<meta name="robots" content="noindex">'
+    pages: dict[str, Page | str] = {
+        "/": _page("Home of Acme", "Acme's tools", "/a", "/sec/b", head=noindex),
+        "/a": _page(None, None),
+        "/sec/b": _page(None, None, head='<meta property="og:title" content="OG B">'),
+    }
+    srv = serve(Site(pages).app)
+    code, published, _, _ = crawl(srv.url + "/", "--llms-txt")
+    assert code == 0 and srv.url + "/" not in published.locs
+    llms = parse((tmp_path / "out" / "llms.txt").read_bytes())
+    assert (llms.title, llms.description) == ("Home of Acme", "Acme's tools")
+    assert {link.url for link in llms.links} == set(published.locs)
+    # a noindex start page without a title: the host, no description line
+    pages["/"] = _page(None, None, "/a", "/sec/b", head=noindex)
+    srv = serve(Site(pages).app)
+    code, _, _, _ = crawl(srv.url + "/", "--llms-txt")
+    assert code == 0
+    llms = parse((tmp_path / "out" / "llms.txt").read_bytes())
+    assert (llms.title, llms.description) == (srv.url.split("//")[1], None)
+
+
 def test_without_the_key_nothing_is_extracted_and_no_llms_txt_is_written(serve, crawl, tmp_path):
     srv = serve(Site(_site()).app)
     code, _, _, _ = crawl(srv.url + "/")

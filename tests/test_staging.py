@@ -543,6 +543,29 @@ def test_access_parses_and_redacts():
     )
 
 
+@pytest.mark.parametrize(
+    ("message", "shown"),
+    [
+        # LocalStack's test/test: the bucket and the words keep their letters
+        (
+            "cannot upload to s3://test-sitemaps/latest/ (test.example): list request denied",
+            "cannot upload to s3://test-sitemaps/latest/ (test.example): list request denied",
+        ),
+        ("key test rejected; secret=test&x=1, 'test'.", "key *** rejected; secret=***&x=1, '***'."),
+        ("http://test:test@127.0.0.1:9/ said test", "http://***@127.0.0.1:9/ said ***"),
+        # a secret of 8 characters or more is hidden wherever it is, inside a word too
+        ("bucket-s3cr3tvalue-x and s3cr3tvalue", "bucket-***-x and ***"),
+    ],
+)
+def test_a_short_secret_is_masked_only_as_a_token_of_its_own(message, shown):
+    secrets = (*secrets_of("test:test", [], []), "s3cr3tvalue")
+    assert redact(message, secrets) == shown
+    # a one-letter password garbles nothing, and is still hidden where it stands alone
+    assert redact("list request for s failed", secrets_of("u:s", [], [])) == (
+        "list request for *** failed"
+    )
+
+
 def _answers(answers: dict[str, Response]) -> tuple[list[str], Callable]:
     asked: list[str] = []
 

@@ -383,6 +383,26 @@ def test_config_keys_env_and_checks():
         build({"stylesheet_url": "/s.xsl"}, url)
     with pytest.raises(ConfigError, match="stylesheet_url 'javascript:x' must be http"):
         build({"stylesheet": True, "stylesheet_url": "javascript:x"}, url)
+    # browsers refuse a stylesheet from another origin than the sitemap's: so do we
+    on = {"stylesheet": True}
+    for other in ("https://other.example/s.xsl", "//other.example/s.xsl", "http://example.com/s"):
+        with pytest.raises(ConfigError, match=r"not on the sitemap's origin https://example\.com"):
+            build({**on, "stylesheet_url": other}, url)
+    same = "HTTPS://Example.com:443/x/s.xsl"
+    assert build({**on, "stylesheet_url": same}, url).stylesheet_url == same
+    # the sitemap's origin is where it is published: sitemap_url, else public_url
+    cdn = "https://cdn.example/s.xsl"
+    assert build({**on, "stylesheet_url": cdn, "public_url": "https://cdn.example/"}, url)
+    assert build({**on, "stylesheet_url": cdn, "sitemap_url": "https://cdn.example/sm.xml"}, url)
+
+
+def test_a_text_sitemap_with_the_stylesheet_says_it_is_dropped_once(serve, tmp_path, crawl):
+    srv = serve(_site().app)
+    code, published, _, err = crawl(srv.url + "/", "--stylesheet", "--format", "txt")
+    assert code == 0 and XSL_NAME not in [p.name for p in published.files]
+    assert err.count("names no stylesheet") == 1, err
+    code, _, _, err = crawl(srv.url + "/", "--format", "txt", out=tmp_path / "plain")
+    assert code == 0 and "stylesheet" not in err
 
 
 def _site() -> Site:

@@ -47,6 +47,12 @@ MASK = "***"
 #: Passwords are redacted whatever their length.
 MIN_VALUE_SECRET = 4
 
+#: Secrets shorter than this are masked only where they stand as a token (redact).
+WHOLE_TOKEN_BELOW = 8
+# not inside a word: no letter, digit or _ beside it, nor one joined to it by - . ~ +
+# (`test-sitemaps`, `test.example`), while a sentence's closing period is no join
+_TOKEN_BEFORE = r"(?<![0-9A-Za-z_])(?<![0-9A-Za-z][-.~+])"
+_TOKEN_AFTER = r"(?![0-9A-Za-z_]|[-.~+][0-9A-Za-z])"
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 5.6.2: a header or cookie name
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # CR, LF, NUL...; a tab is allowed
 
@@ -275,8 +281,15 @@ def _distinct(forms: Iterable[str]) -> tuple[str, ...]:
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """text with every secret replaced by ***, the longest first (a password inside
-    user:password goes with it, not before it, leaving the user name's colon behind)."""
+    user:password goes with it, not before it, leaving the user name's colon behind). A
+    secret shorter than WHOLE_TOKEN_BELOW is masked only as a token of its own: LocalStack's
+    `test` key must not turn the bucket `test-sitemaps` into `***-sitemaps`, nor a one-letter
+    password every word holding that letter; a longer one is masked wherever it is."""
     for secret in sorted(secrets, key=len, reverse=True):
-        if secret and secret in text:
+        if not secret or secret not in text:
+            continue
+        if len(secret) >= WHOLE_TOKEN_BELOW:
             text = text.replace(secret, MASK)
+        else:
+            text = re.sub(_TOKEN_BEFORE + re.escape(secret) + _TOKEN_AFTER, MASK, text)
     return text

@@ -28,7 +28,15 @@ from urllib.parse import urlsplit
 
 from crawler.core.findings import CODES, SEVERITIES, AuditSummary, Finding, ordered
 
-__all__ = ["PAGE_ROWS", "render_html"]
+__all__ = [
+    "PAGE_CSS",
+    "PAGE_ROWS",
+    "json_for_script",
+    "number",
+    "page_head",
+    "page_tail",
+    "render_html",
+]
 
 #: Rows drawn at once; the rest wait for "Show more", so 100,000 findings do not freeze the tab.
 PAGE_ROWS: Final = 500
@@ -40,13 +48,26 @@ _JSON_ESCAPES: Final = str.maketrans(
 )
 
 
-def _json_for_script(data: object) -> str:
+def json_for_script(data: object) -> str:
+    """data as JSON that is safe inside a <script> element, whatever its strings hold."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return text.translate(_JSON_ESCAPES)
 
 
-def _number(n: int) -> str:
+def number(n: int) -> str:
     return f"{n:,}"
+
+
+def page_head(tool: str, title: str, heading: str, verdict: str, css: str) -> str:
+    """A report page (audit, diff) up to its <main>, the same for each so the reports look
+    and read alike. Every argument is HTML already (the caller escapes what it quotes)."""
+    return _HEAD.format(tool=tool, title=title, heading=heading, verdict=verdict, css=css)
+
+
+def page_tail(tool: str, js: str, data: str = "") -> str:
+    """The page from the end of its <main>: the footer and the script (after `data`, the
+    <script type="application/json"> elements the script reads, if any)."""
+    return _TAIL.format(tool=tool, js=js, data=data)
 
 
 def _duration(seconds: float) -> str:
@@ -58,7 +79,7 @@ def _duration(seconds: float) -> str:
 
 
 def _plural(n: int, word: str) -> str:
-    return f"{_number(n)} {word}{'' if n == 1 else 's'}"
+    return f"{number(n)} {word}{'' if n == 1 else 's'}"
 
 
 def _origin(target: str) -> str | None:
@@ -100,7 +121,7 @@ def _chart(counts: Counter[str]) -> str:
             f' role="img" aria-label="{_plural(n, "finding")}">'
             f"<title>{tip}</title>"
             f'<rect x="0" y="0" width="{width:.2f}" height="10" rx="1"/></svg>'
-            f'<span class="bar-count">{_number(n)}</span></button>'
+            f'<span class="bar-count">{number(n)}</span></button>'
         )
     return f'<div class="chart" role="list">{"".join(rows)}</div>'
 
@@ -143,9 +164,9 @@ def render_html(summary: AuditSummary, findings: Sequence[Finding]) -> str:
 
     target = html.escape(summary.target)
     figures = [
-        ("Sitemaps read", _number(summary.sitemaps_read)),
-        ("URLs listed", _number(summary.urls_listed)),
-        ("URLs checked", _number(summary.urls_checked)),
+        ("Sitemaps read", number(summary.sitemaps_read)),
+        ("URLs listed", number(summary.urls_listed)),
+        ("URLs checked", number(summary.urls_checked)),
         ("Time", _duration(summary.seconds)),
     ]
     figure_html = "".join(
@@ -153,7 +174,7 @@ def render_html(summary: AuditSummary, findings: Sequence[Finding]) -> str:
     )
     severity_html = "".join(
         f'<button type="button" class="sev-card sev-{sev}" data-severity="{sev}"'
-        f' title="Show only the {sev}s"><span class="sev-n">{_number(by_severity[sev])}</span>'
+        f' title="Show only the {sev}s"><span class="sev-n">{number(by_severity[sev])}</span>'
         f'<span class="sev-name">{sev}{"" if by_severity[sev] == 1 else "s"}</span></button>'
         for sev in SEVERITIES
     )
@@ -164,7 +185,7 @@ def render_html(summary: AuditSummary, findings: Sequence[Finding]) -> str:
         else ", ".join(_plural(by_severity[s], s) for s in SEVERITIES if by_severity[s])
     )
     code_options = "".join(
-        f'<option value="{code}">{code} ({_number(counts[code])})</option>'
+        f'<option value="{code}">{code} ({number(counts[code])})</option>'
         for code in _worst_first(counts)
     )
     severity_options = "".join(
@@ -175,19 +196,19 @@ def render_html(summary: AuditSummary, findings: Sequence[Finding]) -> str:
         f'<button type="button">{label}<span class="arrow" aria-hidden="true"></span></button></th>'
         for key, label in _COLUMNS
     )
-    return _PAGE.format(
-        title=f"Sitemap audit: {target}",
-        target=target,
-        verdict=html.escape(verdict),
+    body = _BODY.format(
         figures=figure_html,
         severities=severity_html,
         chart=_chart(counts),
         severity_options=severity_options,
         code_options=code_options,
         headers=headers,
-        data=_json_for_script(data),
-        css=_CSS,
-        js=_JS,
+    )
+    script = f'<script type="application/json" id="audit-data">{json_for_script(data)}</script>\n'
+    return (
+        page_head("audit", f"Sitemap audit: {target}", target, html.escape(verdict), PAGE_CSS)
+        + body
+        + page_tail("audit", _JS, script)
     )
 
 
@@ -200,23 +221,32 @@ _COLUMNS: Final = (
     ("detail", "Detail"),
 )
 
-_PAGE: Final = """<!DOCTYPE html>
+_HEAD: Final = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="sitemap-crawler audit">
+<meta name="generator" content="sitemap-crawler {tool}">
 <title>{title}</title>
 <style>{css}</style>
 </head>
 <body>
 <header>
-<p class="kicker">Sitemap audit</p>
-<h1 id="target">{target}</h1>
+<p class="kicker">Sitemap {tool}</p>
+<h1 id="target">{heading}</h1>
 <p class="verdict" id="verdict">{verdict}</p>
 </header>
 <main>
-<section class="summary" id="summary" aria-label="Summary">
+"""
+
+_TAIL: Final = """</main>
+<footer>Made by sitemap-crawler {tool} &middot; sitemaps.org protocol 0.9</footer>
+{data}<script>{js}</script>
+</body>
+</html>
+"""
+
+_BODY: Final = """<section class="summary" id="summary" aria-label="Summary">
 <dl class="figures">{figures}</dl>
 <div class="sev-cards">{severities}</div>
 </section>
@@ -244,15 +274,9 @@ _PAGE: Final = """<!DOCTYPE html>
 <p class="empty" id="no-match" hidden>No finding matches the filter.</p>
 <button type="button" id="more" class="more" hidden></button>
 </section>
-</main>
-<footer>Made by sitemap-crawler audit &middot; sitemaps.org protocol 0.9</footer>
-<script type="application/json" id="audit-data">{data}</script>
-<script>{js}</script>
-</body>
-</html>
 """
 
-_CSS: Final = """
+PAGE_CSS: Final = """
 :root {
   --ink: #1d2330; --muted: #5b6475; --line: #e3e6ec; --bg: #f6f7f9; --card: #fff;
   --accent: #2f5bd3;

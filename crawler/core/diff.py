@@ -79,12 +79,12 @@ def parse_thresholds(specs: Iterable[str]) -> tuple[Threshold, ...]:
     for spec in specs:
         for part in spec.split(","):
             match = _THRESHOLD.fullmatch(part)
-            if match is None:
+            kind, limit, percent = match.groups() if match is not None else ("", "", "")
+            if match is None or ("." in limit and not percent):
                 raise ConfigError(
-                    f"--fail-on {part.strip()!r}: expected removed>N, removed>P%, added>N or "
-                    "moved>N (N a count, P a percentage of OLD's URLs)"
+                    f"--fail-on {part.strip()!r}: expected KIND>N or KIND>P% with KIND removed, "
+                    "added or moved (N a whole count, P a percentage of OLD's URLs)"
                 )
-            kind, limit, percent = match.groups()
             if percent and float(limit) > 100:
                 raise ConfigError(f"--fail-on {part.strip()!r}: a percentage is at most 100")
             found.append(Threshold(kind, float(limit), bool(percent)))  # type: ignore[arg-type]
@@ -164,6 +164,8 @@ class Crossed:
     value: float  # the count, or the share of OLD in percent
 
     def __str__(self) -> str:
+        if math.isinf(self.value):  # a share of an empty OLD (measure)
+            return f"{self.threshold} (OLD is empty)"
         said = f"{self.value:.1f}%" if self.threshold.percent else f"{self.value:,.0f}"
         return f"{self.threshold} ({said})"
 

@@ -15,7 +15,14 @@ import html
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Final
 
-from crawler.core.audit_html import _CSS, PAGE_ROWS, _json_for_script, _number
+from crawler.core.audit_html import (
+    PAGE_CSS,
+    PAGE_ROWS,
+    json_for_script,
+    number,
+    page_head,
+    page_tail,
+)
 from crawler.core.diff import KINDS, Change, Crossed, DiffSummary, Threshold
 from crawler.core.diff_report import explained
 
@@ -41,8 +48,8 @@ def render_html(
     elif thresholds:
         verdict = "No threshold crossed (" + ", ".join(str(t) for t in thresholds) + ")"
     else:
-        verdict = f"{_number(summary.removed)} removed, {_number(summary.added)} added, " + (
-            f"{_number(summary.moved)} lastmod moved"
+        verdict = f"{number(summary.removed)} removed, {number(summary.added)} added, " + (
+            f"{number(summary.moved)} lastmod moved"
         )
     figures = [
         ("URLs in OLD", summary.old_urls),
@@ -53,23 +60,19 @@ def render_html(
         ("Unchanged", summary.unchanged),
     ]
     figure_html = "".join(
-        f'<div class="figure"><dt>{label}</dt><dd>{_number(n)}</dd></div>' for label, n in figures
+        f'<div class="figure"><dt>{label}</dt><dd>{number(n)}</dd></div>' for label, n in figures
     )
     fetched = "".join(
         f"<p>{html.escape(title.capitalize())}: {html.escape(said)}</p>"
         for title, said in explained(summary)
     )
-    yield _HEAD.format(
-        title=f"Sitemap diff: {old} → {new}",
-        old=old,
-        new=new,
-        verdict=html.escape(verdict),
-        figures=figure_html,
-        fetched=fetched,
-        css=_CSS + _EXTRA_CSS,
+    heading = f'<span id="old">{old}</span> → <span id="new">{new}</span>'
+    yield page_head(
+        "diff", f"Sitemap diff: {old} → {new}", heading, html.escape(verdict), PAGE_CSS + _EXTRA_CSS
     )
+    yield _SUMMARY.format(figures=figure_html, fetched=fetched)
     for kind in KINDS:
-        yield _SECTION.format(kind=kind, heading=_HEADINGS[kind], n=_number(summary.count(kind)))
+        yield _SECTION.format(kind=kind, heading=_HEADINGS[kind], n=number(summary.count(kind)))
         # a row: [url, old lastmod, new lastmod, verdict, detail]
         yield f'<script type="application/json" id="diff-{kind}">['
         sep = ""
@@ -81,29 +84,13 @@ def render_html(
                 change.verdict,
                 change.detail,
             ]
-            yield sep + _json_for_script(row)
+            yield sep + json_for_script(row)
             sep = ","
         yield "]</script>\n</section>\n"
-    yield _TAIL.format(js=_JS.replace("PAGE_ROWS", str(PAGE_ROWS)))
+    yield page_tail("diff", _JS.replace("PAGE_ROWS", str(PAGE_ROWS)))
 
 
-_HEAD: Final = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="sitemap-crawler diff">
-<title>{title}</title>
-<style>{css}</style>
-</head>
-<body>
-<header>
-<p class="kicker">Sitemap diff</p>
-<h1 id="target"><span id="old">{old}</span> → <span id="new">{new}</span></h1>
-<p class="verdict" id="verdict">{verdict}</p>
-</header>
-<main>
-<section class="summary" id="summary" aria-label="Summary">
+_SUMMARY: Final = """<section class="summary" id="summary" aria-label="Summary">
 <dl class="figures">{figures}</dl>
 <div class="fetched">{fetched}</div>
 </section>
@@ -124,13 +111,6 @@ _SECTION: Final = """<section class="panel" aria-labelledby="{kind}-title">
 <tbody></tbody>
 </table>
 <button type="button" class="more" hidden></button>
-"""
-
-_TAIL: Final = """</main>
-<footer>Made by sitemap-crawler diff &middot; sitemaps.org protocol 0.9</footer>
-<script>{js}</script>
-</body>
-</html>
 """
 
 _EXTRA_CSS: Final = """

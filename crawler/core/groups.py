@@ -14,6 +14,7 @@ way of giving it says the same thing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -22,6 +23,10 @@ from crawler.errors import ConfigError
 from sitemap_out.groups import DEFAULT_GROUP, MAX_GROUPS, name_problem
 
 __all__ = ["DEFAULT_GROUP", "NO_GROUPS", "Groups", "group_items"]
+
+# a comma then what starts a pattern or an item (/x, re:, name=): a list written on one line,
+# which would silently become one pattern no URL matches (a comma in a path is kept)
+_LISTED = re.compile(r",\s*(?:/|re:|[a-z][a-z0-9_-]*=)")
 
 
 @dataclass(slots=True, frozen=True)
@@ -44,7 +49,14 @@ class Groups:
             problem = name_problem(name)
             if problem is not None:
                 raise ConfigError(f"groups: the group name {name!r} {problem}")
-            patterns.setdefault(name, []).append(pattern.strip())
+            pattern = pattern.strip()
+            if _LISTED.search(pattern):
+                raise ConfigError(
+                    f"groups: {spec!r} holds a comma before another pattern: a comma is part of"
+                    " the pattern (as in include); give one NAME=PATTERN per --groups, or one a"
+                    " line in SITEMAP_CRAWLER_GROUPS"
+                )
+            patterns.setdefault(name, []).append(pattern)
         if len(patterns) >= MAX_GROUPS:  # the default group is one more
             raise ConfigError(f"groups: {len(patterns)} groups, at most {MAX_GROUPS - 1}")
         return cls(
@@ -86,6 +98,7 @@ def group_items(tables: object) -> tuple[str, ...]:
             f"got {tables!r}"
         )
     items: list[str] = []
+    named: set[str] = set()
     for number, table in enumerate(tables, 1):
         if not isinstance(table, dict):
             raise ConfigError(f"[[groups]] number {number} is not a table: {table!r}")
@@ -99,6 +112,11 @@ def group_items(tables: object) -> tuple[str, ...]:
         problem = name_problem(name)
         if problem is not None:
             raise ConfigError(f"groups: the group name {name!r} {problem}")
+        if name in named:
+            raise ConfigError(
+                f"{which} is given twice: put all of its patterns in one table's include"
+            )
+        named.add(name)
         include = table.get("include")
         if isinstance(include, str):
             include = [include]

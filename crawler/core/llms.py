@@ -123,6 +123,11 @@ class LlmsFile:
     _site: tuple[str | None, str | None] | None = None  # the start page's
     _stand_in: tuple[int, str, tuple[str | None, str | None]] | None = None
 
+    def start_page(self, about: tuple[str | None, str | None] | None) -> None:
+        """The page the start URL lands on, listed or not (a noindex home page still names
+        the site): its title and description are the file's."""
+        self._site = about or (None, None)
+
     def add(self, loc: str, about: tuple[str | None, str | None] | None) -> None:
         """A listed page (loc public), with its title and description (about_of)."""
         if loc == self.start:
@@ -132,7 +137,7 @@ class LlmsFile:
             and about[0]
             and self._site is None
             and (self._stand_in is None or len(loc) < self._stand_in[0])
-        ):  # a start page not listed (it redirects): the shortest URL with a title stands in
+        ):  # no start page fetched (a resumed crawl): the shortest URL with a title stands in
             self._stand_in = len(loc), loc, about
         name = self.groups[1](loc) if self.groups is not None else section_of(loc, self.root)
         section = self._sections.get(name)

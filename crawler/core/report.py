@@ -13,6 +13,7 @@ from typing import Any, Final
 from crawler.core.canonicals import BrokenCanonical, ForeignCanonicals
 from crawler.core.decide import HTTP_ERROR, LISTED, REASONS
 from sitemap_out.changes import KINDS
+from sitemap_out.groups import DEFAULT_GROUP
 
 MAX_REFERRERS = 10
 #: Broken canonicals named in the report (all are counted).
@@ -240,6 +241,16 @@ class Tally:
             moved = ", ".join(f"{figures[k]} {k}" for k in KINDS if figures.get(k))
             shown.append(f"{name} {figures['urls']}" + (f" ({moved})" if moved else ""))
         return f"; URLs by group: {', '.join(shown)}"
+
+    def empty_groups(self) -> list[str]:
+        """The configured groups that list no URL: a pattern that matches nothing (a typo,
+        or a path written without its folder) is worth a warning, not a silent empty file."""
+        groups = self.groups or {}
+        return [
+            name
+            for name, figures in groups.items()
+            if name != DEFAULT_GROUP and not figures["urls"]
+        ]
 
     def to_json(self, extra: dict[str, Any]) -> dict[str, Any]:
         return {

@@ -139,6 +139,9 @@ class PageJudge:
                 self.journal.listing(made)
         if not decision.listed:
             self.links.record(url, answer.status, decision, task)  # a 304's: the page's, 200
+        llms = self.journal.llms
+        if llms is not None and task.url == self.links.plan.start and task.referrer is None:
+            llms.start_page(None if page.extras is None else page.extras.about)
         return url, facts, page, decision
 
     def _walled(self, task: Task, url: str, service: str, resp: Response) -> None:
