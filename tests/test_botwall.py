@@ -340,6 +340,29 @@ def test_past_max_bot_blocked_the_crawl_stops(serve, tmp_path, xsd, capsys, monk
     capsys.readouterr()
 
 
+def test_the_nightly_job_starts_afresh_after_a_walled_night(serve, tmp_path, xsd, capsys):
+    """A night stopped by a wall saves its queue; its answers are no result to go on from,
+    so the next night crawls afresh (as after an outage), and a --resume refuses it
+    without telling anyone to drop a flag the job has not got."""
+    site = Walled()
+    srv = serve(site.app)
+    data = tmp_path / "data"
+    job = ["job", "--data", str(data), srv.url + "/", "--concurrency", "1", "--quiet"]
+    assert main(job) == 0
+    site.wall, site.walled = DATADOME_CAPTCHA, {f"/p{i}" for i in range(0, 30, 2)}
+    assert main(job) == 8
+    state = data / "state" / "crawl.sqlite"
+    capsys.readouterr()
+    resume = ["crawl", srv.url + "/", "-o", str(tmp_path / "o"), "--state", str(state)]
+    assert main([*resume, "--resume", "--concurrency", "1", "--quiet"]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "a bot protection answered instead of the site" in line
+    assert "the nightly job does so by itself" in line
+    site.wall, site.walled = None, set()  # the operator allowed the crawler
+    assert main(job) == 0, capsys.readouterr().err
+    assert len(read_published(data / "out", xsd).locs) == 31
+
+
 def test_a_walled_answer_is_not_kept_as_the_pages_history(serve, tmp_path, xsd):
     """Imperva's 200 challenge with an ETag: kept as the page's history, the next run would
     ask with its validator and a 304 would revive the challenge as the page."""
