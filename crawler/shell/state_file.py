@@ -22,10 +22,10 @@ import contextlib
 import dataclasses
 import json
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any, Final
 
 from crawler.core.history import HistoryRow
@@ -45,7 +45,9 @@ __all__ = [
     "open_file",
     "outdated",
     "peek",
+    "UNRESUMABLE",
     "unlock",
+    "unresumable",
 ]
 
 SCHEMA_VERSION: Final = 7  # 7: PageExtras.about (llms.txt) in the packed extras
@@ -224,8 +226,7 @@ def open_file(
 #: failures of a site that looked down, or the pages a bot protection answered in its place.
 #: Such a crawl is over: `peek` tells the nightly job to start afresh, a --resume refuses it.
 UNRESUMABLE: dict[str, str] = {
-    "outage": "stopped because the site looked down; its failed pages would be kept as they "
-    "failed",
+    "outage": "stopped because the site looked down; its failed pages would be kept as they failed",
     "blocked": "stopped because a bot protection answered instead of the site; its pages "
     "would be kept as it answered",
 }
