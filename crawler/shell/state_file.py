@@ -38,6 +38,7 @@ __all__ = [
     "HISTORY_NAMES",
     "QUEUED",
     "SCHEMA_VERSION",
+    "UNRESUMABLE",
     "OpenedFile",
     "StateError",
     "StateWriteError",
@@ -45,7 +46,6 @@ __all__ = [
     "open_file",
     "outdated",
     "peek",
-    "UNRESUMABLE",
     "unlock",
     "unresumable",
 ]
