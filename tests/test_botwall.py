@@ -363,6 +363,21 @@ def test_the_nightly_job_starts_afresh_after_a_walled_night(serve, tmp_path, xsd
     assert len(read_published(data / "out", xsd).locs) == 31
 
 
+def test_urls_left_when_a_wall_stops_the_crawl_say_so(serve, tmp_path, capsys):
+    """Requests waiting their turn when the wall's verdict came are never sent: their
+    limit is the wall, not max_time."""
+    site = Walled()
+    site.wall, site.walled = DATADOME_CAPTCHA, set(site.paths)
+    srv = serve(site.app)
+    decisions = tmp_path / "d.jsonl"
+    args = ("--concurrency", "4", "--decisions", str(decisions))
+    assert _crawl(srv.url + "/", tmp_path / "out", *args) == 8
+    capsys.readouterr()
+    limits = [r["detail"] for r in read_decisions(decisions).values() if r["reason"] == "limit"]
+    assert limits, "no request was left waiting"
+    assert set(limits) == {"the crawl stopped: a bot protection answered instead of the site"}
+
+
 def test_a_walled_answer_is_not_kept_as_the_pages_history(serve, tmp_path, xsd):
     """Imperva's 200 challenge with an ETag: kept as the page's history, the next run would
     ask with its validator and a 304 would revive the challenge as the page."""

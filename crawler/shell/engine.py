@@ -61,7 +61,7 @@ from crawler.shell.replay import replay
 from crawler.shell.revalidation import Revalidation, history_key
 from crawler.shell.sources import Robots, SeedSource, read_robots
 from crawler.shell.state import CrawlState, StateError
-from crawler.shell.throttle import ThrottleClosed
+from crawler.shell.throttle import MAX_TIME, ThrottleClosed
 from sitemap_out import AsyncSitemapWriter, PublishResult
 from sitemap_out.changes import ChangeLog
 
@@ -213,7 +213,7 @@ class Crawl:
                     if loop.outage is not None:
                         raise PublishRefused(outage_message(loop.outage, self.tally.fetched))
                     raise InterruptedCrawl(loop.stopped_message(config.state))
-                limit = "max_time reached" if loop.timed_out else "max_pages reached"
+                limit = MAX_TIME if loop.timed_out else "max_pages reached"
                 if self.seeds.waiting:  # a limit ended the crawl first: they are `limit`
                     self._release_seeds(limit)
                 cut = 0
