@@ -516,3 +516,22 @@ def test_the_audit_of_a_walled_sitemap_and_robots_txt_names_the_service(serve, t
     assert ("blocked_by_bot_protection", srv.url + "/sitemap.xml") in found
     details = " ".join(f["detail"] for f in data["findings"])
     assert "Akamai answered HTTP 403" in details and DEFAULT_USER_AGENT in details
+
+
+@pytest.mark.parametrize("robots", [False, True], ids=["robots-404", "robots-walled"])
+def test_the_audit_of_a_fully_walled_site_reports_the_block_once(robots, serve, tmp_path, capsys):
+    """Every sitemap guess (and robots.txt, or not) answered by the wall: the audit says the
+    crawler is blocked, once, with one finding naming the service; exit 3 (nothing
+    audited), never "no sitemap found" with the advice for each guess."""
+    site = Walled()
+    site.wall, site.wall_all = CF_CHALLENGE, "robots" if robots else True
+    srv = serve(site.app)
+    code, data = _audit(tmp_path, srv.url + "/")
+    assert code == 3
+    line = _one_line(capsys.readouterr().err)
+    assert "no sitemap found" not in line and line.count("allow our User-Agent") == 1, line
+    assert "nothing audited: the crawler is being blocked by Cloudflare's bot protection" in line
+    walled = [f for f in data["findings"] if f["code"] == "blocked_by_bot_protection"]
+    assert len(walled) == 1 and "Cloudflare" in walled[0]["detail"]
+    where = walled[0]["url"] or walled[0]["sitemap"]
+    assert where == srv.url + ("/robots.txt" if robots else "/sitemap.xml")

@@ -450,7 +450,7 @@ class Crawl:
         if wall is None:
             return None
         service, url = wall
-        return self.page_judge.walls.robots(service, self.plan.public(url))
+        return self.page_judge.walls.answered(service, self.plan.public(url))
 
     def _why_nothing(self) -> str:
         plan, config = self.plan, self.config
