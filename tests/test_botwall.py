@@ -276,6 +276,7 @@ def test_a_walled_robots_txt_stops_the_crawl_before_any_page(serve, tmp_path, ca
     assert _crawl(srv.url + "/", out, "--retries", "0") == 8
     line = _one_line(capsys.readouterr().err)
     assert f"blocked by Cloudflare's bot protection ({srv.url}/robots.txt answered" in line
+    assert line.endswith("; nothing published")  # there was no previous sitemap to keep
     assert site.requests == ["/robots.txt"]
     assert not out.exists() or not _files(out)
 
@@ -535,3 +536,16 @@ def test_the_audit_of_a_fully_walled_site_reports_the_block_once(robots, serve, 
     assert len(walled) == 1 and "Cloudflare" in walled[0]["detail"]
     where = walled[0]["url"] or walled[0]["sitemap"]
     assert where == srv.url + ("/robots.txt" if robots else "/sitemap.xml")
+
+
+@pytest.mark.parametrize("command", ["audit", "diff"])
+def test_max_bot_blocked_is_worded_for_each_command(command, capsys):
+    """audit and diff publish nothing and have no exit 8: their help says what the key
+    does there."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    start = text.index("--max-bot-blocked FRACTION")
+    help_ = text[start : start + 250]
+    assert "exit 8" not in help_ and "published" not in help_, help_
+    assert ("stop checking URLs" if command == "audit" else "--fetch: stop fetching") in help_

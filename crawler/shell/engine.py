@@ -186,7 +186,9 @@ class Crawl:
                     with contextlib.suppress(ThrottleClosed):  # up before robots.txt came
                         await loop.cuttable(self.read_robots_at(plan.start))
                     if (walled := self.robots_walled()) is not None:
-                        raise BlockedByBotProtection(blocked_message(walled))
+                        raise BlockedByBotProtection(
+                            blocked_message(walled, writer.published_count)
+                        )
                     self._take_workers()
                     if config.resume:
                         self._replay()
@@ -209,9 +211,13 @@ class Crawl:
                             self.state.counter("blocked", 1)
                         self.state.checkpoint()
                     if walled:
-                        raise BlockedByBotProtection(blocked_message(walled))
+                        raise BlockedByBotProtection(
+                            blocked_message(walled, writer.published_count)
+                        )
                     if loop.outage is not None:
-                        raise PublishRefused(outage_message(loop.outage, self.tally.fetched))
+                        raise PublishRefused(
+                            outage_message(loop.outage, self.tally.fetched, writer.published_count)
+                        )
                     raise InterruptedCrawl(loop.stopped_message(config.state))
                 limit = MAX_TIME if loop.timed_out else "max_pages reached"
                 if self.seeds.waiting:  # a limit ended the crawl first: they are `limit`
