@@ -401,6 +401,40 @@ def test_a_walled_answer_is_not_kept_as_the_pages_history(serve, tmp_path, xsd):
     assert srv.url + "/p3" in read_published(out, xsd).locs
 
 
+class Failing(Walled):
+    """Walled, with pages that answer the site's own 503 (`failing`): a transient failure."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing: set[str] = set()
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        if request.path in self.failing:
+            self.requests.append(request.path)
+            return web.Response(status=503, text="busy")
+        return await super()._handle(request)
+
+
+def test_a_walled_page_listed_before_is_treated_as_a_failed_one(serve, tmp_path, xsd):
+    """The rule for a page listed last night that gets no answer of the site's tonight is
+    one: left out tonight, back once it answers (its history row kept, so its lastmod
+    survives); nothing revives it from the history, a wall's answer no more than a 5xx,
+    and max_bot_blocked / max_error_rate bound how many go at once."""
+    site = Failing()
+    srv = serve(site.app)
+    out, state = tmp_path / "out", tmp_path / "state.db"
+    args = ("--state", str(state), "--retries", "0", "--max-shrink", "1")
+    assert _crawl(srv.url + "/", out, *args) == 0
+    site.wall, site.walled, site.failing = CF_UNDER_ATTACK, {"/p3"}, {"/p5"}
+    assert _crawl(srv.url + "/", out, *args, "--max-error-rate", "1") == 0
+    locs = set(read_published(out, xsd).locs)
+    assert srv.url + "/p3" not in locs and srv.url + "/p5" not in locs
+    assert len(locs) == 29
+    site.walled, site.failing = set(), set()
+    assert _crawl(srv.url + "/", out, *args) == 0
+    assert len(read_published(out, xsd).locs) == 31
+
+
 def test_a_sites_own_403_is_a_403(serve, tmp_path, xsd):
     site = Walled()
     site.wall, site.walled = NOT_WALLS["own-403"], {"/p1", "/p2"}
