@@ -417,9 +417,9 @@ class Failing(Walled):
 
 def test_a_walled_page_listed_before_is_treated_as_a_failed_one(serve, tmp_path, xsd):
     """The rule for a page listed last night that gets no answer of the site's tonight is
-    one: left out tonight, back once it answers (its history row kept, so its lastmod
-    survives); nothing revives it from the history, a wall's answer no more than a 5xx,
-    and max_bot_blocked / max_error_rate bound how many go at once."""
+    one: left out tonight, back once it answers; nothing revives it from the history
+    without an answer of the site's, a wall's answer no more than a 5xx, and
+    max_bot_blocked / max_error_rate bound how many go at once."""
     site = Failing()
     srv = serve(site.app)
     out, state = tmp_path / "out", tmp_path / "state.db"
