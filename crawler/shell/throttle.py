@@ -266,12 +266,9 @@ class Throttle:
         return _Slot(self)
 
     def close(self, why: str = MAX_TIME) -> None:
-        """Admit no more requests: those waiting for a slot or a start time raise
-        ThrottleClosed(why) now, not after their wait (a Crawl-delay queue can be minutes
-        long). The first why stays: it is what stopped the crawl."""
-        if not self._closed:
-            self._closed_why = why
-        self._closed = True
+        """Admit no more requests: those waiting raise ThrottleClosed(why) now, not after
+        their wait (a Crawl-delay queue can be minutes long). The first why is kept."""
+        self._closed_why, self._closed = (self._closed_why if self._closed else why), True
         waiters, self._waiters = list(self._waiters), deque()
         for fut in waiters:
             if not fut.done():
