@@ -482,6 +482,9 @@ def _add_audit_parser(commands: Any) -> None:
             "public_url": "the public origin the sitemap's locs name; they are fetched from "
             "TARGET's server (a staging copy) instead",
             "submit": "the engines --engine-status asks: google, bing",
+            "max_bot_blocked": "stop checking URLs (one blocked_by_bot_protection finding) "
+            "when a CDN's bot protection answers more than this fraction of the requests, "
+            "once 20 were made; 1: never (default: 0.2)",
         },
     )
 
@@ -1326,7 +1329,15 @@ def _add_diff_parser(commands: Any) -> None:
         "--lines", dest="diff_lines", type=int, default=20, metavar="N",
         help="URLs shown per list on the terminal (default 20; the reports have all)",
     )  # fmt: skip
-    _add_config_options(diff, only=DIFF_OPTIONS)
+    _add_config_options(
+        diff,
+        only=DIFF_OPTIONS,
+        helps={
+            "max_bot_blocked": "--fetch: stop fetching when a CDN's bot protection answers "
+            "more than this fraction of the requests, once 20 were made; 1: never (default: "
+            "0.2)",
+        },
+    )
 
 
 #: What `diff` fetches with: the audit's options but --public-url (each set names its own URLs)

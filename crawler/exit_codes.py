@@ -73,7 +73,8 @@ MEANINGS: dict[str, dict[Exit, str]] = {
         Exit.NO: "there is one",
         Exit.USAGE: "bad usage or config, or a local file or output path that cannot be read "
         "or written",
-        Exit.NOTHING: "nothing could be audited (no sitemap found, site unreachable)",
+        Exit.NOTHING: "nothing could be audited (no sitemap found, site unreachable, a bot "
+        "protection answering instead of the site)",
         Exit.FAILURE: _FAILURE,
         Exit.INTERRUPTED: _INTERRUPTED + "; no report written",
     },

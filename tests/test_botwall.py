@@ -276,6 +276,7 @@ def test_a_walled_robots_txt_stops_the_crawl_before_any_page(serve, tmp_path, ca
     assert _crawl(srv.url + "/", out, "--retries", "0") == 8
     line = _one_line(capsys.readouterr().err)
     assert f"blocked by Cloudflare's bot protection ({srv.url}/robots.txt answered" in line
+    assert line.endswith("; nothing published")  # there was no previous sitemap to keep
     assert site.requests == ["/robots.txt"]
     assert not out.exists() or not _files(out)
 
@@ -340,6 +341,44 @@ def test_past_max_bot_blocked_the_crawl_stops(serve, tmp_path, xsd, capsys, monk
     capsys.readouterr()
 
 
+def test_the_nightly_job_starts_afresh_after_a_walled_night(serve, tmp_path, xsd, capsys):
+    """A night stopped by a wall saves its queue; its answers are no result to go on from,
+    so the next night crawls afresh (as after an outage), and a --resume refuses it
+    without telling anyone to drop a flag the job has not got."""
+    site = Walled()
+    srv = serve(site.app)
+    data = tmp_path / "data"
+    job = ["job", "--data", str(data), srv.url + "/", "--concurrency", "1", "--quiet"]
+    assert main(job) == 0
+    site.wall, site.walled = DATADOME_CAPTCHA, {f"/p{i}" for i in range(0, 30, 2)}
+    assert main(job) == 8
+    state = data / "state" / "crawl.sqlite"
+    capsys.readouterr()
+    resume = ["crawl", srv.url + "/", "-o", str(tmp_path / "o"), "--state", str(state)]
+    assert main([*resume, "--resume", "--concurrency", "1", "--quiet"]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "a bot protection answered instead of the site" in line
+    assert "the nightly job does so by itself" in line
+    site.wall, site.walled = None, set()  # the operator allowed the crawler
+    assert main(job) == 0, capsys.readouterr().err
+    assert len(read_published(data / "out", xsd).locs) == 31
+
+
+def test_urls_left_when_a_wall_stops_the_crawl_say_so(serve, tmp_path, capsys):
+    """Requests waiting their turn when the wall's verdict came are never sent: their
+    limit is the wall, not max_time."""
+    site = Walled()
+    site.wall, site.walled = DATADOME_CAPTCHA, set(site.paths)
+    srv = serve(site.app)
+    decisions = tmp_path / "d.jsonl"
+    args = ("--concurrency", "4", "--decisions", str(decisions))
+    assert _crawl(srv.url + "/", tmp_path / "out", *args) == 8
+    capsys.readouterr()
+    limits = [r["detail"] for r in read_decisions(decisions).values() if r["reason"] == "limit"]
+    assert limits, "no request was left waiting"
+    assert set(limits) == {"the crawl stopped: a bot protection answered instead of the site"}
+
+
 def test_a_walled_answer_is_not_kept_as_the_pages_history(serve, tmp_path, xsd):
     """Imperva's 200 challenge with an ETag: kept as the page's history, the next run would
     ask with its validator and a 304 would revive the challenge as the page."""
@@ -360,6 +399,40 @@ def test_a_walled_answer_is_not_kept_as_the_pages_history(serve, tmp_path, xsd):
     assert site.validators["/p3"] is None  # asked whole: no history of the wall's answer
     assert read_decisions(decisions)[srv.url + "/p3"]["reason"] == "listed"
     assert srv.url + "/p3" in read_published(out, xsd).locs
+
+
+class Failing(Walled):
+    """Walled, with pages that answer the site's own 503 (`failing`): a transient failure."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing: set[str] = set()
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        if request.path in self.failing:
+            self.requests.append(request.path)
+            return web.Response(status=503, text="busy")
+        return await super()._handle(request)
+
+
+def test_a_walled_page_listed_before_is_treated_as_a_failed_one(serve, tmp_path, xsd):
+    """The rule for a page listed last night that gets no answer of the site's tonight is
+    one: left out tonight, back once it answers; nothing revives it from the history
+    without an answer of the site's, a wall's answer no more than a 5xx, and
+    max_bot_blocked / max_error_rate bound how many go at once."""
+    site = Failing()
+    srv = serve(site.app)
+    out, state = tmp_path / "out", tmp_path / "state.db"
+    args = ("--state", str(state), "--retries", "0", "--max-shrink", "1")
+    assert _crawl(srv.url + "/", out, *args) == 0
+    site.wall, site.walled, site.failing = CF_UNDER_ATTACK, {"/p3"}, {"/p5"}
+    assert _crawl(srv.url + "/", out, *args, "--max-error-rate", "1") == 0
+    locs = set(read_published(out, xsd).locs)
+    assert srv.url + "/p3" not in locs and srv.url + "/p5" not in locs
+    assert len(locs) == 29
+    site.walled, site.failing = set(), set()
+    assert _crawl(srv.url + "/", out, *args) == 0
+    assert len(read_published(out, xsd).locs) == 31
 
 
 def test_a_sites_own_403_is_a_403(serve, tmp_path, xsd):
@@ -478,3 +551,35 @@ def test_the_audit_of_a_walled_sitemap_and_robots_txt_names_the_service(serve, t
     assert ("blocked_by_bot_protection", srv.url + "/sitemap.xml") in found
     details = " ".join(f["detail"] for f in data["findings"])
     assert "Akamai answered HTTP 403" in details and DEFAULT_USER_AGENT in details
+
+
+@pytest.mark.parametrize("robots", [False, True], ids=["robots-404", "robots-walled"])
+def test_the_audit_of_a_fully_walled_site_reports_the_block_once(robots, serve, tmp_path, capsys):
+    """Every sitemap guess (and robots.txt, or not) answered by the wall: the audit says the
+    crawler is blocked, once, with one finding naming the service; exit 3 (nothing
+    audited), never "no sitemap found" with the advice for each guess."""
+    site = Walled()
+    site.wall, site.wall_all = CF_CHALLENGE, "robots" if robots else True
+    srv = serve(site.app)
+    code, data = _audit(tmp_path, srv.url + "/")
+    assert code == 3
+    line = _one_line(capsys.readouterr().err)
+    assert "no sitemap found" not in line and line.count("allow our User-Agent") == 1, line
+    assert "nothing audited: the crawler is being blocked by Cloudflare's bot protection" in line
+    walled = [f for f in data["findings"] if f["code"] == "blocked_by_bot_protection"]
+    assert len(walled) == 1 and "Cloudflare" in walled[0]["detail"]
+    where = walled[0]["url"] or walled[0]["sitemap"]
+    assert where == srv.url + ("/robots.txt" if robots else "/sitemap.xml")
+
+
+@pytest.mark.parametrize("command", ["audit", "diff"])
+def test_max_bot_blocked_is_worded_for_each_command(command, capsys):
+    """audit and diff publish nothing and have no exit 8: their help says what the key
+    does there."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    start = text.index("--max-bot-blocked FRACTION")
+    help_ = text[start : start + 250]
+    assert "exit 8" not in help_ and "published" not in help_, help_
+    assert ("stop checking URLs" if command == "audit" else "--fetch: stop fetching") in help_

@@ -208,7 +208,7 @@ class Walls:
 
     def at_start(self, service: str, url: str) -> str:
         """The line that stops a crawl whose start URL a wall answered."""
-        return self._line(service, f"the start URL {url} answered with its challenge page")
+        return self.line(service, f"the start URL {url} answered with its challenge page")
 
     def verdict(self, requests: int) -> str | None:
         """The line that stops the run when too many of its `requests` were walled."""
@@ -220,14 +220,17 @@ class Walls:
             f"{blocked} of {requests} requests answered with a challenge or block page, "
             f"max_bot_blocked is {self.max_share:.0%}"
         )
-        return self._line(service, share)
+        return self.line(service, share)
 
-    def robots(self, service: str, url: str) -> str:
-        """The line that stops a crawl whose robots.txt a wall answered."""
-        return self._line(service, f"{url} answered with its challenge page")
+    def answered(self, service: str, url: str) -> str:
+        """The line that stops a crawl whose robots.txt a wall answered, or an audit whose
+        every sitemap it looked for."""
+        return self.line(service, f"{url} answered with its challenge page")
 
-    def _line(self, service: str, why: str) -> str:
-        return (
-            f"the crawler is being blocked by {service}'s bot protection ({why}); "
-            f"{how_to_allow(service, self.user_agent)}"
-        )
+    def line(self, service: str, why: str | None = None) -> str:
+        """The one wording of "a wall blocks us, and how to let us in"; `why`: what showed
+        it (the answer that stopped the run), None when the wall is simply named."""
+        blocked = f"the crawler is being blocked by {service}'s bot protection"
+        if why is None:
+            return f"{blocked}: {how_to_allow(service, self.user_agent)}"
+        return f"{blocked} ({why}); {how_to_allow(service, self.user_agent)}"

@@ -19,7 +19,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from crawler.config import Config
-from crawler.core.botwall import bot_wall, how_to_allow
+from crawler.core.botwall import Walls, bot_wall, how_to_allow
 from crawler.core.decide import walled_detail
 from crawler.core.findings import AuditSummary, Finding
 from crawler.core.hosts import AllowedHosts
@@ -290,7 +290,10 @@ async def _remote(
             reading.findings.append(Finding("blocked_by_bot_protection", None, robots_url, walled))
         fetched: dict[str, Response] = {}
         if is_site(url) and not await _answers_sitemap(url, plan, robots, agent, get, fetched):
-            queue, why_nothing = await _discover(plan, robots, agent, get, reading, fetched)
+            walls = crawl.page_judge.walls
+            queue, why_nothing = await _discover(plan, robots, walls, get, reading, fetched)
+            if why_nothing is not None and walled is not None:  # the wall is why, said once
+                return None, f"nothing audited: {walled}"
             if why_nothing is not None:
                 return None, why_nothing
         else:
@@ -344,13 +347,16 @@ async def _remote(
 async def _discover(
     plan: Plan,
     robots: RobotsTxt,
-    agent: str,
+    walls: Walls,
     get: Get,
     reading: Reading,
     fetched: dict[str, Response],
 ) -> tuple[list[_Source], str | None]:
     """The sitemaps of a site: those robots.txt names, else the first of GUESSES under the
-    audited folder that answers (its answer kept in `fetched`: not requested twice)."""
+    audited folder that answers (its answer kept in `fetched`: not requested twice). When
+    a bot wall answered a guess and none was found, the wall is why: said once, as one
+    blocked_by_bot_protection finding (robots.txt's, when the wall answered it too)."""
+    agent = walls.user_agent
     queue: list[_Source] = []
     for raw in robots.sitemaps[:MAX_SITEMAP_FILES]:
         named = _named(raw, plan)
@@ -365,6 +371,7 @@ async def _discover(
     if queue:  # nothing usable named: the usual guesses, as when robots.txt names none
         return queue, None
     tried: list[str] = []
+    walled: tuple[str, str] | None = None  # the first guess a wall answered, its service
     for guess in GUESSES:
         url = plan.origins.crawl.root + guess
         verdict = robots.verdict(url, agent)
@@ -373,12 +380,20 @@ async def _discover(
         if not verdict.allowed:
             tried.append(f"{guess}: robots.txt forbids it ({verdict.rule})")
             continue
-        resp, why, _ = await _fetch(url, plan, robots, agent, get)
+        resp, why, service = await _fetch(url, plan, robots, agent, get)
         if resp is None:
             tried.append(f"{guess}: {why}")
+            if service is not None and walled is None:
+                walled = (plan.public(url), service)
             continue
         fetched[url] = resp
         return [_Source(plan.public(url), url)], None
+    if walled is not None:
+        url, service = walled
+        line = walls.answered(service, url)
+        if not any(f.code == "blocked_by_bot_protection" for f in reading.findings):
+            reading.findings.append(Finding("blocked_by_bot_protection", url, None, line))
+        return [], f"nothing audited: {line}"
     where_ = plan.origins.public.root
     return [], (
         f"no sitemap found: robots.txt names none, and none was found under {where_} "
@@ -442,12 +457,12 @@ async def _read_remote(
         )
         return []
     resp: Response | None = fetched.pop(source.fetch, None)
-    why, walled = "", False
+    why, walled = "", None
     if resp is None:
         resp, why, walled = await _fetch(source.fetch, plan, robots, agent, get)
     if resp is None:
         listed = f" (listed by {source.parent})" if source.parent else ""
-        code = "blocked_by_bot_protection" if walled else "sitemap_unreachable"
+        code = "sitemap_unreachable" if walled is None else "blocked_by_bot_protection"
         reading.findings.append(Finding(code, source.name, None, why + listed))
         return []
     # a body the server sent with Content-Encoding: gzip arrives inflated, and counts as gzip
@@ -469,37 +484,37 @@ async def _read_remote(
 
 async def _fetch(
     url: str, plan: Plan, robots: RobotsTxt, agent: str, get: Get
-) -> tuple[Response | None, str, bool]:
+) -> tuple[Response | None, str, str | None]:
     """GET a sitemap, following redirects on the audited origin that robots.txt allows:
-    its 200 answer, or None and why not (for sitemap_unreachable's detail); True last when
-    a bot wall answered instead of the site (blocked_by_bot_protection: the crawler is
-    blocked, the sitemap may well be there)."""
+    its 200 answer, or None and why not (for sitemap_unreachable's detail); last, the
+    service whose bot wall answered instead of the site (blocked_by_bot_protection: the
+    crawler is blocked, the sitemap may well be there), else None."""
     for _ in range(MAX_SITEMAP_REDIRECTS + 1):
         resp = await get(url, MAX_BYTES)
         if resp.error:
-            return None, resp.error, False
+            return None, resp.error, None
         if resp.status not in REDIRECT_STATUSES:
             break
         location = (resp.location or "").strip()
         target = resolve(url, location) if location else None
         if target is None:
-            return None, f"HTTP {resp.status} without a usable Location", False
+            return None, f"HTTP {resp.status} without a usable Location", None
         moved, why = where(target, plan)
         if moved is None:
-            return None, f"redirects to {plan.public(target)}, {why}", False
+            return None, f"redirects to {plan.public(target)}, {why}", None
         verdict = robots.verdict(moved, agent)
         if not verdict.allowed:
-            return None, f"redirects to {plan.public(moved)}, which robots.txt forbids", False
+            return None, f"redirects to {plan.public(moved)}, which robots.txt forbids", None
         url = moved
     else:
-        return None, f"more than {MAX_SITEMAP_REDIRECTS} redirects", False
+        return None, f"more than {MAX_SITEMAP_REDIRECTS} redirects", None
     service = bot_wall(resp.status, resp.headers, resp.body)
     if service is not None:
         why = (
             f"{walled_detail(service, resp.status)}, not the sitemap; "
             f"{how_to_allow(service, agent)}"
         )
-        return None, why, True
+        return None, why, service
     if resp.status != 200:
-        return None, f"HTTP {resp.status}", False
-    return resp, "", False
+        return None, f"HTTP {resp.status}", None
+    return resp, "", None

@@ -161,8 +161,8 @@ class PoliteClient:
         try:
             async with self.throttle.slot():
                 return await pages.get(url)
-        except ThrottleClosed:
-            return Response(url, error="max_time reached")
+        except ThrottleClosed as closed:
+            return Response(url, error=str(closed))
 
     async def _retried(self, url: str, fetch: Callable[[], Awaitable[Fetched]]) -> Fetched:
         throttle = self.throttle_for(url)

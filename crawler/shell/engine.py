@@ -63,7 +63,7 @@ from crawler.shell.replay import replay
 from crawler.shell.revalidation import Revalidation, history_key
 from crawler.shell.sources import Robots, SeedSource, read_robots
 from crawler.shell.state import CrawlState, StateError
-from crawler.shell.throttle import ThrottleClosed
+from crawler.shell.throttle import MAX_TIME, ThrottleClosed
 from sitemap_out import PublishResult
 from sitemap_out.changes import ChangeLog
 
@@ -199,7 +199,9 @@ class Crawl:
                     with contextlib.suppress(ThrottleClosed):  # up before robots.txt came
                         await loop.cuttable(self.read_robots_at(plan.start))
                     if (walled := self.robots_walled()) is not None:
-                        raise BlockedByBotProtection(blocked_message(walled))
+                        raise BlockedByBotProtection(
+                            blocked_message(walled, writer.published_count)
+                        )
                     self._take_workers()
                     if config.resume:
                         self._replay()
@@ -221,12 +223,9 @@ class Crawl:
                         if walled:  # nor are a bot wall's answers
                             self.state.counter("blocked", 1)
                         self.state.checkpoint()
-                    if walled:
-                        raise BlockedByBotProtection(blocked_message(walled))
-                    if loop.outage is not None:
-                        raise PublishRefused(outage_message(loop.outage, self.tally.fetched))
-                    raise InterruptedCrawl(loop.stopped_message(config.state))
-                limit = "max_time reached" if loop.timed_out else "max_pages reached"
+                    published = writer.published_count
+                    raise _stopped(loop, walled, self.tally.fetched, published, config.state)
+                limit = MAX_TIME if loop.timed_out else "max_pages reached"
                 if self.seeds.waiting:  # a limit ended the crawl first: they are `limit`
                     self._release_seeds(limit)
                 cut = 0
@@ -464,7 +463,7 @@ class Crawl:
         if wall is None:
             return None
         service, url = wall
-        return self.page_judge.walls.robots(service, self.plan.public(url))
+        return self.page_judge.walls.answered(service, self.plan.public(url))
 
     def _why_nothing(self) -> str:
         plan, config = self.plan, self.config
@@ -478,6 +477,18 @@ class Crawl:
         )  # fmt: skip
         hint = self.tally.foreign.hint()  # #24: a crawl of a copy of a site
         return why_nothing(facts) + (f"; {hint}" if hint else "")
+
+
+def _stopped(
+    loop: CrawlLoop, walled: str | None, fetched: int, published: int | None, state: object
+) -> Exception:
+    """Why a crawl that did not run to its end publishes nothing: a bot wall, an outage, a
+    signal (then it can be resumed)."""
+    if walled:
+        return BlockedByBotProtection(blocked_message(walled, published))
+    if loop.outage is not None:
+        return PublishRefused(outage_message(loop.outage, fetched, published))
+    return InterruptedCrawl(loop.stopped_message(state))
 
 
 def _no_news(left: dict[str, int]) -> str:

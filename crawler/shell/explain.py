@@ -4,7 +4,6 @@ page's canonical by judging it on the spot (#24)."""
 
 from __future__ import annotations
 
-from crawler.core.botwall import how_to_allow
 from crawler.core.frontier import Task
 from crawler.core.report import DecisionRecord
 from crawler.shell.engine import Crawl
@@ -58,9 +57,6 @@ def walled_lines(crawl: Crawl) -> list[str]:
     lines = []
     if (walled := crawl.robots_walled()) is not None:
         lines.append(walled)
-    for service in crawl.page_judge.walls.counts:
-        lines.append(
-            f"the crawler is being blocked by {service}'s bot protection: "
-            f"{how_to_allow(service, crawl.config.user_agent)}"
-        )
+    walls = crawl.page_judge.walls
+    lines.extend(walls.line(service) for service in walls.counts)
     return lines

@@ -33,11 +33,10 @@ def check_publish(
         raise PublishRefused(copied)
     failed = tally.failed
     if tally.fetched and failed / tally.fetched > config.max_error_rate:
-        kept = "the previous sitemap is kept" if previous is not None else "nothing written"
         raise PublishRefused(
             f"not published: {failed} of {tally.fetched} requests failed with 5xx or "
             f"network errors ({failed / tally.fetched:.0%}, max_error_rate is "
-            f"{config.max_error_rate:.0%}); {kept} (--force publishes anyway)"
+            f"{config.max_error_rate:.0%}); {kept(previous)} (--force publishes anyway)"
         )
     if config.max_shrink < 1 and previous is None and unread:
         log(f"warning: max_shrink not checked: {unread}")
@@ -50,15 +49,20 @@ def check_publish(
         )
 
 
-def outage_message(outage: str, fetched: int) -> str:
+def kept(previous: int | None) -> str:
+    """What became of the sitemap when a run publishes nothing: the previous one stays when
+    there is one (`previous`: the URLs it lists, None when nothing readable was published)."""
+    return "the previous sitemap is kept" if previous is not None else "nothing written"
+
+
+def outage_message(outage: str, fetched: int, previous: int | None) -> str:
     return (
         f"not published: the site looks down ({outage}); stopped after {fetched} requests, "
-        f"the previous sitemap is kept (try again later: --force does not publish a crawl "
-        f"cut short)"
+        f"{kept(previous)} (try again later: --force does not publish a crawl cut short)"
     )
 
 
-def blocked_message(walled: str) -> str:
+def blocked_message(walled: str, previous: int | None) -> str:
     """A crawl a bot wall stopped (crawler.core.botwall) is never published, --force or not:
     what it saw are challenge pages, not the site."""
-    return f"{walled}; nothing published, the previous sitemap is kept"
+    return f"{walled}; nothing published" + (f", {kept(previous)}" if previous is not None else "")

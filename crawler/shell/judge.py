@@ -190,8 +190,8 @@ class PageJudge:
         self.loop.requested += 1
         try:
             fetched = await self.client.fetch(url, task.depth + 1)
-        except ThrottleClosed:
-            self.links.record(url, None, Decision(LIMIT, "max_time reached"), task)
+        except ThrottleClosed as closed:  # never sent: what stopped the crawl is its limit
+            self.links.record(url, None, Decision(LIMIT, str(closed)), task)
             return None
         self._count(fetched)
         return fetched
@@ -227,8 +227,8 @@ class PageJudge:
             prior, validators = self.revalidation.ask(url)
             try:
                 fetched = await self.client.fetch(url, task.depth + 1, validators)
-            except ThrottleClosed:  # max_time is up: never sent
-                record(url, None, Decision(LIMIT, "max_time reached"), task)
+            except ThrottleClosed as closed:  # never sent: what stopped the crawl is its limit
+                record(url, None, Decision(LIMIT, str(closed)), task)
                 return None, url, None
             resp = fetched.response
             self._count(fetched)

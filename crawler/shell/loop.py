@@ -22,6 +22,11 @@ from crawler.shell.throttle import Throttle
 #: After SIGINT/SIGTERM, requests in flight get this long to finish before they are cut.
 STOP_GRACE_SECONDS = 10.0
 
+#: The limit a URL left unasked is recorded with when the site looked down, or when a bot
+#: wall stopped the crawl (max_time's is the throttle's own).
+DOWN = "the crawl stopped: the site looked down"
+WALLED = "the crawl stopped: a bot protection answered instead of the site"
+
 #: What a driver does with one URL the loop hands it.
 Process = Callable[[Task], Awaitable[None]]
 
@@ -78,14 +83,14 @@ class CrawlLoop:
         if self.outage is None:
             self.outage = outage
             self.log(f"warning: the site looks down ({outage}): stopping")
-            self.throttle.close()  # requests waiting their turn (and retries) are not sent
+            self.throttle.close(DOWN)  # requests waiting their turn (and retries) are not sent
             self.changed.set()
 
     def walled(self, why: str) -> None:
         """A bot wall answers instead of the site: stop taking URLs (what would they show?)."""
         if self.blocked is None:
             self.blocked = why
-            self.throttle.close()  # requests waiting their turn are not sent
+            self.throttle.close(WALLED)  # requests waiting their turn are not sent
             self.changed.set()
 
     def queued(self) -> None:

@@ -23,6 +23,7 @@ from crawler.core.frontier import Frontier
 from crawler.core.report import Tally
 from crawler.shell.journal import Journal
 from crawler.shell.state import CrawlState, StateError
+from crawler.shell.state_file import unresumable
 
 #: Reasons given before a fetch; replayed decisions with these spent no trap budget (unless
 #: fetched: a page an exclude_listing_only or include pattern leaves out has a status).
@@ -48,17 +49,10 @@ def replay(
 ) -> Replayed:
     """Rebuild the crawl saved in the state file: frontier, decisions, listings."""
     snap = state.load()
-    if snap.counters.get("outage"):
+    if (why := unresumable(snap.counters)) is not None:
         raise StateError(
-            f"the crawl saved in {state.path} stopped because the site looked down; "
-            "its failed pages would be kept as they failed: start a fresh crawl without "
-            "--resume"
-        )
-    if snap.counters.get("blocked"):
-        raise StateError(
-            f"the crawl saved in {state.path} stopped because a bot protection answered "
-            "instead of the site; its pages would be kept as it answered: start a fresh crawl "
-            "without --resume"
+            f"the crawl saved in {state.path} {why}: it can't be resumed; a crawl without "
+            "--resume starts afresh (the nightly job does so by itself)"
         )
     for row in snap.queued:
         frontier.add(row.url, row.depth, row.referrer)

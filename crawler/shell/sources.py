@@ -96,8 +96,8 @@ class SeedSource:
         async def get(url: str, max_bytes: int) -> Response:
             try:
                 return await client.request(url, max_bytes)
-            except ThrottleClosed:  # max_time is up: never sent, the URLs taken are kept
-                return Response(url, error="max_time reached")
+            except ThrottleClosed as closed:  # never sent, the URLs taken are kept
+                return Response(url, error=str(closed))
 
         seeds = await read_seed_sitemaps(
             robots.sitemaps,

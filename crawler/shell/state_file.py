@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import json
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +38,7 @@ __all__ = [
     "HISTORY_NAMES",
     "QUEUED",
     "SCHEMA_VERSION",
+    "UNRESUMABLE",
     "OpenedFile",
     "StateError",
     "StateWriteError",
@@ -45,6 +47,7 @@ __all__ = [
     "outdated",
     "peek",
     "unlock",
+    "unresumable",
 ]
 
 SCHEMA_VERSION: Final = 7  # 7: PageExtras.about (llms.txt) in the packed extras
@@ -219,13 +222,28 @@ def open_file(
         raise
 
 
+#: Counters a stopped crawl saves when its answers are no result to go on from: the
+#: failures of a site that looked down, or the pages a bot protection answered in its place.
+#: Such a crawl is over: `peek` tells the nightly job to start afresh, a --resume refuses it.
+UNRESUMABLE: dict[str, str] = {
+    "outage": "stopped because the site looked down; its failed pages would be kept as they failed",
+    "blocked": "stopped because a bot protection answered instead of the site; its pages "
+    "would be kept as it answered",
+}
+
+
+def unresumable(counters: Mapping[str, int]) -> str | None:
+    """Why a crawl stopped with these saved counters can't be resumed, or None when it can."""
+    return next((why for name, why in UNRESUMABLE.items() if counters.get(name)), None)
+
+
 def peek(path: Path, fingerprint: str) -> bool:
     """Read-only, for the nightly job: does ``path`` hold a crawl of this configuration
     (``fingerprint``) that stopped before its end (SIGTERM, killed, out of memory), so
     that a resume would continue it? False for anything else: no file, not a state
     file, another schema version or configuration, a finished crawl, one that ran to
     its end but published nothing (nothing listed, refused by the publish guard), or one
-    ended by an outage: those are over, and the next run starts afresh. Never writes,
+    that `unresumable` names: those are over, and the next run starts afresh. Never writes,
     never takes the lock: a crawl running on the file is left alone (its own lock
     refuses the run that follows, exit 75)."""
     conn = _read_only(Path(path))
@@ -237,8 +255,8 @@ def peek(path: Path, fingerprint: str) -> bool:
         meta = dict(conn.execute("SELECT key, value FROM meta"))
         if meta.get("fingerprint") != fingerprint or int(meta.get("finished") or 0):
             return False
-        outage = conn.execute("SELECT value FROM counters WHERE name = 'outage'").fetchone()
-        if outage is not None and outage[0]:
+        counters = dict(conn.execute("SELECT name, value FROM counters"))
+        if unresumable(counters) is not None:
             return False
         waiting = conn.execute("SELECT 1 FROM urls WHERE state = ? LIMIT 1", (QUEUED,))
         return waiting.fetchone() is not None

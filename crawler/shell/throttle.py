@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
 from crawler.errors import ConfigError
 
@@ -67,8 +67,13 @@ class Ticket:
     waited: float
 
 
+#: Why a throttle closed when --max-time is up: the limit a URL left unasked is recorded with.
+MAX_TIME: Final = "max_time reached"
+
+
 class ThrottleClosed(Exception):
-    """The crawl takes no more requests (--max-time is up): raised to those waiting."""
+    """The crawl takes no more requests: raised to those waiting. Its text is why (what
+    closed the throttle, as the decisions file records the URLs left unasked)."""
 
 
 class Throttle:
@@ -103,6 +108,7 @@ class Throttle:
         self._clock = clock
         self._sleep = sleep
         self.closed = False
+        self._closed_why = MAX_TIME
         self._close_event: asyncio.Event | None = None  # wakes spaced requests' waits
         self.followers: list[Throttle] = []  # other hosts' (allowed_hosts): closed with it
         self._configured_concurrency = concurrency
@@ -258,18 +264,18 @@ class Throttle:
         """
         return _Slot(self)
 
-    def close(self) -> None:
-        """Admit no more requests: those waiting for a slot or a start time raise
-        ThrottleClosed now, not after their wait (a Crawl-delay queue can be minutes long)."""
-        self.closed = True
+    def close(self, why: str = MAX_TIME) -> None:
+        """Admit no more requests: those waiting raise ThrottleClosed(why) now, not after
+        their wait (a Crawl-delay queue can be minutes long). The first why is kept."""
+        self._closed_why, self.closed = (self._closed_why if self.closed else why), True
         waiters, self._waiters = list(self._waiters), deque()
         for fut in waiters:
             if not fut.done():
-                fut.set_exception(ThrottleClosed())
+                fut.set_exception(ThrottleClosed(self._closed_why))
         if self._close_event is not None:
             self._close_event.set()
         for follower in self.followers:
-            follower.close()
+            follower.close(why)
 
     async def _nap(self, seconds: float) -> None:
         """Sleep, cut short by close()."""
@@ -281,11 +287,11 @@ class Throttle:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._close_event.wait(), seconds)
         if self.closed:
-            raise ThrottleClosed
+            raise ThrottleClosed(self._closed_why)
 
     async def _acquire(self) -> Ticket:
         if self.closed:
-            raise ThrottleClosed
+            raise ThrottleClosed(self._closed_why)
         clock = self._clock
         # Fast path: free slot, nobody queued, no spacing. No allocation beyond the ticket.
         if self._in_flight < self._cap and not self._waiters and self._interval == 0.0:
