@@ -25,7 +25,6 @@ import asyncio
 import hashlib
 import os
 import re
-import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -44,6 +43,7 @@ from crawler.core.uploads import (
     worth_reading,
 )
 from crawler.errors import ConfigError, UploadError
+from crawler.shell import interrupts
 from crawler.shell.retry import RetryPolicy, fetch_with_retries
 
 if TYPE_CHECKING:
@@ -114,20 +114,7 @@ class Uploader:
         """Upload `files` (the published set, the entry point last). SIGTERM and SIGINT
         stop it once the request in flight returns (KeyboardInterrupt); a failure after the
         retries is an UploadError naming the object and the reason."""
-        with asyncio.Runner() as runner:
-            return runner.run(self._interruptible(files, log))
-
-    async def _interruptible(self, files: Sequence[Path], log: Callable[[str], None]) -> Uploaded:
-        task = asyncio.current_task()
-        assert task is not None
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
-        try:
-            return await self.upload(files, log)
-        except asyncio.CancelledError:
-            raise KeyboardInterrupt from None
-        finally:
-            loop.remove_signal_handler(signal.SIGTERM)
+        return interrupts.run(self.upload(files, log))
 
     async def upload(self, files: Sequence[Path], log: Callable[[str], None]) -> Uploaded:
         import obstore
@@ -140,9 +127,8 @@ class Uploader:
             found[name] = Found(found[name].size, await self._digest(name, log))
         steps = plan(local, found)
         paths = {path.name: path for path in files}
-        digests = {f.name: f.sha256 for f in local}
         for name in steps.puts:
-            await self._put(paths[name], digests[name], log)
+            await self._put(paths[name], log)
         if steps.deletes:
             await self._retried(
                 lambda: obstore.delete(store, list(steps.deletes)),
@@ -151,11 +137,14 @@ class Uploader:
             )
         return Uploaded(target.url, steps.puts, steps.kept, steps.deletes)
 
-    async def _put(self, path: Path, sha256: str, log: Callable[[str], None]) -> None:
-        """One PUT, never multipart: applied whole or not at all, nothing left half-done."""
+    async def _put(self, path: Path, log: Callable[[str], None]) -> None:
+        """One PUT, never multipart: applied whole or not at all, nothing left half-done.
+        The digest stored is of the bytes sent, read once: a run that replaces the folder
+        since the plan's hashing cannot leave an object whose digest is another's."""
         import obstore
 
         body = path.read_bytes()  # a part is at most 50 MB (the protocol's limit)
+        sha256 = hashlib.sha256(body).hexdigest()
         attributes: Any = {**headers(path.name), DIGEST_KEY: sha256}
         await self._retried(
             lambda: obstore.put(
