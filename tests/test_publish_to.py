@@ -5,6 +5,7 @@ parts deleted, failures (exit 7, the local set whole) and a kill mid-upload."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import signal
 import subprocess
@@ -115,7 +116,36 @@ def test_the_first_night_uploads_parts_then_the_index(
     assert "ContentEncoding" not in part  # the gzip file itself: see the README
     assert part["Metadata"][DIGEST_KEY] == _sha256(tmp_path / "out" / "sitemap-1.xml.gz")
     assert gzip.decompress(objects["sitemap-1.xml.gz"]).startswith(b"<?xml")
-    assert s3.head(bucket, "site/sitemap.xml")["ContentType"] == "application/xml"
+    index = s3.head(bucket, "site/sitemap.xml")
+    assert index["ContentType"] == "application/xml"
+    assert index["CacheControl"] == "public, max-age=300"  # a CDN's copy is minutes old
+    assert part["CacheControl"] == "public, max-age=3600"
+
+
+def test_the_stored_digest_is_of_the_bytes_sent_when_the_folder_changes_meanwhile(
+    s3, s3_env, serve, tmp_path, monkeypatch, capsys
+):
+    """Another run may replace the set between the plan's hashing and the PUT: the digest
+    stored is the one of the bytes the object holds, never the earlier file's."""
+    from crawler.shell import upload
+
+    hashed = upload._local
+
+    def then_replaced(path: Path) -> LocalFile:
+        local = hashed(path)
+        if path.name == "sitemap-1.xml.gz":
+            path.write_bytes(gzip.compress(path.read_bytes() + b"\n"))  # a new set's
+        return local
+
+    monkeypatch.setattr(upload, "_local", then_replaced)
+    bucket = s3.bucket()
+    url = serve(catalogue({"n": 3}).app).url + "/"
+    code, _ = night(url, tmp_path / "out", f"s3://{bucket}/", s3.endpoint)
+    assert code == 0, capsys.readouterr().err
+    body = s3.objects(bucket)["sitemap-1.xml.gz"]
+    assert s3.head(bucket, "sitemap-1.xml.gz")["Metadata"][DIGEST_KEY] == (
+        hashlib.sha256(body).hexdigest()
+    )
 
 
 def test_a_text_sitemap_is_served_as_utf8_text(s3, s3_env, serve, tmp_path, capsys):

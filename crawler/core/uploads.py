@@ -100,18 +100,31 @@ def check_endpoint(value: str, target: Target) -> str:
     return text
 
 
-def headers(name: str) -> dict[str, str]:
+#: Cache-Control of the entry point (and the feed, llms.txt, the stylesheet): a CDN in front
+#: of the bucket serves a new index within minutes, and an old one never names a part
+#: deleted since (parts are deleted a run after they were dropped: see plan()).
+SHORT_CACHE: Final = "public, max-age=300"
+#: Cache-Control of a part the index names: the same names are rewritten each night, so an
+#: hour's staleness at most.
+PART_CACHE: Final = "public, max-age=3600"
+
+
+def headers(name: str, *, entry: bool = False) -> dict[str, str]:
     """How a file is served. A .gz part is the gzip file itself (application/gzip, no
     Content-Encoding): every reader gets the bytes written, as a web server serves a .gz
     file; with Content-Encoding: gzip, browsers and HTTP libraries would inflate it and
-    save XML under a .gz name, and S3 sends that encoding whatever the client accepts."""
+    save XML under a .gz name, and S3 sends that encoding whatever the client accepts.
+    `entry`: the entry point (the index), cached briefly."""
+    cache = PART_CACHE if is_sitemap_file(name) and not entry else SHORT_CACHE
     if name.endswith(".gz"):
-        return {"Content-Type": "application/gzip"}
-    if name.endswith(".txt"):
-        return {"Content-Type": "text/plain; charset=utf-8"}
-    if name.endswith(".atom"):
-        return {"Content-Type": "application/atom+xml"}
-    return {"Content-Type": "application/xml"}
+        kind = "application/gzip"
+    elif name.endswith(".txt"):
+        kind = "text/plain; charset=utf-8"
+    elif name.endswith(".atom"):
+        kind = "application/atom+xml"
+    else:
+        kind = "application/xml"
+    return {"Content-Type": kind, "Cache-Control": cache}
 
 
 @dataclass(frozen=True, slots=True)

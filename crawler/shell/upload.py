@@ -127,8 +127,9 @@ class Uploader:
             found[name] = Found(found[name].size, await self._digest(name, log))
         steps = plan(local, found)
         paths = {path.name: path for path in files}
+        entry = files[-1].name if files else None
         for name in steps.puts:
-            await self._put(paths[name], log)
+            await self._put(paths[name], log, entry=name == entry)
         if steps.deletes:
             await self._retried(
                 lambda: obstore.delete(store, list(steps.deletes)),
@@ -137,7 +138,7 @@ class Uploader:
             )
         return Uploaded(target.url, steps.puts, steps.kept, steps.deletes)
 
-    async def _put(self, path: Path, log: Callable[[str], None]) -> None:
+    async def _put(self, path: Path, log: Callable[[str], None], *, entry: bool) -> None:
         """One PUT, never multipart: applied whole or not at all, nothing left half-done.
         The digest stored is of the bytes sent, read once: a run that replaces the folder
         since the plan's hashing cannot leave an object whose digest is another's."""
@@ -145,7 +146,7 @@ class Uploader:
 
         body = path.read_bytes()  # a part is at most 50 MB (the protocol's limit)
         sha256 = hashlib.sha256(body).hexdigest()
-        attributes: Any = {**headers(path.name), DIGEST_KEY: sha256}
+        attributes: Any = {**headers(path.name, entry=entry), DIGEST_KEY: sha256}
         await self._retried(
             lambda: obstore.put(
                 self.store, path.name, body, attributes=attributes, use_multipart=False
