@@ -19,7 +19,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler.cli import main
-from crawler.core.uploads import DIGEST_KEY, Found, LocalFile, parse_target, plan
+from crawler.core.uploads import (
+    DIGEST_KEY,
+    DROPPED,
+    Found,
+    LocalFile,
+    dropped_names,
+    dropped_text,
+    parse_target,
+    plan,
+)
 from crawler.errors import ConfigError
 from crawler.exit_codes import Exit
 from tests.conftest import LiveServer
@@ -83,7 +92,7 @@ def night(site_url: str, out: Path, target: str, endpoint: str, *more: str) -> t
 
 def bucket_matches_local(s3, bucket: str, prefix: str, out: Path, xsd) -> dict[str, bytes]:
     """The bucket's objects under prefix are the local set, byte for byte, and valid."""
-    objects = s3.objects(bucket, prefix)
+    objects = {k: v for k, v in s3.objects(bucket, prefix).items() if k != DROPPED}
     local = {p.name: p.read_bytes() for p in out.iterdir() if not p.name.startswith(".")}
     assert objects == local
     for body in objects.values():
@@ -180,15 +189,21 @@ def test_an_unchanged_night_uploads_nothing_and_a_changed_one_only_what_changed(
     assert puts and puts[-1] == "sitemap.xml" and len(puts) <= 3, puts
     bucket_matches_local(s3, bucket, "", out, xsd)
 
-    count["n"] = 2  # a smaller site: parts dropped, deleted once the new index is in
+    count["n"] = 2  # a smaller site: parts dropped, kept a run (a CDN's cached index)
+    before = set(s3.objects(bucket))
     front.requests.clear()
     assert night(url, out, target, server.url, "--max-shrink", "1")[0] == 0
-    methods = [method for method, _ in front.requests]
-    index_put = front.requests.index(("PUT", f"/{bucket}/sitemap.xml"))
-    delete = methods.index("POST")  # S3's multi-object delete
-    assert delete > index_put
+    assert not any(method == "POST" for method, _ in front.requests)  # nothing deleted yet
+    gone = before - {p.name for p in out.iterdir()}
+    assert gone and gone <= set(s3.objects(bucket))
+    assert s3.objects(bucket)[DROPPED].decode().split() == sorted(gone)
+    assert s3.head(bucket, DROPPED)  # the next run's list
+    front.requests.clear()  # the next run deletes them, once its index is in
+    assert night(url, out, target, server.url, "--max-shrink", "1")[0] == 0
+    assert "POST" in [method for method, _ in front.requests]  # S3's multi-object delete
     objects = bucket_matches_local(s3, bucket, "", out, xsd)
     assert len(objects) == 3  # 3 URLs: sitemap-1, sitemap-2 and the index
+    assert s3.objects(bucket)[DROPPED] == b""
 
 
 def test_other_objects_in_the_prefix_are_never_touched(s3, s3_env, proxy, serve, tmp_path, xsd):
@@ -410,6 +425,11 @@ def test_the_plan_sends_changed_files_in_order_and_deletes_only_its_own():
     assert steps.puts == ("sitemap-2.xml", "sitemap.xml")
     assert steps.kept == ("sitemap-1.xml",)
     assert steps.deletes == ("sitemap-3.xml",)
+    found["sitemap-5.xml"] = Found(10, "d")  # ours, dropped by the previous run
+    steps = plan(local, found, dropped_before=dropped_names(b"sitemap-5.xml\nrobots.txt\n"))
+    assert steps.deletes == ("sitemap-5.xml",)  # a run's grace: the others' turn comes next
+    assert steps.dropped == ("sitemap-3.xml",)
+    assert dropped_names(dropped_text(steps.dropped)) == {"sitemap-3.xml"}
 
 
 _NAMES = st.sampled_from(

@@ -34,9 +34,12 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from crawler.core.access import redact
 from crawler.core.uploads import (
     DIGEST_KEY,
+    DROPPED,
     Found,
     LocalFile,
     Target,
+    dropped_names,
+    dropped_text,
     headers,
     parse_target,
     plan,
@@ -125,7 +128,8 @@ class Uploader:
         found = {obj["path"]: Found(obj["size"]) for obj in listing["objects"]}
         for name in worth_reading(local, found):
             found[name] = Found(found[name].size, await self._digest(name, log))
-        steps = plan(local, found)
+        before = await self._dropped_before(log) if DROPPED in found else frozenset()
+        steps = plan(local, found, before)
         paths = {path.name: path for path in files}
         entry = files[-1].name if files else None
         for name in steps.puts:
@@ -136,7 +140,29 @@ class Uploader:
                 target.key(steps.deletes[0]),
                 log,
             )
+        if steps.dropped or DROPPED in found:  # the next run deletes these
+            body = dropped_text(steps.dropped)
+            await self._retried(
+                lambda: obstore.put(store, DROPPED, body, use_multipart=False),
+                target.key(DROPPED),
+                log,
+            )
         return Uploaded(target.url, steps.puts, steps.kept, steps.deletes)
+
+    async def _dropped_before(self, log: Callable[[str], None]) -> frozenset[str]:
+        """The files the previous run dropped (its DROPPED object): deleted by this one."""
+        import obstore
+
+        try:
+            result = await self._retried(
+                lambda: obstore.get(self.store, DROPPED),
+                self.target.key(DROPPED),
+                log,
+                missing_ok=True,
+            )
+        except _NotThere:
+            return frozenset()
+        return dropped_names(bytes(result.bytes()))
 
     async def _put(self, path: Path, log: Callable[[str], None], *, entry: bool) -> None:
         """One PUT, never multipart: applied whole or not at all, nothing left half-done.
