@@ -466,3 +466,31 @@ def _sha256(path: Path) -> str:
     import hashlib
 
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_no_aws_credentials_fail_before_the_crawl_naming_the_variables(
+    serve, tmp_path, monkeypatch, capsys
+):
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ):
+        monkeypatch.delenv(name, raising=False)  # fmt: skip
+    site = catalogue({"n": 2})
+    url = serve(site.app).url + "/"
+    code = main(["crawl", url, "-o", str(tmp_path / "o"), "--publish-to", "s3://bkt/x/"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in err
+    assert len(err.strip().splitlines()) == 1 and "169.254" not in err
+    assert site.requests == []  # before the crawl
+
+
+def test_a_metadata_service_error_names_the_credential_variables():
+    from crawler.shell.upload import _reason_text
+
+    text = "Generic S3 error: Error performing PUT http://169.254.169.254/latest/api/token"
+    assert _reason_text(text).startswith("no AWS credentials: set AWS_ACCESS_KEY_ID")

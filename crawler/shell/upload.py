@@ -73,6 +73,20 @@ SECRET_VARIABLES: Final = (
     "AZURE_CLIENT_SECRET",
     "GOOGLE_SERVICE_ACCOUNT_KEY",
 )
+#: Where obstore finds AWS credentials in the environment; without any of them it asks the
+#: EC2 instance metadata service (an instance role), unless AWS_EC2_METADATA_DISABLED=true.
+AWS_CREDENTIAL_VARIABLES: Final = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+)
+NO_AWS_CREDENTIALS: Final = (
+    "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or "
+    "AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN, or the container credentials), or run "
+    "with an instance role"
+)
+_METADATA_SERVICE = "169.254.169.254"
 _XML_BODY = re.compile(r":\s*<.*$")  # an error document after the status: its code is kept
 _STATUS = re.compile(r"status code: (\d{3})")
 _ERROR_CODE = re.compile(r"<Code>([^<]{1,80})</Code>(?:\s*<Message>([^<]{0,200})</Message>)?")
@@ -277,6 +291,10 @@ def _open(target: Target, endpoint: str | None, region: str | None) -> ObjectSto
         options["allow_http"] = endpoint.startswith("http://")
     if region is not None:
         config["region"] = region
+    if target.scheme == "s3" and _no_aws_credentials():
+        raise ConfigError(
+            f"publish_to {target.url}: {NO_AWS_CREDENTIALS} (AWS_EC2_METADATA_DISABLED is set)"
+        )
     retries: Any = {"max_retries": 0}  # ours, with tenacity: one policy, logged
     try:
         return from_url(
@@ -284,6 +302,14 @@ def _open(target: Target, endpoint: str | None, region: str | None) -> ObjectSto
         )
     except Exception as exc:  # obstore's own: a missing account, an unreadable key file
         raise ConfigError(f"publish_to {target.url}: {_reason(exc)}") from None
+
+
+def _no_aws_credentials() -> bool:
+    """None in the environment, and the instance metadata service (a role) disabled: the
+    one case known to fail before a request is made."""
+    return not any(os.environ.get(v) for v in AWS_CREDENTIAL_VARIABLES) and (
+        os.environ.get("AWS_EC2_METADATA_DISABLED", "").lower() == "true"
+    )
 
 
 def _local(path: Path) -> LocalFile:
@@ -303,6 +329,8 @@ def _reason(exc: BaseException) -> str:
 
 
 def _reason_text(text: str) -> str:
+    if _METADATA_SERVICE in text:  # no credentials in the environment, and no instance role
+        return f"{NO_AWS_CREDENTIALS}; the EC2 instance metadata service did not answer"
     line = text.strip().splitlines()[0] if text.strip() else text
     line = _XML_BODY.sub("", line)
     if (code := _ERROR_CODE.search(text)) is not None:  # the store's own words (S3's XML)
