@@ -494,3 +494,23 @@ def test_a_metadata_service_error_names_the_credential_variables():
 
     text = "Generic S3 error: Error performing PUT http://169.254.169.254/latest/api/token"
     assert _reason_text(text).startswith("no AWS credentials: set AWS_ACCESS_KEY_ID")
+
+
+def test_a_sites_own_stylesheet_that_the_files_name_is_uploaded_with_them(
+    s3, s3_env, serve, tmp_path, xsd, capsys
+):
+    out = tmp_path / "out"
+    out.mkdir()
+    theirs = (
+        b'<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform"/>'
+        b"<!-- the site's own -->"
+    )
+    (out / "sitemap.xsl").write_bytes(theirs)
+    bucket = s3.bucket()
+    url = serve(catalogue({"n": 3}).app).url + "/"
+    code, _ = night(url, out, f"s3://{bucket}/", s3.endpoint, "--stylesheet")
+    assert code == 0, capsys.readouterr().err
+    objects = s3.objects(bucket)
+    assert objects["sitemap.xsl"] == theirs
+    assert b"sitemap.xsl" in objects["sitemap.xml"]  # the index names it
+    assert len(read_published(out, xsd).locs) == 4

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from crawler.core.access import redact
 from crawler.core.words import plural
 from crawler.errors import OnPublishError, SitemapCrawlerError, SubmitFailed, UploadError
 from crawler.shell import interrupts
+from sitemap_out.stylesheet import XSL_NAME
 
 
 @dataclass(slots=True)
@@ -49,7 +51,7 @@ class Steps:
         if uploader is None:
             return None
         try:
-            sent = uploader.run(result.published.files, self.warn)
+            sent = uploader.run(self._to_upload(result.published.files), self.warn)
         except KeyboardInterrupt:
             figures["publish_to"] = {"to": uploader.target.url, "error": "interrupted"}
             return (
@@ -64,6 +66,21 @@ class Steps:
         if self.note is not None:
             self.note(sent.summary())
         return None
+
+    def _to_upload(self, files: list[Path]) -> list[Path]:
+        """The published set, and with --stylesheet a site's own sitemap.xsl that the files
+        name (the publish keeps it, as not ours, out of its set): a copy whose files name a
+        stylesheet it lacks would show browsers nothing. First, as ours would go."""
+        config = self.config
+        theirs = config.output / XSL_NAME
+        if (
+            config.stylesheet
+            and config.stylesheet_url is None
+            and all(path.name != XSL_NAME for path in files)
+            and theirs.is_file()
+        ):
+            return [theirs, *files]
+        return list(files)
 
     def _on_publish(self, result: Any, figures: dict[str, Any]) -> str | None:
         from crawler.shell import on_publish
