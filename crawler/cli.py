@@ -896,14 +896,16 @@ def _submit_command(args: argparse.Namespace, secrets: list[str]) -> int:
             'no engine to submit to: --submit google,bing, or submit = ["google", "bing"] '
             "in the config"
         )
-    submit.check_ready(submit.Settings.of(config))
+    credentials = submit.check_ready(submit.Settings.of(config))
     if not sitemaps:
         assert config.url is not None
         plan = Plan.make(config.url, config.public_url, config.sitemap_url)
         sitemaps = [plan.sitemap_url]
     say = (lambda _: None) if config.quiet else print
     statuses, refusals = _run(
-        submit.run(submit.Settings.of(config), sitemaps, status=status, say=say)
+        submit.run(
+            submit.Settings.of(config), sitemaps, status=status, say=say, credentials=credentials
+        )
     )
     for found in statuses:
         print(line(found))
