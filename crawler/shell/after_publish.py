@@ -33,17 +33,30 @@ class Steps:
 
     def run(self, result: Any, figures: dict[str, Any]) -> SitemapCrawlerError | None:
         """The steps, in order; the first failure's error (the steps after it are not
-        run), or None. What each did goes into `figures` (the report's)."""
+        run), or None. What each did goes into `figures` (the report's). A signal between
+        two steps is the next one's interruption: it is not begun."""
         published = (
             f"published {plural(result.published.url_count, 'URL')} to {self.config.output}, but"
         )
+        stages = [
+            (UploadError, "", "the upload to publish_to was interrupted", self._upload),
+            (OnPublishError, "the on-publish command ", "was interrupted", self._on_publish),
+            (SubmitFailed, "submitting it ", "was interrupted", self._submit),
+        ]
+        wanted = (self.uploader is not None, bool(self.config.on_publish), bool(self.config.submit))
+        stages = [stage for stage, want in zip(stages, wanted, strict=True) if want]
+        at = None
         with interrupts.sigterm_interrupts():
-            if (why := self._upload(result, figures)) is not None:
-                return UploadError(f"{published} {why}")
-            if (why := self._on_publish(result, figures)) is not None:
-                return OnPublishError(f"{published} the on-publish command {why}")
-            if (why := self._submit(result, figures)) is not None:
-                return SubmitFailed(f"{published} submitting it {why}")
+            try:
+                for at in stages:
+                    error, words, _, step = at
+                    if (why := step(result, figures)) is not None:
+                        return error(f"{published} {words}{why}")
+                at = None
+            except KeyboardInterrupt:
+                if at is not None:
+                    error, words, interrupted, _ = at
+                    return error(f"{published} {words}{interrupted}")
         return None
 
     def _upload(self, result: Any, figures: dict[str, Any]) -> str | None:
