@@ -794,7 +794,7 @@ def _crawl(config: Config) -> int:
         if result.published.llms_url is not None:
             print(f"llms.txt (for language models): {result.published.llms_url}")
     steps = AfterPublish(config, uploader, credentials, warn=_err, note=_quiet_or(config))
-    failed = steps.run(result, figures)  # upload, --on-publish, submit: 7, 6, 9
+    after = steps.run(result, figures)  # upload, --on-publish, submit: 7, 6, 9
     if config.report is not None:
         try:
             _write_json(config.report, tally.to_json(figures))
@@ -803,8 +803,8 @@ def _crawl(config: Config) -> int:
                 f"published {plural(result.published.url_count, 'URL')} to {config.output}, "
                 f"but {exc}"
             ) from None
-    if failed is not None:
-        raise failed
+    if after is not None:
+        raise after
     return Exit.OK
 
 
