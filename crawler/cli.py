@@ -35,14 +35,11 @@ from crawler.errors import (
     ConfigError,
     InterruptedCrawl,
     NothingListedError,
-    OnPublishError,
     OutputError,
     PublishRefused,
     SitemapCrawlerError,
-    SubmitFailed,
     SubmitLater,
     SubmitRefused,
-    UploadError,
 )
 from crawler.exit_codes import Exit, help_text
 from crawler.shell.progress import AUDIT_WORDS, ProgressLine
@@ -749,6 +746,7 @@ def _unexpected(exc: Exception, secrets: Sequence[str] = ()) -> int:
 
 
 def _crawl(config: Config) -> int:
+    from crawler.shell.after_publish import Steps as AfterPublish
     from crawler.shell.engine import Crawl  # late: keeps --help and config errors fast
     from crawler.shell.host_output import robots_line
     from crawler.shell.pool import forked
@@ -759,10 +757,11 @@ def _crawl(config: Config) -> int:
             "warning: stylesheet: a text sitemap (format = txt) names no stylesheet; "
             "none is published"
         )
-    if config.submit:  # a key file that is no key fails now, not after the crawl
+    credentials = None
+    if config.submit:  # a key file that is no key fails now, not after the crawl; read once
         from crawler.shell.submit import Settings, check_ready
 
-        check_ready(Settings.of(config))
+        credentials = check_ready(Settings.of(config))
     progress = None
     if not config.quiet:
         progress = ProgressLine(
@@ -815,11 +814,8 @@ def _crawl(config: Config) -> int:
             f"warning: group {name!r} matched no listed URL (its patterns match the path and"
             " query as the sitemap lists them, e.g. /blog/*)"
         )
-    upload_failed = _publish_to(uploader, config, result, figures)
-    hook_failed = _on_publish(config, result, figures) if upload_failed is None else None
-    submit_failed = None
-    if upload_failed is None and hook_failed is None and config.submit:
-        submit_failed = _submit_published(config, result, figures)  # served: now submit it
+    steps = AfterPublish(config, uploader, credentials, warn=_err, note=_quiet_or(config))
+    after = steps.run(result, figures)  # upload, --on-publish, submit: 7, 6, 9
     if config.report is not None:
         try:
             _write_json(config.report, tally.to_json(figures))
@@ -828,47 +824,14 @@ def _crawl(config: Config) -> int:
                 f"published {plural(result.published.url_count, 'URL')} to {config.output}, "
                 f"but {exc}"
             ) from None
-    if upload_failed is not None:
-        raise UploadError(
-            f"published {plural(result.published.url_count, 'URL')} to {config.output}, but "
-            f"{upload_failed}; the local set is whole"
-        )
-    if hook_failed is not None:
-        raise OnPublishError(
-            f"published {plural(result.published.url_count, 'URL')} to {config.output}, but the "
-            f"on-publish command failed: {hook_failed}"
-        )
-    if submit_failed is not None:
-        raise SubmitFailed(
-            f"published {plural(result.published.url_count, 'URL')} to {config.output}, but "
-            f"submitting it failed: {submit_failed}"
-        )
+    if after is not None:
+        raise after
     return Exit.OK
 
 
-def _submit_published(config: Config, result: Any, figures: dict[str, Any]) -> str | None:
-    """`submit = [...]`: the published sitemap (and its changes feed) to each engine's API,
-    a line each (a log event with JSON logs). Returns why it failed, or None."""
-    from crawler.shell import submit
-
-    sitemaps = [result.sitemap_url]
-    if result.published.feed_url is not None:
-        sitemaps.append(result.published.feed_url)
-    said: list[str] = []
-
-    def say(line: str) -> None:
-        said.append(line)
-        if not config.quiet:
-            _note(line)
-
-    try:
-        _, refusals = _run(submit.run(submit.Settings.of(config), sitemaps, status=False, say=say))
-    except KeyboardInterrupt:
-        raise InterruptedCrawl(
-            f"interrupted while submitting the sitemap; it was published to {config.output}"
-        ) from None
-    figures["submitted"] = said
-    return "; ".join(str(refusal) for refusal in refusals) or None
+def _quiet_or(config: Config) -> Callable[[str], None] | None:
+    """Where a crawl's outcome lines go: nowhere with --quiet, else _note."""
+    return None if config.quiet else _note
 
 
 def _note(line: str) -> None:
@@ -954,14 +917,16 @@ def _submit_command(args: argparse.Namespace, secrets: list[str]) -> int:
             'no engine to submit to: --submit google,bing, or submit = ["google", "bing"] '
             "in the config"
         )
-    submit.check_ready(submit.Settings.of(config))
+    credentials = submit.check_ready(submit.Settings.of(config))
     if not sitemaps:
         assert config.url is not None
         plan = Plan.make(config.url, config.public_url, config.sitemap_url)
         sitemaps = [plan.sitemap_url]
     say = (lambda _: None) if config.quiet else print
     statuses, refusals = _run(
-        submit.run(submit.Settings.of(config), sitemaps, status=status, say=say)
+        submit.run(
+            submit.Settings.of(config), sitemaps, status=status, say=say, credentials=credentials
+        )
     )
     for found in statuses:
         print(line(found))
@@ -978,53 +943,6 @@ def _uploader(config: Config) -> Uploader | None:
     from crawler.shell.upload import Uploader
 
     return Uploader(config.publish_to, config.publish_endpoint, config.publish_region)
-
-
-def _publish_to(
-    uploader: Uploader | None, config: Config, result: Any, figures: dict[str, Any]
-) -> str | None:
-    """Copy the published set to publish_to, if set, before --on-publish runs: the hook
-    sees the sitemap where it is served. Returns why it failed, or None; what was sent
-    goes into the figures (the report's)."""
-    if uploader is None:
-        return None
-    try:
-        sent = uploader.run(result.published.files, _err)
-    except KeyboardInterrupt:
-        raise InterruptedCrawl(
-            f"interrupted while uploading to {uploader.target.url}; the sitemap was published "
-            f"to {config.output}, and the bucket holds an index whose files are all there "
-            "(the next run completes the upload)"
-        ) from None
-    except UploadError as exc:
-        figures["publish_to"] = {"to": uploader.target.url, "error": str(exc)}
-        return str(exc)
-    figures["publish_to"] = sent.figures()
-    if not config.quiet and not _LOG.json:
-        print(sent.summary(), flush=True)
-    return None
-
-
-def _on_publish(config: Config, result: Any, figures: dict[str, Any]) -> str | None:
-    """Run --on-publish, if set, after a publish; its outcome goes into the figures (the
-    report's, the metrics'). Returns why it failed, or None. With JSON logs its output is
-    captured and logged a line an event, so that stderr stays JSON."""
-    from crawler.shell import on_publish
-
-    if not config.on_publish:
-        return None
-    env = on_publish.environment(config.output, result.sitemap_url, result.published.files)
-    try:
-        outcome = on_publish.run(config.on_publish, env, capture=_LOG.json)
-    except KeyboardInterrupt:  # SIGINT or SIGTERM: the command was killed, the sitemap stays
-        raise InterruptedCrawl(
-            f"interrupted while the on-publish command ran (killed); the sitemap was "
-            f"published to {config.output}"
-        ) from None
-    for line in outcome.output:  # captured (JSON logs), or sh could not be started
-        _err(f"on-publish: {line}")
-    figures["on_publish_exit_code"] = outcome.exit_code
-    return None if outcome.ok else outcome.why()
 
 
 def _worker_count(config: Config) -> int:
@@ -1515,7 +1433,7 @@ def _notify(code: int, figures: dict[str, Any]) -> None:
     read: exit 2), the notification settings are read on their own, leniently."""
     from crawler.core.notice import Ending
     from crawler.exit_codes import MEANINGS
-    from crawler.shell import notify
+    from crawler.shell import interrupts, notify
 
     settings = _LOG.notify or notify_alone(_LOG.args)
     if not settings.wanted:
@@ -1531,7 +1449,8 @@ def _notify(code: int, figures: dict[str, Any]) -> None:
         labels={k: v for k, v in _LOG.labels.items() if k != "site"},
     )
     try:
-        notify.tell(settings, ending, _err, capture=_LOG.json)
+        with interrupts.sigterm_interrupts():
+            notify.tell(settings, ending, _err, capture=_LOG.json)
     except KeyboardInterrupt:  # SIGTERM or SIGINT again: the run ends as it was ending
         _err("warning: interrupted while telling the operator; the exit code is unchanged")
 

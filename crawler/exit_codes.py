@@ -41,12 +41,13 @@ MEANINGS: dict[str, dict[Exit, str]] = {
         "--max-shrink)",
         Exit.IO: "a file could not be written while crawling (a full disk)",
         Exit.ON_PUBLISH: "published, but the --on-publish command failed (or ran past its "
-        "900 s timeout)",
-        Exit.UPLOAD: "published locally, but the upload to publish_to failed; the local set "
-        "is whole",
+        "900 s timeout, or was interrupted)",
+        Exit.UPLOAD: "published locally, but the upload to publish_to failed (or was "
+        "interrupted); the local set is whole",
         Exit.BLOCKED: "the crawl is blocked by bot protection (Cloudflare, Akamai, Imperva, "
         "AWS WAF, DataDome: named in the line); nothing published",
-        Exit.SUBMIT: "published, but submitting it to a search engine (submit = ...) failed",
+        Exit.SUBMIT: "published, but submitting it to a search engine (submit = ...) failed "
+        "(or was interrupted)",
         Exit.FAILURE: _FAILURE,
         Exit.BUSY: "another run is writing to the output folder or using the state file "
         "(nothing fetched: try again later)",

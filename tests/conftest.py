@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import os
 import ssl
 import threading
 from collections.abc import Callable, Iterator
@@ -15,6 +16,10 @@ from aiohttp import web
 from lxml import etree
 
 from tests.procs import SHARED_VARIABLE, shared
+
+# obstore, without AWS credentials, asks the EC2 instance metadata service (169.254.169.254):
+# never from a test (the upload refuses before the crawl with this set; child processes too)
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 
 
 class Xsd:

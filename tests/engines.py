@@ -7,6 +7,7 @@ GetFeeds) behind `?apikey=`, and their error answers. Each records what it was s
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ class Engines:
     bing: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     fail: list[int] = field(default_factory=list)
     revoked: bool = False
+    delay: float = 0.0  # seconds each Sitemaps API answer waits (a signal sent meanwhile)
     requests: list[dict[str, Any]] = field(default_factory=list)
     grants: list[dict[str, Any]] = field(default_factory=list)
 
@@ -125,6 +127,7 @@ class Engines:
                 "body": body,
             }
         )
+        await asyncio.sleep(self.delay)
         if (failed := self._failing()) is not None:
             return failed
         if request.headers.get("Authorization") != f"Bearer {TOKEN}":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import subprocess
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from aiohttp import web
 from crawler.core.access import secrets_of
 from crawler.core.notice import Ending, body, scrub
 from crawler.shell.notify import post, where
-from tests.procs import CLI, child_env
+from tests.procs import CLI, child_env, wait_for
 from tests.sites import Page, Site, read_published, tree_site
 
 
@@ -267,3 +268,32 @@ def test_a_fleet_job_tells_each_site_on_its_own(serve, tmp_path):
         (good, 0, {"index": "0"}),
         (bad, 3, {"index": "1"}),
     ]
+
+
+def test_a_refused_notify_url_is_never_posted_to_nor_shown(serve, tmp_path):
+    """The config's check refuses it (exit 2, one line); the lenient read that tells a
+    broken config's failure must not then use it."""
+    start = _nothing_site(serve)
+    for bad in ("htps://hooks.example/services/T0/B0/SECRETTOKEN", "ftp://x/SECRETTOKEN"):
+        proc = _run("crawl", start, "-o", str(tmp_path / "o"), "--notify-url", bad)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.splitlines() == [
+            "sitemap-crawler: notify_url must be an http(s):// URL (the value is not shown)"
+        ]
+        assert "SECRETTOKEN" not in proc.stdout + proc.stderr
+
+
+def test_sigterm_during_the_notification_ends_it_and_keeps_the_exit_code(serve, tmp_path):
+    hook = Hook(delay=60.0)  # the POST hangs until the signal
+    url = _hook(serve, hook)
+    proc = subprocess.Popen(
+        [*CLI, "crawl", _nothing_site(serve), "-o", str(tmp_path / "o"), "--notify-url", url],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
+    )  # fmt: skip
+    try:
+        wait_for(lambda: hook.bodies, "the notification to be sent", proc=proc)
+        proc.send_signal(signal.SIGTERM)
+    finally:
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3, err  # the run's own code, not killed (-15)
+    assert "interrupted while telling the operator; the exit code is unchanged" in err

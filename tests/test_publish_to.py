@@ -5,6 +5,7 @@ parts deleted, failures (exit 7, the local set whole) and a kill mid-upload."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import signal
 import subprocess
@@ -18,7 +19,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler.cli import main
-from crawler.core.uploads import DIGEST_KEY, Found, LocalFile, parse_target, plan
+from crawler.core.uploads import (
+    DIGEST_KEY,
+    DROPPED,
+    Found,
+    LocalFile,
+    dropped_names,
+    dropped_text,
+    parse_target,
+    plan,
+)
 from crawler.errors import ConfigError
 from crawler.exit_codes import Exit
 from tests.conftest import LiveServer
@@ -82,7 +92,7 @@ def night(site_url: str, out: Path, target: str, endpoint: str, *more: str) -> t
 
 def bucket_matches_local(s3, bucket: str, prefix: str, out: Path, xsd) -> dict[str, bytes]:
     """The bucket's objects under prefix are the local set, byte for byte, and valid."""
-    objects = s3.objects(bucket, prefix)
+    objects = {k: v for k, v in s3.objects(bucket, prefix).items() if k != DROPPED}
     local = {p.name: p.read_bytes() for p in out.iterdir() if not p.name.startswith(".")}
     assert objects == local
     for body in objects.values():
@@ -115,7 +125,36 @@ def test_the_first_night_uploads_parts_then_the_index(
     assert "ContentEncoding" not in part  # the gzip file itself: see the README
     assert part["Metadata"][DIGEST_KEY] == _sha256(tmp_path / "out" / "sitemap-1.xml.gz")
     assert gzip.decompress(objects["sitemap-1.xml.gz"]).startswith(b"<?xml")
-    assert s3.head(bucket, "site/sitemap.xml")["ContentType"] == "application/xml"
+    index = s3.head(bucket, "site/sitemap.xml")
+    assert index["ContentType"] == "application/xml"
+    assert index["CacheControl"] == "public, max-age=300"  # a CDN's copy is minutes old
+    assert part["CacheControl"] == "public, max-age=3600"
+
+
+def test_the_stored_digest_is_of_the_bytes_sent_when_the_folder_changes_meanwhile(
+    s3, s3_env, serve, tmp_path, monkeypatch, capsys
+):
+    """Another run may replace the set between the plan's hashing and the PUT: the digest
+    stored is the one of the bytes the object holds, never the earlier file's."""
+    from crawler.shell import upload
+
+    hashed = upload._local
+
+    def then_replaced(path: Path) -> LocalFile:
+        local = hashed(path)
+        if path.name == "sitemap-1.xml.gz":
+            path.write_bytes(gzip.compress(path.read_bytes() + b"\n"))  # a new set's
+        return local
+
+    monkeypatch.setattr(upload, "_local", then_replaced)
+    bucket = s3.bucket()
+    url = serve(catalogue({"n": 3}).app).url + "/"
+    code, _ = night(url, tmp_path / "out", f"s3://{bucket}/", s3.endpoint)
+    assert code == 0, capsys.readouterr().err
+    body = s3.objects(bucket)["sitemap-1.xml.gz"]
+    assert s3.head(bucket, "sitemap-1.xml.gz")["Metadata"][DIGEST_KEY] == (
+        hashlib.sha256(body).hexdigest()
+    )
 
 
 def test_a_text_sitemap_is_served_as_utf8_text(s3, s3_env, serve, tmp_path, capsys):
@@ -150,15 +189,21 @@ def test_an_unchanged_night_uploads_nothing_and_a_changed_one_only_what_changed(
     assert puts and puts[-1] == "sitemap.xml" and len(puts) <= 3, puts
     bucket_matches_local(s3, bucket, "", out, xsd)
 
-    count["n"] = 2  # a smaller site: parts dropped, deleted once the new index is in
+    count["n"] = 2  # a smaller site: parts dropped, kept a run (a CDN's cached index)
+    before = set(s3.objects(bucket))
     front.requests.clear()
     assert night(url, out, target, server.url, "--max-shrink", "1")[0] == 0
-    methods = [method for method, _ in front.requests]
-    index_put = front.requests.index(("PUT", f"/{bucket}/sitemap.xml"))
-    delete = methods.index("POST")  # S3's multi-object delete
-    assert delete > index_put
+    assert not any(method == "POST" for method, _ in front.requests)  # nothing deleted yet
+    gone = before - {p.name for p in out.iterdir()}
+    assert gone and gone <= set(s3.objects(bucket))
+    assert s3.objects(bucket)[DROPPED].decode().split() == sorted(gone)
+    assert s3.head(bucket, DROPPED)  # the next run's list
+    front.requests.clear()  # the next run deletes them, once its index is in
+    assert night(url, out, target, server.url, "--max-shrink", "1")[0] == 0
+    assert "POST" in [method for method, _ in front.requests]  # S3's multi-object delete
     objects = bucket_matches_local(s3, bucket, "", out, xsd)
     assert len(objects) == 3  # 3 URLs: sitemap-1, sitemap-2 and the index
+    assert s3.objects(bucket)[DROPPED] == b""
 
 
 def test_other_objects_in_the_prefix_are_never_touched(s3, s3_env, proxy, serve, tmp_path, xsd):
@@ -286,7 +331,7 @@ def test_a_kill_mid_upload_leaves_a_whole_set_that_the_next_night_completes(
     bucket_matches_local(s3, bucket, "", out, xsd)
 
 
-def test_sigterm_mid_upload_exits_130_once_the_request_in_flight_returns(
+def test_sigterm_mid_upload_exits_7_once_the_request_in_flight_returns(
     s3, proxy, serve, tmp_path, xsd
 ):
     front, server = proxy
@@ -305,8 +350,8 @@ def test_sigterm_mid_upload_exits_130_once_the_request_in_flight_returns(
         front.release.set()  # the PUT in flight completes; nothing after it is sent
     finally:
         _, err = proc.communicate(timeout=30)
-    assert proc.returncode == Exit.INTERRUPTED, (err, front.requests)
-    assert f"interrupted while uploading to s3://{bucket}/; the sitemap was published" in err
+    assert proc.returncode == Exit.UPLOAD, (err, front.requests)  # published locally: not 130
+    assert f"but the upload to s3://{bucket}/ was interrupted; the local set is whole" in err
     assert len(read_published(out, xsd).locs) == 4
     assert front.puts() == ["sitemap-1.xml.gz"]
     assert set(s3.objects(bucket)) == {"sitemap-1.xml.gz"}  # no index naming missing parts
@@ -380,6 +425,11 @@ def test_the_plan_sends_changed_files_in_order_and_deletes_only_its_own():
     assert steps.puts == ("sitemap-2.xml", "sitemap.xml")
     assert steps.kept == ("sitemap-1.xml",)
     assert steps.deletes == ("sitemap-3.xml",)
+    found["sitemap-5.xml"] = Found(10, "d")  # ours, dropped by the previous run
+    steps = plan(local, found, dropped_before=dropped_names(b"sitemap-5.xml\nrobots.txt\n"))
+    assert steps.deletes == ("sitemap-5.xml",)  # a run's grace: the others' turn comes next
+    assert steps.dropped == ("sitemap-3.xml",)
+    assert dropped_names(dropped_text(steps.dropped)) == {"sitemap-3.xml"}
 
 
 _NAMES = st.sampled_from(
@@ -416,3 +466,51 @@ def _sha256(path: Path) -> str:
     import hashlib
 
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_no_aws_credentials_fail_before_the_crawl_naming_the_variables(
+    serve, tmp_path, monkeypatch, capsys
+):
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ):
+        monkeypatch.delenv(name, raising=False)  # fmt: skip
+    site = catalogue({"n": 2})
+    url = serve(site.app).url + "/"
+    code = main(["crawl", url, "-o", str(tmp_path / "o"), "--publish-to", "s3://bkt/x/"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in err
+    assert len(err.strip().splitlines()) == 1 and "169.254" not in err
+    assert site.requests == []  # before the crawl
+
+
+def test_a_metadata_service_error_names_the_credential_variables():
+    from crawler.shell.upload import _reason_text
+
+    text = "Generic S3 error: Error performing PUT http://169.254.169.254/latest/api/token"
+    assert _reason_text(text).startswith("no AWS credentials: set AWS_ACCESS_KEY_ID")
+
+
+def test_a_sites_own_stylesheet_that_the_files_name_is_uploaded_with_them(
+    s3, s3_env, serve, tmp_path, xsd, capsys
+):
+    out = tmp_path / "out"
+    out.mkdir()
+    theirs = (
+        b'<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform"/>'
+        b"<!-- the site's own -->"
+    )
+    (out / "sitemap.xsl").write_bytes(theirs)
+    bucket = s3.bucket()
+    url = serve(catalogue({"n": 3}).app).url + "/"
+    code, _ = night(url, out, f"s3://{bucket}/", s3.endpoint, "--stylesheet")
+    assert code == 0, capsys.readouterr().err
+    objects = s3.objects(bucket)
+    assert objects["sitemap.xsl"] == theirs
+    assert b"sitemap.xsl" in objects["sitemap.xml"]  # the index names it
+    assert len(read_published(out, xsd).locs) == 4

@@ -5,14 +5,18 @@ bodies), what is printed, and the exit codes; no secret is ever printed."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 from urllib.parse import quote
 
 import pytest
+from aiohttp import web
 
 from crawler.cli import main
 from crawler.core.submissions import bing_status, google_status, line
 from tests.engines import ACCOUNT, AUDIENCE, BING_KEY, GRANT, SCOPE, TOKEN, Engines
-from tests.sites import read_published, tree_site
+from tests.procs import CLI, child_env, wait_for
+from tests.sites import Site, html, read_published, tree_site
 
 SITE = "https://www.example.com/"
 SITEMAP = "https://www.example.com/sitemap.xml"
@@ -27,6 +31,7 @@ def engines(serve, monkeypatch, tmp_path):
     monkeypatch.setenv("SITEMAP_CRAWLER_TEST_BING_API", server.url)
     monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
     fake.path = fake.key_file(tmp_path, server.url)  # type: ignore[attr-defined]
+    fake.url = server.url  # type: ignore[attr-defined]
     return fake
 
 
@@ -185,6 +190,73 @@ def test_the_job_submits_after_publishing_and_a_failed_submission_exits_9(
         f"google: submitted {start}sitemap.xml to the Search Console property {start}"
     ]
     _no_secret(out, engines)
+
+
+def test_a_key_file_gone_during_the_crawl_is_not_read_again(engines, tmp_path, serve, capsys):
+    """Read (and checked) before the crawl, and kept: a key rotated or unmounted during a
+    night's crawl does not turn a publish into exit 2."""
+
+    async def home(request: web.Request) -> web.Response:
+        engines.path.unlink(missing_ok=True)  # the mounted secret goes away mid-crawl
+        return web.Response(text=html("/a"), content_type="text/html")
+
+    site = Site({"/": home, "/a": html(body="a"), "/robots.txt": ""})
+    start = serve(site.app).url + "/"
+    engines.google[start] = {}
+    code = main(["crawl", start, "-o", str(tmp_path / "out"), "--submit", "google",
+                 "--google-key-file", str(engines.path)])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert not engines.path.exists() and engines.google[start]
+
+
+def test_an_unexpected_failure_of_submit_after_a_publish_is_exit_9_with_a_report(
+    engines, serve, tmp_path, capsys, monkeypatch, xsd
+):
+    from crawler.shell import submit
+
+    async def broken(self, sitemap: str) -> str:
+        raise OverflowError("date value out of range")
+
+    monkeypatch.setattr(submit.Google, "submit", broken)
+    start = serve(tree_site(3).app).url + "/"
+    engines.google[start] = {}
+    out, report = tmp_path / "out", tmp_path / "report.json"
+    code = main(["crawl", start, "-o", str(out), "--report", str(report), "--submit", "google",
+                 "--google-key-file", str(engines.path)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 9, err
+    assert "but submitting it failed: OverflowError: date value out of range" in err
+    assert json.loads(report.read_text())["published"] is True
+    assert len(read_published(out, xsd).locs) == 3
+
+
+def test_sigterm_during_submit_exits_9_writes_the_report_and_still_notifies(
+    engines, serve, tmp_path, xsd
+):
+    engines.delay = 60.0  # the submission hangs until the signal
+    start = serve(tree_site(3).app).url + "/"
+    engines.google[start] = {}
+    out, report, told = tmp_path / "out", tmp_path / "report.json", tmp_path / "told"
+    proc = subprocess.Popen(
+        [*CLI, "crawl", start, "-o", str(out), "-q", "--report", str(report),
+         "--submit", "google", "--google-key-file", str(engines.path),
+         "--on-failure", f'echo "$SITEMAP_CRAWLER_FAILED_EXIT_CODE" > "{told}"'],
+        env=child_env(
+            SITEMAP_CRAWLER_TEST_GOOGLE_API=engines.url,  # type: ignore[attr-defined]
+            SITEMAP_CRAWLER_TEST_BING_API=engines.url,  # type: ignore[attr-defined]
+        ),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: engines.requests, "the submission to be sent", proc=proc)
+        proc.send_signal(signal.SIGTERM)
+    finally:
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 9, err  # published locally: not 130's "untouched"
+    assert "but submitting it was interrupted" in err
+    assert json.loads(report.read_text())["published"] is True
+    assert told.read_text().strip() == "9"
+    assert len(read_published(out, xsd).locs) == 3
 
 
 def test_a_job_with_a_bad_key_file_fails_before_crawling(engines, serve, tmp_path, capsys):

@@ -12,7 +12,7 @@ accepts), or the new index with all of its own.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -26,6 +26,9 @@ SCHEMES: Final = {
     "az": "az://CONTAINER/PREFIX/ (Azure Blob Storage; the account from "
     "AZURE_STORAGE_ACCOUNT_NAME)",
 }
+#: The object (in the prefix) naming the files the last run dropped from the set: deleted by
+#: the run after it, a run's grace for a CDN's cached index.
+DROPPED: Final = ".sitemap-crawler-dropped"
 #: The metadata key (x-amz-meta-*, x-goog-meta-*, x-ms-meta-*) holding a file's SHA-256:
 #: what an object is compared by (an ETag is an MD5 on S3 only), and the mark of an object
 #: this tool wrote, the only kind it ever deletes.
@@ -100,18 +103,31 @@ def check_endpoint(value: str, target: Target) -> str:
     return text
 
 
-def headers(name: str) -> dict[str, str]:
+#: Cache-Control of the entry point (and the feed, llms.txt, the stylesheet): a CDN in front
+#: of the bucket serves a new index within minutes, and an old one never names a part
+#: deleted since (parts are deleted a run after they were dropped: see plan()).
+SHORT_CACHE: Final = "public, max-age=300"
+#: Cache-Control of a part the index names: the same names are rewritten each night, so an
+#: hour's staleness at most.
+PART_CACHE: Final = "public, max-age=3600"
+
+
+def headers(name: str, *, entry: bool = False) -> dict[str, str]:
     """How a file is served. A .gz part is the gzip file itself (application/gzip, no
     Content-Encoding): every reader gets the bytes written, as a web server serves a .gz
     file; with Content-Encoding: gzip, browsers and HTTP libraries would inflate it and
-    save XML under a .gz name, and S3 sends that encoding whatever the client accepts."""
+    save XML under a .gz name, and S3 sends that encoding whatever the client accepts.
+    `entry`: the entry point (the index), cached briefly."""
+    cache = PART_CACHE if is_sitemap_file(name) and not entry else SHORT_CACHE
     if name.endswith(".gz"):
-        return {"Content-Type": "application/gzip"}
-    if name.endswith(".txt"):
-        return {"Content-Type": "text/plain; charset=utf-8"}
-    if name.endswith(".atom"):
-        return {"Content-Type": "application/atom+xml"}
-    return {"Content-Type": "application/xml"}
+        kind = "application/gzip"
+    elif name.endswith(".txt"):
+        kind = "text/plain; charset=utf-8"
+    elif name.endswith(".atom"):
+        kind = "application/atom+xml"
+    else:
+        kind = "application/xml"
+    return {"Content-Type": kind, "Cache-Control": cache}
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +148,13 @@ class LocalFile:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """`puts` in upload order (the entry point last); `deletes` after it."""
+    """`puts` in upload order (the entry point last); `deletes` after it; `dropped`: the
+    files this run's index no longer names, deleted by the next run (the DROPPED object)."""
 
     puts: tuple[str, ...]
     kept: tuple[str, ...]
     deletes: tuple[str, ...]
+    dropped: tuple[str, ...] = ()
 
 
 def worth_reading(local: Sequence[LocalFile], found: Mapping[str, Found]) -> list[str]:
@@ -152,10 +170,16 @@ def worth_reading(local: Sequence[LocalFile], found: Mapping[str, Found]) -> lis
     ]
 
 
-def plan(local: Sequence[LocalFile], found: Mapping[str, Found]) -> Plan:
+def plan(
+    local: Sequence[LocalFile],
+    found: Mapping[str, Found],
+    dropped_before: Collection[str] | None = None,
+) -> Plan:
     """`local` in the published order, the entry point last. A file is uploaded unless the
     bucket holds its bytes already (same size and SHA-256); a sitemap file this tool wrote
-    that is not in the set any more is deleted once the new index is in place."""
+    that is not in the set any more is deleted once the new index is in place, a run after
+    it was dropped (`dropped_before`: the previous run's `dropped`), so that an old index a
+    CDN still serves never names a part gone. None: every such file is deleted now."""
     puts: list[str] = []
     kept: list[str] = []
     for file in local:
@@ -168,4 +192,19 @@ def plan(local: Sequence[LocalFile], found: Mapping[str, Found]) -> Plan:
         for name, obj in found.items()
         if name not in names and is_sitemap_file(name) and obj.sha256 is not None
     ]
-    return Plan(tuple(puts), tuple(kept), tuple(sorted(deletes)))
+    if dropped_before is None:
+        return Plan(tuple(puts), tuple(kept), tuple(sorted(deletes)))
+    due = sorted(name for name in deletes if name in dropped_before)
+    later = sorted(name for name in deletes if name not in dropped_before)
+    return Plan(tuple(puts), tuple(kept), tuple(due), tuple(later))
+
+
+def dropped_text(names: Sequence[str]) -> bytes:
+    """The DROPPED object's body: a name a line."""
+    return "".join(f"{name}\n" for name in names).encode()
+
+
+def dropped_names(body: bytes) -> frozenset[str]:
+    """The DROPPED object's names (of sitemap files only: nothing else is ever deleted)."""
+    lines = body.decode("utf-8", "replace").splitlines()
+    return frozenset(line for line in lines if is_sitemap_file(line))

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from crawler.config import NOTIFY_FORMATS, coerce, env_var, from_env
+from crawler.config import NOTIFY_FORMATS, coerce, env_var, from_env, robots_from_is_url
 from crawler.core.notice import Ending, body, encode, scrub
 from crawler.errors import SitemapCrawlerError
 from crawler.shell import on_publish
@@ -73,7 +73,8 @@ def read_alone(
 ) -> Settings:
     """The notification settings when the config as a whole could not be read (a typo in
     a key, a bad value): each of KEYS from the file at `path` (read as TOML, its other keys
-    ignored), the environment and the command line (`given`), a bad one skipped. A nightly
+    ignored), the environment and the command line (`given`), a bad one skipped (a
+    notify_url that is no http(s) URL too: the config's check refused it). A nightly
     job whose config broke is the failure an operator most needs to hear of."""
     values: dict[str, Any] = {}
     if path is not None:
@@ -92,6 +93,8 @@ def read_alone(
         with contextlib.suppress(SitemapCrawlerError):
             settings[key] = coerce(key, value)
     url = settings.get("notify_url")
+    if url is not None and not robots_from_is_url(url.strip()):
+        url = None  # refused by the config's check (exit 2): never posted to, never shown
     fmt = settings.get("notify_format")
     return Settings(
         settings.get("on_failure"),

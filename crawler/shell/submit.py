@@ -109,11 +109,14 @@ class Google:
 
     name = "google"
 
-    def __init__(self, client: _Client, key_file: Path, site: str | None, timeout: float) -> None:
+    def __init__(
+        self, client: _Client, key_file: Path, site: str | None, timeout: float, credentials: Any
+    ) -> None:
         self.client = client
         self.site = site
         self.base = os.environ.get(TEST_GOOGLE, GOOGLE_BASE).rstrip("/")
-        self.credentials = _credentials(key_file)
+        # read by check_ready, before a crawl: a key rotated during it is not read again
+        self.credentials = credentials if credentials is not None else _credentials(key_file)
         self.account = str(getattr(self.credentials, "service_account_email", "the account"))
         self.timeout = timeout
 
@@ -226,10 +229,12 @@ async def run(
     *,
     status: bool,
     say: Callable[[str], None],
+    credentials: Any = None,
 ) -> tuple[list[Status], list[Refusal]]:
     """Submit each sitemap to each engine (or, with `status`, read what each says of it),
     saying a line for each submission. An engine that refuses is not asked again in this
-    run; the others still are. Returns the statuses read and the refusals met."""
+    run; the others still are. Returns the statuses read and the refusals met.
+    `credentials`: Google's, as check_ready read them (else read from the key file now)."""
     secrets: list[str] = []
     statuses: list[Status] = []
     refusals: list[Refusal] = []
@@ -237,7 +242,7 @@ async def run(
     headers = {"User-Agent": "sitemap-crawler"}
     async with aiohttp.ClientSession(timeout=timeout, headers=headers, trust_env=True) as session:
         client = _Client(session, secrets)
-        for engine in _engines(settings, client):
+        for engine in _engines(settings, client, credentials):
             try:
                 for sitemap in sitemaps:
                     if status:
@@ -249,13 +254,19 @@ async def run(
     return statuses, refusals
 
 
-def _engines(settings: Settings, client: _Client) -> list[Google | Bing]:
+def _engines(settings: Settings, client: _Client, credentials: Any) -> list[Google | Bing]:
     engines: list[Google | Bing] = []
     for name in settings.engines:
         if name == "google":
             assert settings.google_key_file is not None  # the config's checks
             engines.append(
-                Google(client, settings.google_key_file, settings.google_property, settings.timeout)
+                Google(
+                    client,
+                    settings.google_key_file,
+                    settings.google_property,
+                    settings.timeout,
+                    credentials,
+                )
             )
         elif name == "bing":
             assert settings.bing_api_key is not None
@@ -263,11 +274,13 @@ def _engines(settings: Settings, client: _Client) -> list[Google | Bing]:
     return engines
 
 
-def check_ready(settings: Settings) -> None:
+def check_ready(settings: Settings) -> Any:
     """Each engine's credentials, now, before a crawl or a request: a key file that is
     missing or no service account's key, or no API key, fails at once with exit 2, not
     after a night's crawl. (Checked by the commands that submit, not with the other
-    settings: an audit of a config naming engines need not hold their keys.)"""
+    settings: an audit of a config naming engines need not hold their keys.) Returns
+    Google's credentials (None without google), for run(): read once, kept."""
+    credentials = None
     if "google" in settings.engines:
         if settings.google_key_file is None:
             raise ConfigError(
@@ -276,12 +289,13 @@ def check_ready(settings: Settings) -> None:
             )
         if not settings.google_key_file.is_file():
             raise ConfigError(f"google_key_file: no such file: {settings.google_key_file}")
-        _credentials(settings.google_key_file)
+        credentials = _credentials(settings.google_key_file)
     if "bing" in settings.engines and not settings.bing_api_key:
         raise ConfigError(
             "submit = bing needs bing_api_key (best as SITEMAP_CRAWLER_BING_API_KEY): the "
             "API key from Bing Webmaster Tools' settings"
         )
+    return credentials
 
 
 def _credentials(key_file: Path) -> Any:

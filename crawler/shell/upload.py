@@ -25,7 +25,6 @@ import asyncio
 import hashlib
 import os
 import re
-import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -35,15 +34,19 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from crawler.core.access import redact
 from crawler.core.uploads import (
     DIGEST_KEY,
+    DROPPED,
     Found,
     LocalFile,
     Target,
+    dropped_names,
+    dropped_text,
     headers,
     parse_target,
     plan,
     worth_reading,
 )
 from crawler.errors import ConfigError, UploadError
+from crawler.shell import interrupts
 from crawler.shell.retry import RetryPolicy, fetch_with_retries
 
 if TYPE_CHECKING:
@@ -70,6 +73,20 @@ SECRET_VARIABLES: Final = (
     "AZURE_CLIENT_SECRET",
     "GOOGLE_SERVICE_ACCOUNT_KEY",
 )
+#: Where obstore finds AWS credentials in the environment; without any of them it asks the
+#: EC2 instance metadata service (an instance role), unless AWS_EC2_METADATA_DISABLED=true.
+AWS_CREDENTIAL_VARIABLES: Final = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+)
+NO_AWS_CREDENTIALS: Final = (
+    "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or "
+    "AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN, or the container credentials), or run "
+    "with an instance role"
+)
+_METADATA_SERVICE = "169.254.169.254"
 _XML_BODY = re.compile(r":\s*<.*$")  # an error document after the status: its code is kept
 _STATUS = re.compile(r"status code: (\d{3})")
 _ERROR_CODE = re.compile(r"<Code>([^<]{1,80})</Code>(?:\s*<Message>([^<]{0,200})</Message>)?")
@@ -114,20 +131,7 @@ class Uploader:
         """Upload `files` (the published set, the entry point last). SIGTERM and SIGINT
         stop it once the request in flight returns (KeyboardInterrupt); a failure after the
         retries is an UploadError naming the object and the reason."""
-        with asyncio.Runner() as runner:
-            return runner.run(self._interruptible(files, log))
-
-    async def _interruptible(self, files: Sequence[Path], log: Callable[[str], None]) -> Uploaded:
-        task = asyncio.current_task()
-        assert task is not None
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
-        try:
-            return await self.upload(files, log)
-        except asyncio.CancelledError:
-            raise KeyboardInterrupt from None
-        finally:
-            loop.remove_signal_handler(signal.SIGTERM)
+        return interrupts.run(self.upload(files, log))
 
     async def upload(self, files: Sequence[Path], log: Callable[[str], None]) -> Uploaded:
         import obstore
@@ -138,25 +142,51 @@ class Uploader:
         found = {obj["path"]: Found(obj["size"]) for obj in listing["objects"]}
         for name in worth_reading(local, found):
             found[name] = Found(found[name].size, await self._digest(name, log))
-        steps = plan(local, found)
+        before = await self._dropped_before(log) if DROPPED in found else frozenset()
+        steps = plan(local, found, before)
         paths = {path.name: path for path in files}
-        digests = {f.name: f.sha256 for f in local}
+        entry = files[-1].name if files else None
         for name in steps.puts:
-            await self._put(paths[name], digests[name], log)
+            await self._put(paths[name], log, entry=name == entry)
         if steps.deletes:
             await self._retried(
                 lambda: obstore.delete(store, list(steps.deletes)),
                 target.key(steps.deletes[0]),
                 log,
             )
+        if steps.dropped or DROPPED in found:  # the next run deletes these
+            body = dropped_text(steps.dropped)
+            await self._retried(
+                lambda: obstore.put(store, DROPPED, body, use_multipart=False),
+                target.key(DROPPED),
+                log,
+            )
         return Uploaded(target.url, steps.puts, steps.kept, steps.deletes)
 
-    async def _put(self, path: Path, sha256: str, log: Callable[[str], None]) -> None:
-        """One PUT, never multipart: applied whole or not at all, nothing left half-done."""
+    async def _dropped_before(self, log: Callable[[str], None]) -> frozenset[str]:
+        """The files the previous run dropped (its DROPPED object): deleted by this one."""
+        import obstore
+
+        try:
+            result = await self._retried(
+                lambda: obstore.get(self.store, DROPPED),
+                self.target.key(DROPPED),
+                log,
+                missing_ok=True,
+            )
+        except _NotThere:
+            return frozenset()
+        return dropped_names(bytes(result.bytes()))
+
+    async def _put(self, path: Path, log: Callable[[str], None], *, entry: bool) -> None:
+        """One PUT, never multipart: applied whole or not at all, nothing left half-done.
+        The digest stored is of the bytes sent, read once: a run that replaces the folder
+        since the plan's hashing cannot leave an object whose digest is another's."""
         import obstore
 
         body = path.read_bytes()  # a part is at most 50 MB (the protocol's limit)
-        attributes: Any = {**headers(path.name), DIGEST_KEY: sha256}
+        sha256 = hashlib.sha256(body).hexdigest()
+        attributes: Any = {**headers(path.name, entry=entry), DIGEST_KEY: sha256}
         await self._retried(
             lambda: obstore.put(
                 self.store, path.name, body, attributes=attributes, use_multipart=False
@@ -261,6 +291,10 @@ def _open(target: Target, endpoint: str | None, region: str | None) -> ObjectSto
         options["allow_http"] = endpoint.startswith("http://")
     if region is not None:
         config["region"] = region
+    if target.scheme == "s3" and _no_aws_credentials():
+        raise ConfigError(
+            f"publish_to {target.url}: {NO_AWS_CREDENTIALS} (AWS_EC2_METADATA_DISABLED is set)"
+        )
     retries: Any = {"max_retries": 0}  # ours, with tenacity: one policy, logged
     try:
         return from_url(
@@ -268,6 +302,14 @@ def _open(target: Target, endpoint: str | None, region: str | None) -> ObjectSto
         )
     except Exception as exc:  # obstore's own: a missing account, an unreadable key file
         raise ConfigError(f"publish_to {target.url}: {_reason(exc)}") from None
+
+
+def _no_aws_credentials() -> bool:
+    """None in the environment, and the instance metadata service (a role) disabled: the
+    one case known to fail before a request is made."""
+    return not any(os.environ.get(v) for v in AWS_CREDENTIAL_VARIABLES) and (
+        os.environ.get("AWS_EC2_METADATA_DISABLED", "").lower() == "true"
+    )
 
 
 def _local(path: Path) -> LocalFile:
@@ -287,6 +329,8 @@ def _reason(exc: BaseException) -> str:
 
 
 def _reason_text(text: str) -> str:
+    if _METADATA_SERVICE in text:  # no credentials in the environment, and no instance role
+        return f"{NO_AWS_CREDENTIALS}; the EC2 instance metadata service did not answer"
     line = text.strip().splitlines()[0] if text.strip() else text
     line = _XML_BODY.sub("", line)
     if (code := _ERROR_CODE.search(text)) is not None:  # the store's own words (S3's XML)
