@@ -1104,9 +1104,7 @@ def _audit_run(args: argparse.Namespace, secrets: list[str]) -> int:
     summary = result.summary
     said = None
     if engines:  # the submit keys, as the audit's options gave them
-        placeholder = argparse.Namespace(**given, url="http://localhost/")
-        settings = load_config(placeholder, only=AUDIT_OPTIONS, say=False)
-        said = _engine_status(settings, result.entries)
+        said = _engine_status(_settings_of(given, AUDIT_OPTIONS), result.entries)
     if json_path is not None:
         data = {"summary": summary.to_json(), "findings": [f.to_json() for f in findings]}
         if said is not None:
@@ -1185,9 +1183,14 @@ def _workers_for(
     placeholder start URL)."""
     from crawler.shell.pool import forked
 
+    return forked(_worker_count(_settings_of(given, only)) if fetching else 0)
+
+
+def _settings_of(given: dict[str, Any], only: frozenset[str]) -> Config:
+    """The settings the command line gives, checked, for what needs no start URL (workers,
+    the engines' keys): a placeholder stands in for it."""
     placeholder = argparse.Namespace(**given, url="http://localhost/")
-    settings = load_config(placeholder, only=only, say=False)
-    return forked(_worker_count(settings) if fetching else 0)
+    return load_config(placeholder, only=only, say=False)
 
 
 # -- diff -------------------------------------------------------------------------------------
