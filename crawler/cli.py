@@ -1416,13 +1416,12 @@ def _finish(code: int) -> int:
         try:
             _write_metrics(_LOG.metrics, figures, code)
         except OSError as exc:
-            if code == Exit.USAGE:  # the line said what is wrong, maybe with this path
-                return code
-            done = "the sitemap was published, but " if figures.get("published") else ""
-            failed = Exit.IO if code == Exit.OK else code
-            reason = exc.strerror or exc
-            _err(f"{done}cannot write metrics {_LOG.metrics}: {reason}", failed)
-            code = failed
+            if code != Exit.USAGE:  # usage: the line said what is wrong, maybe this path
+                done = "the sitemap was published, but " if figures.get("published") else ""
+                failed = Exit.IO if code == Exit.OK else code
+                reason = exc.strerror or exc
+                _err(f"{done}cannot write metrics {_LOG.metrics}: {reason}", failed)
+                code = failed
     if _LOG.command in ("crawl", "job"):
         _notify(code, figures)
     if _LOG.json:

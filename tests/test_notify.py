@@ -178,6 +178,19 @@ def test_a_config_that_cannot_be_read_is_told_too(serve, tmp_path):
     assert hook.bodies[0]["command"] == "job"
 
 
+def test_a_bad_usage_whose_metrics_cannot_be_written_is_told_too(serve, tmp_path):
+    """Exit 2 with a --metrics path that cannot be written: the usage line says what is
+    wrong, and the night is still told."""
+    hook = Hook()
+    metrics = tmp_path / "missing" / "m.prom"
+    proc = _run(
+        "crawl", "http://127.0.0.1:9/", "--metrics", str(metrics),
+        "--notify-url", _hook(serve, hook), "-o", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert len(hook.bodies) == 1 and hook.bodies[0]["exit_code"] == 2
+
+
 WRITE_FAILED = (
     'printf "%s\\n%s\\n" "$SITEMAP_CRAWLER_FAILED_EXIT_CODE" "$SITEMAP_CRAWLER_FAILED_REASON" '
     '> "$MARKER"; cp "$SITEMAP_CRAWLER_FAILED_SUMMARY" "$MARKER.json"; env > "$MARKER.env"; '
