@@ -223,8 +223,8 @@ class Crawl:
                         if walled:  # nor are a bot wall's answers
                             self.state.counter("blocked", 1)
                         self.state.checkpoint()
-                    published = writer.published_count
-                    raise _stopped(loop, walled, self.tally.fetched, published, config.state)
+                    before = writer.published_count
+                    raise _stopped(loop, walled, self.tally.fetched, before, config.state)
                 limit = MAX_TIME if loop.timed_out else "max_pages reached"
                 if self.seeds.waiting:  # a limit ended the crawl first: they are `limit`
                     self._release_seeds(limit)
