@@ -18,10 +18,10 @@ Prints figures only; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
+from ext_cost import _pages
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawler.core.page import PagePolicy
@@ -35,20 +35,6 @@ HERE = Path(__file__).resolve().parent
 SITE = HERE / ".sites" / "p20000-s1-kb15"
 
 
-def _pages(site: Path, count: int) -> list[tuple[str, bytes]]:
-    origin = json.loads((site / "site.json").read_text())["origin"]
-    urls = (site / "expected.txt").read_text().split()
-    www = site / "www"
-    found: list[tuple[str, bytes]] = []
-    for url in urls[:count]:
-        path = url[len(origin) :]
-        file = www / path.lstrip("/")
-        if path.endswith("/"):
-            file = file / "index.html"
-        found.append((url, file.read_bytes()))
-    return found
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--site", type=Path, default=SITE)
@@ -57,7 +43,7 @@ def main() -> None:
     ap.add_argument("--warm-only", action="store_true", help="the warm-up pass alone")
     ap.add_argument("--analyse-only", action="store_true", help="analysed() alone")
     args = ap.parse_args()
-    pages = _pages(args.site, args.pages)
+    pages = _pages(args.site, args.pages, first=0)
     raw = {"Content-Type": "text/html", "Content-Length": "1", "Server": "nginx", "ETag": "x"}
     headers = CIMultiDictProxy(CIMultiDict(raw))
     responses = [(url, Response(url, 200, headers, body)) for url, body in pages]
