@@ -30,12 +30,13 @@ HERE = Path(__file__).resolve().parent
 SITE = HERE / ".sites" / "p20000-s1-kb15-media"
 
 
-def _pages(site: Path, count: int) -> list[tuple[str, bytes]]:
+def _pages(site: Path, count: int, first: int = 1) -> list[tuple[str, bytes]]:
+    """`count` pages of a generated site, from the `first` of its expected list on."""
     origin = json.loads((site / "site.json").read_text())["origin"]
     urls = (site / "expected.txt").read_text().split()
     www = site / "www"
     found: list[tuple[str, bytes]] = []
-    for url in urls[1 : count + 1]:
+    for url in urls[first : first + count]:
         path = url[len(origin) :]
         file = www / path.lstrip("/")
         if path.endswith("/"):

@@ -584,9 +584,11 @@ def test_full_page() -> None:
     <a href="one">1</a> <a href="/two" rel="nofollow">2</a>
     <script>var s = '<a href="/no">';</script>
     </body></html>"""
+    assert page(html).links == [Link("one", False), Link("/two", True)]
     assert page(html) == PageData(
         base="https://example.com/base/",
-        links=[Link("one", False), Link("/two", True)],
+        hrefs=["one", "/two"],
+        nofollow_at=[1],
         alternates=[("de", "/de/page")],
         canonical="https://example.com/canon",
         directives=Directives(noindex=True, nofollow=False, source='meta robots "noindex, follow"'),

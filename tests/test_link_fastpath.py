@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from crawler.core.urls import join_exactly, join_parts, normalize, resolve
+from crawler.core.urls import join_exactly, join_parts, normalize, resolve, resolve_links
 from crawler.errors import InvalidURLError
 
 segment = st.sampled_from(["a", "b", "..", ".", "", "%7E", "~x", "p.html", "q=1", "é", "A"])
@@ -46,3 +46,17 @@ def test_cheap_join_agrees_with_resolve_whenever_it_is_normal(href: str, base: s
         return
     if is_normal:
         assert candidate == resolve(base, href)
+
+
+@settings(max_examples=1000)
+@given(
+    hrefs=st.lists(href | st.sampled_from(["h", "http://h:1/a", "/0", "/#", "/\\a"]), max_size=8),
+    met=st.lists(href, max_size=8),
+    base=base,
+)
+def test_resolve_links_agrees_with_resolve(hrefs: list[str], met: list[str], base: str) -> None:
+    """The page's loop, its inlined forms included, gives what resolve() gives each href,
+    whatever the normalised URLs already known."""
+    known = {url: None for url in (resolve(base, h) for h in met + hrefs[::2]) if url}
+    expected = [url for url in (resolve(base, h) for h in hrefs) if url is not None]
+    assert resolve_links(base, hrefs, (), known) == list(dict.fromkeys(expected))

@@ -239,7 +239,8 @@ class PageData:
     ``encoding`` first, per the URL Standard: :func:`encode_query`, as digest_page does)."""
 
     base: str
-    links: list[Link] = field(default_factory=list)
+    hrefs: list[str] = field(default_factory=list)  # every <a>/<area> href, document order
+    nofollow_at: list[int] = field(default_factory=list)  # where in hrefs: rel=nofollow ones
     alternates: list[tuple[str, str]] = field(default_factory=list)
     canonical: str | None = None
     directives: Directives = NO_DIRECTIVES
@@ -253,6 +254,13 @@ class PageData:
     blocks: bytes = b""  # the main content's text blocks, hashed: see content_blocks
     # a redirect stub's (crawler.core.stubs) raw target and what sends the browser there
     moved: tuple[str, str] | None = None
+
+    @property
+    def links(self) -> list[Link]:
+        """The hrefs with their rel=nofollow flags (built on demand: the crawl reads the
+        two lists, one object less per link)."""
+        nofollow = set(self.nofollow_at)
+        return [Link(href, i in nofollow) for i, href in enumerate(self.hrefs)]
 
 
 # The URL parser strips leading/trailing C0 controls and spaces; so do we, so that an href
@@ -326,7 +334,9 @@ def extract_page(
 
     # tags() walks the tree in C and is measurably faster than an equivalent CSS query;
     # attributes (one dict per node) is cheaper than several attrs.get() calls.
-    links: list[Link] = []
+    # no object per link: the hrefs in one list, and where the (few) rel=nofollow ones are
+    hrefs: list[str] = []
+    nofollow_at: list[int] = []
     anchors = parser.tags("a")
     if parser.tags("area"):
         anchors = parser.css("a, area")  # keep document order across the two kinds
@@ -341,7 +351,9 @@ def extract_page(
         if not href:
             continue
         rel = attrs.get("rel")
-        links.append(Link(href, rel is not None and "nofollow" in _rel_tokens(rel)))
+        if rel is not None and "nofollow" in _rel_tokens(rel):
+            nofollow_at.append(len(hrefs))
+        hrefs.append(href)
 
     base = page_url
     for node in parser.tags("base"):
@@ -390,7 +402,9 @@ def extract_page(
     if moved is None and len(body) <= STUB_MAX_BYTES:
         moved = _script_stub(parser)
 
-    data = PageData(base, links, alternates, canonical, directives, encoding, moved=moved)
+    data = PageData(
+        base, hrefs, nofollow_at, alternates, canonical, directives, encoding, moved=moved
+    )
     if images:
         data.images = _images(parser, props)
     _media(parser, props, metas, data)
@@ -611,9 +625,13 @@ def digest_page(
     """Parse an HTML page into its digest. Never raises, like :func:`extract_page`."""
     page = extract_page(body, content_type, page_url, agent, images, content, engines, about)
     base, canonical, encoding, moved = page.base, page.canonical, page.encoding, page.moved
-    hrefs = [link.href for link in page.links if follow_nofollow or not link.nofollow]
-    hrefs += [href for _, href in page.alternates]
-    nofollow = [] if follow_nofollow else [link.href for link in page.links if link.nofollow]
+    hrefs, nofollow = page.hrefs, []  # the page's own lists: this digest is their one reader
+    if page.nofollow_at and not follow_nofollow:
+        skipped = set(page.nofollow_at)
+        nofollow = [hrefs[i] for i in page.nofollow_at]
+        hrefs = [href for i, href in enumerate(hrefs) if i not in skipped]
+    if page.alternates:
+        hrefs += [href for _, href in page.alternates]
     pictures, alternates, videos = page.images, page.alternates, page.videos
     if encoding not in UTF8_QUERIES:
         hrefs = [encode_query(href, encoding) for href in hrefs]

@@ -639,17 +639,17 @@ def join_exactly(href: str, base: str, scheme: str, origin: str, folder: str) ->
     first = href[:1]
     if first == "/":
         return origin + href if href[1:2] != "/" else scheme + href
-    if href.startswith(("http://", "https://")):
-        return href
     if first == ".":
-        if not href.startswith("../"):
+        if href[:3] != "../":
             return None
-        while href.startswith("../"):
+        while href[:3] == "../":
             cut = folder.rfind("/", 0, len(folder) - 1)
             if cut < len(origin):
                 return None
             folder, href = folder[: cut + 1], href[3:]
         first = href[:1]
+    elif first == "h" and href.startswith(("http://", "https://")):
+        return href
     if first and first not in "?." and ":" not in href:
         return folder + href
     return None
@@ -669,10 +669,19 @@ def resolve_links(
     scheme, origin, folder = join_parts(base)
     found: dict[str, None] = {}
     for href in hrefs:
-        if href[:1] == "/" and href[1:2] != "/" and "#" not in href:
-            candidate: str | None = origin + href  # the common case, inlined
-        else:
-            candidate = join_exactly(href, base, scheme, origin, folder)
+        # the two common forms first, told apart by comparisons alone (cheaper than slices
+        # or startswith): "/" then a character from "0" on (so never "//"), joined to the
+        # origin; and an absolute URL (it starts with "h") as known holds it, which needs
+        # no join. A fragment or a backslash makes a join no known URL: join_exactly then.
+        if "/0" <= href < "0":
+            candidate: str | None = origin + href
+            if candidate in known:
+                found[candidate] = None
+                continue
+        elif "h" <= href < "i" and href in known:
+            found[href] = None
+            continue
+        candidate = join_exactly(href, base, scheme, origin, folder)
         if candidate is not None and candidate in known:
             found[candidate] = None
             continue
