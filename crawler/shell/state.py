@@ -186,6 +186,10 @@ class CrawlState:
         """Whether earlier runs left a history to ask with validators and date content by."""
         return self._history.has_history
 
+    def url_ids(self) -> dict[str, int]:
+        """url -> its id in the file, for every URL interned (the history's links are ids)."""
+        return self._queue.ids()
+
     # -- writing -------------------------------------------------------------------------
 
     @property

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from crawler.core.directives import NO_DIRECTIVES, Directives
-from crawler.core.history import HistoryRow, Prior
+from crawler.core.history import HistoryLinks, HistoryRow, Prior
 from crawler.core.lastmod import LastRun, pack_blocks, unpack_blocks
 from crawler.core.page import PageResult
 from crawler.core.wire import pack, unpack
@@ -100,9 +100,6 @@ class HistoryStore:
         # url -> its links as prior() read them (packed ids, followed and nofollow), until
         # outlinks() names them for a 304 (one query per page, not two)
         self._links: dict[str, tuple[bytes | None, bytes | None]] = {}
-        # the last 304's links: the list outlinks() gave and its packed ids, which page()
-        # stores again as they are instead of packing the same ids anew
-        self._revived: tuple[list[str], bytes | None, list[str], bytes | None] | None = None
 
     def read_meta(self) -> None:
         """The run's start and the last run's template, and whether there is a history."""
@@ -140,23 +137,25 @@ class HistoryStore:
     def outlinks(self, url: str) -> tuple[list[str], list[str]]:
         """The links of url's page in the history, in their order: those followed, and
         those only its rel=nofollow links reach (for a 304: named only then; prior() read
-        their ids with the rest of the row)."""
+        their ids with the rest of the row). HistoryLinks when every id is named."""
         row = self._links.pop(url, None)
         if row is None:
             row = self._row(url, "SELECT targets, nofollow FROM history WHERE url = ?")
             if row is None:
                 return [], []
-        targets, nofollow = self._names(row[0]), self._names(row[1])
-        self._revived = targets, row[0], nofollow, row[1]
-        return targets, nofollow
+        return self._names(row[0]), self._names(row[1])
 
     def _names(self, packed: bytes | None) -> list[str]:
         if not packed:
             return []
         links = array("I")
         links.frombytes(packed)
-        # an id never names "" (URLs are absolute): filter(None) drops only the unnamed
-        return list(filter(None, map(self._urls.names().__getitem__, links)))
+        named = self._urls.names()
+        # itemgetter: the names gathered in C (a tuple, but of one item)
+        names = list(operator.itemgetter(*links)(named)) if len(links) > 1 else [named[links[0]]]
+        if None in names:  # an id never names "" (URLs are absolute): only the unnamed
+            return list(filter(None, names))
+        return HistoryLinks(names, packed)
 
     def last_run(self, url: str) -> LastRun | None:
         """What the last finished run kept of url's page for its lastmod (its content
@@ -200,16 +199,13 @@ class HistoryStore:
         uid = ids.get(url) or urls.intern(url)
         started = self.run_started
         self._links.pop(url, None)
-        revived, self._revived = self._revived, None
         if result is None or status != 200:
             row = HistoryRow(uid, status=status, reason=reason)
         else:
-            if _unchanged(revived, result.targets, result.nofollow):
-                # a 304's links, as outlinks() named them: their ids as the history has them
-                targets, nofollow = revived[1] or b"", revived[3] or b""  # type: ignore[index]
-            else:
-                targets = self._ids(result.targets)
-                nofollow = self._ids(result.nofollow) if result.nofollow else b""
+            targets = _packed_ids(result.targets) or self._ids(result.targets)
+            nofollow = _packed_ids(result.nofollow) or (
+                self._ids(result.nofollow) if result.nofollow else b""
+            )
             blocks = result.blocks
             first: int | None = started
             if prior is not None and prior.blocks is not None and blocks is not None:
@@ -275,20 +271,10 @@ class HistoryStore:
         )
 
 
-def _unchanged(
-    revived: tuple[list[str], bytes | None, list[str], bytes | None] | None,
-    targets: list[str],
-    nofollow: list[str],
-) -> bool:
-    """Whether a page's links are the very lists outlinks() named from these ids, every id
-    named (so packing the names again would give the same bytes)."""
-    if revived is None or targets is not revived[0]:
-        return False
-    if 4 * len(targets) != len(revived[1] or b""):
-        return False
-    if nofollow is revived[2]:
-        return 4 * len(nofollow) == len(revived[3] or b"")
-    return not nofollow and not revived[3]
+def _packed_ids(links: list[str]) -> bytes | None:
+    """A revived page's links as the history holds them (outlinks()), stored again as
+    they are instead of being packed anew from their names; None for any other list."""
+    return links.ids if isinstance(links, HistoryLinks) else None
 
 
 def _packed(directives: Directives) -> bytes | None:
