@@ -89,6 +89,7 @@ class CrawlState:
         self.prior = history.prior
         self.outlinks = history.outlinks
         self.last_run = history.last_run
+        self.warm = history.warm
         self.page = history.page
         self.published = history.published
         # The crawl's record (crawler.shell.state_queue), memory only until a checkpoint.
