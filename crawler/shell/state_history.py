@@ -195,10 +195,11 @@ class HistoryStore:
         links.frombytes(packed)
         named = self._urls.names()
         # itemgetter: the names gathered in C (a tuple, but of one item)
+        names: list[str | None]
         names = list(operator.itemgetter(*links)(named)) if len(links) > 1 else [named[links[0]]]
         if None in names:  # an id never names "" (URLs are absolute): only the unnamed
             return list(filter(None, names))
-        return HistoryLinks(names, packed)
+        return HistoryLinks(names, packed)  # type: ignore[arg-type]  # no None left
 
     def last_run(self, url: str) -> LastRun | None:
         """What the last finished run kept of url's page for its lastmod (its content
