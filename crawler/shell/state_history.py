@@ -312,11 +312,11 @@ class HistoryStore:
         template."""
         if self._rows:
             conn.executemany(_FRESH_INSERT, self._rows.values())
-        self._ahead, self._ahead_from, self._ahead_to = {}, 0, 0  # the history may change
         if not finished:
             if self._published:
                 conn.executemany(_PUBLISHED_UPDATE, self._published)
             return
+        self._ahead, self._ahead_from, self._ahead_to = {}, 0, 0  # the history changes now
         # The lastmods published join this run's rows as they are copied into the history:
         # an UPDATE of each listed page's row rewrote every row once more (a sixth of a 304
         # night's state writes), a temporary table of four columns costs a few bytes a page
