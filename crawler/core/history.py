@@ -20,7 +20,7 @@ from crawler.core.media import PageExtras
 from crawler.core.page import PageResult
 from crawler.core.wire import unpack
 
-__all__ = ["HistoryRow", "Prior", "Validators", "revive"]
+__all__ = ["HistoryLinks", "HistoryRow", "Prior", "Validators", "revive"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -58,6 +58,20 @@ class HistoryRow:
     source: str | None = None  # the published lastmod's source
     extras: bytes | None = None  # images, alternates, videos: a packed PageExtras
     stamped: bool = False  # its Last-Modified was its response's Date
+
+
+class HistoryLinks(list[str]):
+    """A revived page's links as the history holds them: the URLs, in order, and `ids`,
+    the same links as the history's packed 32-bit URL ids (every id named). A list like
+    any page's, so the rules judge it as they would the full answer's; the ids let its row
+    be stored again as read, and links to URLs the crawl has settled be skipped by id,
+    without a lookup by name (crawler.shell.settled)."""
+
+    __slots__ = ("ids",)
+
+    def __init__(self, names: list[str], ids: bytes) -> None:
+        super().__init__(names)
+        self.ids = ids
 
 
 @dataclass(slots=True)

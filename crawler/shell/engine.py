@@ -61,6 +61,7 @@ from crawler.shell.progress import ProgressLine
 from crawler.shell.rendered import PageRenderer
 from crawler.shell.replay import replay
 from crawler.shell.revalidation import Revalidation, history_key
+from crawler.shell.settled import SettledIds, told
 from crawler.shell.sources import Robots, SeedSource, read_robots
 from crawler.shell.state import CrawlState, StateError
 from crawler.shell.throttle import MAX_TIME, ThrottleClosed
@@ -291,6 +292,8 @@ class Crawl:
     def _use_state(self, state: CrawlState) -> None:
         self.state = self.journal.state = self.links.state = self.revalidation.state = state
         self.journal.dating = Dating(self.config.lastmod, state)
+        if (settled := SettledIds.of(state, self.identity)) is not None:  # revived links
+            self.links.settled, self.journal.settle = settled, settled.settle
 
     def _take_workers(self) -> None:
         """Let worker processes take pages, when the Pages strategy has some and requests
@@ -301,7 +304,7 @@ class Crawl:
             self.loop.pipeline_depth = pages.pipeline_depth
             self.loop.on_cut = pages.abort
             if self.identity:  # workers' links are in the space settled URLs are
-                self.journal.settle = pages.settle
+                self.journal.settle = told(self.links.settled, pages.settle)
 
     def _save_counters(self) -> None:
         """The figures a resumed crawl goes on from: max_pages' and the publish guard's."""

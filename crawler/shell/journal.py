@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Container, Iterable, Iterator
 from datetime import UTC, datetime
+from itertools import islice
 from pathlib import Path
 from typing import IO, Protocol
 
@@ -49,6 +50,7 @@ from crawler.errors import OutputError
 from crawler.shell.extensions import Extensions
 from crawler.shell.listings import Listing, Spool
 from crawler.shell.state import CrawlState
+from crawler.shell.state_history import WARM_CHUNK
 from sitemap_out import Entry, EntryError
 
 __all__ = ["EARLY_REFERRERS", "Journal"]
@@ -319,7 +321,7 @@ class Journal:
                         ext.decided(listing.loc, DUPLICATE_OF, self.public(best))
 
             ext.prepare(winners())
-        for listing in self.spool:
+        for listing in dating.warmed(self.spool):
             url = listing.url
             winner = url if listing.body is None else twins.winner(listing.body)
             # (None when nothing was contested: every listing is its own body's winner)
@@ -425,6 +427,17 @@ class Dating:
                         counts[block] += 1
         self.template = common_blocks(counts, pages)
         self._ignored = self.template | self.state.template_before
+
+    def warmed(self, listings: Iterable[Listing]) -> Iterator[Listing]:
+        """The listings, the history rows date() reads for them read a chunk at a time."""
+        state = self.state
+        if state is None:
+            yield from listings
+            return
+        listings = iter(listings)
+        while chunk := list(islice(listings, WARM_CHUNK)):
+            state.warm([listing.url for listing in chunk])
+            yield from chunk
 
     def date(self, listing: Listing) -> tuple[int | None, str]:
         """The listing's lastmod (microseconds, or None) and its source: the rule is

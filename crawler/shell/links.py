@@ -14,11 +14,13 @@ from crawler.core.decide import (
     nofollow_links,
 )
 from crawler.core.frontier import DONE, Frontier, Task
+from crawler.core.history import HistoryLinks
 from crawler.core.page import PageResult
 from crawler.core.report import DecisionRecord, Tally
 from crawler.core.screen import Plan, Screen
 from crawler.core.urls import resolve
 from crawler.shell.journal import Journal
+from crawler.shell.settled import SettledIds
 from crawler.shell.state import CrawlState
 
 
@@ -48,6 +50,8 @@ class Links:
         self.queued = queued  # tells the loop a URL was added
         self.strip_params = strip_params
         self.state: CrawlState | None = None
+        # settled URLs by id, with a history to revive pages from (crawler.shell.settled)
+        self.settled: SettledIds | None = None
         self.identity = plan.identity
         # the start URL's decisions, each hop of its redirects: why nothing was listed
         self.start_chain: list[DecisionRecord] = []
@@ -92,6 +96,8 @@ class Links:
         """Discover the links of a page: the crawl's hottest loop. Most lead to URLs met
         before (navigation repeats on every page): those cost a lookup, and a note only
         while the URL waits to be judged, or when broken URLs are known."""
+        if self.settled is not None and isinstance(targets, HistoryLinks):
+            targets = self.settled.unsettled(targets, depth)  # a revived page's: by id
         discover, refer, met = self.discover, self.refer, self.frontier.seen.get
         active, broken = self.active, self.tally.broken
         depths = self.journal.depths  # listings that may have twins: a closer link counts

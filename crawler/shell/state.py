@@ -89,6 +89,7 @@ class CrawlState:
         self.prior = history.prior
         self.outlinks = history.outlinks
         self.last_run = history.last_run
+        self.warm = history.warm
         self.page = history.page
         self.published = history.published
         # The crawl's record (crawler.shell.state_queue), memory only until a checkpoint.
@@ -185,6 +186,10 @@ class CrawlState:
     def has_history(self) -> bool:
         """Whether earlier runs left a history to ask with validators and date content by."""
         return self._history.has_history
+
+    def url_ids(self) -> dict[str, int]:
+        """url -> its id in the file, for every URL interned (the history's links are ids)."""
+        return self._queue.ids()
 
     # -- writing -------------------------------------------------------------------------
 

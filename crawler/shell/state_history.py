@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from crawler.core.directives import NO_DIRECTIVES, Directives
-from crawler.core.history import HistoryRow, Prior
+from crawler.core.history import HistoryLinks, HistoryRow, Prior
 from crawler.core.lastmod import LastRun, pack_blocks, unpack_blocks
 from crawler.core.page import PageResult
 from crawler.core.wire import pack, unpack
@@ -43,9 +43,40 @@ _FRESH_INSERT: Final = (
     f"INSERT OR REPLACE INTO fresh_history ({', '.join(HISTORY_NAMES)})"
     f" VALUES ({', '.join('?' * len(HISTORY_NAMES))})"
 )
-_PRIOR_SELECT: Final = (
-    "SELECT etag, modified, mime, meta, header, canonical, body, blocks, first_seen, changed,"
-    " extras, stamped, canonical_in_html, targets, nofollow FROM history WHERE url = ?"
+#: prior()'s rows: the one asked for and those after it by id, `?` at most (see _ahead_row)
+_PRIOR_AHEAD: Final = (
+    "SELECT url, etag, modified, mime, meta, header, canonical, body, blocks, first_seen,"
+    " changed, extras, stamped, canonical_in_html, targets, nofollow FROM history"
+    " WHERE url >= ? ORDER BY url LIMIT ?"
+)
+#: The most and the fewest rows prior() reads at once
+_AHEAD_MOST: Final = 256
+_AHEAD_FEWEST: Final = 4
+#: last_run()'s columns, and the listings warm() reads them for at once
+_LAST_RUN: Final = "blocks, changed, lastmod, source"
+WARM_CHUNK: Final = 256
+_PUBLISHED_UPDATE: Final = (
+    "UPDATE fresh_history SET changed = ?, lastmod = ?, source = ? WHERE url = ?"
+)
+#: What published() gives, as the finish's copy joins it (published() appends in this order)
+_PUBLISHED: Final = ("changed", "lastmod", "source")
+_PUBLISHED_TABLE: Final = (
+    f"CREATE TEMP TABLE published (url INTEGER PRIMARY KEY, {', '.join(_PUBLISHED)})"
+)
+_PUBLISHED_INSERT: Final = (
+    f"INSERT OR REPLACE INTO temp.published ({', '.join(_PUBLISHED)}, url) VALUES (?, ?, ?, ?)"
+)
+#: fresh_history into history, a listed page's published columns (all three, as the UPDATE
+#: set them, NULLs included) taken from temp.published
+_HISTORY_COPY: Final = (
+    f"INSERT OR REPLACE INTO history ({', '.join(HISTORY_NAMES)}) SELECT "
+    + ", ".join(
+        f"CASE WHEN p.url IS NULL THEN f.{name} ELSE p.{name} END"
+        if name in _PUBLISHED
+        else f"f.{name}"
+        for name in HISTORY_NAMES
+    )
+    + " FROM fresh_history f LEFT JOIN temp.published p ON p.url = f.url"
 )
 #: URLs whose links prior() keeps for outlinks(): more than the pages a crawl has in flight
 #: (concurrency x pipeline); past it they are dropped, and outlinks() asks the file again
@@ -67,6 +98,12 @@ class HistoryStore:
         self.template_before: frozenset[int] = frozenset()
         #: whether earlier runs left a history to ask with validators and date content by
         self.has_history = False
+        # history rows read ahead (the history is not written during a run): prior()'s,
+        # by id from _ahead_from up to _ahead_to (an id between without a row has none),
+        # and how many of them were asked for; last_run()'s, for the listings being dated
+        self._ahead: dict[int, tuple[Any, ...]] = {}
+        self._ahead_from = self._ahead_to = self._ahead_used = 0
+        self._last: dict[int, LastRun | None] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -77,9 +114,6 @@ class HistoryStore:
         # url -> its links as prior() read them (packed ids, followed and nofollow), until
         # outlinks() names them for a 304 (one query per page, not two)
         self._links: dict[str, tuple[bytes | None, bytes | None]] = {}
-        # the last 304's links: the list outlinks() gave and its packed ids, which page()
-        # stores again as they are instead of packing the same ids anew
-        self._revived: tuple[list[str], bytes | None, list[str], bytes | None] | None = None
 
     def read_meta(self) -> None:
         """The run's start and the last run's template, and whether there is a history."""
@@ -100,11 +134,16 @@ class HistoryStore:
     def prior(self, url: str) -> Prior | None:
         """url's row of the history (the last finished run), or None: a point query by id
         (see the module doc). Its links are read by outlinks(), for a 304 only."""
-        row = self._row(url, _PRIOR_SELECT)
+        if not self.has_history:
+            return None
+        uid = self._urls.ids().get(url)
+        if uid is None:
+            return None
+        row = self._ahead_row(uid)
         if row is None:
             return None
-        etag, modified, mime, meta, header, canonical, body, blocks, first, changed = row[:10]
-        extras, stamped, in_html, targets, nofollow = row[10:]
+        _, etag, modified, mime, meta, header, canonical, body, blocks, first = row[:10]
+        changed, extras, stamped, in_html, targets, nofollow = row[10:]
         kept = self._links
         if len(kept) >= _LINKS_KEPT:
             kept.clear()  # answers that never came to outlinks() (any but a 304)
@@ -114,32 +153,81 @@ class HistoryStore:
             bool(in_html), body, blocks, first, changed, extras, bool(stamped),
         )  # fmt: skip
 
+    def _ahead_row(self, uid: int) -> tuple[Any, ...] | None:
+        """uid's row (its id first), read with the rows after it. Ids are given as URLs
+        are met, and a crawl meets and asks for its URLs breadth-first every night, so the
+        pages asked next are mostly the next ids: one read by a range of keys serves many
+        point queries (a statement costs several times a row: a 304 night's largest
+        SQLite cost). Each read is twice as long as the rows of the last one asked for, so
+        a crawl in another order reads only a few rows more than it asks."""
+        if self._ahead_from <= uid < self._ahead_to:
+            row = self._ahead.get(uid)
+            self._ahead_used += row is not None
+            return row
+        size = min(_AHEAD_MOST, max(_AHEAD_FEWEST, 2 * self._ahead_used))
+        try:
+            rows = self._conn().execute(_PRIOR_AHEAD, (uid, size)).fetchall()
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+        self._ahead = ahead = {row[0]: row for row in rows}
+        self._ahead_from = uid
+        # past the last row read: the next ones, unless there are none
+        self._ahead_to = rows[-1][0] + 1 if len(rows) == size else 2**63
+        row = ahead.get(uid)
+        self._ahead_used = row is not None
+        return row
+
     def outlinks(self, url: str) -> tuple[list[str], list[str]]:
         """The links of url's page in the history, in their order: those followed, and
         those only its rel=nofollow links reach (for a 304: named only then; prior() read
-        their ids with the rest of the row)."""
+        their ids with the rest of the row). HistoryLinks when every id is named."""
         row = self._links.pop(url, None)
         if row is None:
             row = self._row(url, "SELECT targets, nofollow FROM history WHERE url = ?")
             if row is None:
                 return [], []
-        targets, nofollow = self._names(row[0]), self._names(row[1])
-        self._revived = targets, row[0], nofollow, row[1]
-        return targets, nofollow
+        return self._names(row[0]), self._names(row[1])
 
     def _names(self, packed: bytes | None) -> list[str]:
         if not packed:
             return []
         links = array("I")
         links.frombytes(packed)
-        # an id never names "" (URLs are absolute): filter(None) drops only the unnamed
-        return list(filter(None, map(self._urls.names().__getitem__, links)))
+        named = self._urls.names()
+        # itemgetter: the names gathered in C (a tuple, but of one item)
+        names: list[str | None]
+        names = list(operator.itemgetter(*links)(named)) if len(links) > 1 else [named[links[0]]]
+        if None in names:  # an id never names "" (URLs are absolute): only the unnamed
+            return list(filter(None, names))
+        return HistoryLinks(names, packed)  # type: ignore[arg-type]  # no None left
 
     def last_run(self, url: str) -> LastRun | None:
         """What the last finished run kept of url's page for its lastmod (its content
         blocks and date, the lastmod published and its source), None when it has no row."""
-        row = self._row(url, "SELECT blocks, changed, lastmod, source FROM history WHERE url = ?")
+        last = self._last
+        if last:
+            uid = self._urls.ids().get(url)
+            if uid in last:
+                return last.pop(uid)
+        row = self._row(url, f"SELECT {_LAST_RUN} FROM history WHERE url = ?")
         return None if row is None else LastRun(*row)
+
+    def warm(self, urls: list[str]) -> None:
+        """Read the last_run() rows of the URLs asked for next (the listings being dated at
+        the end of the crawl, WARM_CHUNK at most) in one statement, not one each."""
+        if not self.has_history:
+            return
+        ids = self._urls.ids()
+        uids = [uid for uid in map(ids.get, urls) if uid is not None]
+        self._last = last = dict.fromkeys(uids)  # None: no row
+        if not uids:
+            return
+        select = f"SELECT url, {_LAST_RUN} FROM history WHERE url IN ({', '.join('?' * len(uids))})"
+        try:
+            for uid, *row in self._conn().execute(select, uids):
+                last[uid] = LastRun(*row)
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
 
     def _row(self, url: str, select: str) -> tuple[Any, ...] | None:
         """url's row of the history as `select` (by url id) reads it, or None."""
@@ -177,16 +265,13 @@ class HistoryStore:
         uid = ids.get(url) or urls.intern(url)
         started = self.run_started
         self._links.pop(url, None)
-        revived, self._revived = self._revived, None
         if result is None or status != 200:
             row = HistoryRow(uid, status=status, reason=reason)
         else:
-            if _unchanged(revived, result.targets, result.nofollow):
-                # a 304's links, as outlinks() named them: their ids as the history has them
-                targets, nofollow = revived[1] or b"", revived[3] or b""  # type: ignore[index]
-            else:
-                targets = self._ids(result.targets)
-                nofollow = self._ids(result.nofollow) if result.nofollow else b""
+            targets = _packed_ids(result.targets) or self._ids(result.targets)
+            nofollow = _packed_ids(result.nofollow) or (
+                self._ids(result.nofollow) if result.nofollow else b""
+            )
             blocks = result.blocks
             first: int | None = started
             if prior is not None and prior.blocks is not None and blocks is not None:
@@ -227,21 +312,25 @@ class HistoryStore:
         template."""
         if self._rows:
             conn.executemany(_FRESH_INSERT, self._rows.values())
-        if self._published:
-            conn.executemany(
-                "UPDATE fresh_history SET changed = ?, lastmod = ?, source = ? WHERE url = ?",
-                self._published,
-            )
         if not finished:
+            if self._published:
+                conn.executemany(_PUBLISHED_UPDATE, self._published)
             return
+        self._ahead, self._ahead_from, self._ahead_to = {}, 0, 0  # the history changes now
+        # The lastmods published join this run's rows as they are copied into the history:
+        # an UPDATE of each listed page's row rewrote every row once more (a sixth of a 304
+        # night's state writes), a temporary table of four columns costs a few bytes a page
+        conn.execute("DROP TABLE IF EXISTS temp.published")  # a failed finish's, if kept
+        conn.execute(_PUBLISHED_TABLE)
+        conn.executemany(_PUBLISHED_INSERT, self._published)
         # A URL this run met but did not fetch (a limit came first) keeps its row; one it
         # never met (no link leads there any more) leaves the history, which so follows the
         # site instead of growing for ever
         conn.execute(
             "DELETE FROM history WHERE url NOT IN (SELECT id FROM urls WHERE state IS NOT NULL)"
         )
-        names = ", ".join(HISTORY_NAMES)
-        conn.execute(f"INSERT OR REPLACE INTO history ({names}) SELECT {names} FROM fresh_history")
+        conn.execute(_HISTORY_COPY)
+        conn.execute("DROP TABLE temp.published")
         conn.execute("DELETE FROM fresh_history")
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('common', ?)",
@@ -249,20 +338,10 @@ class HistoryStore:
         )
 
 
-def _unchanged(
-    revived: tuple[list[str], bytes | None, list[str], bytes | None] | None,
-    targets: list[str],
-    nofollow: list[str],
-) -> bool:
-    """Whether a page's links are the very lists outlinks() named from these ids, every id
-    named (so packing the names again would give the same bytes)."""
-    if revived is None or targets is not revived[0]:
-        return False
-    if 4 * len(targets) != len(revived[1] or b""):
-        return False
-    if nofollow is revived[2]:
-        return 4 * len(nofollow) == len(revived[3] or b"")
-    return not nofollow and not revived[3]
+def _packed_ids(links: list[str]) -> bytes | None:
+    """A revived page's links as the history holds them (outlinks()), stored again as
+    they are instead of being packed anew from their names; None for any other list."""
+    return links.ids if isinstance(links, HistoryLinks) else None
 
 
 def _packed(directives: Directives) -> bytes | None:

@@ -1,0 +1,98 @@
+"""Links to settled URLs, skipped by id: the workers' rule (crawler.core.urls.LinkResolver)
+for the pages the crawl itself makes, the pages a 304 revives.
+
+A revived page follows all its links (about 83 on the bench site), nearly all to URLs judged
+already: each cost two or three lookups by name (the seen set, the listings' depths, the
+URLs in flight) for nothing, a tenth of a 304 night. A URL is settled when its decision is
+final and not broken (a link to it changes nothing) or, for a listing that may have twins,
+from its depth on (a closer link still ranks its twins): the journal says so
+(Journal.settle), as it tells the workers. Kept by the state's URL id in a byte array (a
+byte a URL), a revived page's links (crawler.core.history.HistoryLinks, which carry their ids)
+are checked in C, and only those that may change something reach Links.follow_targets'
+loop. A depth kept is never below the one that matters (a closer link may lower a listing's
+depth later, never raise it), so a link is never left out that the loop would act on.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable
+from itertools import compress
+from operator import itemgetter
+from typing import Final
+
+from crawler.core.history import HistoryLinks
+from crawler.shell.state import CrawlState
+
+__all__ = ["SettledIds", "told"]
+
+#: A URL not settled, and the depth kept for any settled deeper than a byte can say: every
+#: link to it matters (kept so, a link is looked at, never wrongly skipped)
+_UNSETTLED: Final = 255
+
+
+class SettledIds:
+    """By URL id, the depth from which a link to the URL is no news, in a byte (a byte
+    array: 1 byte a URL). `ids`: the state's URL ids (crawler.shell.state); `then`: who
+    else is told (the workers), if anyone."""
+
+    def __init__(self, ids: Callable[[], dict[str, int]]) -> None:
+        self._ids = ids
+        self._depths = bytearray()
+        self.then: Callable[[str, int], None] | None = None
+        # per depth of a page's links: settled depth -> 1 when a link at it matters
+        self._matters: dict[int, bytes] = {}
+
+    @classmethod
+    def of(cls, state: CrawlState, identity: bool) -> SettledIds | None:
+        """For a crawl whose history may revive pages, with links in the space the journal
+        settles URLs in (crawler.shell.engine: as for the workers); else None."""
+        return cls(state.url_ids) if state.has_history and identity else None
+
+    def settle(self, url: str, depth: int = 0) -> None:
+        """url is judged for good: a link to it at `depth` or deeper changes nothing."""
+        uid = self._ids().get(url)
+        if uid is not None:
+            depths = self._depths
+            if uid >= len(depths):
+                self._grow(uid + 1)
+            depths[uid] = min(depth, _UNSETTLED)
+        if self.then is not None:
+            self.then(url, depth)
+
+    def unsettled(self, links: HistoryLinks, depth: int) -> list[str]:
+        """The links a link at `depth` may still matter to, in their order: the settled
+        depth of each gathered in C (itemgetter), mapped to 1 or 0 by a table (translate)."""
+        ids = array("I")
+        ids.frombytes(links.ids)
+        if len(ids) < 2:  # itemgetter of one item gives no tuple
+            return links
+        depth = min(depth, _UNSETTLED)
+        matters = self._matters.get(depth)
+        if matters is None:
+            matters = self._matters[depth] = bytes(
+                int(settled == _UNSETTLED or depth < settled) for settled in range(256)
+            )
+        gather = itemgetter(*ids)
+        try:
+            settled = bytes(gather(self._depths))
+        except IndexError:  # an id past those settled so far: not settled either
+            self._grow(max(ids) + 1)
+            settled = bytes(gather(self._depths))
+        return list(compress(links, settled.translate(matters)))
+
+    def _grow(self, size: int) -> None:
+        depths = self._depths
+        more = max(size, len(depths) + len(depths) // 8, 1024) - len(depths)  # amortised
+        depths.extend(bytes([_UNSETTLED]) * more)
+
+
+def told(
+    settled: SettledIds | None, workers: Callable[[str, int], None]
+) -> Callable[[str, int], None]:
+    """Who the journal tells that a URL is settled once workers take pages: the ids kept
+    here first, when there are any, then the workers."""
+    if settled is None:
+        return workers
+    settled.then = workers
+    return settled.settle

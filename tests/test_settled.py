@@ -1,0 +1,57 @@
+"""Links to settled URLs skipped by id (crawler.shell.settled): exactly the workers' rule."""
+
+from __future__ import annotations
+
+from array import array
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from crawler.core.history import HistoryLinks
+from crawler.shell.settled import SettledIds, told
+
+URLS = [f"http://example.com/p{i}" for i in range(400)]
+IDS = {url: uid for uid, url in enumerate(URLS, start=1)}
+
+
+def _links(picked: list[int]) -> HistoryLinks:
+    return HistoryLinks([URLS[i] for i in picked], array("I", [i + 1 for i in picked]).tobytes())
+
+
+@given(
+    settled=st.dictionaries(st.integers(0, 399), st.integers(0, 300), max_size=300),
+    picked=st.lists(st.integers(0, 399), max_size=90),
+    depth=st.integers(0, 300),
+)
+def test_a_link_is_left_out_only_when_it_is_settled_at_its_depth(
+    settled: dict[int, int], picked: list[int], depth: int
+) -> None:
+    ids = SettledIds(lambda: IDS)
+    for i, at in settled.items():
+        ids.settle(URLS[i], at)
+    kept = ids.unsettled(_links(picked), depth)
+    # LinkResolver.unsettled's rule: kept unless settled at a depth the link is not below
+    assert kept == [URLS[i] for i in picked if i not in settled or depth < settled[i]]
+
+
+def test_urls_never_settled_and_ids_past_the_table_are_kept() -> None:
+    ids = SettledIds(lambda: IDS)
+    ids.settle(URLS[0])
+    ids.settle("http://example.com/never-interned")  # no id: nothing to keep
+    assert ids.unsettled(_links([0, 1, 399]), 5) == [URLS[1], URLS[399]]
+    assert ids.unsettled(_links([0]), 5) == [URLS[0]]  # one link: left to the crawl's loop
+
+
+def test_the_workers_are_told_too() -> None:
+    told_workers: list[tuple[str, int]] = []
+    ids = SettledIds(lambda: IDS)
+    settle = told(ids, lambda url, depth: told_workers.append((url, depth)))
+    settle(URLS[3], 2)
+    assert told_workers == [(URLS[3], 2)]
+    assert ids.unsettled(_links([3, 4]), 2) == [URLS[4]]
+    assert ids.unsettled(_links([3, 4]), 1) == [URLS[3], URLS[4]]
+
+    def workers(url: str, depth: int) -> None:
+        told_workers.append((url, depth))
+
+    assert told(None, workers) is workers  # no ids kept: the workers alone
