@@ -71,16 +71,16 @@ def describe_error(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, TimeoutError):
         return f"no complete response within {timeout:g} s"
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        return _certificate_problem(exc.certificate_error)
+        return certificate_problem(exc.certificate_error)
     if isinstance(exc, aiohttp.ClientConnectorSSLError):
-        return f"TLS handshake failed: {_ssl_reason(exc.os_error)}"
+        return f"TLS handshake failed: {ssl_reason(exc.os_error)}"
     if isinstance(exc, aiohttp.ClientProxyConnectionError):
-        return f"cannot connect to the proxy: {_connect_reason(exc.os_error)}"
+        return f"cannot connect to the proxy: {connect_reason(exc.os_error)}"
     if isinstance(exc, aiohttp.ClientHttpProxyError):
         hint = " (--proxy http://USER:PASSWORD@HOST:PORT)" if exc.status == 407 else ""
         return f"the proxy refused: HTTP {exc.status} {exc.message}{hint}"
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return f"cannot connect: {_connect_reason(exc.os_error)}"
+        return f"cannot connect: {connect_reason(exc.os_error)}"
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         return "server closed the connection without a response"
     if isinstance(exc, aiohttp.ClientPayloadError):
@@ -93,7 +93,7 @@ def describe_error(exc: BaseException, timeout: float) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _connect_reason(error: OSError) -> str:
+def connect_reason(error: OSError) -> str:
     # a positive errno has the C library's words ("Connection refused"); a resolver's
     # error (socket.gaierror, errno < 0) carries its own strerror
     errno = error.errno if isinstance(error.errno, int) else 0
@@ -101,17 +101,17 @@ def _connect_reason(error: OSError) -> str:
     return reason.lower() if reason else str(error)
 
 
-def _certificate_problem(error: BaseException) -> str:
+def certificate_problem(error: BaseException) -> str:
     """The certificate's problem in OpenSSL's words ("self-signed certificate", "Hostname
     mismatch"), and the two ways round it: a staging site's own CA is the usual cause."""
-    reason = getattr(error, "verify_message", None) or _ssl_reason(error)
+    reason = getattr(error, "verify_message", None) or ssl_reason(error)
     return (
         f"TLS certificate not trusted: {reason} "
         f"(--ca-bundle FILE trusts its CA; --insecure checks no certificate)"
     )
 
 
-def _ssl_reason(error: BaseException) -> str:
+def ssl_reason(error: BaseException) -> str:
     reason = getattr(error, "reason", None)
     if isinstance(reason, str) and reason:
         return reason.lower().replace("_", " ")

@@ -1,0 +1,486 @@
+"""The crawl's lean HTTP/1.1 client: plain GETs over kept-alive connections, nothing else.
+
+Why not aiohttp here: a crawl is CPU-bound, and aiohttp's request path (ClientRequest, its
+headers, a timeout handle, yarl, the response's start) was 272 µs of a 949 µs page and 193
+of a 627 µs 304 (bench/README.md, #26). A crawl needs a small part of it: one GET, sent as
+is, read under a cap, on a pool of connections per origin. That is an asyncio Protocol
+around llhttp (httptools: the parser uvicorn runs on), a request written from bytes made
+once per origin, and one timer a request.
+
+It answers exactly as `HttpTransport` does (the same `Response`, the same one-line errors
+as `describe_error`), so nothing above the transport knows which one ran. A proxy is the
+one thing it leaves to aiohttp (`crawler.shell.transports` chooses).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import ssl
+import time
+import zlib
+from dataclasses import dataclass, field
+
+import httptools  # type: ignore[import-untyped]
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
+
+from crawler.core.access import Access, redact
+from crawler.core.history import Validators
+from crawler.shell.fetch import (
+    REDIRECT_STATUSES,
+    Response,
+    basic_auth,
+    certificate_problem,
+    conditional,
+    connect_reason,
+    ssl_reason,
+    tls_context,
+)
+
+#: Answers whose body is never read (aiohttp's HttpTransport read none either).
+_NO_BODY = REDIRECT_STATUSES | {204, 304}
+MAX_LINE = 16 * 1024  # a header line, as aiohttp's max_line_size/max_field_size
+MAX_HEAD = 1024 * 1024  # the whole head: llhttp itself has no limit
+DNS_TTL = 300.0  # as aiohttp's ttl_dns_cache
+IDLE_SECONDS = 15.0  # aiohttp's keepalive_timeout: an older idle connection is not reused
+CONNECT_SECONDS = 10.0
+
+DISCONNECTED = "server closed the connection without a response"
+CUT_SHORT = "response body cut short (connection reset or bad encoding)"
+_UNSAFE = re.compile(r"[\x00-\x20\x7f]")  # not in a request target
+_BREAK = re.compile(r"[\x00\r\n]")  # not in a header value
+
+
+class _Stop(Exception):
+    """Raised in a parser callback to stop parsing (cap reached, a bad header)."""
+
+
+class Failure(Exception):
+    """A request that failed, with its user-facing line (describe_error's words)."""
+
+
+@dataclass(slots=True)
+class _Origin:
+    """What every request to one origin shares: where to connect, how, and its idle pool."""
+
+    host: str  # for the resolver and the TLS server name
+    port: int
+    address: str | None  # --resolve's pinned address
+    tls: ssl.SSLContext | None
+    prefix: bytes  # the request's headers after the request line, this origin's own
+    idle: list[_Connection] = field(default_factory=list)
+
+
+class _Connection(asyncio.Protocol):
+    """One connection and the exchange in progress on it; the parser calls back here."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.closed = False
+        self.idle_since = 0.0
+        self.waiter: asyncio.Future[None] | None = None
+        self.fields: list[tuple[str, str]] = []
+        self.headers: CIMultiDictProxy[str] | None = None
+        self.chunks: list[bytes] = []
+        self.inflate: zlib._Decompress | None = None
+        self.encoding = ""
+        self.status = self.size = self.cap = self.head = 0
+        self.started = self.done = self.truncated = self.skip = self.keep = False
+        self.failure: str | None = None
+
+    def begin(self, cap: int) -> asyncio.Future[None]:
+        """Reset the exchange's state for a new request."""
+        self.waiter = waiter = self.loop.create_future()
+        self.fields = []
+        self.headers = None
+        self.chunks = []
+        self.inflate = None
+        self.status = self.size = self.head = 0
+        self.cap = cap
+        self.started = self.done = self.truncated = self.skip = self.keep = False
+        self.failure = None
+        return waiter
+
+    # -- asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        waiter = self.waiter
+        if waiter is None or waiter.done():
+            return
+        if self.headers is not None and not self.done:
+            if self._ends_at_close() and self.failure is None:
+                self._finish_body()  # a body without length ends with the connection
+                self.done = True
+            elif self.failure is None:
+                self.failure = CUT_SHORT
+        elif self.headers is None and self.failure is None:
+            self.failure = DISCONNECTED
+        waiter.set_result(None)
+
+    def data_received(self, data: bytes) -> None:
+        waiter = self.waiter
+        if waiter is None or waiter.done():  # nobody asked: the connection is not ours to keep
+            self.abort()
+            return
+        self.started = True
+        if self.headers is None:
+            self.head += len(data)
+            if self.head > MAX_HEAD:
+                self.failure = "malformed response: response head over 1 MiB"
+        if self.failure is None:
+            try:
+                self.parser.feed_data(data)
+            except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+                if self.failure is None and not self.truncated and not self.done:
+                    self.failure = f"malformed response: {exc}"
+        if self.failure is not None or self.done or self.truncated:
+            waiter.set_result(None)
+        elif self.skip and self.headers is not None:
+            waiter.set_result(None)  # no body read: the connection goes unless it is complete
+
+    def abort(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    # -- httptools callbacks
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if len(name) + len(value) > MAX_LINE:
+            self.failure = "malformed response: a header line over 16 KiB"
+            raise _Stop
+        self.fields.append(
+            (name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
+        )
+
+    def on_headers_complete(self) -> None:
+        self.status = status = self.parser.get_status_code()
+        if status < 200:
+            return  # an interim answer (100 Continue): the real one follows
+        self.headers = headers = CIMultiDictProxy(CIMultiDict(self.fields))
+        if status in _NO_BODY:
+            self.skip = True
+            return
+        encoding = headers.get("Content-Encoding")
+        if encoding is not None and encoding.isascii():
+            encoding = encoding.lower()
+            if encoding == "gzip":
+                self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            elif encoding == "deflate":
+                self.inflate = zlib.decompressobj(zlib.MAX_WBITS)  # raw: see on_body
+            self.encoding = encoding
+
+    def on_body(self, chunk: bytes) -> None:
+        if self.skip:
+            return
+        inflate = self.inflate
+        if inflate is not None:
+            if self.encoding == "deflate" and self.size == 0 and chunk and chunk[0] & 0xF != 8:
+                # deflate without its zlib header, as many servers send it (aiohttp reads it too)
+                self.inflate = inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+                self.encoding = "raw"
+            try:  # never more than the cap plus one byte, however well it compresses
+                chunk = inflate.decompress(chunk, self.cap - self.size + 1)
+            except zlib.error:
+                self.failure = CUT_SHORT
+                raise _Stop from None
+            if not chunk:
+                return
+        self._take(chunk)
+
+    def on_message_complete(self) -> None:
+        if self.status < 200:
+            self.fields = []
+            return
+        if self.skip or self._finish_body():
+            self.done = True
+            self.keep = self.parser.should_keep_alive()  # known here only: llhttp resets it
+
+    # --
+
+    def _take(self, chunk: bytes) -> None:
+        size = self.size + len(chunk)
+        if size > self.cap:
+            self.chunks.append(chunk[: self.cap - self.size])
+            self.size = self.cap
+            self.truncated = True
+            raise _Stop
+        self.size = size
+        self.chunks.append(chunk)
+
+    def _finish_body(self) -> bool:
+        """The decompressor's end; False when the body turned out bad or over the cap."""
+        inflate = self.inflate
+        if inflate is None:
+            return True
+        if self.encoding == "deflate" and self.size and not inflate.eof:
+            self.failure = CUT_SHORT  # aiohttp's ContentEncodingError("deflate")
+            return False
+        if tail := inflate.flush():
+            try:
+                self._take(tail)
+            except _Stop:
+                return False
+        return True
+
+    def _ends_at_close(self) -> bool:
+        """A body with neither a length nor chunks ends when the server closes (RFC 9112 6.3)."""
+        headers = self.headers
+        return (
+            headers is not None
+            and "Content-Length" not in headers
+            and "chunked" not in headers.get("Transfer-Encoding", "").lower()
+        )
+
+    def reusable(self) -> bool:
+        return self.keep and not self.closed
+
+
+class LeanTransport:
+    """The crawl's transport without a proxy. Use as an async context manager."""
+
+    def __init__(
+        self,
+        *,
+        user_agent: str,
+        concurrency: int,
+        timeout: float,
+        max_bytes: int,
+        access: Access | None = None,
+    ) -> None:
+        self.user_agent = user_agent
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self.access = access = access or Access()
+        assert access.proxy is None, "a proxy is aiohttp's (crawler.shell.transports)"
+        self._secrets = access.secrets
+        home = URL(access.origin) if access.origin else None
+        self._home = (home.scheme, home.host, home.port) if home is not None else None
+        headers = dict(access.headers)
+        if access.auth is not None:
+            headers["Authorization"] = basic_auth(*access.auth)
+        if access.cookie_header is not None:
+            headers["Cookie"] = access.cookie_header
+        self._home_headers = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        self._pinned = {(host, port): address for host, port, address in access.pinned}
+        self._origins: dict[str, _Origin] = {}
+        self._dns: dict[tuple[str, int], tuple[float, list[str]]] = {}
+        self._slots = asyncio.Semaphore(concurrency)
+        self._tls: ssl.SSLContext | None = None
+        self._open: set[_Connection] = set()
+
+    async def __aenter__(self) -> LeanTransport:
+        trust = tls_context(self.access)
+        if isinstance(trust, ssl.SSLContext):
+            self._tls = trust
+        elif trust:
+            self._tls = ssl.create_default_context()
+        else:  # --insecure: no certificate check at all, as aiohttp's ssl=False
+            self._tls = context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for conn in self._open:
+            conn.abort()
+        self._open.clear()
+        for origin in self._origins.values():
+            origin.idle.clear()
+
+    def redact(self, text: str) -> str:
+        """text without the secrets of `access`: for every message that leaves the process."""
+        return redact(text, self._secrets) if self._secrets else text
+
+    async def get(
+        self, url: str, max_bytes: int | None = None, validators: Validators | None = None
+    ) -> Response:
+        """GET url (already normalised: sent as is), without following redirects."""
+        cap = self.max_bytes if max_bytes is None else max_bytes
+        started = time.monotonic()
+        try:
+            origin, request = self._request(url, validators)
+            async with self._slots:
+                answer = await self._exchange(url, origin, request, cap, started)
+        except Failure as failure:
+            answer = Response(url, error=self.redact(str(failure)))
+        answer.seconds = time.monotonic() - started
+        return answer
+
+    def _request(self, url: str, validators: Validators | None) -> tuple[_Origin, bytes]:
+        scheme_end = url.find("://")
+        if scheme_end < 0:
+            raise Failure(f"invalid URL: {url}")
+        rest = url.find("/", scheme_end + 3)
+        query = url.find("?", scheme_end + 3)
+        if rest < 0 or 0 <= query < rest:
+            rest = query
+        key, target = (url, "/") if rest < 0 else (url[:rest], url[rest:])
+        if target[0] == "?":
+            target = "/" + target
+        target = target.partition("#")[0]
+        origin = self._origins.get(key)
+        if origin is None:
+            origin = self._origins[key] = self._new_origin(key)
+        if _UNSAFE.search(target):
+            raise Failure(f"invalid URL: {url}")
+        head = f"GET {target} HTTP/1.1\r\n"
+        if validators is None:
+            return origin, head.encode() + origin.prefix
+        fields = conditional(validators)
+        if any(_BREAK.search(value) for value in fields.values()):
+            raise Failure("invalid validators: a line break in a header value")
+        extra = "".join(f"{name}: {value}\r\n" for name, value in fields.items())
+        return origin, head.encode() + origin.prefix[:-2] + extra.encode() + b"\r\n"
+
+    def _new_origin(self, key: str) -> _Origin:
+        try:
+            parsed = URL(key, encoded=True)
+            host, port, scheme = parsed.raw_host, parsed.port, parsed.scheme
+        except ValueError as exc:
+            raise Failure(f"invalid URL: {key}: {exc}") from None
+        if not host or port is None or scheme not in ("http", "https"):
+            raise Failure(f"invalid URL: {key}")
+        shown = f"[{host}]" if ":" in host else host
+        if not parsed.is_default_port():
+            shown += f":{port}"
+        home = self._home == (scheme, parsed.host, port)
+        prefix = (
+            f"Host: {shown}\r\nUser-Agent: {self.user_agent}\r\nAccept: */*\r\n"
+            f"Accept-Encoding: gzip, deflate\r\n{self._home_headers if home else ''}\r\n"
+        )
+        address = self._pinned.get((host.lower().rstrip("."), port))
+        tls = self._tls if scheme == "https" else None
+        return _Origin(host, port, address, tls, prefix.encode())
+
+    async def _exchange(
+        self, url: str, origin: _Origin, request: bytes, cap: int, started: float
+    ) -> Response:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout - (time.monotonic() - started)
+        conn = self._idle(origin)
+        fresh = conn is None
+        while True:
+            if conn is None:
+                conn = await self._connect(origin, deadline)
+            waiter = conn.begin(cap)
+            timer = loop.call_at(deadline, _expire, waiter)
+            try:
+                assert conn.transport is not None
+                conn.transport.write(request)
+                await waiter
+            except TimeoutError:
+                self._drop(conn)
+                raise Failure(f"no complete response within {self.timeout:g} s") from None
+            except BaseException:  # cancelled: the answer will never be read
+                self._drop(conn)
+                raise
+            finally:
+                timer.cancel()
+            if conn.failure == DISCONNECTED and not conn.started and not fresh:
+                # a kept-alive connection the server had closed: ask once more at once on
+                # a new one, as browsers do (a GET may be repeated)
+                self._drop(conn)
+                conn, fresh = None, True
+                continue
+            break
+        if conn.failure is not None:
+            self._drop(conn)
+            raise Failure(conn.failure)
+        answer = Response(url, conn.status, conn.headers or CIMultiDictProxy(CIMultiDict()))
+        if not conn.skip:
+            answer.body = b"".join(conn.chunks) if len(conn.chunks) != 1 else conn.chunks[0]
+            answer.truncated = conn.truncated
+        conn.waiter = None
+        conn.chunks = []
+        if conn.reusable():
+            conn.idle_since = loop.time()
+            origin.idle.append(conn)
+        else:
+            self._drop(conn)
+        return answer
+
+    def _drop(self, conn: _Connection) -> None:
+        conn.abort()
+        self._open.discard(conn)
+
+    def _idle(self, origin: _Origin) -> _Connection | None:
+        """The most recently used idle connection still open and fresh enough, if any."""
+        idle = origin.idle
+        oldest = asyncio.get_running_loop().time() - IDLE_SECONDS
+        while idle:
+            conn = idle.pop()
+            if not conn.closed and conn.idle_since > oldest:
+                return conn
+            self._drop(conn)
+        return None
+
+    async def _connect(self, origin: _Origin, deadline: float) -> _Connection:
+        loop = asyncio.get_running_loop()
+        try:  # connecting may take its share of the total, never more than 10 s of it
+            async with asyncio.timeout_at(min(deadline, loop.time() + CONNECT_SECONDS)):
+                addresses = await self._addresses(origin)
+                error: BaseException | None = None
+                for address in addresses:
+                    try:
+                        _, conn = await loop.create_connection(
+                            lambda: _Connection(loop),
+                            address,
+                            origin.port,
+                            ssl=origin.tls,
+                            server_hostname=origin.host.rstrip(".") if origin.tls else None,
+                        )
+                    except ssl.SSLError as exc:
+                        raise Failure(_tls_problem(exc)) from None
+                    except OSError as exc:
+                        error = exc
+                        continue
+                    self._open.add(conn)
+                    return conn
+                assert error is not None
+                raise Failure(_connect_problem(error))
+        except TimeoutError:
+            raise Failure(f"no complete response within {self.timeout:g} s") from None
+
+    async def _addresses(self, origin: _Origin) -> list[str]:
+        if origin.address is not None:
+            return [origin.address]
+        host = origin.host
+        if ":" in host or host.replace(".", "").isdigit():
+            return [host]  # an IP address
+        key = (host, origin.port)
+        loop = asyncio.get_running_loop()
+        cached = self._dns.get(key)
+        if cached is not None and cached[0] > loop.time():
+            return cached[1]
+        try:
+            infos = await loop.getaddrinfo(host, origin.port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise Failure(_connect_problem(exc)) from None
+        addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+        self._dns[key] = (loop.time() + DNS_TTL, addresses)
+        return addresses
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
+
+
+def _tls_problem(exc: ssl.SSLError) -> str:
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return certificate_problem(exc)
+    return f"TLS handshake failed: {ssl_reason(exc)}"
+
+
+def _connect_problem(exc: OSError) -> str:
+    return f"cannot connect: {connect_reason(exc)}"

@@ -1,0 +1,430 @@
+"""The lean HTTP/1.1 client (crawler.shell.http1, #26) against real servers on 127.0.0.1:
+aiohttp.web apps for well-formed answers, raw asyncio servers for what aiohttp would never
+send (a trickle, a closed kept-alive connection, HTTP/1.0, a malformed head). No mocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import ssl
+import zlib
+from collections.abc import Awaitable, Callable
+
+import pytest
+import trustme
+from aiohttp import web
+
+from crawler.core.access import Access
+from crawler.core.history import Validators
+from crawler.shell.fetch import HttpTransport, Response
+from crawler.shell.http1 import LeanTransport
+from crawler.shell.transports import crawl_transport
+
+UA = "test-agent/1"
+
+
+def lean(access: Access | None = None, *, timeout: float = 5, cap: int = 1_000_000):
+    return LeanTransport(
+        user_agent=UA, concurrency=4, timeout=timeout, max_bytes=cap, access=access
+    )
+
+
+def get(transport: LeanTransport, *urls: str, **kwargs: object) -> list[Response]:
+    """GET the urls one after another on one transport, in a loop of their own."""
+
+    async def run() -> list[Response]:
+        async with transport:
+            return [await transport.get(url, **kwargs) for url in urls]  # type: ignore[arg-type]
+
+    return asyncio.run(run())
+
+
+class Raw:
+    """A raw TCP server on 127.0.0.1 answering each request on a connection with
+    `answer(n, head)` (n counts the connection's requests); None closes it unanswered."""
+
+    def __init__(self, answer: Callable[[int, bytes], Awaitable[bytes | None]]) -> None:
+        self.answer = answer
+        self.connections = 0
+        self.requests: list[bytes] = []
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        n = 0
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                self.requests.append(head)
+                reply = await self.answer(n, head)
+                n += 1
+                if reply is None:
+                    break
+                writer.write(reply)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        writer.close()
+
+
+def raw_get(raw: Raw, paths: list[str], transport: LeanTransport | None = None, **kw: object):
+    async def run() -> list[Response]:
+        server = await asyncio.start_server(raw.handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            async with transport or lean() as client:
+                out = []
+                for path in paths:
+                    out.append(await client.get(f"http://127.0.0.1:{port}{path}", **kw))  # type: ignore[arg-type]
+                    await asyncio.sleep(0.05)  # let a close reach the client
+                return out
+        finally:
+            server.close()
+
+    return asyncio.run(run())
+
+
+def ok(body: bytes, extra: str = "") -> bytes:
+    return f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n{extra}\r\n".encode() + body
+
+
+# -- well-formed answers (aiohttp.web)
+
+
+def _app(routes: dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]]):
+    app = web.Application()
+    for path, handler in routes.items():
+        app.router.add_get(path, handler)
+    return app
+
+
+def test_keep_alive_reuses_one_connection_and_sends_the_request_as_today():
+    raw = Raw(lambda n, head: _echo(head))
+    responses = raw_get(raw, ["/a?x=%2F&y", "/b", "/c%20d"])
+    assert [r.status for r in responses] == [200, 200, 200]
+    assert raw.connections == 1  # kept alive
+    first = raw.requests[0].decode()
+    lines = first.split("\r\n")
+    assert lines[0] == "GET /a?x=%2F&y HTTP/1.1"  # as normalised: no re-encoding
+    assert f"User-Agent: {UA}" in lines and "Accept: */*" in lines
+    assert "Accept-Encoding: gzip, deflate" in lines
+    assert any(line.startswith("Host: 127.0.0.1:") for line in lines)
+    assert responses[2].body == b"/c%20d"
+    assert responses[0].seconds is not None and responses[0].error is None
+
+
+async def _echo(head: bytes) -> bytes:
+    path = head.split(b" ")[1]
+    return ok(path)
+
+
+def test_a_server_closing_an_idle_kept_alive_connection_is_no_error():
+    async def answer(n: int, head: bytes) -> bytes | None:
+        return ok(b"one", "Keep-Alive: timeout=1\r\n") if n == 0 else None  # then closes
+
+    raw = Raw(answer)
+    responses = raw_get(raw, ["/1", "/2", "/3"])
+    assert [(r.status, r.error) for r in responses] == [(200, None)] * 3
+    assert raw.connections == 3
+
+
+def test_a_kept_alive_connection_closed_before_the_request_is_retried_at_once():
+    """The race a browser knows: the server closes the idle connection just as the next
+    request goes out. The close is not seen before the write: the retry makes it no error."""
+    raw = Raw(lambda n, head: _first_only(n, head))
+
+    async def run() -> list[Response]:
+        server = await asyncio.start_server(raw.handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with lean() as client:
+            first = await client.get(f"http://127.0.0.1:{port}/1")
+            second = await client.get(f"http://127.0.0.1:{port}/2")  # no pause: close unseen
+        server.close()
+        return [first, second]
+
+    responses = asyncio.run(run())
+    assert [(r.status, r.error) for r in responses] == [(200, None), (200, None)]
+
+
+async def _first_only(n: int, head: bytes) -> bytes | None:
+    if n == 0:
+        return ok(b"x")
+    return None  # the second request on a connection: closed without an answer
+
+
+def test_connection_close_and_http_1_0_are_not_reused():
+    async def close(n: int, head: bytes) -> bytes | None:
+        return ok(b"a", "Connection: close\r\n")
+
+    raw = Raw(close)
+    assert [r.body for r in raw_get(raw, ["/1", "/2"])] == [b"a", b"a"]
+    assert raw.connections == 2
+
+    async def old(n: int, head: bytes) -> bytes | None:
+        return b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+    raw = Raw(old)
+    assert [r.body for r in raw_get(raw, ["/1", "/2"])] == [b"ok", b"ok"]
+    assert raw.connections == 2
+
+
+def test_a_body_without_length_ends_with_the_connection():
+    async def answer(n: int, head: bytes) -> bytes | None:
+        return b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + b"z" * 5000
+
+    class Closing(Raw):
+        async def handle(self, reader, writer) -> None:  # type: ignore[override]
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(await answer(0, b""))  # type: ignore[arg-type]
+            await writer.drain()
+            writer.close()
+
+    [resp] = raw_get(Closing(answer), ["/"])
+    assert resp.status == 200 and resp.body == b"z" * 5000 and not resp.truncated
+
+
+def test_chunked_gzip_and_deflate_bodies(serve):
+    page = b"<html>" + b"words " * 5000 + b"</html>"
+
+    async def chunked(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        for i in range(0, len(page), 999):
+            await resp.write(page[i : i + 999])
+        await resp.write_eof()
+        return resp
+
+    def encoded(body: bytes, encoding: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def handle(request: web.Request) -> web.Response:
+            return web.Response(body=body, headers={"Content-Encoding": encoding})
+
+        return handle
+
+    raw_deflate = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    srv = serve(
+        _app(
+            {
+                "/chunked": chunked,
+                "/gzip": encoded(gzip.compress(page), "gzip"),
+                "/deflate": encoded(zlib.compress(page), "deflate"),
+                "/raw-deflate": encoded(
+                    raw_deflate.compress(page) + raw_deflate.flush(), "deflate"
+                ),
+                "/bad-gzip": encoded(b"\x1f\x8b\x08\x00not gzip at all", "gzip"),
+            }
+        )
+    )
+    paths = ["/chunked", "/gzip", "/deflate", "/raw-deflate", "/bad-gzip"]
+    responses = get(lean(), *(srv.url + p for p in paths))
+    for resp in responses[:4]:
+        assert (resp.status, resp.error, resp.body) == (200, None, page)
+    assert responses[4].error == "response body cut short (connection reset or bad encoding)"
+
+
+def test_the_cap_counts_decompressed_bytes_a_gzip_bomb_stops_there(serve):
+    bomb = gzip.compress(b"\0" * 50_000_000)  # 50 MB from about 50 KB
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(body=bomb, headers={"Content-Encoding": "gzip"})
+
+    async def big(request: web.Request) -> web.Response:
+        return web.Response(body=b"b" * 300_000)
+
+    srv = serve(_app({"/bomb": handle, "/big": big, "/small": big}))
+    responses = get(lean(cap=100_000), srv.url + "/bomb", srv.url + "/big")
+    for resp in responses:
+        assert resp.status == 200 and resp.truncated and len(resp.body) == 100_000
+    [small] = get(lean(cap=100_000), srv.url + "/small", max_bytes=1_000_000)
+    assert len(small.body) == 300_000 and not small.truncated
+
+
+def test_redirects_and_304_read_no_body_and_the_request_is_conditional(serve):
+    asked: list[tuple[str | None, str | None]] = []
+
+    async def page(request: web.Request) -> web.Response:
+        asked.append(
+            (request.headers.get("If-None-Match"), request.headers.get("If-Modified-Since"))
+        )
+        if request.headers.get("If-None-Match") == '"v1"':
+            return web.Response(status=304, headers={"ETag": '"v1"'})
+        return web.Response(text="full", headers={"ETag": '"v1"'})
+
+    async def moved(request: web.Request) -> web.Response:
+        return web.Response(status=301, text="gone there", headers={"Location": "/page"})
+
+    srv = serve(_app({"/page": page, "/moved": moved}))
+    validators = Validators(etag='"v1"', modified="Wed, 21 Oct 2015 07:28:00 GMT")
+    [not_modified] = get(lean(), srv.url + "/page", validators=validators)
+    assert (not_modified.status, not_modified.body, not_modified.headers["ETag"]) == (
+        304,
+        b"",
+        '"v1"',
+    )
+    assert asked == [('"v1"', "Wed, 21 Oct 2015 07:28:00 GMT")]
+    [redirect] = get(lean(), srv.url + "/moved")
+    assert (redirect.status, redirect.location, redirect.body) == (301, "/page", b"")
+
+
+def test_a_header_line_over_16_kib_and_a_malformed_head_are_malformed_responses():
+    async def long_header(n: int, head: bytes) -> bytes | None:
+        return ok(b"x", "X-Big: " + "v" * 17_000 + "\r\n")
+
+    [resp] = raw_get(Raw(long_header), ["/"])
+    assert resp.status == 0 and resp.error is not None
+    assert resp.error.startswith("malformed response: ")
+
+    async def fine_header(n: int, head: bytes) -> bytes | None:
+        return ok(b"x", "X-Big: " + "v" * 15_000 + "\r\n")
+
+    [resp] = raw_get(Raw(fine_header), ["/"])
+    assert resp.status == 200 and len(resp.headers["X-Big"]) == 15_000
+
+    async def garbage(n: int, head: bytes) -> bytes | None:
+        return b"HTTX/9 what\r\n\r\n"
+
+    [resp] = raw_get(Raw(garbage), ["/"])
+    assert resp.error is not None and resp.error.startswith("malformed response: ")
+
+
+def test_a_trickling_server_hits_the_total_timeout():
+    async def trickle(n: int, head: bytes) -> bytes | None:
+        return b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+
+    class Trickle(Raw):
+        async def handle(self, reader, writer) -> None:  # type: ignore[override]
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(await trickle(0, b""))  # type: ignore[arg-type]
+            for _ in range(100):  # a byte every 0.1 s: each read is quick, the whole is not
+                writer.write(b"x")
+                await writer.drain()
+                await asyncio.sleep(0.1)
+            writer.close()
+
+    [resp] = raw_get(Trickle(trickle), ["/"], lean(timeout=0.6))
+    assert resp.error == "no complete response within 0.6 s"
+
+
+def test_server_closing_without_an_answer_and_cut_short_bodies():
+    async def nothing(n: int, head: bytes) -> bytes | None:
+        return None
+
+    [resp] = raw_get(Raw(nothing), ["/"])
+    assert resp.error == "server closed the connection without a response"
+
+    class Short(Raw):
+        async def handle(self, reader, writer) -> None:  # type: ignore[override]
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this")
+            await writer.drain()
+            writer.close()
+
+    [resp] = raw_get(Short(nothing), ["/"])
+    assert resp.error == "response body cut short (connection reset or bad encoding)"
+
+
+def test_cannot_connect_says_why():
+    [resp] = get(lean(), "http://127.0.0.1:9/")  # discard: nobody listens
+    assert resp.error == "cannot connect: connection refused"
+
+
+def test_resolve_connects_to_the_pinned_address_keeping_host(serve):
+    hosts: list[str] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        hosts.append(request.headers["Host"])
+        return web.Response(text="pinned")
+
+    srv = serve(_app({"/": handle}))
+    access = Access(pinned=(("www.example.test", srv.port, "127.0.0.1"),))
+    [resp] = get(lean(access), f"http://www.example.test:{srv.port}/")
+    assert (resp.status, resp.body) == (200, b"pinned")
+    assert hosts == [f"www.example.test:{srv.port}"]
+
+
+def test_credentials_go_to_the_crawled_origin_only(serve):
+    seen: list[str | None] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        return web.Response(text="x")
+
+    one, two = serve(_app({"/": handle})), serve(_app({"/": handle}))
+    access = Access(origin=one.url, auth=("u", "p"))
+    get(lean(access), one.url + "/", two.url + "/")
+    assert seen[0] is not None and seen[0].startswith("Basic ") and seen[1] is None
+
+
+@pytest.fixture(scope="module")
+def tls_site(tmp_path_factory):
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1", "www.example.test").configure_cert(context)
+    pem = tmp_path_factory.mktemp("ca") / "ca.pem"
+    ca.cert_pem.write_to_path(str(pem))
+    return context, str(pem)
+
+
+def test_tls_trusted_untrusted_and_insecure(serve, tls_site):
+    context, pem = tls_site
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(text="secret")
+
+    srv = serve(_app({"/": handle}), context)
+    [untrusted] = get(lean(), srv.url + "/")
+    assert untrusted.error == (
+        "TLS certificate not trusted: unable to get local issuer certificate "
+        "(--ca-bundle FILE trusts its CA; --insecure checks no certificate)"
+    )
+    [trusted] = get(lean(Access(ca_bundle=pem)), srv.url + "/", srv.url + "/")[:1]
+    assert (trusted.status, trusted.body) == (200, b"secret")
+    [insecure] = get(lean(Access(insecure=True)), srv.url + "/")
+    assert insecure.status == 200
+    # SNI and the certificate's name are the URL's host, not the pinned address
+    pinned = Access(ca_bundle=pem, pinned=(("www.example.test", srv.port, "127.0.0.1"),))
+    [named] = get(lean(pinned), f"https://www.example.test:{srv.port}/")
+    assert named.status == 200
+
+
+def test_the_same_answers_as_aiohttp(serve):
+    """The lean client and HttpTransport give the same Response, field by field."""
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(
+            body=gzip.compress(b"same" * 1000),
+            headers={"Content-Encoding": "gzip", "X-A": "1", "Set-Cookie": "a=1"},
+        )
+
+    srv = serve(_app({"/": handle}))
+
+    async def both() -> tuple[Response, Response]:
+        kw = {"user_agent": UA, "concurrency": 2, "timeout": 5, "max_bytes": 1000}
+        async with HttpTransport(**kw) as old, LeanTransport(**kw) as new:  # type: ignore[arg-type]
+            return await old.get(srv.url + "/"), await new.get(srv.url + "/")
+
+    old, new = asyncio.run(both())
+    assert (old.status, old.body, old.truncated, old.error) == (
+        new.status,
+        new.body,
+        new.truncated,
+        new.error,
+    )
+    assert new.truncated and len(new.body) == 1000
+    drop = {"Date", "Server"}
+    assert [(k, v) for k, v in old.headers.items() if k not in drop] == [
+        (k, v) for k, v in new.headers.items() if k not in drop
+    ]
+
+
+def test_a_proxy_stays_with_aiohttp():
+    assert isinstance(
+        crawl_transport(
+            user_agent=UA, concurrency=1, timeout=1, max_bytes=1, access=Access(proxy="http://p:1")
+        ),
+        HttpTransport,
+    )
+    assert isinstance(
+        crawl_transport(user_agent=UA, concurrency=1, timeout=1, max_bytes=1, access=Access()),
+        LeanTransport,
+    )
