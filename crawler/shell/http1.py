@@ -22,7 +22,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
-import httptools  # type: ignore[import-untyped]
+import httptools
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
@@ -35,6 +35,7 @@ from crawler.shell.fetch import (
     certificate_problem,
     conditional,
     connect_reason,
+    describe_error,
     ssl_reason,
     tls_context,
 )
@@ -313,6 +314,8 @@ class LeanTransport:
                 answer = await self._exchange(url, origin, request, cap, started)
         except Failure as failure:
             answer = Response(url, error=self.redact(str(failure)))
+        except (ValueError, OSError, RuntimeError) as exc:  # none known: said as aiohttp's were
+            answer = Response(url, error=self.redact(describe_error(exc, self.timeout)))
         answer.seconds = time.monotonic() - started
         return answer
 
@@ -429,7 +432,7 @@ class LeanTransport:
         try:  # connecting may take its share of the total, never more than 10 s of it
             async with asyncio.timeout_at(min(deadline, loop.time() + CONNECT_SECONDS)):
                 addresses = await self._addresses(origin)
-                error: BaseException | None = None
+                error: OSError | None = None
                 for address in addresses:
                     try:
                         _, conn = await loop.create_connection(
