@@ -280,6 +280,15 @@ class LeanTransport:
         self._open: set[_Connection] = set()
 
     async def __aenter__(self) -> LeanTransport:
+        if self.access.ca_bundle is not None:
+            self._trust()  # a --ca-bundle that cannot be read is said now, as a config error
+        return self
+
+    def _trust(self) -> ssl.SSLContext:
+        """The TLS context, made at the first https origin: loading the system's CAs costs
+        tens of milliseconds a process, for nothing on an http:// site."""
+        if self._tls is not None:
+            return self._tls
         trust = tls_context(self.access)
         if isinstance(trust, ssl.SSLContext):
             self._tls = trust
@@ -289,7 +298,7 @@ class LeanTransport:
             self._tls = context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
-        return self
+        return self._tls
 
     async def __aexit__(self, *exc: object) -> None:
         for conn in self._open:
@@ -362,7 +371,7 @@ class LeanTransport:
             f"Accept-Encoding: gzip, deflate\r\n{self._home_headers if home else ''}\r\n"
         )
         address = self._pinned.get((host.lower().rstrip("."), port))
-        tls = self._tls if scheme == "https" else None
+        tls = self._trust() if scheme == "https" else None
         return _Origin(host, port, address, tls, prefix.encode())
 
     async def _exchange(
