@@ -433,3 +433,22 @@ def test_a_proxy_stays_with_aiohttp():
         crawl_transport(user_agent=UA, concurrency=1, timeout=1, max_bytes=1, access=Access()),
         LeanTransport,
     )
+
+
+def test_a_header_of_the_users_replaces_ours_on_its_origin_only():
+    raw = Raw(lambda n, head: _echo(head))
+
+    async def run() -> None:
+        server = await asyncio.start_server(raw.handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        home = f"http://127.0.0.1:{port}"
+        access = Access(origin=home, headers=(("accept", "text/html"),))
+        async with lean(access) as client:
+            await client.get(home + "/")
+            await client.get(f"http://localhost:{port}/")  # another origin: ours only
+        server.close()
+
+    asyncio.run(run())
+    home, other = (head.decode().lower().split("\r\n") for head in raw.requests)
+    assert [line for line in home if line.startswith("accept:")] == ["accept: text/html"]
+    assert [line for line in other if line.startswith("accept:")] == ["accept: */*"]

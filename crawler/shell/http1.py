@@ -50,6 +50,8 @@ CONNECT_SECONDS = 10.0
 
 DISCONNECTED = "server closed the connection without a response"
 CUT_SHORT = "response body cut short (connection reset or bad encoding)"
+#: aiohttp's default headers (no brotli installed: no br).
+_DEFAULTS = {"Accept": "*/*", "Accept-Encoding": "gzip, deflate"}
 _UNSAFE = re.compile(r"[\x00-\x20\x7f]")  # not in a request target
 _BREAK = re.compile(r"[\x00\r\n]")  # not in a header value
 
@@ -271,7 +273,8 @@ class LeanTransport:
             headers["Authorization"] = basic_auth(*access.auth)
         if access.cookie_header is not None:
             headers["Cookie"] = access.cookie_header
-        self._home_headers = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        self._home_headers = _lines({**_DEFAULTS, **headers})  # a --header Accept replaces ours
+        self._other_headers = _lines(_DEFAULTS)
         self._pinned = {(host, port): address for host, port, address in access.pinned}
         self._origins: dict[str, _Origin] = {}
         self._dns: dict[tuple[str, int], tuple[float, list[str]]] = {}
@@ -366,10 +369,8 @@ class LeanTransport:
         if not parsed.is_default_port():
             shown += f":{port}"
         home = self._home == (scheme, parsed.host, port)
-        prefix = (
-            f"Host: {shown}\r\nUser-Agent: {self.user_agent}\r\nAccept: */*\r\n"
-            f"Accept-Encoding: gzip, deflate\r\n{self._home_headers if home else ''}\r\n"
-        )
+        own = self._home_headers if home else self._other_headers
+        prefix = f"Host: {shown}\r\nUser-Agent: {self.user_agent}\r\n{own}\r\n"
         address = self._pinned.get((host.lower().rstrip("."), port))
         tls = self._trust() if scheme == "https" else None
         return _Origin(host, port, address, tls, prefix.encode())
@@ -481,6 +482,14 @@ class LeanTransport:
         addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
         self._dns[key] = (loop.time() + DNS_TTL, addresses)
         return addresses
+
+
+def _lines(headers: dict[str, str]) -> str:
+    """Header lines, one name once whatever its case (a later one wins, as in aiohttp)."""
+    named = CIMultiDict[str]()
+    for name, value in headers.items():
+        named[name] = value
+    return "".join(f"{name}: {value}\r\n" for name, value in named.items())
 
 
 def _expire(waiter: asyncio.Future[None]) -> None:
