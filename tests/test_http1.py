@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import gzip
 import ssl
+import subprocess
+import sys
 import zlib
 from collections.abc import Awaitable, Callable
 
@@ -452,3 +454,27 @@ def test_a_header_of_the_users_replaces_ours_on_its_origin_only():
     home, other = (head.decode().lower().split("\r\n") for head in raw.requests)
     assert [line for line in home if line.startswith("accept:")] == ["accept: text/html"]
     assert [line for line in other if line.startswith("accept:")] == ["accept: */*"]
+
+
+def test_a_crawl_without_a_proxy_never_loads_aiohttp(serve, tmp_path):
+    """aiohttp's import is a fifth of a second a process: a crawl that does not use it
+    must not pay for it (it is imported where a proxy, `submit` or `notify` runs)."""
+
+    async def handle(request: web.Request) -> web.Response:
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        return web.Response(text="<html><a href='/b'>b</a></html>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    srv = serve(app)
+    script = (
+        "import sys\n"
+        "from crawler.cli import main\n"
+        f"code = main(['crawl', {srv.url + '/'!r}, '-o', {str(tmp_path / 'out')!r}, '-q'])\n"
+        "print(code, 'aiohttp' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stdout.split() == ["0", "False"], done.stderr

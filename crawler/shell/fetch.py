@@ -16,11 +16,8 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
-import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import DefaultResolver
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
@@ -29,6 +26,10 @@ from crawler.core.history import Validators
 from crawler.core.robots import RobotsTxt, parse_robots, robots_from_response
 from crawler.core.urls import join_parts, normalize, resolve
 from crawler.errors import ConfigError
+
+if TYPE_CHECKING:  # aiohttp is imported where it runs: a crawl without a proxy never loads it
+    import aiohttp
+    from aiohttp.abc import AbstractResolver, ResolveResult
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_BYTES = 500 * 1024  # RFC 9309 2.5: parse at least 500 KiB; we read no more
@@ -68,6 +69,8 @@ def conditional(validators: Validators) -> dict[str, str]:
 
 def describe_error(exc: BaseException, timeout: float) -> str:
     """A one-line, user-facing description of why a request failed."""
+    import aiohttp
+
     if isinstance(exc, TimeoutError):
         return f"no complete response within {timeout:g} s"
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):
@@ -149,12 +152,15 @@ class Transport(Protocol):
         ...
 
 
-class PinnedResolver(AbstractResolver):
+class PinnedResolver:
     """--resolve: these (host, port) pairs connect to the given address, as curl's
     --resolve; any other name is resolved as usual. The request keeps its own Host header
-    and TLS server name, so a staging server answers as the public one would."""
+    and TLS server name, so a staging server answers as the public one would.
+    aiohttp's AbstractResolver in all but name (its base class would import aiohttp)."""
 
     def __init__(self, pinned: tuple[tuple[str, int, str], ...]) -> None:
+        from aiohttp.resolver import DefaultResolver
+
         self._pinned = {(host, port): address for host, port, address in pinned}
         self._default = DefaultResolver()
 
@@ -165,16 +171,15 @@ class PinnedResolver(AbstractResolver):
         if address is None:
             return await self._default.resolve(host, port, family)
         six = ":" in address
-        return [
-            ResolveResult(
-                hostname=host,
-                host=address,
-                port=port,
-                family=socket.AF_INET6 if six else socket.AF_INET,
-                proto=0,
-                flags=socket.AI_NUMERICHOST,
-            )
-        ]
+        result: ResolveResult = {
+            "hostname": host,
+            "host": address,
+            "port": port,
+            "family": socket.AF_INET6 if six else socket.AF_INET,
+            "proto": 0,
+            "flags": socket.AI_NUMERICHOST,
+        }
+        return [result]
 
     async def close(self) -> None:
         await self._default.close()
@@ -217,12 +222,15 @@ class HttpTransport:
         )
 
     async def __aenter__(self) -> HttpTransport:
+        import aiohttp
+
         access = self.access
+        resolver = PinnedResolver(access.pinned) if access.pinned else None
         connector = aiohttp.TCPConnector(
             limit=self.concurrency,
             ttl_dns_cache=300,
             ssl=tls_context(access),
-            resolver=PinnedResolver(access.pinned) if access.pinned else None,
+            resolver=cast("AbstractResolver | None", resolver),
         )
         self._session = aiohttp.ClientSession(
             connector=connector,
@@ -246,6 +254,8 @@ class HttpTransport:
         self, url: str, max_bytes: int | None = None, validators: Validators | None = None
     ) -> Response:
         """GET url (already normalised: sent as is), without following redirects."""
+        import aiohttp
+
         assert self._session is not None, "use HttpTransport as an async context manager"
         cap = self.max_bytes if max_bytes is None else max_bytes
         started = time.monotonic()
