@@ -127,6 +127,24 @@ def basic_auth(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
 
+def home_of(access: Access) -> tuple[str, str | None, int | None] | None:
+    """The crawled origin as (scheme, host, port), what a request's URL is compared with
+    before the credentials, headers and cookies go with it."""
+    home = URL(access.origin) if access.origin else None
+    return (home.scheme, home.host, home.port) if home is not None else None
+
+
+def home_headers(access: Access) -> dict[str, str]:
+    """The headers for the crawled origin only: the user's, Authorization (built here, as
+    aiohttp 4 wants) and the cookies."""
+    headers = dict(access.headers)
+    if access.auth is not None:
+        headers["Authorization"] = basic_auth(*access.auth)
+    if access.cookie_header is not None:
+        headers["Cookie"] = access.cookie_header
+    return headers
+
+
 def tls_context(access: Access) -> ssl.SSLContext | bool:
     """What the connector checks certificates with: the system's CAs (True), those plus a
     --ca-bundle (a staging site's own CA; the system's stay trusted for a production
@@ -185,8 +203,9 @@ class PinnedResolver:
         await self._default.close()
 
 
-class HttpTransport:
-    """Owns the aiohttp session. Use as an async context manager."""
+class BaseTransport:
+    """What a transport of the crawl is made from, and what it tells: both transports
+    (aiohttp's here, the lean one in http1.py) and the worker pool read these."""
 
     def __init__(
         self,
@@ -204,17 +223,25 @@ class HttpTransport:
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.access = access = access or Access()
-        self._session: aiohttp.ClientSession | None = None
         self._secrets = access.secrets
-        home = URL(access.origin) if access.origin else None
-        self._home = (home.scheme, home.host, home.port) if home is not None else None
-        # the headers for the crawled origin; Authorization built here as aiohttp 4 wants
-        headers = dict(access.headers)
-        if access.auth is not None:
-            headers["Authorization"] = basic_auth(*access.auth)
-        if access.cookie_header is not None:
-            headers["Cookie"] = access.cookie_header
-        self._headers = headers or None
+        self._home = home_of(access)
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """A transport's own state, made from the settings."""
+
+    def redact(self, text: str) -> str:
+        """text without the secrets of `access`: for every message that leaves the process."""
+        return redact(text, self._secrets) if self._secrets else text
+
+
+class HttpTransport(BaseTransport):
+    """Owns the aiohttp session. Use as an async context manager."""
+
+    def _prepare(self) -> None:
+        access = self.access
+        self._session: aiohttp.ClientSession | None = None
+        self._headers = home_headers(access) or None
         self._proxy_headers = (
             {"Proxy-Authorization": basic_auth(*access.proxy_auth)}
             if access.proxy_auth is not None
@@ -287,10 +314,6 @@ class HttpTransport:
             answer = Response(url, error=self.redact(describe_error(exc, self.timeout)))
         answer.seconds = time.monotonic() - started
         return answer
-
-    def redact(self, text: str) -> str:
-        """text without the secrets of `access`: for every message that leaves the process."""
-        return redact(text, self._secrets) if self._secrets else text
 
 
 #: A URL with a scheme of its own (another origin, when resolve() takes no such URL).

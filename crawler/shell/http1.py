@@ -26,16 +26,16 @@ import httptools
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from crawler.core.access import Access, redact
 from crawler.core.history import Validators
 from crawler.shell.fetch import (
     REDIRECT_STATUSES,
+    BaseTransport,
     Response,
-    basic_auth,
     certificate_problem,
     conditional,
     connect_reason,
     describe_error,
+    home_headers,
     ssl_reason,
     tls_context,
 )
@@ -247,38 +247,19 @@ class _Connection(asyncio.Protocol):
         return self.keep and not self.closed
 
 
-class LeanTransport:
+class LeanTransport(BaseTransport):
     """The crawl's transport without a proxy. Use as an async context manager."""
 
-    def __init__(
-        self,
-        *,
-        user_agent: str,
-        concurrency: int,
-        timeout: float,
-        max_bytes: int,
-        access: Access | None = None,
-    ) -> None:
-        self.user_agent = user_agent
-        self.concurrency = concurrency
-        self.timeout = timeout
-        self.max_bytes = max_bytes
-        self.access = access = access or Access()
+    def _prepare(self) -> None:
+        access = self.access
         assert access.proxy is None, "a proxy is aiohttp's (crawler.shell.transports)"
-        self._secrets = access.secrets
-        home = URL(access.origin) if access.origin else None
-        self._home = (home.scheme, home.host, home.port) if home is not None else None
-        headers = dict(access.headers)
-        if access.auth is not None:
-            headers["Authorization"] = basic_auth(*access.auth)
-        if access.cookie_header is not None:
-            headers["Cookie"] = access.cookie_header
-        self._home_headers = _lines({**_DEFAULTS, **headers})  # a --header Accept replaces ours
+        # a --header Accept replaces ours, as aiohttp merged them
+        self._home_headers = _lines({**_DEFAULTS, **home_headers(access)})
         self._other_headers = _lines(_DEFAULTS)
         self._pinned = {(host, port): address for host, port, address in access.pinned}
         self._origins: dict[str, _Origin] = {}
         self._dns: dict[tuple[str, int], tuple[float, list[str]]] = {}
-        self._slots = asyncio.Semaphore(concurrency)
+        self._slots = asyncio.Semaphore(self.concurrency)
         self._tls: ssl.SSLContext | None = None
         self._open: set[_Connection] = set()
 
@@ -309,10 +290,6 @@ class LeanTransport:
         self._open.clear()
         for origin in self._origins.values():
             origin.idle.clear()
-
-    def redact(self, text: str) -> str:
-        """text without the secrets of `access`: for every message that leaves the process."""
-        return redact(text, self._secrets) if self._secrets else text
 
     async def get(
         self, url: str, max_bytes: int | None = None, validators: Validators | None = None
