@@ -478,3 +478,67 @@ def test_a_crawl_without_a_proxy_never_loads_aiohttp(serve, tmp_path):
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.stdout.split() == ["0", "False"], done.stderr
+
+
+# -- from #26's review: bytes after an answer, llhttp's leniencies, decoding, shutdown
+
+
+AFTER = {  # the first answer, then bytes that are not this request's
+    "a second answer in the same segment": ok(b"ok")
+    + b"HTTP/1.1 404 Not Found\r\nX-Robots-Tag: noindex\r\nContent-Length: 4\r\n\r\nnope",
+    "a body longer than its Content-Length": ok(b"ok")[:-2] + b"ok and more",
+    "a 204 with a body": b"HTTP/1.1 204 No Content\r\nContent-Length: 4\r\n\r\njunk",
+    "a 304 with a body": b"HTTP/1.1 304 Not Modified\r\nContent-Length: 4\r\n\r\njunk",
+    "a chunked 304 with its last chunk": (
+        b"HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("reply", AFTER.values(), ids=AFTER.keys())
+def test_bytes_after_an_answer_change_nothing_and_the_connection_is_not_reused(reply):
+    async def answer(n: int, head: bytes) -> bytes | None:
+        return reply if head.startswith(b"GET /first ") else ok(b"second")
+
+    raw = Raw(answer)
+    first, second = raw_get(raw, ["/first", "/second"])
+    assert first.error is None
+    status = int(reply.split(b" ")[1])
+    assert first.status == status and "X-Robots-Tag" not in first.headers
+    assert first.body == (b"ok" if status == 200 else b"")
+    assert (second.status, second.error, second.body) == (200, None, b"second")
+    assert raw.connections == 2  # the next URL on a new connection
+
+
+LENIENT = {  # what aiohttp's parser accepted (probed with aiohttp 3.14.5), as it gave it
+    "obs-fold": (b"X-Robots-Tag: noindex,\r\n nofollow\r\nContent-Length: 2\r\n\r\nok", "\r\n"),
+    "bare LF": (b"X-Robots-Tag: noindex, nofollow\nContent-Length: 2\n\nok", "\n"),
+    "a control char in a value": (
+        b"X-Robots-Tag: noindex, nofollow\r\nX-A: a\x01b\r\nContent-Length: 2\r\n\r\nok",
+        "\r\n",
+    ),
+    "a space before the colon": (
+        b"X-Robots-Tag: noindex, nofollow\r\nContent-Length : 2\r\n\r\nok",
+        "\r\n",
+    ),
+    "a space after a chunk size": (
+        b"X-Robots-Tag: noindex, nofollow\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"2 \r\nok\r\n0\r\n\r\n",
+        "\r\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("rest, eol", LENIENT.values(), ids=LENIENT.keys())
+def test_what_aiohttp_accepted_is_accepted(rest, eol):
+    reply = f"HTTP/1.1 200 OK{eol}".encode() + rest
+
+    async def answer(n: int, head: bytes) -> bytes | None:
+        return reply
+
+    raw = Raw(answer)
+    responses = raw_get(raw, ["/1", "/2"])
+    for resp in responses:
+        assert (resp.status, resp.error, resp.body) == (200, None, b"ok")
+        assert resp.headers["X-Robots-Tag"] == "noindex, nofollow"
+    assert raw.connections == 1  # a length that was read: still kept alive

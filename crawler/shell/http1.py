@@ -82,7 +82,14 @@ class _Connection(asyncio.Protocol):
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.transport: asyncio.Transport | None = None
-        self.parser = httptools.HttpResponseParser(self)
+        self.parser = parser = httptools.HttpResponseParser(self)
+        # what aiohttp's parser allows in a response (obs-fold, bare LF, a CTL in a value, a
+        # space before the colon or after a chunk size); none of the smuggling-relevant ones
+        parser.set_dangerous_leniencies(
+            lenient_headers=True,
+            lenient_optional_cr_before_lf=True,
+            lenient_spaces_after_chunk_size=True,
+        )
         self.closed = False
         self.idle_since = 0.0
         self.waiter: asyncio.Future[None] | None = None
@@ -142,7 +149,9 @@ class _Connection(asyncio.Protocol):
             try:
                 self.parser.feed_data(data)
             except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
-                if self.failure is None and not self.truncated and not self.done:
+                if self.done:  # bytes after the answer: it stands, the connection does not
+                    self.keep = False
+                elif self.failure is None and not self.truncated:
                     self.failure = f"malformed response: {exc}"
         if self.failure is not None or self.done or self.truncated:
             waiter.set_result(None)
@@ -156,12 +165,20 @@ class _Connection(asyncio.Protocol):
 
     # -- httptools callbacks
 
+    def on_message_begin(self) -> None:
+        if self.done:  # a second answer to one request: never this URL's, nor the next's
+            self.keep = False
+            raise _Stop
+
     def on_header(self, name: bytes, value: bytes) -> None:
-        if len(name) + len(value) > MAX_LINE:
+        if len(value) > MAX_LINE:  # the value alone, as aiohttp's max_field_size
             self.failure = "malformed response: a header line over 16 KiB"
             raise _Stop
         self.fields.append(
-            (name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
+            (
+                name.decode("utf-8", "surrogateescape").strip(),  # `Content-Length : 2`
+                value.decode("utf-8", "surrogateescape"),
+            )
         )
 
     def on_headers_complete(self) -> None:
