@@ -47,6 +47,7 @@ MAX_HEAD = 1024 * 1024  # the whole head: llhttp itself has no limit
 DNS_TTL = 300.0  # as aiohttp's ttl_dns_cache
 IDLE_SECONDS = 15.0  # aiohttp's keepalive_timeout: an older idle connection is not reused
 CONNECT_SECONDS = 10.0
+MAX_MEMBERS = 1024  # gzip/deflate members in one body, as aiohttp's MAX_DECOMPRESS_MEMBERS
 
 DISCONNECTED = "server closed the connection without a response"
 CUT_SHORT = "response body cut short (connection reset or bad encoding)"
@@ -93,27 +94,29 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.idle_since = 0.0
         self.waiter: asyncio.Future[None] | None = None
+        self.cap = 0
+        self.clear()
+
+    def begin(self, cap: int) -> asyncio.Future[None]:
+        """Reset the exchange's state for a new request."""
+        self.clear()
+        self.cap = cap
+        self.waiter = waiter = self.loop.create_future()
+        return waiter
+
+    def clear(self) -> None:
+        """Forget the last answer (also when the connection goes idle: its zlib window,
+        headers and fields are not kept alive by an idle connection)."""
         self.fields: list[tuple[str, str]] = []
         self.headers: CIMultiDictProxy[str] | None = None
         self.chunks: list[bytes] = []
         self.inflate: zlib._Decompress | None = None
         self.encoding = ""
-        self.status = self.size = self.cap = self.head = 0
-        self.started = self.done = self.truncated = self.skip = self.keep = False
-        self.failure: str | None = None
-
-    def begin(self, cap: int) -> asyncio.Future[None]:
-        """Reset the exchange's state for a new request."""
-        self.waiter = waiter = self.loop.create_future()
-        self.fields = []
-        self.headers = None
-        self.chunks = []
-        self.inflate = None
+        self.wbits = self.members = 0
         self.status = self.size = self.head = 0
-        self.cap = cap
         self.started = self.done = self.truncated = self.skip = self.keep = False
-        self.failure = None
-        return waiter
+        self.sniffed = False
+        self.failure: str | None = None
 
     # -- asyncio.Protocol
 
@@ -192,29 +195,53 @@ class _Connection(asyncio.Protocol):
         encoding = headers.get("Content-Encoding")
         if encoding is not None and encoding.isascii():
             encoding = encoding.lower()
+            if encoding in ("br", "zstd"):  # never asked for: aiohttp (without them) failed so
+                self.failure = f"malformed response: Can not decode content-encoding: {encoding}"
+                raise _Stop
             if encoding == "gzip":
-                self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                self.wbits = 16 + zlib.MAX_WBITS
             elif encoding == "deflate":
-                self.inflate = zlib.decompressobj(zlib.MAX_WBITS)  # raw: see on_body
+                self.wbits = zlib.MAX_WBITS  # or raw: see on_body
+            if self.wbits:
+                self.inflate = zlib.decompressobj(self.wbits)
+                self.members = 1
             self.encoding = encoding
 
     def on_body(self, chunk: bytes) -> None:
         if self.skip:
             return
-        inflate = self.inflate
-        if inflate is not None:
-            if self.encoding == "deflate" and self.size == 0 and chunk and chunk[0] & 0xF != 8:
-                # deflate without its zlib header, as many servers send it (aiohttp reads it too)
-                self.inflate = inflate = zlib.decompressobj(-zlib.MAX_WBITS)
-                self.encoding = "raw"
-            try:  # never more than the cap plus one byte, however well it compresses
-                chunk = inflate.decompress(chunk, self.cap - self.size + 1)
-            except zlib.error:
-                self.failure = CUT_SHORT
-                raise _Stop from None
+        if self.inflate is not None:
+            chunk = self._inflate(chunk)
             if not chunk:
                 return
         self._take(chunk)
+
+    def _inflate(self, chunk: bytes) -> bytes:
+        """The body's bytes decoded, every member of it, never more than the cap plus one."""
+        if not self.sniffed and chunk:  # the stream's first byte, whatever the split
+            self.sniffed = True
+            if self.encoding == "deflate" and chunk[0] & 0xF != 8:
+                # deflate without its zlib header, as many servers send it (aiohttp reads it too)
+                self.wbits = -zlib.MAX_WBITS
+                self.inflate = zlib.decompressobj(self.wbits)
+                self.encoding = "raw"
+        inflate = self.inflate
+        assert inflate is not None
+        room = self.cap - self.size + 1
+        try:
+            out = inflate.decompress(chunk, room)
+            while inflate.eof and inflate.unused_data and len(out) < room:
+                # another member follows (concatenated gzip): aiohttp reads them all
+                self.members += 1
+                if self.members > MAX_MEMBERS:
+                    raise zlib.error("too many members")
+                rest = inflate.unused_data
+                self.inflate = inflate = zlib.decompressobj(self.wbits)
+                out += inflate.decompress(rest, room - len(out))
+        except zlib.error:
+            self.failure = CUT_SHORT
+            raise _Stop from None
+        return out
 
     def on_message_complete(self) -> None:
         if self.status < 200:
@@ -244,7 +271,12 @@ class _Connection(asyncio.Protocol):
         if self.encoding == "deflate" and self.size and not inflate.eof:
             self.failure = CUT_SHORT  # aiohttp's ContentEncodingError("deflate")
             return False
-        if tail := inflate.flush():
+        try:
+            tail = inflate.flush()
+        except zlib.error:  # never escapes from connection_lost, holding the slot
+            self.failure = CUT_SHORT
+            return False
+        if tail:
             try:
                 self._take(tail)
             except _Stop:
@@ -408,8 +440,8 @@ class LeanTransport(BaseTransport):
             answer.body = b"".join(conn.chunks) if len(conn.chunks) != 1 else conn.chunks[0]
             answer.truncated = conn.truncated
         conn.waiter = None
-        conn.chunks = []
         if conn.reusable():
+            conn.clear()
             conn.idle_since = loop.time()
             origin.idle.append(conn)
         else:
