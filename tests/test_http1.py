@@ -596,3 +596,39 @@ def test_an_encoding_never_asked_for_fails_as_with_aiohttp(encoding):
     # brotli (br). Please install `Brotli`" (an install that would not help this client)
     assert resp.error == f"malformed response: Can not decode content-encoding: {encoding}"
     assert (resp.status, resp.body) == (0, b"")
+
+
+def test_after_close_nothing_is_sent_again_and_no_connection_stays_open():
+    async def answer(n: int, head: bytes) -> bytes | None:
+        if head.startswith(b"GET /inflight "):
+            await asyncio.sleep(0.3)
+        return ok(b"ok")
+
+    raw = Raw(answer)
+    ended: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await raw.handle(reader, writer)
+        ended.append(1)
+
+    async def run() -> tuple[Response, Response, LeanTransport]:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        client = lean()
+        await client.__aenter__()
+        assert (await client.get(f"{url}/warm")).status == 200  # an idle kept-alive one
+        inflight = asyncio.create_task(client.get(f"{url}/inflight"))
+        await asyncio.sleep(0.1)
+        await client.__aexit__(None, None, None)  # shutdown with a request in flight
+        first = await inflight
+        after = await client.get(f"{url}/after")
+        await asyncio.sleep(0.6)  # the server has answered and seen every close
+        server.close()
+        return first, after, client
+
+    first, after, client = asyncio.run(run())
+    assert first.error == after.error == "transport closed"
+    paths = [head.split(b" ")[1] for head in raw.requests]
+    assert paths == [b"/warm", b"/inflight"]  # each once, nothing after the close
+    assert raw.connections == len(ended) == 1
+    assert not client._open and not any(o.idle for o in client._origins.values())

@@ -51,6 +51,7 @@ MAX_MEMBERS = 1024  # gzip/deflate members in one body, as aiohttp's MAX_DECOMPR
 
 DISCONNECTED = "server closed the connection without a response"
 CUT_SHORT = "response body cut short (connection reset or bad encoding)"
+CLOSED = "transport closed"  # after __aexit__: nothing more is sent (aiohttp: session closed)
 #: aiohttp's default headers (no brotli installed: no br).
 _DEFAULTS = {"Accept": "*/*", "Accept-Encoding": "gzip, deflate"}
 _UNSAFE = re.compile(r"[\x00-\x20\x7f]")  # not in a request target
@@ -311,6 +312,7 @@ class LeanTransport(BaseTransport):
         self._slots = asyncio.Semaphore(self.concurrency)
         self._tls: ssl.SSLContext | None = None
         self._open: set[_Connection] = set()
+        self._closing = False
 
     async def __aenter__(self) -> LeanTransport:
         if self.access.ca_bundle is not None:
@@ -334,6 +336,7 @@ class LeanTransport(BaseTransport):
         return self._tls
 
     async def __aexit__(self, *exc: object) -> None:
+        self._closing = True  # a request in flight is not retried, a new one not sent
         for conn in self._open:
             conn.abort()
         self._open.clear()
@@ -409,6 +412,8 @@ class LeanTransport(BaseTransport):
         conn = self._idle(origin)
         fresh = conn is None
         while True:
+            if self._closing:
+                raise Failure(CLOSED)
             if conn is None:
                 conn = await self._connect(origin, deadline)
             waiter = conn.begin(cap)
@@ -434,7 +439,7 @@ class LeanTransport(BaseTransport):
             break
         if conn.failure is not None:
             self._drop(conn)
-            raise Failure(conn.failure)
+            raise Failure(CLOSED if self._closing else conn.failure)
         answer = Response(url, conn.status, conn.headers or CIMultiDictProxy(CIMultiDict()))
         if not conn.skip:
             answer.body = b"".join(conn.chunks) if len(conn.chunks) != 1 else conn.chunks[0]
@@ -483,6 +488,9 @@ class LeanTransport(BaseTransport):
                     except OSError as exc:
                         error = exc
                         continue
+                    if self._closing:  # closed while connecting: not ours to keep
+                        conn.abort()
+                        raise Failure(CLOSED)
                     self._open.add(conn)
                     return conn
                 assert error is not None
