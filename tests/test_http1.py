@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import socket
 import ssl
 import subprocess
 import sys
@@ -632,3 +633,49 @@ def test_after_close_nothing_is_sent_again_and_no_connection_stays_open():
     assert paths == [b"/warm", b"/inflight"]  # each once, nothing after the close
     assert raw.connections == len(ended) == 1
     assert not client._open and not any(o.idle for o in client._origins.values())
+
+
+def _full_backlog() -> tuple[socket.socket, list[socket.socket]]:
+    """A listening socket whose accept queue is full: Linux then drops a new SYN, so a
+    connect to it hangs, as to a black-holed IPv6 route."""
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(0)
+    fillers = []
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(hole.getsockname())
+        fillers.append(filler)
+    return hole, fillers
+
+
+def test_a_host_of_several_addresses_falls_to_the_next_one_that_answers():
+    """Happy Eyeballs (aiohttp's 0.25 s): the host's first address refuses, or hangs."""
+    hole, fillers = _full_backlog()
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, not listening: refuses
+    raw = Raw(lambda n, head: _echo(head))
+
+    async def run() -> list[Response]:
+        server = await asyncio.start_server(raw.handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        out = []
+        for first in (closed.getsockname(), hole.getsockname()):
+            async with lean(timeout=4) as client:
+                infos = [
+                    (socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", address)
+                    for address in (first, ("127.0.0.1", port))
+                ]
+                client._dns[("site.test", port)] = (float("inf"), infos)
+                out.append(await client.get(f"http://site.test:{port}/page"))
+        server.close()
+        return out
+
+    try:
+        responses = asyncio.run(run())
+    finally:
+        for sock in [hole, closed, *fillers]:
+            sock.close()
+    assert [(r.status, r.error, r.body) for r in responses] == [(200, None, b"/page")] * 2
+    assert all(b"Host: site.test:" in head for head in raw.requests)

@@ -22,7 +22,9 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
+import aiohappyeyeballs
 import httptools
+from aiohappyeyeballs import AddrInfoType
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
@@ -47,6 +49,7 @@ MAX_HEAD = 1024 * 1024  # the whole head: llhttp itself has no limit
 DNS_TTL = 300.0  # as aiohttp's ttl_dns_cache
 IDLE_SECONDS = 15.0  # aiohttp's keepalive_timeout: an older idle connection is not reused
 CONNECT_SECONDS = 10.0
+HAPPY_EYEBALLS_DELAY = 0.25  # aiohttp's default: the next address after 250 ms
 MAX_MEMBERS = 1024  # gzip/deflate members in one body, as aiohttp's MAX_DECOMPRESS_MEMBERS
 
 DISCONNECTED = "server closed the connection without a response"
@@ -308,7 +311,8 @@ class LeanTransport(BaseTransport):
         self._other_headers = _lines(_DEFAULTS)
         self._pinned = {(host, port): address for host, port, address in access.pinned}
         self._origins: dict[str, _Origin] = {}
-        self._dns: dict[tuple[str, int], tuple[float, list[str]]] = {}
+        self._dns: dict[tuple[str, int], tuple[float, list[AddrInfoType]]] = {}
+        self._resolving: dict[tuple[str, int], asyncio.Future[list[AddrInfoType]]] = {}
         self._slots = asyncio.Semaphore(self.concurrency)
         self._tls: ssl.SSLContext | None = None
         self._open: set[_Connection] = set()
@@ -472,50 +476,70 @@ class LeanTransport(BaseTransport):
         loop = asyncio.get_running_loop()
         try:  # connecting may take its share of the total, never more than 10 s of it
             async with asyncio.timeout_at(min(deadline, loop.time() + CONNECT_SECONDS)):
-                addresses = await self._addresses(origin)
-                error: OSError | None = None
-                for address in addresses:
-                    try:
-                        _, conn = await loop.create_connection(
-                            lambda: _Connection(loop),
-                            address,
-                            origin.port,
-                            ssl=origin.tls,
-                            server_hostname=origin.host.rstrip(".") if origin.tls else None,
-                        )
-                    except ssl.SSLError as exc:
-                        raise Failure(_tls_problem(exc)) from None
-                    except OSError as exc:
-                        error = exc
-                        continue
-                    if self._closing:  # closed while connecting: not ours to keep
-                        conn.abort()
-                        raise Failure(CLOSED)
-                    self._open.add(conn)
-                    return conn
-                assert error is not None
-                raise Failure(_connect_problem(error))
+                infos = await self._addresses(origin)
+                try:  # Happy Eyeballs as aiohttp's connector: a black-holed IPv6 route costs
+                    # 0.25 s before the next address is tried, not the whole connect budget
+                    sock = await aiohappyeyeballs.start_connection(
+                        infos, happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY, interleave=1
+                    )
+                except OSError as exc:
+                    raise Failure(_connect_problem(exc)) from None
+                try:
+                    _, conn = await loop.create_connection(
+                        lambda: _Connection(loop),
+                        sock=sock,
+                        ssl=origin.tls,
+                        server_hostname=origin.host.rstrip(".") if origin.tls else None,
+                    )
+                except ssl.SSLError as exc:
+                    raise Failure(_tls_problem(exc)) from None
+                except OSError as exc:
+                    raise Failure(_connect_problem(exc)) from None
+                if self._closing:  # closed while connecting: not ours to keep
+                    conn.abort()
+                    raise Failure(CLOSED)
+                self._open.add(conn)
+                return conn
         except TimeoutError:
             raise Failure(f"no complete response within {self.timeout:g} s") from None
 
-    async def _addresses(self, origin: _Origin) -> list[str]:
+    async def _addresses(self, origin: _Origin) -> list[AddrInfoType]:
+        port = origin.port
         if origin.address is not None:
-            return [origin.address]
+            return _literal(origin.address, port)
         host = origin.host
         if ":" in host or host.replace(".", "").isdigit():
-            return [host]  # an IP address
-        key = (host, origin.port)
-        loop = asyncio.get_running_loop()
+            return _literal(host, port)  # an IP address
+        key = (host, port)
         cached = self._dns.get(key)
-        if cached is not None and cached[0] > loop.time():
+        if cached is not None and cached[0] > asyncio.get_running_loop().time():
             return cached[1]
+        pending = self._resolving.get(key)
+        if pending is None:  # one lookup a host at a time, however many requests wait for it
+            pending = self._resolving[key] = asyncio.ensure_future(self._resolve(host, port))
+            pending.add_done_callback(lambda done: self._resolved(key, done))
+        return await asyncio.shield(pending)  # one waiter cancelled never cancels the others'
+
+    def _resolved(self, key: tuple[str, int], done: asyncio.Future[list[AddrInfoType]]) -> None:
+        self._resolving.pop(key, None)
+        if not done.cancelled():
+            done.exception()  # said to its waiters; never "never retrieved" if none is left
+
+    async def _resolve(self, host: str, port: int) -> list[AddrInfoType]:
+        loop = asyncio.get_running_loop()
         try:
-            infos = await loop.getaddrinfo(host, origin.port, type=socket.SOCK_STREAM)
+            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except OSError as exc:
             raise Failure(_connect_problem(exc)) from None
-        addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
-        self._dns[key] = (loop.time() + DNS_TTL, addresses)
+        addresses = list({info[4]: info for info in infos}.values())
+        self._dns[(host, port)] = (loop.time() + DNS_TTL, addresses)
         return addresses
+
+
+def _literal(address: str, port: int) -> list[AddrInfoType]:
+    infos = aiohappyeyeballs.addr_to_addr_infos((address, port))
+    assert infos is not None
+    return infos
 
 
 def _lines(headers: dict[str, str]) -> str:
