@@ -679,3 +679,31 @@ def test_a_host_of_several_addresses_falls_to_the_next_one_that_answers():
             sock.close()
     assert [(r.status, r.error, r.body) for r in responses] == [(200, None, b"/page")] * 2
     assert all(b"Host: site.test:" in head for head in raw.requests)
+
+
+def test_requests_to_a_host_not_yet_resolved_share_one_lookup():
+    raw = Raw(lambda n, head: _echo(head))
+    lookups: list[str] = []
+
+    class Counted(LeanTransport):
+        async def _resolve(self, host: str, port: int):  # type: ignore[no-untyped-def]
+            lookups.append(host)
+            await asyncio.sleep(0.1)  # a slow resolver: the others arrive meanwhile
+            return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (LOCAL, port))]
+
+    async def run() -> list[Response]:
+        server = await asyncio.start_server(raw.handle, LOCAL, 0)
+        port = server.sockets[0].getsockname()[1]
+        client = Counted(user_agent=UA, concurrency=4, timeout=5, max_bytes=1000, access=None)
+        async with client:
+            urls = [f"http://site.test:{port}/{i}" for i in range(4)]
+            out = await asyncio.gather(*(client.get(url) for url in urls))
+        server.close()
+        return list(out)
+
+    responses = asyncio.run(run())
+    assert [r.body for r in responses] == [b"/0", b"/1", b"/2", b"/3"]
+    assert lookups == ["site.test"]
+
+
+LOCAL = "127.0.0.1"
