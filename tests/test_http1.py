@@ -707,3 +707,32 @@ def test_requests_to_a_host_not_yet_resolved_share_one_lookup():
 
 
 LOCAL = "127.0.0.1"
+
+
+def test_an_idle_connection_is_closed_after_its_idle_time(monkeypatch):
+    import crawler.shell.http1 as http1
+
+    monkeypatch.setattr(http1, "IDLE_SECONDS", 0.2)
+    raw = Raw(lambda n, head: _echo(head))
+    ended: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await raw.handle(reader, writer)
+        ended.append(1)
+
+    async def run() -> LeanTransport:
+        server = await asyncio.start_server(handle, LOCAL, 0)
+        url = f"http://{LOCAL}:{server.sockets[0].getsockname()[1]}/"
+        async with lean() as client:
+            assert (await client.get(url)).status == 200
+            for _ in range(50):  # the sweep runs after 0.2 s; the server then sees EOF
+                if ended:
+                    break
+                await asyncio.sleep(0.05)
+            assert ended == [1] and not any(o.idle for o in client._origins.values())
+            assert (await client.get(url)).status == 200  # on a new connection
+        server.close()
+        return client
+
+    client = asyncio.run(run())
+    assert raw.connections == 2 and not client._open

@@ -317,6 +317,7 @@ class LeanTransport(BaseTransport):
         self._tls: ssl.SSLContext | None = None
         self._open: set[_Connection] = set()
         self._closing = False
+        self._sweep: asyncio.TimerHandle | None = None
 
     async def __aenter__(self) -> LeanTransport:
         if self.access.ca_bundle is not None:
@@ -341,6 +342,8 @@ class LeanTransport(BaseTransport):
 
     async def __aexit__(self, *exc: object) -> None:
         self._closing = True  # a request in flight is not retried, a new one not sent
+        if self._sweep is not None:
+            self._sweep.cancel()
         for conn in self._open:
             conn.abort()
         self._open.clear()
@@ -453,6 +456,8 @@ class LeanTransport(BaseTransport):
             conn.clear()
             conn.idle_since = loop.time()
             origin.idle.append(conn)
+            if self._sweep is None:
+                self._sweep = loop.call_later(IDLE_SECONDS, self._close_idle)
         else:
             self._drop(conn)
         return answer
@@ -460,6 +465,22 @@ class LeanTransport(BaseTransport):
     def _drop(self, conn: _Connection) -> None:
         conn.abort()
         self._open.discard(conn)
+
+    def _close_idle(self) -> None:
+        """Close what has idled over IDLE_SECONDS, as aiohttp's cleanup timer did: the
+        user's server does not keep `concurrency` sockets a host for us until it times out."""
+        self._sweep = None
+        loop = asyncio.get_running_loop()
+        oldest = loop.time() - IDLE_SECONDS
+        left = False
+        for origin in self._origins.values():
+            for conn in origin.idle:
+                if conn.closed or conn.idle_since <= oldest:
+                    self._drop(conn)
+            origin.idle = [conn for conn in origin.idle if not conn.closed]
+            left = left or bool(origin.idle)
+        if left:
+            self._sweep = loop.call_later(IDLE_SECONDS, self._close_idle)
 
     def _idle(self, origin: _Origin) -> _Connection | None:
         """The most recently used idle connection still open and fresh enough, if any."""
