@@ -552,7 +552,7 @@ class LeanTransport(BaseTransport):
             infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except OSError as exc:
             raise Failure(_connect_problem(exc)) from None
-        addresses = list({info[4]: info for info in infos}.values())
+        addresses: list[AddrInfoType] = list({info[4]: info for info in infos}.values())
         self._dns[(host, port)] = (loop.time() + DNS_TTL, addresses)
         return addresses
 
