@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crawler.core.access import AUTH_ENV, Access, redact, secrets_of
+from crawler.core.access import AUTH_ENV, Access, header_safe, redact, secrets_of
 from crawler.core.groups import Groups, group_items
 from crawler.core.hosts import parse_host_pattern
 from crawler.core.patterns import Patterns
@@ -512,8 +512,8 @@ def _validate(self: Config) -> Config:
         raise ConfigError(
             "--resume continues a stopped crawl, --fresh starts from nothing: give one"
         )
-    if not self.user_agent.strip() or any(c in self.user_agent for c in "\r\n"):
-        raise ConfigError("user_agent must be one non-empty line")
+    if not self.user_agent.strip() or not header_safe(self.user_agent):
+        raise ConfigError("user_agent must be one non-empty line, without control characters")
     self.access()  # auth, header, cookie, proxy: the error names which, never the value
     _check_tls(self.ca_bundle, self.insecure)
     _check_robots_from(self.robots_from)

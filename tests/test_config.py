@@ -100,6 +100,7 @@ def test_bad_types_rejected(key, value):
         ({}, "no start URL"),
         ({"url": "https://e.com/", "timeout": 0}, "timeout must be positive"),
         ({"url": "https://e.com/", "user_agent": "a\nb"}, "user_agent"),
+        ({"url": "https://e.com/", "user_agent": "a\x00b"}, "without control characters"),
         ({"url": "https://e.com/", "listed_types": ()}, "listed_types"),
         ({"url": "https://e.com/", "changefreq": "sometimes"}, "changefreq must be one of"),
         ({"url": "https://e.com/", "max_bytes_per_file": 10**9}, "may not exceed"),

@@ -230,7 +230,7 @@ def test_a_start_url_asking_for_credentials_says_so(serve, crawl, tmp_path):
 
 
 def test_workers_send_the_credentials_too(serve, crawl, tmp_path, rules_file):
-    base = tree_site(150)  # past pool.START_AFTER: workers start and take pages
+    base = tree_site(400, 0.01)  # past pool.START_AFTER, slow enough for workers to start
     site = StagingSite({}, fallback=base.fallback)
     srv = serve(site.app)
     report = tmp_path / "report.json"
@@ -251,7 +251,7 @@ def test_workers_send_the_credentials_too(serve, crawl, tmp_path, rules_file):
     requests = json.loads(report.read_text())["requests"]
     assert requests["workers"] == 2
     assert requests["by_workers"] > 0
-    assert len(pub.locs) == 150
+    assert len(pub.locs) == 400
     assert site.refused == []
     assert all(_saw_credentials(headers) for _, _, headers in site.requests)
 

@@ -56,6 +56,12 @@ _TOKEN_AFTER = r"(?![0-9A-Za-z_]|[-.~+][0-9A-Za-z])"
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 5.6.2: a header or cookie name
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # CR, LF, NUL...; a tab is allowed
 
+
+def header_safe(value: str) -> bool:
+    """A header value sent as given: no line break, NUL or other control (a tab is fine)."""
+    return _CONTROL.search(value) is None
+
+
 #: Headers the HTTP client or another option sets; a --header naming one is refused, and why.
 _OWN_HEADERS = {
     "host": "the Host header is the start URL's (--public-url maps a staging host to the "

@@ -13,11 +13,12 @@ from crawler.config import Config
 from crawler.core.history import Validators
 from crawler.core.page import PagePolicy
 from crawler.core.urls import join_parts
-from crawler.shell.fetch import HttpTransport, Response, Transport
+from crawler.shell.fetch import Response, Transport
 from crawler.shell.pages import Fetched, LocalPages, Pages
 from crawler.shell.pool import PoolPages, Spare
 from crawler.shell.retry import RetryPolicy, fetch_with_retries
 from crawler.shell.throttle import Throttle, ThrottleClosed
+from crawler.shell.transports import crawl_transport
 
 #: Fraction added to any requested spacing between requests: starts are timed here, and a
 #: send delayed by a busy machine must not bring two requests closer than --delay at the
@@ -93,7 +94,7 @@ class PoliteClient:
                 self.pages = None
             return
         c = self.config
-        http = HttpTransport(
+        http = crawl_transport(
             user_agent=c.user_agent,
             concurrency=c.concurrency,
             timeout=c.timeout,

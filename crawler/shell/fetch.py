@@ -16,11 +16,8 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
-import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import DefaultResolver
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
@@ -29,6 +26,10 @@ from crawler.core.history import Validators
 from crawler.core.robots import RobotsTxt, parse_robots, robots_from_response
 from crawler.core.urls import join_parts, normalize, resolve
 from crawler.errors import ConfigError
+
+if TYPE_CHECKING:  # aiohttp is imported where it runs: a crawl without a proxy never loads it
+    import aiohttp
+    from aiohttp.abc import AbstractResolver, ResolveResult
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_BYTES = 500 * 1024  # RFC 9309 2.5: parse at least 500 KiB; we read no more
@@ -68,19 +69,21 @@ def conditional(validators: Validators) -> dict[str, str]:
 
 def describe_error(exc: BaseException, timeout: float) -> str:
     """A one-line, user-facing description of why a request failed."""
+    import aiohttp
+
     if isinstance(exc, TimeoutError):
         return f"no complete response within {timeout:g} s"
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        return _certificate_problem(exc.certificate_error)
+        return certificate_problem(exc.certificate_error)
     if isinstance(exc, aiohttp.ClientConnectorSSLError):
-        return f"TLS handshake failed: {_ssl_reason(exc.os_error)}"
+        return f"TLS handshake failed: {ssl_reason(exc.os_error)}"
     if isinstance(exc, aiohttp.ClientProxyConnectionError):
-        return f"cannot connect to the proxy: {_connect_reason(exc.os_error)}"
+        return f"cannot connect to the proxy: {connect_reason(exc.os_error)}"
     if isinstance(exc, aiohttp.ClientHttpProxyError):
         hint = " (--proxy http://USER:PASSWORD@HOST:PORT)" if exc.status == 407 else ""
         return f"the proxy refused: HTTP {exc.status} {exc.message}{hint}"
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return f"cannot connect: {_connect_reason(exc.os_error)}"
+        return f"cannot connect: {connect_reason(exc.os_error)}"
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         return "server closed the connection without a response"
     if isinstance(exc, aiohttp.ClientPayloadError):
@@ -93,7 +96,7 @@ def describe_error(exc: BaseException, timeout: float) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _connect_reason(error: OSError) -> str:
+def connect_reason(error: OSError) -> str:
     # a positive errno has the C library's words ("Connection refused"); a resolver's
     # error (socket.gaierror, errno < 0) carries its own strerror
     errno = error.errno if isinstance(error.errno, int) else 0
@@ -101,17 +104,17 @@ def _connect_reason(error: OSError) -> str:
     return reason.lower() if reason else str(error)
 
 
-def _certificate_problem(error: BaseException) -> str:
+def certificate_problem(error: BaseException) -> str:
     """The certificate's problem in OpenSSL's words ("self-signed certificate", "Hostname
     mismatch"), and the two ways round it: a staging site's own CA is the usual cause."""
-    reason = getattr(error, "verify_message", None) or _ssl_reason(error)
+    reason = getattr(error, "verify_message", None) or ssl_reason(error)
     return (
         f"TLS certificate not trusted: {reason} "
         f"(--ca-bundle FILE trusts its CA; --insecure checks no certificate)"
     )
 
 
-def _ssl_reason(error: BaseException) -> str:
+def ssl_reason(error: BaseException) -> str:
     reason = getattr(error, "reason", None)
     if isinstance(reason, str) and reason:
         return reason.lower().replace("_", " ")
@@ -122,6 +125,24 @@ def _ssl_reason(error: BaseException) -> str:
 def basic_auth(user: str, password: str) -> str:
     """An Authorization value for HTTP basic auth (RFC 7617, in UTF-8)."""
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
+def home_of(access: Access) -> tuple[str, str | None, int | None] | None:
+    """The crawled origin as (scheme, host, port), what a request's URL is compared with
+    before the credentials, headers and cookies go with it."""
+    home = URL(access.origin) if access.origin else None
+    return (home.scheme, home.host, home.port) if home is not None else None
+
+
+def home_headers(access: Access) -> dict[str, str]:
+    """The headers for the crawled origin only: the user's, Authorization (built here, as
+    aiohttp 4 wants) and the cookies."""
+    headers = dict(access.headers)
+    if access.auth is not None:
+        headers["Authorization"] = basic_auth(*access.auth)
+    if access.cookie_header is not None:
+        headers["Cookie"] = access.cookie_header
+    return headers
 
 
 def tls_context(access: Access) -> ssl.SSLContext | bool:
@@ -149,12 +170,15 @@ class Transport(Protocol):
         ...
 
 
-class PinnedResolver(AbstractResolver):
+class PinnedResolver:
     """--resolve: these (host, port) pairs connect to the given address, as curl's
     --resolve; any other name is resolved as usual. The request keeps its own Host header
-    and TLS server name, so a staging server answers as the public one would."""
+    and TLS server name, so a staging server answers as the public one would.
+    aiohttp's AbstractResolver in all but name (its base class would import aiohttp)."""
 
     def __init__(self, pinned: tuple[tuple[str, int, str], ...]) -> None:
+        from aiohttp.resolver import DefaultResolver
+
         self._pinned = {(host, port): address for host, port, address in pinned}
         self._default = DefaultResolver()
 
@@ -165,23 +189,23 @@ class PinnedResolver(AbstractResolver):
         if address is None:
             return await self._default.resolve(host, port, family)
         six = ":" in address
-        return [
-            ResolveResult(
-                hostname=host,
-                host=address,
-                port=port,
-                family=socket.AF_INET6 if six else socket.AF_INET,
-                proto=0,
-                flags=socket.AI_NUMERICHOST,
-            )
-        ]
+        result: ResolveResult = {
+            "hostname": host,
+            "host": address,
+            "port": port,
+            "family": socket.AF_INET6 if six else socket.AF_INET,
+            "proto": 0,
+            "flags": socket.AI_NUMERICHOST,
+        }
+        return [result]
 
     async def close(self) -> None:
         await self._default.close()
 
 
-class HttpTransport:
-    """Owns the aiohttp session. Use as an async context manager."""
+class BaseTransport:
+    """What a transport of the crawl is made from, and what it tells: both transports
+    (aiohttp's here, the lean one in http1.py) and the worker pool read these."""
 
     def __init__(
         self,
@@ -199,17 +223,25 @@ class HttpTransport:
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.access = access = access or Access()
-        self._session: aiohttp.ClientSession | None = None
         self._secrets = access.secrets
-        home = URL(access.origin) if access.origin else None
-        self._home = (home.scheme, home.host, home.port) if home is not None else None
-        # the headers for the crawled origin; Authorization built here as aiohttp 4 wants
-        headers = dict(access.headers)
-        if access.auth is not None:
-            headers["Authorization"] = basic_auth(*access.auth)
-        if access.cookie_header is not None:
-            headers["Cookie"] = access.cookie_header
-        self._headers = headers or None
+        self._home = home_of(access)
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """A transport's own state, made from the settings."""
+
+    def redact(self, text: str) -> str:
+        """text without the secrets of `access`: for every message that leaves the process."""
+        return redact(text, self._secrets) if self._secrets else text
+
+
+class HttpTransport(BaseTransport):
+    """Owns the aiohttp session. Use as an async context manager."""
+
+    def _prepare(self) -> None:
+        access = self.access
+        self._session: aiohttp.ClientSession | None = None
+        self._headers = home_headers(access) or None
         self._proxy_headers = (
             {"Proxy-Authorization": basic_auth(*access.proxy_auth)}
             if access.proxy_auth is not None
@@ -217,12 +249,15 @@ class HttpTransport:
         )
 
     async def __aenter__(self) -> HttpTransport:
+        import aiohttp
+
         access = self.access
+        resolver = PinnedResolver(access.pinned) if access.pinned else None
         connector = aiohttp.TCPConnector(
             limit=self.concurrency,
             ttl_dns_cache=300,
             ssl=tls_context(access),
-            resolver=PinnedResolver(access.pinned) if access.pinned else None,
+            resolver=cast("AbstractResolver | None", resolver),
         )
         self._session = aiohttp.ClientSession(
             connector=connector,
@@ -246,6 +281,8 @@ class HttpTransport:
         self, url: str, max_bytes: int | None = None, validators: Validators | None = None
     ) -> Response:
         """GET url (already normalised: sent as is), without following redirects."""
+        import aiohttp
+
         assert self._session is not None, "use HttpTransport as an async context manager"
         cap = self.max_bytes if max_bytes is None else max_bytes
         started = time.monotonic()
@@ -277,10 +314,6 @@ class HttpTransport:
             answer = Response(url, error=self.redact(describe_error(exc, self.timeout)))
         answer.seconds = time.monotonic() - started
         return answer
-
-    def redact(self, text: str) -> str:
-        """text without the secrets of `access`: for every message that leaves the process."""
-        return redact(text, self._secrets) if self._secrets else text
 
 
 #: A URL with a scheme of its own (another origin, when resolve() takes no such URL).

@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-import aiohttp
-
 from crawler.config import NOTIFY_FORMATS, coerce, env_var, from_env, robots_from_is_url
 from crawler.core.notice import Ending, body, encode, scrub
 from crawler.errors import SitemapCrawlerError
@@ -136,6 +134,8 @@ async def post(
     url: str, data: bytes, *, retries: int = RETRIES, timeout: float = TIMEOUT
 ) -> str | None:
     """POST `data` (JSON) to `url`, retried; None when it was taken (2xx), else why not."""
+    import aiohttp  # here: every run reads these settings, few post (a crawl never loads it)
+
     policy = RetryPolicy(retries=retries, max_retry_after=MAX_RETRY_AFTER, base=1.0)
     headers = {"Content-Type": "application/json", "User-Agent": "sitemap-crawler"}
     client_timeout = aiohttp.ClientTimeout(total=timeout)

@@ -47,8 +47,9 @@ from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.urls import LinkResolver
 from crawler.core.wire import pack, unpack, unpack_any
-from crawler.shell.fetch import HttpTransport, Response
+from crawler.shell.fetch import Response
 from crawler.shell.pages import Fetched, LocalPages
+from crawler.shell.transports import CrawlTransport, crawl_transport
 
 #: Pages a crawl fetches in the main process before it starts its workers.
 START_AFTER = 100
@@ -256,7 +257,7 @@ class PoolPages(LocalPages):
     def __init__(
         self,
         spares: list[Spare],
-        transport: HttpTransport,
+        transport: CrawlTransport,
         policy: PagePolicy,
         known: Mapping[str, object] | None = None,
         *,
@@ -577,7 +578,7 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     links = LinkResolver()
-    http = HttpTransport(
+    http = crawl_transport(
         user_agent=settings.user_agent,
         concurrency=settings.concurrency,
         timeout=settings.timeout,

@@ -20,12 +20,12 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import aiohttp
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -38,15 +38,23 @@ from tenacity import (
 from crawler.core.httpdate import parse_http_date
 from crawler.errors import ConfigError
 
+if TYPE_CHECKING:  # imported where it runs: a crawl without a proxy never loads aiohttp
+    import aiohttp
+
 R = TypeVar("R")
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-# Exceptions a fetch may raise that mean "no answer", as opposed to a bug in our code.
-CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
-    OSError,
-    TimeoutError,
-    aiohttp.ClientError,
-)
+# Exceptions a fetch may raise that mean "no answer", as opposed to a bug in our code; with
+# aiohttp's ClientError once aiohttp is loaded (`_connection_errors`).
+CONNECTION_ERRORS: tuple[type[BaseException], ...] = (OSError, TimeoutError)
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    """CONNECTION_ERRORS and aiohttp's ClientError when aiohttp is loaded: only then can a
+    fetch raise one, and importing it here would cost every crawl a fifth of a second."""
+    aiohttp = sys.modules.get("aiohttp")
+    return CONNECTION_ERRORS if aiohttp is None else (*CONNECTION_ERRORS, aiohttp.ClientError)
+
 
 _DELAY_SECONDS = re.compile(r"\d+(?:\.\d+)?")  # RFC 9110 says 1*DIGIT; "1.5" is harmless
 
@@ -116,7 +124,7 @@ async def fetch_with_retries(
     retry_after_of: Callable[[R], str | None],
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     error_of: Callable[[R], str | None] | None = None,
-    retry_on: tuple[type[BaseException], ...] = CONNECTION_ERRORS,
+    retry_on: tuple[type[BaseException], ...] | None = None,
     now: Callable[[], datetime] | None = None,
 ) -> tuple[R, list[str]]:
     """Call fetch until it gives a non-retryable outcome or policy.retries are spent.
@@ -124,10 +132,13 @@ async def fetch_with_retries(
     Returns the last result and one note per retry, e.g.
     "attempt 1: HTTP 503, retried after 2.0 s (Retry-After)". status_of maps a result to
     its HTTP status, None for a connection error or timeout; error_of, if given, names that
-    error in the note. An exception of a retry_on type is retried like a None status and
-    re-raised if the last attempt raises it too; any other exception propagates at once.
+    error in the note. An exception of a retry_on type (by default a connection error:
+    `_connection_errors`) is retried like a None status and re-raised if the last attempt
+    raises it too; any other exception propagates at once.
     `now` (UTC) is for Retry-After dates and exists for tests.
     """
+    if retry_on is None:
+        retry_on = _connection_errors()
     # Fast path: one direct call. tenacity only sees fetches that need a second try.
     first: R | _Raised
     try:
@@ -241,6 +252,7 @@ async def call(
     """One request to an API (a webhook, a search console), retried as a fetch is: the
     reply (its body as text), never an exception for a status or a lost connection.
     `kwargs` go to aiohttp (headers, data, json)."""
+    import aiohttp
 
     async def once() -> Reply:
         try:
