@@ -674,9 +674,9 @@ def resolve_links(
         # origin; and an absolute URL (it starts with "h") as known holds it, which needs
         # no join. A fragment or a backslash makes a join no known URL: join_exactly then.
         if "/0" <= href < "0":
-            candidate: str | None = origin + href
-            if candidate in known:
-                found[candidate] = None
+            joined = origin + href
+            if joined in known:
+                found[joined] = None
                 continue
         elif "h" <= href < "i" and href in known:
             found[href] = None
