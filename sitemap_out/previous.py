@@ -80,13 +80,27 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
     entry = next((n for n in ("sitemap.xml", "sitemap.txt") if n in names), None)
     if entry is None:
         return PreviousSet((), False, "")
+    recorded = read_layout(out_dir)
+    # A single file is read as a part is (one pass, the checks the layout needs), not
+    # first by the validating reader as well: on a site of one file, that second reading
+    # of every URL was most of the publish's cost. Only an index goes to the reader.
+    try:
+        single = _read_part(out_dir / entry, xml=".xml" in entry)
+    except _NotUrlset:
+        single = None
+    except _Unreadable as exc:
+        return _unreadable(f"{entry}: {exc}")
+    except (OSError, EOFError, zlib.error, gziplib.BadGzipFile) as exc:
+        return _unreadable(f"{entry}: {getattr(exc, 'strerror', None) or exc}")
+    if single is not None:
+        part = _scratch(scratch, DEFAULT_GROUP, 1, entry, None, *single)
+        return _previous([part], recorded, layout, index=False)
     try:
         top = read_sitemap(out_dir / entry)
     except OSError as exc:
         return _unreadable(f"{entry}: {exc.strerror or exc}")
     if not top.ok:
         return _unreadable(f"{entry}: {top.problems[0].message}")
-    recorded = read_layout(out_dir)
     # the index names its parts under the base URL it was made with
     base = (recorded or layout).get("base_url")
     found: list[tuple[str, int, str, str | None]] = []
@@ -114,22 +128,50 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
             return _unreadable(f"{name}: {exc}")
         except (OSError, EOFError, zlib.error, gziplib.BadGzipFile) as exc:
             return _unreadable(f"{name}: {getattr(exc, 'strerror', None) or exc}")
-        rows.sort()
-        locs = scratch / f"old-{group}-{number}.locs"
-        with open(locs, "w", encoding="utf-8") as fh:
-            fh.writelines(
-                f"{loc}\n" if lastmod is None else f"{loc}\t{lastmod}\n" for loc, lastmod in rows
-            )
-        parts.append(OldPart(number, name, len(rows), digest, index_lastmod, locs, group))
+        parts.append(_scratch(scratch, group, number, name, index_lastmod, rows, digest))
+    return _previous(parts, recorded, layout, index=top.kind == "sitemapindex")
+
+
+def _scratch(
+    scratch: Path,
+    group: str,
+    number: int,
+    name: str,
+    index_lastmod: str | None,
+    rows: list[tuple[str, str | None]],
+    digest: bytes,
+) -> OldPart:
+    """The part, its rows sorted by loc into a scratch file (see the module doc)."""
+    rows.sort()
+    locs = scratch / f"old-{group}-{number}.locs"
+    with open(locs, "w", encoding="utf-8") as fh:
+        fh.writelines(
+            f"{loc}\n" if lastmod is None else f"{loc}\t{lastmod}\n" for loc, lastmod in rows
+        )
+    return OldPart(number, name, len(rows), digest, index_lastmod, locs, group)
+
+
+def _previous(
+    parts: list[OldPart],
+    recorded: dict[str, object] | None,
+    layout: dict[str, object],
+    *,
+    index: bool,
+) -> PreviousSet:
     parts.sort(key=lambda p: (p.group, p.number))
     if recorded != layout:
         what = _what_differs(recorded, layout)
         return PreviousSet(tuple(parts), False, f"{what}: a fresh layout of part files")
-    return PreviousSet(tuple(parts), True, "", index=top.kind == "sitemapindex")
+    return PreviousSet(tuple(parts), True, "", index=index)
 
 
 class _Unreadable(Exception):
     pass
+
+
+class _NotUrlset(_Unreadable):
+    """The file's root is not a urlset: a part so made is unreadable; a sitemap.xml so
+    made may be an index, which the validating reader reads."""
 
 
 def _read_part(path: Path, *, xml: bool) -> tuple[list[tuple[str, str | None]], bytes]:
@@ -170,7 +212,7 @@ def _read_part(path: Path, *, xml: bool) -> tuple[list[tuple[str, str | None]], 
                     if event == "start":
                         depth += 1
                         if depth == 1 and elem.tag != f"{{{SITEMAP_NS}}}urlset":
-                            raise _Unreadable(f"the root element is {elem.tag}, not a urlset")
+                            raise _NotUrlset(f"the root element is {elem.tag}, not a urlset")
                         if depth == 1 and elem.getroottree().docinfo.doctype:
                             raise _Unreadable("it has a DOCTYPE, which we never write")
                         continue

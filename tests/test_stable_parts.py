@@ -399,3 +399,21 @@ def test_a_night_without_news_keeps_the_index_and_its_part(tmp_path, xsd):
     assert second.parts[0].kept and (tmp_path / "sitemap-1.xml").read_bytes() == part
     assert not (tmp_path / "sitemap-news.xml").exists()
     xsd.index(tmp_path / "sitemap.xml")
+
+
+@pytest.mark.parametrize("fmt", ["xml", "txt"])
+def test_a_single_file_is_read_back_as_a_part(tmp_path, xsd, fmt):
+    """A set of one file is read back once, as a part is (not by the validating reader as
+    well): its URLs count as unchanged, and the same edits by hand mean a fresh layout."""
+    name = f"sitemap.{fmt}"
+    run(tmp_path, LASTMODS, 1, lastmods=LASTMODS, max_urls=100, fmt=fmt)
+    log = ChangeLog()
+    result = run(tmp_path, LASTMODS, 2, lastmods=LASTMODS, max_urls=100, fmt=fmt, log=log)
+    assert (result.changes.added, result.changes.removed) == (0, 0) and log.previous
+    if fmt == "xml":
+        xsd.urlset(tmp_path / name)
+    (tmp_path / name).write_text(f"{loc(1)}\n{loc(1)}\n" if fmt == "txt" else "<urlset")
+    with SitemapWriter(tmp_path, BASE, stable=True, now=day(3), fmt=fmt, max_urls=100) as w:
+        why = "listed twice" if fmt == "txt" else "not well-formed"
+        assert "cannot be read back" in w.layout_note and why in w.layout_note
+        assert name in w.layout_note
