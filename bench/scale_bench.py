@@ -89,8 +89,8 @@ class Curve:
         ]
         n = len(self.samples)
         lines = []
-        for k in range(1, 11):
-            t, rss, pss = self.samples[min(n - 1, max(0, round(n * k / 10) - 1))]
+        for i in sorted({min(n - 1, max(0, round(n * k / 10) - 1)) for k in range(1, 11)}):
+            t, rss, pss = self.samples[i]  # a short run has fewer than ten samples
             fetched = max((f for s, f in progress if s <= t), default=0)
             lines.append(
                 f"  {t:8.0f} s {fetched:>9,} fetched  RSS {rss:7.0f} MB  PSS {pss:7.0f} MB"
