@@ -445,10 +445,14 @@ def test_a_header_of_the_users_replaces_ours_on_its_origin_only():
         server = await asyncio.start_server(raw.handle, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         home = f"http://127.0.0.1:{port}"
-        access = Access(origin=home, headers=(("accept", "text/html"),))
+        access = Access(
+            origin=home,
+            headers=(("accept", "text/html"),),
+            pinned=(("other.test", port, "127.0.0.1"),),  # another origin, on 127.0.0.1 too
+        )
         async with lean(access) as client:
             await client.get(home + "/")
-            await client.get(f"http://localhost:{port}/")  # another origin: ours only
+            await client.get(f"http://other.test:{port}/")  # another origin: ours only
         server.close()
 
     asyncio.run(run())
