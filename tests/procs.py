@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -72,6 +73,28 @@ def wait_for(
                 detail = f"; the child was killed: {_ended(proc)}"
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{detail}")
         time.sleep(0.01)
+
+
+def interrupted(
+    argv: list[str],
+    condition: Callable[[], object],
+    what: str,
+    *,
+    env: dict[str, str],
+    then: Callable[[], object] = lambda: None,
+) -> tuple[int, str]:
+    """Run argv, send it SIGTERM once `condition` holds (`then` runs right after: releasing
+    what held the step), and return its exit code and stderr: a run stopped in a chosen step."""
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for(condition, what, proc=proc)
+        proc.send_signal(signal.SIGTERM)
+        then()
+    finally:
+        _, err = proc.communicate(timeout=30)
+    return proc.returncode, err
 
 
 class Watched:

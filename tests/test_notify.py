@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import subprocess
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from aiohttp import web
 from crawler.core.access import secrets_of
 from crawler.core.notice import Ending, body, scrub
 from crawler.shell.notify import post, where
-from tests.procs import CLI, child_env, wait_for
+from tests.procs import CLI, child_env, interrupted
 from tests.sites import Page, Site, read_published, tree_site
 
 
@@ -299,14 +298,9 @@ def test_a_refused_notify_url_is_never_posted_to_nor_shown(serve, tmp_path):
 def test_sigterm_during_the_notification_ends_it_and_keeps_the_exit_code(serve, tmp_path):
     hook = Hook(delay=60.0)  # the POST hangs until the signal
     url = _hook(serve, hook)
-    proc = subprocess.Popen(
+    code, err = interrupted(
         [*CLI, "crawl", _nothing_site(serve), "-o", str(tmp_path / "o"), "--notify-url", url],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
+        lambda: hook.bodies, "the notification to be sent", env=child_env(),
     )  # fmt: skip
-    try:
-        wait_for(lambda: hook.bodies, "the notification to be sent", proc=proc)
-        proc.send_signal(signal.SIGTERM)
-    finally:
-        _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 3, err  # the run's own code, not killed (-15)
+    assert code == 3, err  # the run's own code, not killed (-15)
     assert "interrupted while telling the operator; the exit code is unchanged" in err

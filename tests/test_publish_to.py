@@ -33,7 +33,7 @@ from crawler.errors import ConfigError
 from crawler.exit_codes import Exit
 from tests.conftest import LiveServer
 from tests.objectstore import CREDENTIALS, S3, Proxy
-from tests.procs import CLI, child_env, wait_for
+from tests.procs import CLI, child_env, interrupted, wait_for
 from tests.sites import NS, Site, html, read_published
 
 pytestmark = pytest.mark.timeout(180)
@@ -339,18 +339,13 @@ def test_sigterm_mid_upload_exits_7_once_the_request_in_flight_returns(
     url = serve(catalogue({"n": 3}).app).url + "/"
     out = tmp_path / "out"
     front.hold = lambda method, path: method == "PUT" and path.endswith("/sitemap-1.xml.gz")
-    proc = subprocess.Popen(
+    code, err = interrupted(
         [*CLI, "crawl", url, "-o", str(out), "--gzip", "--max-urls-per-file", "2",
          "--publish-to", f"s3://{bucket}/", "--publish-endpoint", server.url],
-        env=child_env(**CREDENTIALS), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        front.held.is_set, "the upload to reach the first part", env=child_env(**CREDENTIALS),
+        then=front.release.set,  # the PUT in flight completes; nothing after it is sent
     )  # fmt: skip
-    try:
-        wait_for(front.held.is_set, "the upload to reach the first part", proc=proc)
-        proc.send_signal(signal.SIGTERM)
-        front.release.set()  # the PUT in flight completes; nothing after it is sent
-    finally:
-        _, err = proc.communicate(timeout=30)
-    assert proc.returncode == Exit.UPLOAD, (err, front.requests)  # published locally: not 130
+    assert code == Exit.UPLOAD, (err, front.requests)  # published locally: not 130
     assert f"but the upload to s3://{bucket}/ was interrupted; the local set is whole" in err
     assert len(read_published(out, xsd).locs) == 4
     assert front.puts() == ["sitemap-1.xml.gz"]

@@ -5,8 +5,6 @@ bodies), what is printed, and the exit codes; no secret is ever printed."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 from urllib.parse import quote
 
 import pytest
@@ -15,7 +13,7 @@ from aiohttp import web
 from crawler.cli import main
 from crawler.core.submissions import bing_status, google_status, line
 from tests.engines import ACCOUNT, AUDIENCE, BING_KEY, GRANT, SCOPE, TOKEN, Engines
-from tests.procs import CLI, child_env, wait_for
+from tests.procs import CLI, child_env, interrupted
 from tests.sites import Site, html, read_published, tree_site
 
 SITE = "https://www.example.com/"
@@ -237,22 +235,17 @@ def test_sigterm_during_submit_exits_9_writes_the_report_and_still_notifies(
     start = serve(tree_site(3).app).url + "/"
     engines.google[start] = {}
     out, report, told = tmp_path / "out", tmp_path / "report.json", tmp_path / "told"
-    proc = subprocess.Popen(
+    code, err = interrupted(
         [*CLI, "crawl", start, "-o", str(out), "-q", "--report", str(report),
          "--submit", "google", "--google-key-file", str(engines.path),
          "--on-failure", f'echo "$SITEMAP_CRAWLER_FAILED_EXIT_CODE" > "{told}"'],
+        lambda: engines.requests, "the submission to be sent",
         env=child_env(
             SITEMAP_CRAWLER_TEST_GOOGLE_API=engines.url,  # type: ignore[attr-defined]
             SITEMAP_CRAWLER_TEST_BING_API=engines.url,  # type: ignore[attr-defined]
         ),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    try:
-        wait_for(lambda: engines.requests, "the submission to be sent", proc=proc)
-        proc.send_signal(signal.SIGTERM)
-    finally:
-        _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 9, err  # published locally: not 130's "untouched"
+    assert code == 9, err  # published locally: not 130's "untouched"
     assert "but submitting it was interrupted" in err
     assert json.loads(report.read_text())["published"] is True
     assert told.read_text().strip() == "9"
