@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler.core.history import HistoryLinks
+from crawler.core.urls import UNSETTLED
 from crawler.shell.settled import SettledIds, told
 
 URLS = [f"http://example.com/p{i}" for i in range(400)]
@@ -64,3 +65,19 @@ def test_the_workers_are_told_too() -> None:
         told_workers.append((url, depth))
 
     assert told(None, workers) is workers  # no ids kept: the workers alone
+
+
+def test_a_hushed_url_is_skipped_from_its_depth_on_until_it_is_unsettled() -> None:
+    """#26: a queued URL with all its early referrers kept (Links.follow_targets): its
+    links at its queued depth or deeper are left out, here only (the workers are not told);
+    settled UNSETTLED (judged broken) every link to it counts again, the workers told."""
+    told_workers: list[tuple[str, int]] = []
+    ids = SettledIds(lambda: IDS)
+    settle = told(ids, lambda url, depth: told_workers.append((url, depth)))
+    ids.hush(URLS[3], 2)
+    assert ids.unsettled(_links([3, 4]), 2) == [URLS[4]]
+    assert ids.unsettled(_links([3, 4]), 1) == [URLS[3], URLS[4]]  # closer: it moves up
+    assert told_workers == []
+    settle(URLS[3], UNSETTLED)
+    assert ids.unsettled(_links([3, 4]), 7) == [URLS[3], URLS[4]]
+    assert told_workers == [(URLS[3], UNSETTLED)]

@@ -116,7 +116,7 @@ class HeavyHitters:
         if not packed or (seen > SAMPLE_ALL and seen % SAMPLE_EVERY):
             return
         counts, size = self._counts, self._size
-        blocks = set(memoryview(packed).cast("I"))  # as unpack_blocks reads them, no array
+        blocks = set(unpack_blocks(packed))
         if len(counts) + len(blocks) <= size:  # room for every new block: none is dropped,
             counts.update(blocks)  # so each counts one more, in C (the usual case)
             return
@@ -125,12 +125,9 @@ class HeavyHitters:
                 counts[block] += 1
             elif len(counts) < size:
                 counts[block] = 1
-            else:  # every counter loses one, the new block with them
-                for key in list(counts):
-                    if counts[key] == 1:
-                        del counts[key]
-                    else:
-                        counts[key] -= 1
+            else:  # every counter loses one, the new block with them (kept in order)
+                counts = Counter({key: n - 1 for key, n in counts.items() if n > 1})
+        self._counts = counts
 
     def candidates(self) -> frozenset[int]:
         return frozenset(self._counts)

@@ -100,6 +100,7 @@ class Links:
             targets = self.settled.unsettled(targets, depth)  # a revived page's: by id
         new, refer, met = self._new, self.refer, self.frontier.seen.get
         early = self.journal.early_referrer
+        hush = None if self.settled is None else self.settled.hush
         active, broken = self.active, self.tally.broken
         depths = self.journal.depths  # listings that may have twins: a closer link counts
         to_crawl = None if self.identity else self.plan.origins.to_crawl
@@ -111,8 +112,8 @@ class Links:
             elif queued != DONE:  # waiting: refer()'s usual case, one call instead of four
                 if depth < queued:
                     refer(url, referrer, depth)  # moves it up
-                else:  # (never among the URLs in flight: those left the queue, DONE)
-                    early(url, referrer)
+                elif early(url, referrer) and hush is not None:  # (never in flight: DONE)
+                    hush(url, queued)  # its referrers kept: a revived page's links skip it
             elif broken or url in active:
                 refer(url, referrer, depth)  # which also brings a listed twin closer
             elif depth < depths.get(url, depth):

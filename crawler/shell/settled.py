@@ -22,6 +22,7 @@ from operator import itemgetter
 from typing import Final
 
 from crawler.core.history import HistoryLinks
+from crawler.core.urls import UNSETTLED
 from crawler.shell.state import CrawlState
 
 __all__ = ["SettledIds", "told"]
@@ -50,15 +51,26 @@ class SettledIds:
         return cls(state.url_ids) if state.has_history and identity else None
 
     def settle(self, url: str, depth: int = 0) -> None:
-        """url is judged for good: a link to it at `depth` or deeper changes nothing."""
+        """url is judged for good: a link to it at `depth` or deeper changes nothing
+        (UNSETTLED: judged broken, every link counts again, see `hush`)."""
+        self._keep(url, _UNSETTLED if depth == UNSETTLED else depth)
+        if self.then is not None:
+            self.then(url, depth)
+
+    def hush(self, url: str, depth: int) -> None:
+        """url waits in the queue at `depth` with all the early referrers the journal keeps
+        (Journal.early_referrer): until it is judged, a link to it at that depth or deeper
+        changes nothing. Here only, not told to the workers: judged broken, it is settled
+        UNSETTLED (the journal says so), and its late referrers count."""
+        self._keep(url, depth)
+
+    def _keep(self, url: str, depth: int) -> None:
         uid = self._ids().get(url)
         if uid is not None:
             depths = self._depths
             if uid >= len(depths):
                 self._grow(uid + 1)
             depths[uid] = min(depth, _UNSETTLED)
-        if self.then is not None:
-            self.then(url, depth)
 
     def unsettled(self, links: HistoryLinks, depth: int) -> list[str]:
         """The links a link at `depth` may still matter to, in their order: the settled
