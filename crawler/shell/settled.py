@@ -6,7 +6,10 @@ already: each cost two or three lookups by name (the seen set, the listings' dep
 URLs in flight) for nothing, a tenth of a 304 night. A URL is settled when its decision is
 final and not broken (a link to it changes nothing) or, for a listing that may have twins,
 from its depth on (a closer link still ranks its twins): the journal says so
-(Journal.settle), as it tells the workers. Kept by the state's URL id in a byte array (a
+(Journal.settle), as it tells the workers. Here only (#26), a URL waiting in the queue
+with all the early referrers the journal keeps is hushed from its queued depth on (a link
+there would change nothing), until it is judged: settled then, or UNSETTLED again when
+broken (its late referrers count). Kept by the state's URL id in a byte array (a
 byte a URL), a revived page's links (crawler.core.history.HistoryLinks, which carry their ids)
 are checked in C, and only those that may change something reach Links.follow_targets'
 loop. A depth kept is never below the one that matters (a closer link may lower a listing's
