@@ -626,3 +626,41 @@ def test_a_304_night_keeps_each_page_s_links_as_the_full_night_stored_them(site_
     third, _ = run("--workers", workers, name="third")  # a 304 again, from the 304's rows
     assert site.not_modified == site.requests and third.locs == first.locs
     assert _history_links(run.state) == before
+
+
+def test_a_broken_url_s_referrers_are_the_same_when_revived_pages_link_to_it(serve, tmp_path, xsd):
+    """#26: a URL waiting with all its early referrers kept is skipped by revived pages'
+    links (SettledIds.hush); judged broken, it is looked at again, so the pages judged
+    after it still name it: the broken-links report of a 304 night is the full night's."""
+    pages = {"/": ["/deep", *(f"/p/{i}" for i in range(8))], "/deep": ["/gone"]}
+    pages["/deep"] += [f"/q/{i}" for i in range(8)]  # after /gone: judged after it
+    pages.update({f"/p/{i}": ["/", "/gone"] for i in range(8)})  # before it: early referrers
+    pages.update({f"/q/{i}": ["/", "/gone"] for i in range(8)})  # after it: late referrers
+
+    async def handle(request: web.Request) -> web.Response:
+        if request.path not in pages:
+            return web.Response(status=404, text="gone")
+        links = "".join(f'<a href="{href}">{href}</a>' for href in pages[request.path])
+        body = f"<!doctype html><title>{request.path}</title><p>{links}</p>".encode()
+        tag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+        if request.headers.get("If-None-Match") == tag:
+            return web.Response(status=304, headers={"ETag": tag})
+        return web.Response(body=body, content_type="text/html", headers={"ETag": tag})
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    srv = serve(app)
+    state, report = tmp_path / "state.sqlite", tmp_path / "report.json"
+    order = ("--concurrency", "1", "--workers", "0", "--report", str(report))
+
+    def broken() -> list[str]:
+        (gone,) = json.loads(report.read_text())["broken_links"]
+        assert gone["url"] == srv.url + "/gone"
+        return gone["linked_from"]
+
+    _run(srv.url, tmp_path, state, xsd, *order)
+    full = broken()
+    _run(srv.url, tmp_path, state, xsd, *order)
+    assert json.loads(report.read_text())["pages_not_modified"] == len(pages)
+    assert broken() == full
+    assert len(full) == 10 and srv.url + "/q/0" in full  # late referrers among them

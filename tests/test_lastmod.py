@@ -94,6 +94,37 @@ def test_the_summary_keeps_every_block_on_most_pages(pages, template):
     assert common_blocks(exact, len(pages)) == common_blocks(counts, len(pages))
 
 
+def _misra_gries(pages: list[list[int]], size: int) -> dict[int, int]:
+    """The summary's counters as the textbook loop keeps them, block by block."""
+    counts: dict[int, int] = {}
+    for page in pages:
+        for block in set(page):
+            if block in counts:
+                counts[block] += 1
+            elif len(counts) < size:
+                counts[block] = 1
+            else:
+                for key in list(counts):
+                    if counts[key] == 1:
+                        del counts[key]
+                    else:
+                        counts[key] -= 1
+    return counts
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 2**32 - 1) | st.integers(0, 40), max_size=20), max_size=60),
+    st.integers(1, 48),
+)
+def test_the_summary_counts_as_the_textbook_loop(pages, size):
+    """#26: a page whose new blocks all fit is counted in one step (Counter.update); the
+    counters, and so the candidates, are exactly the block-by-block loop's, full or not."""
+    summary = HeavyHitters(size=size)
+    for page in pages:
+        summary.add_page(pack_blocks(page))
+    assert dict(summary._counts) == _misra_gries(pages, size)
+
+
 NAV, TEXT, EDITED, FOOTER_OLD, FOOTER_NEW = 1, 2, 3, 4, 5
 TEMPLATE = frozenset({NAV, FOOTER_OLD, FOOTER_NEW})
 PAGE = pack_blocks([NAV, TEXT, FOOTER_OLD])

@@ -7,7 +7,11 @@ from array import array
 from hypothesis import given
 from hypothesis import strategies as st
 
+from crawler.core.decide import HTTP_ERROR, REDIRECT, Decision
 from crawler.core.history import HistoryLinks
+from crawler.core.report import Tally
+from crawler.core.urls import UNSETTLED
+from crawler.shell.journal import EARLY_REFERRERS, Journal
 from crawler.shell.settled import SettledIds, told
 
 URLS = [f"http://example.com/p{i}" for i in range(400)]
@@ -64,3 +68,37 @@ def test_the_workers_are_told_too() -> None:
         told_workers.append((url, depth))
 
     assert told(None, workers) is workers  # no ids kept: the workers alone
+
+
+def test_a_hushed_url_is_skipped_from_its_depth_on_until_it_is_unsettled() -> None:
+    """#26: a queued URL with all its early referrers kept (Links.follow_targets): its
+    links at its queued depth or deeper are left out, here only (the workers are not told);
+    settled UNSETTLED (judged broken) every link to it counts again, the workers told."""
+    told_workers: list[tuple[str, int]] = []
+    ids = SettledIds(lambda: IDS)
+    settle = told(ids, lambda url, depth: told_workers.append((url, depth)))
+    ids.hush(URLS[3], 2)
+    assert ids.unsettled(_links([3, 4]), 2) == [URLS[4]]
+    assert ids.unsettled(_links([3, 4]), 1) == [URLS[3], URLS[4]]  # closer: it moves up
+    assert told_workers == []
+    settle(URLS[3], UNSETTLED)
+    assert ids.unsettled(_links([3, 4]), 7) == [URLS[3], URLS[4]]
+    assert told_workers == [(URLS[3], UNSETTLED)]
+
+
+def test_the_journal_says_when_early_referrers_are_complete_and_unsettles_a_broken_url() -> None:
+    """#26: early_referrer is True once, when the last early referrer is kept (then the URL
+    may be hushed); a broken URL with all of them is settled UNSETTLED as it is recorded,
+    so that later links to it are looked at (late referrers)."""
+    journal = Journal(lambda url: url, Tally())
+    settled: list[tuple[str, int]] = []
+    journal.settle = lambda url, depth: settled.append((url, depth))
+    gone = URLS[9]
+    kept = [journal.early_referrer(gone, URLS[i]) for i in range(EARLY_REFERRERS + 2)]
+    assert kept == [False] * (EARLY_REFERRERS - 1) + [True, False, False]
+    assert journal.early_referrer(gone, URLS[0]) is False  # named already
+    journal.record(gone, 404, Decision(HTTP_ERROR, "HTTP 404"), 2, URLS[8])
+    assert settled == [(gone, UNSETTLED)]
+    assert journal.tally.broken[gone] == (404, [URLS[8], *URLS[:EARLY_REFERRERS]])
+    journal.record(URLS[10], 200, Decision(REDIRECT, URLS[11]), 1, None)
+    assert settled[-1] == (URLS[10], 0)  # not broken: settled for good, as before

@@ -115,6 +115,9 @@ class Decision:
         return self.reason == LISTED
 
 
+_LISTED = Decision(LISTED)  # frozen: one for every listed page
+
+
 @dataclass(slots=True, frozen=True)
 class Policy:
     """The switches of the decision, taken from the config (all on by default)."""
@@ -187,7 +190,7 @@ def decide_page(facts: PageFacts, policy: Policy) -> Decision:
         unlisted = _unlisted_by_pattern(facts.public or facts.url, policy)
         if unlisted is not None:
             return unlisted
-    return Decision(LISTED)
+    return _LISTED
 
 
 def awaits_canonical(facts: PageFacts, decision: Decision, policy: Policy) -> bool:

@@ -33,6 +33,7 @@ documented.
 from __future__ import annotations
 
 from array import array
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -106,7 +107,7 @@ class HeavyHitters:
 
     def __init__(self, size: int = SUMMARY_SIZE) -> None:
         self._size = size
-        self._counts: dict[int, int] = {}
+        self._counts: Counter[int] = Counter()
         self._seen = 0  # pages offered, fed or not
 
     def add_page(self, packed: bytes | None) -> None:
@@ -115,17 +116,18 @@ class HeavyHitters:
         if not packed or (seen > SAMPLE_ALL and seen % SAMPLE_EVERY):
             return
         counts, size = self._counts, self._size
-        for block in set(unpack_blocks(packed)):
+        blocks = set(unpack_blocks(packed))
+        if len(counts) + len(blocks) <= size:  # room for every new block: none is dropped,
+            counts.update(blocks)  # so each counts one more, in C (the usual case)
+            return
+        for block in blocks:
             if block in counts:
                 counts[block] += 1
             elif len(counts) < size:
                 counts[block] = 1
-            else:  # every counter loses one, the new block with them
-                for key in list(counts):
-                    if counts[key] == 1:
-                        del counts[key]
-                    else:
-                        counts[key] -= 1
+            else:  # every counter loses one, the new block with them (kept in order)
+                counts = Counter({key: n - 1 for key, n in counts.items() if n > 1})
+        self._counts = counts
 
     def candidates(self) -> frozenset[int]:
         return frozenset(self._counts)

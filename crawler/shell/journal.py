@@ -46,6 +46,7 @@ from crawler.core.lastmod import (
 )
 from crawler.core.llms import LlmsFile
 from crawler.core.report import DecisionRecord, Tally, is_broken
+from crawler.core.urls import UNSETTLED
 from crawler.errors import OutputError
 from crawler.shell.extensions import Extensions
 from crawler.shell.listings import Listing, Spool
@@ -143,7 +144,10 @@ class Journal:
             self.tally.count(record)
         if is_broken(decision.reason, status):
             refs = [referrer] if referrer else []
-            refs += self.refs.pop(url, ())
+            early = self.refs.pop(url, ())
+            refs += early
+            if len(early) >= EARLY_REFERRERS and self.settle is not None:
+                self.settle(url, UNSETTLED)  # hushed, maybe (Links.follow_targets): no more
             self.tally.add_broken(public, status or 0, list(dict.fromkeys(refs)))
         else:
             if self.refs:
@@ -173,13 +177,17 @@ class Journal:
 
     # -- pages linking to a URL ------------------------------------------------------------
 
-    def early_referrer(self, url: str, referrer: str) -> None:
-        """Another page links to url, not yet judged: kept in case it turns out broken."""
+    def early_referrer(self, url: str, referrer: str) -> bool:
+        """Another page links to url, not yet judged: kept in case it turns out broken.
+        True when that makes all the early referrers kept: until url is judged, another
+        link to it is news only if it is closer to the start."""
         refs = self.refs.get(url, ())
         if len(refs) < EARLY_REFERRERS and referrer not in refs:
-            self.refs[url] = (*refs, referrer)
+            self.refs[url] = refs = (*refs, referrer)
             if self.state is not None:
                 self.state.referred(url, referrer)
+            return len(refs) == EARLY_REFERRERS
+        return False
 
     def late_referrer(self, url: str, referrer: str) -> None:
         """Another page links to url, judged already: noted if url is broken."""

@@ -7,8 +7,8 @@ answer is revived (a 304, crawler.shell.revalidation) or rendered when asked
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 
 from crawler.config import Config
 from crawler.core.botwall import Walls
@@ -43,6 +43,9 @@ from crawler.shell.rendered import PageRenderer
 from crawler.shell.revalidation import Answer, Revalidation
 from crawler.shell.throttle import ThrottleClosed
 from sitemap_out import Entry, EntryError
+
+#: A day in microseconds: a Last-Modified later than a day from now is a clock error.
+_DAY_MICROS = 86_400_000_000
 
 #: A judged page: its final URL, facts, analysis and decision.
 Judged = tuple[str, PageFacts, PageResult, Decision]
@@ -270,8 +273,8 @@ class PageJudge:
         lastmod is the Last-Modified header's for now; the one published is decided when
         the crawl is over (journal.Dating), from what the whole site says."""
         config, page = self.config, answer.page
-        lastmod = parse_http_date(answer.modified)
-        if lastmod is not None and lastmod > datetime.now(UTC) + timedelta(days=1):
+        lastmod = to_micros(parse_http_date(answer.modified))
+        if lastmod is not None and lastmod > time.time_ns() // 1000 + _DAY_MICROS:
             lastmod = None  # a date in the future is a server clock error, not a lastmod
         # links found to it while it was fetched may have brought it closer to the start
         depth = min(task.depth, self.loop.active.get(url, task.depth))
@@ -283,7 +286,7 @@ class PageJudge:
             detail,
             depth,
             task.referrer,
-            to_micros(lastmod),
+            lastmod,
             config.changefreq,
             depth_priority(depth) if config.priority_by_depth else None,
             body,

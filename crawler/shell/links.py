@@ -98,7 +98,9 @@ class Links:
         while the URL waits to be judged, or when broken URLs are known."""
         if self.settled is not None and isinstance(targets, HistoryLinks):
             targets = self.settled.unsettled(targets, depth)  # a revived page's: by id
-        discover, refer, met = self.discover, self.refer, self.frontier.seen.get
+        new, refer, met = self._new, self.refer, self.frontier.seen.get
+        early = self.journal.early_referrer
+        hush = None if self.settled is None else self.settled.hush
         active, broken = self.active, self.tally.broken
         depths = self.journal.depths  # listings that may have twins: a closer link counts
         to_crawl = None if self.identity else self.plan.origins.to_crawl
@@ -106,9 +108,13 @@ class Links:
             url = target if to_crawl is None else to_crawl(target)
             queued = met(url)
             if queued is None:
-                discover(target, depth, referrer)  # maps to crawl space itself
-                continue
-            if queued != DONE or broken or url in active:
+                new(url, depth, referrer)
+            elif queued != DONE:  # waiting: refer()'s usual case, one call instead of four
+                if depth < queued:
+                    refer(url, referrer, depth)  # moves it up
+                elif early(url, referrer) and hush is not None:  # (never in flight: DONE)
+                    hush(url, queued)  # its referrers kept: a revived page's links skip it
+            elif broken or url in active:
                 refer(url, referrer, depth)  # which also brings a listed twin closer
             elif depth < depths.get(url, depth):
                 self.journal.closer(url, depth)
@@ -120,11 +126,14 @@ class Links:
             if referrer is not None:
                 self.refer(url, referrer, depth)
             return
-        task = Task(url, depth, referrer)
+        self._new(url, depth, referrer)
+
+    def _new(self, url: str, depth: int, referrer: str | None) -> None:
+        """url (crawl space) is met for the first time: queued, or recorded as screened."""
         screened = self.screen(url, depth)
         if screened is not None:
             self.frontier.mark_seen(url)
-            self.record(url, None, screened, task)
+            self.record(url, None, screened, Task(url, depth, referrer))
             return
         self.frontier.add(url, depth, referrer)
         if self.state is not None:

@@ -337,7 +337,8 @@ class PoolPages(LocalPages):
 
     def settle(self, url: str, depth: int = 0) -> None:
         """The crawl has judged url for good, and it is not broken: workers stop sending
-        links to it, except those found at less than `depth` (twins are ranked by it)."""
+        links to it, except those found at less than `depth` (twins are ranked by it).
+        UNSETTLED: judged broken, every link to it is sent (as for a URL not settled)."""
         if not self._workers:
             self._backlog.append((url, depth))  # handed to the workers when they start
         for worker in self._workers:

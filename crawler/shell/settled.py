@@ -6,7 +6,10 @@ already: each cost two or three lookups by name (the seen set, the listings' dep
 URLs in flight) for nothing, a tenth of a 304 night. A URL is settled when its decision is
 final and not broken (a link to it changes nothing) or, for a listing that may have twins,
 from its depth on (a closer link still ranks its twins): the journal says so
-(Journal.settle), as it tells the workers. Kept by the state's URL id in a byte array (a
+(Journal.settle), as it tells the workers. Here only (#26), a URL waiting in the queue
+with all the early referrers the journal keeps is hushed from its queued depth on (a link
+there would change nothing), until it is judged: settled then, or UNSETTLED again when
+broken (its late referrers count). Kept by the state's URL id in a byte array (a
 byte a URL), a revived page's links (crawler.core.history.HistoryLinks, which carry their ids)
 are checked in C, and only those that may change something reach Links.follow_targets'
 loop. A depth kept is never below the one that matters (a closer link may lower a listing's
@@ -22,6 +25,7 @@ from operator import itemgetter
 from typing import Final
 
 from crawler.core.history import HistoryLinks
+from crawler.core.urls import UNSETTLED
 from crawler.shell.state import CrawlState
 
 __all__ = ["SettledIds", "told"]
@@ -50,15 +54,26 @@ class SettledIds:
         return cls(state.url_ids) if state.has_history and identity else None
 
     def settle(self, url: str, depth: int = 0) -> None:
-        """url is judged for good: a link to it at `depth` or deeper changes nothing."""
+        """url is judged for good: a link to it at `depth` or deeper changes nothing
+        (UNSETTLED: judged broken, every link counts again, see `hush`)."""
+        self._keep(url, _UNSETTLED if depth == UNSETTLED else depth)
+        if self.then is not None:
+            self.then(url, depth)
+
+    def hush(self, url: str, depth: int) -> None:
+        """url waits in the queue at `depth` with all the early referrers the journal keeps
+        (Journal.early_referrer): until it is judged, a link to it at that depth or deeper
+        changes nothing. Here only, not told to the workers: judged broken, it is settled
+        UNSETTLED (the journal says so), and its late referrers count."""
+        self._keep(url, depth)
+
+    def _keep(self, url: str, depth: int) -> None:
         uid = self._ids().get(url)
         if uid is not None:
             depths = self._depths
             if uid >= len(depths):
                 self._grow(uid + 1)
             depths[uid] = min(depth, _UNSETTLED)
-        if self.then is not None:
-            self.then(url, depth)
 
     def unsettled(self, links: HistoryLinks, depth: int) -> list[str]:
         """The links a link at `depth` may still matter to, in their order: the settled
