@@ -23,6 +23,7 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import date, datetime
+from pathlib import Path
 
 from sitemap_out.parts import PartInfo, Parts
 from sitemap_out.previous import OldPart, PreviousSet
@@ -78,7 +79,7 @@ class StableLayout:
                 if bucket.count < quarter:
                     incoming.append(records(bucket.path))
                     continue
-                taken = self._write_routed(part, records(bucket.path), iter(()))
+                taken = self._write_own(part, bucket.path)
                 if taken < bucket.count:  # grew past max_bytes: the rest moves on
                     incoming.append(records(bucket.path, skip=taken))
             bucket = self._buckets[tail.number]
@@ -101,7 +102,10 @@ class StableLayout:
                 ns |= rec[2]
             extra.close()
             kept = itertools.islice(records(bucket.path), count - extra.count)
-            self._write_routed(tail, kept, records(extra.path))
+            if extra.count:
+                self._write_routed(tail, kept, records(extra.path))
+            else:  # nothing joins the last part (no new URL: most nights): its own, as read
+                parts.stage(tail.number, ns, (rec[1] for rec in kept), count, body_bytes, self._now)
         else:
             stream = heapq.merge(*incoming, key=loc_of)
         for _loc, data, own in stream:
@@ -109,6 +113,21 @@ class StableLayout:
         parts.close()
         # every part written is new as of now (those left unchanged get their old date back)
         parts.restamp(self._now)
+
+    def _write_own(self, part: OldPart, path: Path) -> int:
+        """Write an old part from its own routed entries alone, as many as fit, read twice
+        (what fits, then the file) rather than copied to a scratch file between; return
+        how many it took."""
+        parts = self._parts
+        count, body_bytes, ns = 0, 0, 0
+        for rec in self._scratch.records(path):
+            if not parts.fits(count, body_bytes, ns, rec):
+                break
+            count, body_bytes = count + 1, body_bytes + len(rec[1])
+            ns |= rec[2]
+        taken = itertools.islice(self._scratch.records(path), count)
+        parts.stage(part.number, ns, (rec[1] for rec in taken), count, body_bytes, self._now)
+        return count
 
     def _write_routed(self, part: OldPart, first: Iterator[Rec], second: Iterator[Rec]) -> int:
         """Write an old part's new content (first and second merged, each in loc order,
