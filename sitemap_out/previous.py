@@ -21,12 +21,9 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Final
 
-from lxml import etree
-
 from sitemap_out.groups import DEFAULT_GROUP, PART_RE
 from sitemap_out.limits import MAX_BYTES
 from sitemap_out.manifest import read_layout, read_manifest
-from sitemap_out.reader import read_sitemap
 from sitemap_out.scratch import CHUNK, read_chunks
 from sitemap_out.xml import SITEMAP_NS
 
@@ -96,6 +93,8 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
     if single is not None:
         part = _scratch(scratch, DEFAULT_GROUP, 1, entry, None, *single)
         return _previous([part], recorded, layout, index=False)
+    from sitemap_out.reader import read_sitemap  # an index: not loaded for a single file
+
     try:
         top = read_sitemap(out_dir / entry)
     except OSError as exc:
@@ -282,7 +281,10 @@ def _read_own(path: Path) -> tuple[list[tuple[str, str | None]], bytes] | None:
 
 
 def _checked_lxml(path: Path, *, xml: bool) -> tuple[list[tuple[str, str | None]], bytes]:
-    """_read_part for any file: lxml's pull parser (or lines, for a text part)."""
+    """_read_part for any file: lxml's pull parser (or lines, for a text part). lxml is
+    loaded here: a crawl reading back only parts of its own shape never needs it."""
+    from lxml import etree
+
     sha = hashlib.sha256()
     rows: list[tuple[str, str | None]] = []
     parser = etree.XMLPullParser(
