@@ -15,7 +15,7 @@ import gzip as gziplib
 import hashlib
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
@@ -239,45 +239,52 @@ def _read_own(path: Path) -> tuple[list[tuple[str, str | None]], bytes] | None:
     """The rows and digest of a part of our own shape (see _read_part), read a block of
     whole lines at a time: each block checked by one regular expression and its values
     taken by another, both in C. None at the first block that is not of that shape (the
-    caller then reads the file with lxml), and for a file over MAX_BYTES (lxml's reading
-    says why). Every row has a loc, and neither holds whitespace: _OWN_LINE admits none."""
+    caller then reads the file with lxml); _Unreadable for a file over MAX_BYTES, as lxml's
+    reading would say. Every row has a loc, and neither holds whitespace: _OWN_LINE admits
+    none."""
     sha = hashlib.sha256()
     rows: list[tuple[str, str | None]] = []
     pending = b""
-    size = 0
     head = ended = False
+    for chunk in _uncompressed(path, sha.update):
+        if ended:
+            return None
+        pending += chunk
+        if not head:  # the first chunk holds it: a few hundred bytes of _CHUNK's
+            found = _OWN_HEAD.match(pending)
+            if found is None:
+                return None
+            pending = pending[found.end() :]
+            head = True
+        cut = pending.rfind(b"\n") + 1
+        block, pending = pending[:cut], pending[cut:]
+        if block.endswith(_OWN_END):
+            block, ended = block[: -len(_OWN_END)], True
+        if _OWN_URLS.fullmatch(block) is None:
+            return None
+        text = _text if b"&" in block else bytes.decode
+        rows += (
+            (text(loc), text(lm[9:-10]) if lm else None) for loc, lm in _OWN_URL.findall(block)
+        )
+    if not ended or pending:
+        return None
+    return rows, sha.digest()
+
+
+def _uncompressed(path: Path, update: Callable[[bytes], object]) -> Iterator[bytes]:
+    """The file's bytes, gunzipped when gzipped, _CHUNK at a time, each given to update (the
+    digest) first; _Unreadable once past MAX_BYTES."""
+    size = 0
     with open(path, "rb") as raw:
         gz = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
         source = gziplib.GzipFile(fileobj=raw, mode="rb") if gz else raw
         while chunk := source.read(_CHUNK):
             size += len(chunk)
-            if size > MAX_BYTES or ended:
-                return None
-            sha.update(chunk)
-            pending += chunk
-            if not head:  # the first chunk holds it: a few hundred bytes of _CHUNK's
-                found = _OWN_HEAD.match(pending)
-                if found is None:
-                    return None
-                pending = pending[found.end() :]
-                head = True
-            cut = pending.rfind(b"\n") + 1
-            block, pending = pending[:cut], pending[cut:]
-            if block.endswith(_OWN_END):
-                block, ended = block[: -len(_OWN_END)], True
-            if _OWN_URLS.fullmatch(block) is None:
-                return None
-            found_rows = _OWN_URL.findall(block)
-            if b"&" in block:
-                rows += ((_text(loc), _text(lm[9:-10]) if lm else None) for loc, lm in found_rows)
-            else:
-                rows += (
-                    (loc.decode(), lm[9:-10].decode() if lm else None) for loc, lm in found_rows
-                )
-    if not ended or pending:
-        return None
-    return rows, sha.digest()
+            if size > MAX_BYTES:
+                raise _Unreadable("larger than a sitemap may be")
+            update(chunk)
+            yield chunk
 
 
 def _checked_lxml(path: Path, *, xml: bool) -> tuple[list[tuple[str, str | None]], bytes]:
@@ -297,38 +304,29 @@ def _checked_lxml(path: Path, *, xml: bool) -> tuple[list[tuple[str, str | None]
     url_tag, loc_tag, lastmod_tag = (f"{{{SITEMAP_NS}}}{t}" for t in ("url", "loc", "lastmod"))
     depth = 0
     pending = b""
-    size = 0
-    with open(path, "rb") as raw:
-        gz = raw.read(2) == b"\x1f\x8b"
-        raw.seek(0)
-        source = gziplib.GzipFile(fileobj=raw, mode="rb") if gz else raw
-        while chunk := source.read(_CHUNK):
-            size += len(chunk)
-            if size > MAX_BYTES:
-                raise _Unreadable("larger than a sitemap may be")
-            sha.update(chunk)
-            if not xml:
-                *lines, pending = (pending + chunk).split(b"\n")
-                rows += ((line.decode(), None) for line in lines if line.strip())
-                continue
-            try:
-                parser.feed(chunk)
-                for event, elem in parser.read_events():
-                    if event == "start":
-                        depth += 1
-                        if depth == 1 and elem.tag != f"{{{SITEMAP_NS}}}urlset":
-                            raise _NotUrlset(f"the root element is {elem.tag}, not a urlset")
-                        if depth == 1 and elem.getroottree().docinfo.doctype:
-                            raise _Unreadable("it has a DOCTYPE, which we never write")
-                        continue
-                    depth -= 1
-                    if depth == 1 and elem.tag == url_tag:
-                        rows.append((elem.findtext(loc_tag) or "", elem.findtext(lastmod_tag)))
-                        elem.clear(keep_tail=False)
-                        while elem.getprevious() is not None:
-                            del elem.getparent()[0]
-            except etree.XMLSyntaxError as exc:
-                raise _Unreadable(f"not well-formed XML: {exc.msg}") from None
+    for chunk in _uncompressed(path, sha.update):
+        if not xml:
+            *lines, pending = (pending + chunk).split(b"\n")
+            rows += ((line.decode(), None) for line in lines if line.strip())
+            continue
+        try:
+            parser.feed(chunk)
+            for event, elem in parser.read_events():
+                if event == "start":
+                    depth += 1
+                    if depth == 1 and elem.tag != f"{{{SITEMAP_NS}}}urlset":
+                        raise _NotUrlset(f"the root element is {elem.tag}, not a urlset")
+                    if depth == 1 and elem.getroottree().docinfo.doctype:
+                        raise _Unreadable("it has a DOCTYPE, which we never write")
+                    continue
+                depth -= 1
+                if depth == 1 and elem.tag == url_tag:
+                    rows.append((elem.findtext(loc_tag) or "", elem.findtext(lastmod_tag)))
+                    elem.clear(keep_tail=False)
+                    while elem.getprevious() is not None:
+                        del elem.getparent()[0]
+        except etree.XMLSyntaxError as exc:
+            raise _Unreadable(f"not well-formed XML: {exc.msg}") from None
     if xml:
         try:
             parser.close()
