@@ -24,7 +24,6 @@ from crawler.core.access import AUTH_ENV, Access, header_safe, redact, secrets_o
 from crawler.core.groups import Groups, group_items
 from crawler.core.hosts import parse_host_pattern
 from crawler.core.patterns import Patterns
-from crawler.core.uploads import check_endpoint, parse_target
 from crawler.core.urls import join_parts, normalize
 from crawler.errors import ConfigError, InvalidURLError
 from sitemap_out.stylesheet import check_href
@@ -668,6 +667,8 @@ def _check_publish_to(config: Config) -> None:
             if getattr(config, key) is not None:
                 raise ConfigError(f"{key} needs publish_to: the bucket to publish to")
         return
+    from crawler.core.uploads import check_endpoint, parse_target  # with publish_to only
+
     target = parse_target(config.publish_to)
     config.publish_to = target.url
     if config.publish_endpoint is not None:

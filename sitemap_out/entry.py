@@ -81,6 +81,7 @@ def is_hreflang(value: str) -> bool:
 
 
 _UTC: Final = UTC
+_MINUTE: Final = timedelta(minutes=1)
 
 
 def check_uri(value: object, *, min_chars: int = 0) -> str | None:
@@ -101,7 +102,7 @@ def check_uri(value: object, *, min_chars: int = 0) -> str | None:
         if not value.isascii():
             return "contains non-ASCII characters; percent-encode it as UTF-8 (encode_uri)"
         return "contains characters RFC 3986 does not allow unescaped; percent-encode them"
-    if _BAD_PERCENT.search(value) is not None:
+    if "%" in value and _BAD_PERCENT.search(value) is not None:
         return "has a '%' that does not start a %XX escape"
     return None
 
@@ -134,9 +135,20 @@ def format_lastmod(value: datetime | date) -> str:
     consumers reject them, and a sitemap's lastmod is never that precise anyway. UTC is
     written ``+00:00`` (not ``Z``) so every timestamp has the same shape.
     """
-    if isinstance(value, datetime):
-        return value.isoformat(timespec="seconds")
-    return value.isoformat()
+    global _formatted
+    last = _formatted
+    if last[0] is value:
+        return last[1]
+    text = value.isoformat(timespec="seconds") if isinstance(value, datetime) else value.isoformat()
+    _formatted = (value, text)
+    return text
+
+
+#: The last value format_lastmod formatted, and its text: a writer formats an entry's
+#: lastmod for its <url> and again to compare it with the one published (compare.py), and
+#: isoformat is most of either. Kept by identity (the object is held, so its id is not
+#: reused), one tuple swapped whole, so that threads sharing it read a matching pair.
+_formatted: tuple[object, str] = (None, "")
 
 
 def lastmod_key(value: datetime | date) -> datetime:
@@ -148,10 +160,12 @@ def lastmod_key(value: datetime | date) -> datetime:
 
 def _check_lastmod(loc: str, value: object) -> None:
     if isinstance(value, datetime):
+        if value.tzinfo is _UTC:  # offset 0: every lastmod a crawl gives (listings.py)
+            return
         offset = value.utcoffset()
         if offset is None:
             raise EntryError(loc, "lastmod", "naive datetime; give it a time zone")
-        if offset % timedelta(minutes=1):
+        if offset % _MINUTE:
             raise EntryError(loc, "lastmod", f"UTC offset {offset} has seconds; W3C can't say it")
     elif not isinstance(value, date):
         raise EntryError(loc, "lastmod", f"must be a datetime or date, not {type(value).__name__}")

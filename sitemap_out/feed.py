@@ -25,12 +25,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
-from lxml import etree
-
 from sitemap_out.xml import XML_DECLARATION, escape
+
+if TYPE_CHECKING:
+    from lxml import etree
 
 __all__ = [
     "ATOM_NS",
@@ -111,6 +112,8 @@ def read_feed(path: Path) -> tuple[list[FeedEntry], datetime | None]:
         return [], None
     if len(data) > MAX_FEED_BYTES:
         return [], None
+    from lxml import etree  # here: a crawl without --feed never loads lxml
+
     parser = etree.XMLParser(
         resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False
     )

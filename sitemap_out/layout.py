@@ -23,6 +23,7 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import date, datetime
+from pathlib import Path
 
 from sitemap_out.parts import PartInfo, Parts
 from sitemap_out.previous import OldPart, PreviousSet
@@ -78,7 +79,7 @@ class StableLayout:
                 if bucket.count < quarter:
                     incoming.append(records(bucket.path))
                     continue
-                taken = self._write_routed(part, records(bucket.path), iter(()))
+                taken = self._write_own(part, bucket.path)
                 if taken < bucket.count:  # grew past max_bytes: the rest moves on
                     incoming.append(records(bucket.path, skip=taken))
             bucket = self._buckets[tail.number]
@@ -100,8 +101,11 @@ class StableLayout:
                 count, body_bytes = count + 1, body_bytes + len(rec[1])
                 ns |= rec[2]
             extra.close()
-            kept = itertools.islice(records(bucket.path), count - extra.count)
-            self._write_routed(tail, kept, records(extra.path))
+            if extra.count:
+                kept = itertools.islice(records(bucket.path), count - extra.count)
+                self._write_routed(tail, kept, records(extra.path))
+            else:  # nothing joins the last part (no new URL: most nights): its own, as read
+                self._stage(tail, ns, bucket.path, count, body_bytes)
         else:
             stream = heapq.merge(*incoming, key=loc_of)
         for _loc, data, own in stream:
@@ -109,6 +113,30 @@ class StableLayout:
         parts.close()
         # every part written is new as of now (those left unchanged get their old date back)
         parts.restamp(self._now)
+
+    def _write_own(self, part: OldPart, path: Path) -> int:
+        """Write an old part from its own routed entries alone, as many as fit, read twice
+        (what fits, then the file) rather than copied to a scratch file between; return
+        how many it took."""
+        parts = self._parts
+        count, body_bytes, ns = 0, 0, 0
+        for rec in self._scratch.records(path):
+            if not parts.fits(count, body_bytes, ns, rec):
+                break
+            count, body_bytes = count + 1, body_bytes + len(rec[1])
+            ns |= rec[2]
+        self._stage(part, ns, path, count, body_bytes)
+        return count
+
+    def _stage(self, part: OldPart, ns: int, path: Path, count: int, body_bytes: int) -> None:
+        """Stage old part `part` from the first `count` records of the scratch file at path."""
+        parts, records = self._parts, self._scratch.records
+
+        def serialised() -> Iterator[bytes]:
+            return (rec[1] for rec in itertools.islice(records(path), count))
+
+        published = part.digest if parts.name(part.number) == part.name else None
+        parts.stage(part.number, ns, serialised, count, body_bytes, self._now, published=published)
 
     def _write_routed(self, part: OldPart, first: Iterator[Rec], second: Iterator[Rec]) -> int:
         """Write an old part's new content (first and second merged, each in loc order,
@@ -126,8 +154,7 @@ class StableLayout:
             count, body_bytes = count + 1, body_bytes + len(rec[1])
             ns |= rec[2]
         chosen.close()
-        serialised = (rec[1] for rec in self._scratch.records(chosen.path))
-        parts.stage(part.number, ns, serialised, count, body_bytes, self._now)
+        self._stage(part, ns, chosen.path, count, body_bytes)
         chosen.path.unlink()
         return taken
 
@@ -141,7 +168,7 @@ class StableLayout:
             digest = digests.get(info.name)
             before = old.get(info.name)
             if digest is not None and before is not None and before.digest == digest:
-                (self._parts.staging / info.name).unlink()
+                (self._parts.staging / info.name).unlink(missing_ok=True)  # gzip: not staged
                 info = replace(info, kept=True, newest_lastmod=_parse_lastmod(before.index_lastmod))
             out.append(info)
         return out

@@ -15,7 +15,7 @@ import functools
 import gzip as gziplib
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path
@@ -176,16 +176,31 @@ class Parts:
         self,
         number: int,
         ns: int,
-        chunks: Iterable[bytes],
+        chunks: Callable[[], Iterable[bytes]],
         count: int,
         body_bytes: int,
         newest: datetime | date | None,
+        *,
+        published: bytes | None = None,
     ) -> None:
-        """Stage part ``number`` whole from serialised entries (the stable layout's parts),
-        keeping the digest that tells whether it is the part published before."""
+        """Stage part ``number`` whole from serialised entries (``chunks()``: the stable
+        layout's parts), keeping the digest that tells whether it is the part published
+        before. ``published``: the digest of the file of that name published before; with
+        gzip, the digest is taken first, and a part of those bytes is neither compressed
+        nor written (the publish leaves the published file in place): compressing every
+        part of an unchanged night, to throw it away, was most of a gzipped night's publish."""
         name = self.name(number)
         header = self.headers[ns]
-        self.digests[name] = self.write(name, header, chunks)
+        digest = None
+        if published is not None and self.gzip:
+            sha = hashlib.sha256(header)
+            for chunk in chunks():
+                sha.update(chunk)
+            sha.update(self.footer)
+            digest = sha.digest()
+        if digest is None or digest != published:
+            digest = self.write(name, header, chunks())
+        self.digests[name] = digest
         size = len(header) + body_bytes + len(self.footer)
         self.done.append(PartInfo(name, count, size, newest))
 

@@ -17,7 +17,6 @@ from crawler.core.screen import Plan
 from crawler.core.urls import normalize
 from crawler.errors import InvalidURLError
 from sitemap_out.limits import MAX_BYTES
-from sitemap_out.reader import read_sitemap
 
 __all__ = [
     "MAX_SEED_SITEMAPS",
@@ -122,6 +121,8 @@ def read_body(
 ) -> SitemapRead:
     """Read one sitemap's bytes (urlset, index or text; gzipped or not) with sitemap_out's
     bounded reader. Its locs are normalized; an entry that is no URL is counted, not kept."""
+    from sitemap_out.reader import read_sitemap  # here: most crawls read no sitemap
+
     result = read_sitemap(body, max_bytes=max_bytes)
     read = SitemapRead(result.kind)
     fatal = next((p for p in result.problems if p.code in _FATAL), None)

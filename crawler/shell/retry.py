@@ -26,20 +26,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception_type,
-    retry_if_result,
-    stop_after_attempt,
-    wait_random_exponential,
-)
-
 from crawler.core.httpdate import parse_http_date
 from crawler.errors import ConfigError
 
 if TYPE_CHECKING:  # imported where it runs: a crawl without a proxy never loads aiohttp
     import aiohttp
+    from tenacity import RetryCallState
 
 R = TypeVar("R")
 
@@ -151,6 +143,15 @@ async def fetch_with_retries(
         if policy.retries == 0 or not is_retryable(status_of(outcome)):
             return outcome, []
         first = outcome
+
+    # here, not at the top: most crawls never retry, and tenacity is a tenth of their imports
+    from tenacity import (
+        AsyncRetrying,
+        retry_if_exception_type,
+        retry_if_result,
+        stop_after_attempt,
+        wait_random_exponential,
+    )
 
     replay: list[R | _Raised] = [first]
 
