@@ -91,6 +91,12 @@ class Prior:
     changed: int | None = None  # the start of the run in which its content last changed
     extras: bytes | None = None  # its images, alternates, videos (a packed PageExtras)
     stamped: bool = False  # its Last-Modified was its response's Date (core.lastmod.stamped)
+    # as the row holds them, for crawler.shell.revalidation.carries: its links (packed ids,
+    # as HistoryLinks.ids), its status and decision
+    targets: bytes | None = None
+    nofollow: bytes | None = None
+    status: int | None = None
+    reason: str | None = None
 
     @property
     def validators(self) -> Validators | None:

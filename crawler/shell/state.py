@@ -85,12 +85,14 @@ class CrawlState:
         # Records go straight to the component that keeps them (bound methods: no extra
         # call on the hot path, and one signature each, the component's).
         # The history (crawler.shell.state_history): the last finished run's row of a URL
-        # (prior, outlinks for a 304, last_run for its lastmod), this run's (page, published).
+        # (prior, outlinks for a 304, last_run for its lastmod), this run's (page, or carry
+        # the history's as it is; published).
         self.prior = history.prior
         self.outlinks = history.outlinks
         self.last_run = history.last_run
         self.warm = history.warm
         self.page = history.page
+        self.carry = history.carry
         self.published = history.published
         # The crawl's record (crawler.shell.state_queue), memory only until a checkpoint.
         self.queued = queue.queued

@@ -35,7 +35,8 @@ _CHUNK: Final = 10_000
 #: field name, so a field added to Listing that the table lacks fails loudly, at once.
 _LISTING_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Listing))
 #: Fields kept elsewhere: a listing's content blocks are its page's, in fresh_history
-#: (written with it: engine._judge records the page before its listing), not twice.
+#: (written with it: engine._judge records the page before its listing), or in history
+#: for a page whose row is carried (state_history.HistoryStore.carry), not twice.
 _LISTING_JOINED: Final = frozenset({"blocks"})
 _LISTING_STORED: Final = tuple(n for n in _LISTING_FIELDS if n not in _LISTING_JOINED)
 _LISTING_SELECT: Final = ", ".join(
@@ -44,7 +45,7 @@ _LISTING_SELECT: Final = ", ".join(
         "loc": "coalesce(l.loc, u.url)",
         "referrer": "r.url",
         "depth": "min(l.depth, coalesce(u.depth, l.depth))",  # lowered() after it was listed
-        "blocks": "f.blocks",
+        "blocks": "CASE WHEN f.url IS NULL AND c.url IS NOT NULL THEN h.blocks ELSE f.blocks END",
     }.get(name, f"l.{name}")
     for name in _LISTING_FIELDS
 )
@@ -407,7 +408,8 @@ class ResumeQueue:
                 f"SELECT l.seq, {_LISTING_SELECT}"
                 " FROM listings l JOIN urls u ON u.id = l.url"
                 " LEFT JOIN urls r ON r.id = l.referrer"
-                " LEFT JOIN fresh_history f ON f.url = l.url",
+                " LEFT JOIN fresh_history f ON f.url = l.url"
+                " LEFT JOIN carried c ON c.url = l.url LEFT JOIN history h ON h.url = l.url",
                 last_listing,
                 _listing_row,
             ),
