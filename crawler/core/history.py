@@ -13,6 +13,7 @@ only stores rows, and crawler.core.lastmod alone dates the content.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from crawler.core.directives import NO_DIRECTIVES, Directives
@@ -69,7 +70,7 @@ class HistoryLinks(list[str]):
 
     __slots__ = ("ids",)
 
-    def __init__(self, names: list[str], ids: bytes) -> None:
+    def __init__(self, names: Iterable[str], ids: bytes) -> None:
         super().__init__(names)
         self.ids = ids
 

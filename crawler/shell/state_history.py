@@ -200,11 +200,14 @@ class HistoryStore:
             return []
         links = array("I")
         links.frombytes(packed)
-        named = self._urls.names()
+        urls = self._urls
+        named = urls.names()
         # itemgetter: the names gathered in C (a tuple, but of one item)
-        names: list[str | None]
-        names = list(operator.itemgetter(*links)(named)) if len(links) > 1 else [named[links[0]]]
-        if None in names:  # an id never names "" (URLs are absolute): only the unnamed
+        names: tuple[str | None, ...]
+        names = operator.itemgetter(*links)(named) if len(links) > 1 else (named[links[0]],)
+        # an id never names "" (URLs are absolute): only the unnamed are dropped, looked for
+        # only when some id below the last has no name (never, as the URL table is kept)
+        if urls.unnamed and None in names:
             return list(filter(None, names))
         return HistoryLinks(names, packed)  # type: ignore[arg-type]  # no None left
 
