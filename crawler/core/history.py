@@ -13,6 +13,7 @@ only stores rows, and crawler.core.lastmod alone dates the content.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from crawler.core.directives import NO_DIRECTIVES, Directives
@@ -69,7 +70,7 @@ class HistoryLinks(list[str]):
 
     __slots__ = ("ids",)
 
-    def __init__(self, names: list[str], ids: bytes) -> None:
+    def __init__(self, names: Iterable[str], ids: bytes) -> None:
         super().__init__(names)
         self.ids = ids
 
@@ -91,6 +92,12 @@ class Prior:
     changed: int | None = None  # the start of the run in which its content last changed
     extras: bytes | None = None  # its images, alternates, videos (a packed PageExtras)
     stamped: bool = False  # its Last-Modified was its response's Date (core.lastmod.stamped)
+    # as the row holds them, for crawler.shell.revalidation.carries: its links (packed ids,
+    # as HistoryLinks.ids), its status and decision
+    targets: bytes | None = None
+    nofollow: bytes | None = None
+    status: int | None = None
+    reason: str | None = None
 
     @property
     def validators(self) -> Validators | None:

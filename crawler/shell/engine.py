@@ -286,8 +286,7 @@ class Crawl:
 
     def _checkpoint(self) -> None:
         assert self.state is not None
-        self._save_counters()
-        self.state.maybe_checkpoint()
+        self.state.maybe_checkpoint(self._save_counters)
 
     def _use_state(self, state: CrawlState) -> None:
         self.state = self.journal.state = self.links.state = self.revalidation.state = state

@@ -7,7 +7,9 @@ The rule it keeps: a page revived from a 304 is judged exactly as its full answe
 (type, directives, canonical with analyse()'s precedence, links followed and rel=nofollow
 targets, body key, extension facts; crawler.core.history.revive rebuilds it). Which
 answers keep validators is decided here alone (keeps_validators: a whole 200, not a
-redirect stub); crawler.shell.state_history stores the row it is given. The history key
+redirect stub), and so is when a revived page's row is the history's as it is (carries):
+then it is carried, not written again; crawler.shell.state_history stores the row it is
+given, or keeps the history's where told to. The history key
 (history_key) is computed here; the state file stores it with the history and, on a new
 run whose key differs, drops the history's validators so that every page is asked whole.
 """
@@ -19,7 +21,7 @@ import json
 from dataclasses import dataclass
 
 from crawler.config import Config
-from crawler.core.history import Prior, Validators, revive
+from crawler.core.history import HistoryLinks, Prior, Validators, revive
 from crawler.core.httpdate import parse_http_date
 from crawler.core.lastmod import stamped
 from crawler.core.page import PagePolicy, PageResult
@@ -111,6 +113,9 @@ class Revalidation:
         state = self.state
         if state is None:
             return
+        if prior is not None and answer.revived and carries(prior, answer, reason):
+            state.carry(url)
+            return
         keep = keeps_validators(answer)
         state.page(
             url, prior, etag=answer.etag if keep else None,
@@ -125,3 +130,43 @@ def keeps_validators(answer: Answer) -> bool:
     never revived as if it were whole; a redirect stub (#24) too, as the history keeps no
     stub's target; any other status has no page to revive."""
     return answer.status == 200 and not answer.too_large and answer.page.moved_to is None
+
+
+def carries(prior: Prior, answer: Answer, reason: str) -> bool:
+    """Whether a page revived from `prior` would be stored as the row prior was read from,
+    column for column (crawler.shell.state_history.HistoryStore.page): then the history's
+    row is carried to the next run as it is, but for the lastmod published. What revive
+    takes from the 304 (its validators, type, X-Robots-Tag, Link canonical) and what the
+    judge decides (the reason) must be the history's; the links must be the ids the history
+    holds, every one named (HistoryLinks); the first date seen is kept only with blocks on
+    both sides; a type the history does not hold ("") is not carried (page() would store
+    ""). The extras are revive's unpacking of prior's, which pack back as they were."""
+    page = answer.page
+    return (
+        reason == prior.reason
+        and prior.status == 200
+        and keeps_validators(answer)
+        and answer.etag == prior.etag
+        and answer.modified == prior.modified
+        and answer.stamped == prior.stamped
+        and bool(prior.mime)
+        and page.mime == prior.mime
+        and page.header == prior.header
+        and page.meta == prior.meta
+        and page.canonical == prior.canonical
+        and page.canonical_in_html == prior.canonical_in_html
+        and page.body_key == prior.body_key
+        and page.blocks is not None
+        and page.blocks == prior.blocks
+        and prior.first_seen is not None
+        and (page.extras is None) == (prior.extras is None)
+        and _as_held(page.targets, prior.targets)
+        and _as_held(page.nofollow, prior.nofollow)
+    )
+
+
+def _as_held(links: list[str], held: bytes | None) -> bool:
+    """Whether links, as page() stores them, are `held`: the same ids, or none on both."""
+    if isinstance(links, HistoryLinks):
+        return len(links.ids) == 4 * len(links) and links.ids == held
+    return not links and not held

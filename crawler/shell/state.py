@@ -85,12 +85,14 @@ class CrawlState:
         # Records go straight to the component that keeps them (bound methods: no extra
         # call on the hot path, and one signature each, the component's).
         # The history (crawler.shell.state_history): the last finished run's row of a URL
-        # (prior, outlinks for a 304, last_run for its lastmod), this run's (page, published).
+        # (prior, outlinks for a 304, last_run for its lastmod), this run's (page, or carry
+        # the history's as it is; published).
         self.prior = history.prior
         self.outlinks = history.outlinks
         self.last_run = history.last_run
         self.warm = history.warm
         self.page = history.page
+        self.carry = history.carry
         self.published = history.published
         # The crawl's record (crawler.shell.state_queue), memory only until a checkpoint.
         self.queued = queue.queued
@@ -198,14 +200,19 @@ class CrawlState:
         """Operations recorded since the last checkpoint."""
         return self._queue.ops + self._history.ops
 
-    def maybe_checkpoint(self) -> None:
+    def maybe_checkpoint(self, before: Callable[[], object] | None = None) -> None:
         """Checkpoint when enough work is buffered to be worth a transaction, or when it
-        has been buffered long enough that a crash would cost noticeable refetching."""
+        has been buffered long enough that a crash would cost noticeable refetching.
+        `before`: what to record first when it does (the engine's counters: set once a
+        checkpoint, not after every page, they neither cost a call per page each nor
+        count as work buffered)."""
         ops = self._queue.ops + self._history.ops
         if ops and (
             ops >= self._checkpoint_ops
             or self._clock() - self._last_checkpoint >= self._checkpoint_seconds
         ):
+            if before is not None:
+                before()
             self.checkpoint()
 
     def checkpoint(self) -> None:

@@ -80,6 +80,19 @@ _HISTORY_TYPES: Final = {
 HISTORY_NAMES: Final = tuple(f.name for f in dataclasses.fields(HistoryRow))
 _HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in HISTORY_NAMES)
 
+#: This run's history beside `fresh_history`, added after schema 7 without a bump (a file
+#: without them gets them when opened; an older version ignores them): `carried`, the pages
+#: whose row is the history's as it is (crawler.shell.revalidation.carries), kept at the
+#: finish instead of copied; `published`, the lastmods published (HistoryStore.published),
+#: joined to both at the finish. Both are emptied by the finish and by a new run.
+_RUN_TABLES: Final = ("carried", "published")
+_RUN_HISTORY: Final = """
+CREATE TABLE IF NOT EXISTS carried (url INTEGER PRIMARY KEY REFERENCES urls(id));
+CREATE TABLE IF NOT EXISTS published (
+    url INTEGER PRIMARY KEY REFERENCES urls(id), changed INTEGER, lastmod INTEGER, source TEXT
+);
+"""
+
 _SCHEMA: Final = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 CREATE TABLE urls (
@@ -125,6 +138,7 @@ CREATE TABLE bodies (digest BLOB PRIMARY KEY, url INTEGER NOT NULL REFERENCES ur
 CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE history ({_HISTORY_COLUMNS});
 CREATE TABLE fresh_history ({_HISTORY_COLUMNS});
+{_RUN_HISTORY}
 """
 _TABLES: Final = frozenset(
     {
@@ -199,6 +213,7 @@ def open_file(
                     conn, path, fingerprint=fingerprint, start_url=start_url, settings=settings
                 )
             _configure(conn, path)
+            _add_run_history(conn, path)
             if kept:
                 _restart(
                     conn, path, fingerprint=fingerprint, settings=settings,
@@ -502,6 +517,17 @@ def _has_baseline(path: Path, start_url: str) -> bool:
     return row is not None and row[0] == start_url
 
 
+def _add_run_history(conn: sqlite3.Connection, path: Path) -> None:
+    """The tables of _RUN_HISTORY, for a file written before them (their creation is a
+    no-op on a file that has them)."""
+    try:
+        for statement in _RUN_HISTORY.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+    except sqlite3.Error as exc:
+        raise StateError(f"cannot write state file {path}: {exc}") from exc
+
+
 def _restart(
     conn: sqlite3.Connection,
     path: Path,
@@ -515,7 +541,10 @@ def _restart(
     decisions, listings, an unfinished run's rows), its history and URL ids kept."""
     try:
         conn.execute("BEGIN IMMEDIATE")
-        for table in ("decisions", "listings", "referrers", "bodies", "counters", "fresh_history"):
+        for table in (
+            "decisions", "listings", "referrers", "bodies", "counters", "fresh_history",
+            *_RUN_TABLES,
+        ):  # fmt: skip
             conn.execute(f"DELETE FROM {table}")
         conn.execute(
             "UPDATE urls SET state = NULL, depth = NULL, referrer = NULL, qseq = NULL"

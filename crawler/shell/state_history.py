@@ -46,7 +46,8 @@ _FRESH_INSERT: Final = (
 #: prior()'s rows: the one asked for and those after it by id, `?` at most (see _ahead_row)
 _PRIOR_AHEAD: Final = (
     "SELECT url, etag, modified, mime, meta, header, canonical, body, blocks, first_seen,"
-    " changed, extras, stamped, canonical_in_html, targets, nofollow FROM history"
+    " changed, extras, stamped, canonical_in_html, targets, nofollow, status, reason"
+    " FROM history"
     " WHERE url >= ? ORDER BY url LIMIT ?"
 )
 #: The most and the fewest rows prior() reads at once
@@ -55,19 +56,15 @@ _AHEAD_FEWEST: Final = 4
 #: last_run()'s columns, and the listings warm() reads them for at once
 _LAST_RUN: Final = "blocks, changed, lastmod, source"
 WARM_CHUNK: Final = 256
-_PUBLISHED_UPDATE: Final = (
-    "UPDATE fresh_history SET changed = ?, lastmod = ?, source = ? WHERE url = ?"
-)
-#: What published() gives, as the finish's copy joins it (published() appends in this order)
-_PUBLISHED: Final = ("changed", "lastmod", "source")
-_PUBLISHED_TABLE: Final = (
-    f"CREATE TEMP TABLE published (url INTEGER PRIMARY KEY, {', '.join(_PUBLISHED)})"
-)
+#: The lastmods published, by URL (the table `published`): joined to this run's rows and
+#: to the rows carried as they are copied into the history at the finish
 _PUBLISHED_INSERT: Final = (
-    f"INSERT OR REPLACE INTO temp.published ({', '.join(_PUBLISHED)}, url) VALUES (?, ?, ?, ?)"
+    "INSERT OR REPLACE INTO published (changed, lastmod, source, url) VALUES (?, ?, ?, ?)"
 )
-#: fresh_history into history, a listed page's published columns (all three, as the UPDATE
-#: set them, NULLs included) taken from temp.published
+#: What published() gives (published() appends in this order)
+_PUBLISHED: Final = ("changed", "lastmod", "source")
+#: fresh_history into history, a listed page's published columns (all three, NULLs
+#: included) taken from `published`
 _HISTORY_COPY: Final = (
     f"INSERT OR REPLACE INTO history ({', '.join(HISTORY_NAMES)}) SELECT "
     + ", ".join(
@@ -76,7 +73,15 @@ _HISTORY_COPY: Final = (
         else f"f.{name}"
         for name in HISTORY_NAMES
     )
-    + " FROM fresh_history f LEFT JOIN temp.published p ON p.url = f.url"
+    + " FROM fresh_history f LEFT JOIN published p ON p.url = f.url"
+)
+#: A carried row's published columns, where they differ from what it holds: the lastmod
+#: published, or none for a page not listed tonight (as a row page() writes has none)
+_CARRIED_PUBLISHED: Final = (
+    f"UPDATE history SET ({', '.join(_PUBLISHED)}) = ({', '.join(f'p.{n}' for n in _PUBLISHED)})"
+    " FROM carried c LEFT JOIN published p ON p.url = c.url WHERE history.url = c.url AND ("
+    + " OR ".join(f"history.{n} IS NOT p.{n}" for n in _PUBLISHED)
+    + ")"
 )
 #: URLs whose links prior() keeps for outlinks(): more than the pages a crawl has in flight
 #: (concurrency x pipeline); past it they are dropped, and outlinks() asks the file again
@@ -109,6 +114,7 @@ class HistoryStore:
     def reset(self) -> None:
         """Drop the buffers: they were written (or the state is closed)."""
         self._rows: dict[int, tuple[object, ...]] = {}
+        self._carried: list[tuple[int]] = []
         self._published: list[tuple[object, ...]] = []
         self.ops = 0
         # url -> its links as prior() read them (packed ids, followed and nofollow), until
@@ -143,14 +149,15 @@ class HistoryStore:
         if row is None:
             return None
         _, etag, modified, mime, meta, header, canonical, body, blocks, first = row[:10]
-        changed, extras, stamped, in_html, targets, nofollow = row[10:]
+        changed, extras, stamped, in_html, targets, nofollow, status, reason = row[10:]
         kept = self._links
         if len(kept) >= _LINKS_KEPT:
             kept.clear()  # answers that never came to outlinks() (any but a 304)
         kept[url] = targets, nofollow
         return Prior(
             etag, modified, mime or "", _directives(meta), _directives(header), canonical,
-            bool(in_html), body, blocks, first, changed, extras, bool(stamped),
+            bool(in_html), body, blocks, first, changed, extras, bool(stamped), targets,
+            nofollow, status, reason,
         )  # fmt: skip
 
     def _ahead_row(self, uid: int) -> tuple[Any, ...] | None:
@@ -193,11 +200,14 @@ class HistoryStore:
             return []
         links = array("I")
         links.frombytes(packed)
-        named = self._urls.names()
+        urls = self._urls
+        named = urls.names()
         # itemgetter: the names gathered in C (a tuple, but of one item)
-        names: list[str | None]
-        names = list(operator.itemgetter(*links)(named)) if len(links) > 1 else [named[links[0]]]
-        if None in names:  # an id never names "" (URLs are absolute): only the unnamed
+        names: tuple[str | None, ...]
+        names = operator.itemgetter(*links)(named) if len(links) > 1 else (named[links[0]],)
+        # an id never names "" (URLs are absolute): only the unnamed are dropped, looked for
+        # only when some id below the last has no name (never, as the URL table is kept)
+        if urls.unnamed and None in names:
             return list(filter(None, names))
         return HistoryLinks(names, packed)  # type: ignore[arg-type]  # no None left
 
@@ -289,6 +299,16 @@ class HistoryStore:
         self._rows[uid] = _history_values(row)
         self.ops += 1
 
+    def carry(self, url: str) -> None:
+        """url's row of the history is the one this run would write (the caller decides:
+        crawler.shell.revalidation.carries): it is kept as it is at the finish, its
+        published columns set as a written row's would be, instead of written again."""
+        uid = self._urls.ids().get(url)
+        if uid is None:  # revived from a row, so interned: never here
+            raise StateError(f"no history row to carry for {url}")
+        self._carried.append((uid,))
+        self.ops += 1
+
     def _ids(self, links: list[str]) -> bytes:
         """links as packed URL ids (every link is met, so interned, but for a few)."""
         urls = self._urls
@@ -312,25 +332,25 @@ class HistoryStore:
         template."""
         if self._rows:
             conn.executemany(_FRESH_INSERT, self._rows.values())
+        if self._carried:
+            conn.executemany("INSERT OR IGNORE INTO carried (url) VALUES (?)", self._carried)
+        if self._published:
+            conn.executemany(_PUBLISHED_INSERT, self._published)
         if not finished:
-            if self._published:
-                conn.executemany(_PUBLISHED_UPDATE, self._published)
             return
         self._ahead, self._ahead_from, self._ahead_to = {}, 0, 0  # the history changes now
-        # The lastmods published join this run's rows as they are copied into the history:
-        # an UPDATE of each listed page's row rewrote every row once more (a sixth of a 304
-        # night's state writes), a temporary table of four columns costs a few bytes a page
-        conn.execute("DROP TABLE IF EXISTS temp.published")  # a failed finish's, if kept
-        conn.execute(_PUBLISHED_TABLE)
-        conn.executemany(_PUBLISHED_INSERT, self._published)
         # A URL this run met but did not fetch (a limit came first) keeps its row; one it
         # never met (no link leads there any more) leaves the history, which so follows the
         # site instead of growing for ever
         conn.execute(
             "DELETE FROM history WHERE url NOT IN (SELECT id FROM urls WHERE state IS NOT NULL)"
         )
+        # A carried row stays, its published columns rewritten only where they changed (on
+        # an unchanged night, none); then this run's rows replace theirs, published joined
+        conn.execute(_CARRIED_PUBLISHED)
         conn.execute(_HISTORY_COPY)
-        conn.execute("DROP TABLE temp.published")
+        conn.execute("DELETE FROM carried")
+        conn.execute("DELETE FROM published")
         conn.execute("DELETE FROM fresh_history")
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('common', ?)",

@@ -35,16 +35,21 @@ _CHUNK: Final = 10_000
 #: field name, so a field added to Listing that the table lacks fails loudly, at once.
 _LISTING_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Listing))
 #: Fields kept elsewhere: a listing's content blocks are its page's, in fresh_history
-#: (written with it: engine._judge records the page before its listing), not twice.
+#: (written with it: engine._judge records the page before its listing), or in history
+#: for a page whose row is carried (state_history.HistoryStore.carry), not twice.
 _LISTING_JOINED: Final = frozenset({"blocks"})
 _LISTING_STORED: Final = tuple(n for n in _LISTING_FIELDS if n not in _LISTING_JOINED)
+#: A listing's stored values in column order (one C call), and where the three kept as
+#: ids or left out when the same as the URL are
+_listing_values: Final = operator.attrgetter(*_LISTING_STORED)
+_AT_URL, _AT_LOC, _AT_REFERRER = map(_LISTING_STORED.index, ("url", "loc", "referrer"))
 _LISTING_SELECT: Final = ", ".join(
     {
         "url": "u.url",
         "loc": "coalesce(l.loc, u.url)",
         "referrer": "r.url",
         "depth": "min(l.depth, coalesce(u.depth, l.depth))",  # lowered() after it was listed
-        "blocks": "f.blocks",
+        "blocks": "CASE WHEN f.url IS NULL AND c.url IS NOT NULL THEN h.blocks ELSE f.blocks END",
     }.get(name, f"l.{name}")
     for name in _LISTING_FIELDS
 )
@@ -128,6 +133,7 @@ class ResumeQueue:
         # load() builds it in the same pass as the seen set, so the table is scanned once.
         self._ids: dict[str, int] | None = {} if loaded else None
         self._names: list[str | None] | None = None  # id -> URL, made once when asked
+        self.unnamed = True  # whether names() has a None past id 0 (known once it is made)
         self.next_id = next_id
         self.qseq = qseq
         self.reset()
@@ -143,7 +149,7 @@ class ResumeQueue:
         self._lower: list[tuple[int, int | None, int, int]] = []
         self._done: list[tuple[int]] = []
         self._decisions: list[tuple[object, ...]] = []
-        self._listings: list[tuple[object, ...]] = []
+        self._listings: list[list[object]] = []
         self._unlisted: list[tuple[int]] = []
         self._referrers: list[tuple[int, int]] = []
         self._bodies: list[tuple[bytes, int]] = []
@@ -165,6 +171,8 @@ class ResumeQueue:
             names = self._names = [None] * (max(ids.values(), default=0) + 1)
             for name, uid in ids.items():
                 names[uid] = name
+            # an id of 1 up to the last without a name (ids are given from 1, one a URL)
+            self.unnamed = len(ids) < len(names) - 1
         return names
 
     def intern(self, url: str) -> int:
@@ -273,14 +281,14 @@ class ResumeQueue:
     def listed(self, listing: Listing) -> None:
         """``listing.url`` would be listed, unless a twin wins (journal.Journal): it leaves
         the queue with its listing, which a resumed crawl puts back in the spool."""
-        ids = self.ids()
-        stored = {
-            **{name: getattr(listing, name) for name in _LISTING_FIELDS},
-            "url": self._done_id(ids, listing.url),
-            "loc": None if listing.loc == listing.url else listing.loc,  # the same, mostly
-            "referrer": None if listing.referrer is None else self.intern(listing.referrer),
-        }
-        self._listings.append(tuple(stored[name] for name in _LISTING_STORED))
+        stored = list(_listing_values(listing))
+        url = listing.url
+        stored[_AT_URL] = self._done_id(self.ids(), url)
+        if listing.loc == url:  # the same, mostly
+            stored[_AT_LOC] = None
+        if listing.referrer is not None:  # interned after the URL, as ids are given in order
+            stored[_AT_REFERRER] = self.intern(listing.referrer)
+        self._listings.append(stored)
         self.ops += 1
 
     def unlisted(self, url: str) -> None:
@@ -407,7 +415,8 @@ class ResumeQueue:
                 f"SELECT l.seq, {_LISTING_SELECT}"
                 " FROM listings l JOIN urls u ON u.id = l.url"
                 " LEFT JOIN urls r ON r.id = l.referrer"
-                " LEFT JOIN fresh_history f ON f.url = l.url",
+                " LEFT JOIN fresh_history f ON f.url = l.url"
+                " LEFT JOIN carried c ON c.url = l.url LEFT JOIN history h ON h.url = l.url",
                 last_listing,
                 _listing_row,
             ),

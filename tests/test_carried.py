@@ -1,0 +1,237 @@
+"""A revived page's history row carried as it is (#26): the history after a night that
+carries rows (crawler.shell.revalidation.carries) is, row for row, the history a night that
+writes every row again leaves, the lastmods published included; and a 304 night stopped by
+SIGTERM and resumed leaves the history and sitemaps an uninterrupted one does."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import signal
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+from aiohttp import web
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from crawler.cli import main
+from crawler.core.directives import NO_DIRECTIVES, Directives
+from crawler.core.history import revive
+from crawler.core.media import PageExtras
+from crawler.core.page import PageResult
+from crawler.core.wire import pack
+from crawler.shell.revalidation import Answer, Revalidation, carries
+from crawler.shell.state import CrawlState
+from tests.procs import wait_for
+from tests.sites import Page, Site, crawl_process, read_published
+
+START = "http://example.com/"
+PAGES = 12
+NIGHT = datetime(2026, 1, 2, tzinfo=UTC)
+
+
+def _open(path: Path, day: int) -> CrawlState:
+    return CrawlState.open(
+        path, fingerprint="fp", start_url=START, resume=False,
+        now=lambda: NIGHT.replace(day=day),
+    )  # fmt: skip
+
+
+def _result(i: int) -> PageResult:
+    """Page i's facts, of every kind a row holds: some with nofollow links, extras, a
+    canonical, directives, none or other blocks."""
+    urls = [f"{START}p{j}" for j in range(PAGES)]
+    return PageResult(
+        "text/html" if i % 5 else "application/pdf",
+        header=Directives(noindex=True, source="header") if i % 7 == 3 else NO_DIRECTIVES,
+        meta=Directives(nofollow=True, source="meta") if i % 6 == 2 else NO_DIRECTIVES,
+        canonical=urls[0] if i % 4 == 1 else None,
+        canonical_in_html=i % 8 == 1,
+        targets=[urls[(i + k) % PAGES] for k in range(1, 1 + i % 4)],
+        nofollow=[f"{START}nf{i}"] if i % 3 == 0 else [],
+        body_key=i * 1000 if i % 5 else None,
+        extras=PageExtras(images=(f"{START}i{i}.png",)) if i % 2 else None,
+        blocks=None if i % 5 == 0 else bytes([i, 1, 2, 3, 4, 5, 6, 7]),
+    )
+
+
+def _history(path: Path) -> None:
+    """A finished full night of PAGES pages, some published with a lastmod."""
+    with _open(path, 2) as state:
+        for i in range(PAGES):
+            url = f"{START}p{i}"
+            state.queued(url, 1, None)
+            state.page(url, None, etag=f'"e{i}"', modified=None, status=200,
+                       reason="listed" if i % 7 != 3 else "noindex", result=_result(i))  # fmt: skip
+            if i % 3:
+                state.published(url, 100 + i, 200 + i, "content")
+        state.finish()
+
+
+def _rows(path: Path) -> list[tuple[object, ...]]:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT * FROM history ORDER BY url").fetchall()
+
+
+def _night(path: Path, published: list[tuple[int, int] | None], *, carry: bool) -> int:
+    """A 304 night: every page revived from its row and recorded (by Revalidation.record,
+    which carries a row where the rule says so; or, `carry` off, written again as before
+    #26), then the lastmods `published` (None: the page is not listed). The rows carried."""
+    carried = 0
+    with _open(path, 3) as state:
+        revalidation = Revalidation(state)
+        for i in range(PAGES):
+            url = f"{START}p{i}"
+            state.queued(url, 1, None)
+            prior = state.prior(url)
+            assert prior is not None
+            targets, nofollow = state.outlinks(url)
+            page = revive(prior, PageResult("", not_modified=True), header_given=False,
+                          targets=targets, nofollow=nofollow)  # fmt: skip
+            answer = Answer(page, 200, prior.etag, prior.modified, prior.stamped, False, True)
+            reason = "listed" if i % 7 != 3 else "noindex"
+            carried += carries(prior, answer, reason)
+            if carry:
+                revalidation.record(url, prior, answer, reason)
+            else:
+                state.page(url, prior, etag=answer.etag, modified=answer.modified, status=200,
+                           reason=reason, result=page, stamped=answer.stamped)  # fmt: skip
+            if i % 4 == 0:
+                state.checkpoint()  # published values and rows over several checkpoints
+        for i, dates in enumerate(published):
+            if dates is not None:
+                state.published(f"{START}p{i}", dates[0], dates[1], "content")
+            if i % 5 == 0:
+                state.checkpoint()
+        state.finish()
+    return carried
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    published=st.lists(
+        st.one_of(st.none(), st.tuples(st.sampled_from([None, 101, 150]), st.integers(0, 300))),
+        min_size=PAGES,
+        max_size=PAGES,
+    )
+)
+def test_a_night_that_carries_rows_leaves_the_history_one_that_writes_them_does(
+    tmp_path: Path, published: list[tuple[int, int] | None]
+) -> None:
+    # published: each page listed with its lastmod as last night, or another, or unlisted
+    # (a carried row's published columns must then be emptied as a written row's are)
+    base = tmp_path / "base.sqlite"
+    shutil.rmtree(tmp_path / "x", ignore_errors=True)
+    (tmp_path / "x").mkdir()
+    written, carried = tmp_path / "x" / "written.sqlite", tmp_path / "x" / "carried.sqlite"
+    if not base.exists():
+        _history(base)
+    shutil.copy(base, written)
+    shutil.copy(base, carried)
+    assert _night(written, published, carry=False) == _night(carried, published, carry=True)
+    assert _rows(carried) == _rows(written)
+    with sqlite3.connect(carried) as conn:
+        assert conn.execute("SELECT count(*) FROM carried").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM published").fetchone() == (0,)
+
+
+def test_the_rule_carries_a_page_only_as_its_row_holds_it(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    _history(path)
+    with _open(path, 3) as state:
+        url = f"{START}p1"
+        prior = state.prior(url)
+        assert prior is not None
+        targets, nofollow = state.outlinks(url)
+
+        def answer(**changes: object) -> Answer:
+            page = revive(prior, PageResult("", not_modified=True), header_given=False,
+                          targets=targets, nofollow=nofollow)  # fmt: skip
+            fields = {"etag": prior.etag, "modified": prior.modified, "stamped": prior.stamped}
+            for name, value in changes.items():
+                if name in fields:
+                    fields[name] = value
+                else:
+                    setattr(page, name, value)
+            return Answer(page, 200, too_large=False, revived=True, **fields)  # type: ignore[arg-type]
+
+        assert carries(prior, answer(), "listed")
+        assert not carries(prior, answer(), "duplicate")  # another decision
+        assert not carries(prior, answer(etag='"new"'), "listed")
+        assert not carries(prior, answer(modified="Mon, 01 Jan 2024 00:00:00 GMT"), "listed")
+        assert not carries(prior, answer(stamped=True), "listed")
+        assert not carries(prior, answer(mime="text/plain"), "listed")
+        assert not carries(prior, answer(header=Directives(noindex=True)), "listed")
+        assert not carries(prior, answer(canonical=f"{START}other"), "listed")
+        assert not carries(prior, answer(targets=list(targets)), "listed")  # names, not ids
+        assert not carries(prior, answer(moved_to=f"{START}x"), "listed")
+        assert pack(PageExtras(images=(f"{START}i1.png",))) == prior.extras  # packs back
+
+
+# -- a 304 night stopped and resumed --------------------------------------------------------
+
+TREE = 400
+
+
+def _etag_tree(edited: set[int]) -> Site:
+    """Pages /0 to /TREE-1 as a binary tree, each with an ETag it answers 304 to, slowly
+    enough that a night can be stopped half-way; the pages in `edited` have new text."""
+
+    async def page(request: web.Request) -> web.Response:
+        n = int(request.path.strip("/") or 0)
+        links = "".join(f'<a href="/{m}">{m}</a>' for m in (2 * n + 1, 2 * n + 2) if m < TREE)
+        text = f"Page {n}, rewritten with more words" if n in edited else f"Page {n}"
+        body = f"<html><body><nav>menu</nav><p>{text}</p>{links}</body></html>".encode()
+        tag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+        if request.headers.get("If-None-Match") == tag:
+            import asyncio
+
+            await asyncio.sleep(0.004)
+            return web.Response(status=304, headers={"ETag": tag})
+        return web.Response(body=body, content_type="text/html", headers={"ETag": tag})
+
+    return Site({"/robots.txt": Page("", status=404)}, fallback=page)
+
+
+def test_a_304_night_stopped_and_resumed_equals_an_uninterrupted_one(serve, tmp_path, xsd):
+    edited: set[int] = set()
+    site = _etag_tree(edited)
+    srv = serve(site.app)
+    first = tmp_path / "first.sqlite"
+
+    def crawl(out: str, state: Path, *extra: str) -> list[str]:
+        return ["crawl", srv.url + "/", "-o", str(tmp_path / out), "--state", str(state),
+                "--concurrency", "2", "--quiet", *extra]  # fmt: skip
+
+    assert main(crawl("full", first)) == 0
+    edited.update(range(0, TREE, 3))  # their content dates: tonight's, published again below
+    assert main(crawl("edited", first)) == 0
+    dated = read_published(tmp_path / "edited", xsd).lastmods
+    assert sum(1 for lastmod in dated.values() if lastmod) >= TREE // 4
+    whole, stopped = tmp_path / "whole.sqlite", tmp_path / "stopped.sqlite"
+    shutil.copy(first, whole)
+    shutil.copy(first, stopped)
+    assert main(crawl("whole", whole)) == 0
+    site.requests.clear()
+    proc = crawl_process(*crawl("stopped", stopped)[1:])
+    wait_for(lambda: len(site.requests) >= TREE // 2, "half the night", proc=proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    with sqlite3.connect(stopped) as conn:  # stopped with rows carried, not yet the history's
+        assert conn.execute("SELECT count(*) FROM carried").fetchone()[0] > 0
+    assert main([*crawl("stopped", stopped), "--resume"]) == 0
+    assert site.requests and all(
+        headers.get("If-None-Match") for _, path, headers in site.requests if path != "/robots.txt"
+    )
+    stopped_out, whole_out = (
+        read_published(tmp_path / "stopped", xsd),
+        read_published(tmp_path / "whole", xsd),
+    )
+    assert len(whole_out.locs) == TREE and whole_out.lastmods == dated
+    assert [p.read_bytes() for p in stopped_out.files] == [p.read_bytes() for p in whole_out.files]
+    assert _rows(stopped) == _rows(whole) == _rows(first)
