@@ -10,12 +10,14 @@ from urllib.parse import urljoin
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from selectolax.lexbor import LexborHTMLParser
 
 from crawler.core.directives import Directives
 from crawler.core.encodings import encode_query, encoding_for_label
 from crawler.core.extract import (
     Link,
     PageData,
+    content_blocks,
     decode_html,
     digest_page,
     extract_page,
@@ -640,6 +642,83 @@ def test_content_blocks_ignore_markup_and_whitespace_changes() -> None:
     two = page("<body><section>\n  <p>Some text</p><div>More</div></section></body>").blocks
     assert one == two
     assert page("<body><p>Some text.</p><p>More</p></body>").blocks != one
+
+
+def _blocks_by_selectors(parser: LexborHTMLParser) -> bytes:
+    """content_blocks as it chose its root and stripped it before #26 (CSS selectors for
+    both): the reference the tags() walks must agree with."""
+    root = parser.css_first("main, [role=main], article")
+    if root is not None:
+        if root.tag != "main":
+            for better in (parser.css_first("main"), parser.css_first("[role=main]")):
+                if better is not None:
+                    root = better
+                    break
+        root.strip_tags(["script", "style", "noscript", "template"], recursive=True)
+    else:
+        root = parser.body
+        if root is None:
+            return b""
+        parser.strip_tags(
+            ["nav", "header", "footer", "aside", "script", "style", "noscript", "template"],
+            recursive=True,
+        )
+    text = root.text(deep=True, separator="\x00").encode().translate(None, b" \t\n\r\x0c")
+    return array("I", map(zlib.crc32, filter(None, text.split(b"\x00"))))[:2048].tobytes()
+
+
+_CONTENT_MARKUP = st.lists(
+    st.sampled_from(
+        [
+            "<main>",
+            "</main>",
+            "<MAIN>",
+            "<article>",
+            "</article>",
+            '<div role="main">',
+            "<div role=MAIN>",
+            "<section role=main>",
+            "</div>",
+            "</section>",
+            "<svg>",
+            "</svg>",
+            "<math>",
+            "</math>",
+            "<template>",
+            "</template>",
+            "<script>",
+            "</script>",
+            "<style>",
+            "</style>",
+            "<noscript>",
+            "</noscript>",
+            "<nav>",
+            "</nav>",
+            "<header>",
+            "<footer>",
+            "<aside>",
+            "<p>",
+            "text",
+            " more  words ",
+            "<body>",
+            "<head>",
+            "<table>",
+            "<select>",
+            "<option>",
+            "<!--",
+            "-->",
+        ]
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(html=_CONTENT_MARKUP)
+def test_content_blocks_agree_with_the_selector_reference(html: str) -> None:
+    """The root found and the tags stripped by tags() walks are the ones the CSS selectors
+    found: the stored fingerprints do not change."""
+    assert content_blocks(LexborHTMLParser(html)) == _blocks_by_selectors(LexborHTMLParser(html))
 
 
 # --- Robustness -----------------------------------------------------------------------------------

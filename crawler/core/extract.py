@@ -569,14 +569,13 @@ def content_blocks(parser: LexborHTMLParser) -> bytes:
     hash, so that blocks repeating on most pages of the site can be left out later, when
     the crawl knows which they are. Mutates the tree (the template is stripped): call it
     last, on the one parse of the page."""
-    root = parser.css_first("main, [role=main], article")  # one walk when there is none
+    root = _main_content(parser)
     if root is not None:
-        if root.tag != "main":  # <main> first, then [role=main], then <article>
-            for better in (parser.css_first("main"), parser.css_first("[role=main]")):
-                if better is not None:
-                    root = better
-                    break
-        root.strip_tags(_NOT_TEXT_TAGS, recursive=True)
+        # a node's strip_tags compiles a CSS selector per tag; a tags() walk of the whole
+        # tree (in C, no selector) first skips the tags the page has none of (most)
+        for tag in _NOT_TEXT_TAGS:
+            if parser.tags(tag):
+                root.strip_tags([tag], recursive=True)
     else:
         root = parser.body
         if root is None:
@@ -588,6 +587,20 @@ def content_blocks(parser: LexborHTMLParser) -> bytes:
     text = root.text(deep=True, separator=_BLOCK_SPLIT).encode().translate(None, _WHITESPACE)
     hashes = array("I", map(zlib.crc32, filter(None, text.split(_BLOCK_SEP))))
     return hashes[:MAX_BLOCKS].tobytes()
+
+
+def _main_content(parser: LexborHTMLParser) -> LexborNode | None:
+    """The first <main>, else the first [role=main], else the first <article>: the page's
+    own content, as search engines take it. tags() walks without compiling a selector,
+    so only a page without <main> pays for the attribute selector."""
+    mains = parser.tags("main")
+    if mains:
+        return mains[0]
+    root = parser.css_first("[role=main]")
+    if root is None:
+        articles = parser.tags("article")
+        root = articles[0] if articles else None
+    return root
 
 
 @dataclass(slots=True)
