@@ -8,7 +8,7 @@ from array import array
 from urllib.parse import urljoin
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
@@ -17,6 +17,8 @@ from crawler.core.encodings import encode_query, encoding_for_label
 from crawler.core.extract import (
     Link,
     PageData,
+    _prescan,
+    _prescan_tags,
     content_blocks,
     decode_html,
     digest_page,
@@ -286,6 +288,73 @@ def test_decoding_resolves_links(
 )
 def test_meta_prescan(head: bytes, expected: str) -> None:
     assert sniff_encoding(head + b"<p>x</p>", None) == expected
+
+
+_HEAD_PARTS = st.lists(
+    st.sampled_from(
+        [
+            b"<!DOCTYPE html>",
+            b"<html>",
+            b"<head>",
+            b"<meta ",
+            b"charset=",
+            b'"utf-8"',
+            b"latin1",
+            b" ",
+            b"/",
+            b">",
+            b'"',
+            b"<!--",
+            b"-->",
+            b"<title>",
+            b'<meta http-equiv="content-type" content="text/html; charset=koi8-r">',
+        ]
+    ),
+    max_size=8,
+).map(b"".join)
+_SPACE = st.sampled_from([b"", b"", b"", b" ", b"\n", b"\t\r\n\f ", b"\x0b"])
+
+
+def _mostly(good: list[bytes], odd: list[bytes], weight: int = 2) -> st.SearchStrategy[bytes]:
+    """One of the forms the quick match reads, or now and then a near miss."""
+    return st.sampled_from(good * (weight * len(odd)) + odd)
+
+
+# the common head's parts (and now and then a near miss), then anything
+_HEADS = st.tuples(
+    _mostly([b"", b"<!DOCTYPE html>", b"<!doctype html>"], [b"<!doctype html-->", b"<!x>"]),
+    _SPACE,
+    _mostly(
+        [b"", b"<html>", b'<html lang="en">', b'<HTML class="a b" lang="en-US">'],
+        [b"<html lang=en>", b'<html data-x="1>2">', b"<html lang=\"a'b\">", b"<htmlx>",
+         b'<html lang="en"x="y">', b'<html lang="en" >', b"<!-- c -->", b"<html lang='x'>"],
+    ),
+    _SPACE,
+    _mostly([b"", b"<head>", b"<HEAD>"], [b"<header>", b'<head profile="x">']),
+    _SPACE,
+    _mostly([b"<meta ", b"<META\n"], [b"<meta/", b"<meta  ", b"<meta x "]),
+    _mostly([b"charset=", b"CHARSET="], [b"charset =", b"charset= "]),
+    _mostly(
+        [b'"utf-8"', b'"latin1"', b"koi8-r", b"UTF-8", b'"bogus"', b"bogus"],
+        [b'""', b"utf-16le", b"x-user-defined", b"utf-8/", b"'utf-8'", b'"utf-8', b'"utf-16"',
+         b'" utf-8 "', b'"utf-8\'', b"utf-8'"],
+        1,
+    ),
+    _mostly([b">", b"/>", b" />"], [b" >", b"", b" x>", b"/ >", b'">', b" / >"], 1),
+    _HEAD_PARTS,
+).map(b"".join)  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(head=_HEADS, cut=st.integers(0, 200))
+@example(head=b'<meta charset="utf-8>', cut=0)
+@example(head=b"<html><meta charset=utf-8/>", cut=0)
+@example(head=b'<head><meta charset="bogus"><meta charset="latin1">', cut=0)
+def test_meta_prescan_quick_form_agrees_with_the_tag_by_tag_prescan(head: bytes, cut: int) -> None:
+    """The one-match reading of the common head finds what the prescan's loop finds, cut
+    anywhere (the 1024-byte limit can fall inside a tag)."""
+    for text in (head, head[:cut]):
+        assert _prescan(text) == _prescan_tags(text)
 
 
 @pytest.mark.parametrize(

@@ -124,10 +124,34 @@ _CHARSET_IN_CONTENT_RE = re.compile(
 )
 
 
+# The head most pages start with (a doctype, <html> with quoted attributes, <head>, then
+# <meta charset>), read in one match: what the prescan's loop below finds in it, for a
+# seventh of its cost (tests/test_extract.py holds the two to the same answers)
+_S = rb"[\t\n\f\r ]*"
+_QUICK_META = re.compile(
+    rb"(?:<!doctype html>)?" + _S
+    + rb'(?:<html(?:[\t\n\f\r ]+[a-z][a-z-]*="[^"<>]*")*' + _S + rb">)?" + _S
+    + rb"(?:<head>)?" + _S
+    + rb'<meta[\t\n\f\r ]+charset=(?:"([^"<>]+)"' + _S + rb"/?|([a-z0-9_.:-]+))>",
+    re.IGNORECASE,
+)  # fmt: skip
+
+
 def _prescan(head: bytes) -> str | None:
     """Encoding declared by a ``<meta>`` in ``head`` (the first 1024 bytes), browser-style:
     comments and other tags' attributes are skipped, so a commented-out or quoted
     ``charset=`` cannot mislead us."""
+    quick = _QUICK_META.match(head)
+    if quick is not None:
+        label = quick.group(1)
+        found = _meta_charset({b"charset": label if label is not None else quick.group(2)})
+        if found is not None:
+            return found
+    return _prescan_tags(head)
+
+
+def _prescan_tags(head: bytes) -> str | None:
+    """The prescan proper: tag by tag, as the HTML Standard says."""
     pos, end = 0, len(head)
     while pos < end:
         tag = _TAG_RE.search(head, pos)
