@@ -57,11 +57,13 @@ _MIME_PARAM_RE = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=256)
 def parse_content_type(header: str | None) -> tuple[str, str | None]:
     """Split a Content-Type value into (lower-cased MIME type, lower-cased charset or None).
 
     Servers send all sorts of junk here; anything without a ``type/subtype`` gives
-    ``("", None)`` rather than an error, and malformed parameters are skipped.
+    ``("", None)`` rather than an error, and malformed parameters are skipped. Memoised: a
+    site sends one or two values, and each page's is read twice (analyse, sniff_encoding).
     """
     if not header:
         return "", None
