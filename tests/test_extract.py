@@ -290,28 +290,10 @@ def test_meta_prescan(head: bytes, expected: str) -> None:
     assert sniff_encoding(head + b"<p>x</p>", None) == expected
 
 
-_HEAD_PARTS = st.lists(
-    st.sampled_from(
-        [
-            b"<!DOCTYPE html>",
-            b"<html>",
-            b"<head>",
-            b"<meta ",
-            b"charset=",
-            b'"utf-8"',
-            b"latin1",
-            b" ",
-            b"/",
-            b">",
-            b'"',
-            b"<!--",
-            b"-->",
-            b"<title>",
-            b'<meta http-equiv="content-type" content="text/html; charset=koi8-r">',
-        ]
-    ),
-    max_size=8,
-).map(b"".join)
+_HEAD_TAILS = st.lists(
+    st.sampled_from([b"<meta charset=latin1>", b"<title>", b"<!--", b"-->", b" ", b">", b'"']),
+    max_size=6,
+).map(b"".join)  # what follows the head: another meta, a comment, stray quotes
 _SPACE = st.sampled_from([b"", b"", b"", b" ", b"\n", b"\t\r\n\f ", b"\x0b"])
 
 
@@ -341,7 +323,7 @@ _HEADS = st.tuples(
         1,
     ),
     _mostly([b">", b"/>", b" />"], [b" >", b"", b" x>", b"/ >", b'">', b" / >"], 1),
-    _HEAD_PARTS,
+    _HEAD_TAILS,
 ).map(b"".join)  # fmt: skip
 
 
