@@ -1,9 +1,10 @@
 """The CPU of a full (200) page outside the transport, as a worker makes it: the bot-wall
 test and analyse() (parse, links, normalisation, fingerprint, extensions), the settled
 filter, the result packed into its frame, and in the main process the frame unpacked back
-into a Fetched. Runs the code PYTHONPATH names, so one script measures base and a branch.
+into a Fetched; with --content, as a crawl keeping a history (--state) makes it, the content
+blocks too. Runs the code PYTHONPATH names, so one script measures base and a branch.
 
-Run: PYTHONPATH=CODE python3 bench/page_cost.py [--site DIR --pages 300 --passes 5]
+Run: PYTHONPATH=CODE python3 bench/page_cost.py [--site DIR --pages 300 --passes 5 --content]
      valgrind --tool=callgrind python3 bench/page_cost.py --passes 1 [--warm-only]
 
 The pages are the crawl bench site's (crawl_bench.py generates it), taken in the order of
@@ -42,12 +43,13 @@ def main() -> None:
     ap.add_argument("--passes", type=int, default=5)
     ap.add_argument("--warm-only", action="store_true", help="the warm-up pass alone")
     ap.add_argument("--analyse-only", action="store_true", help="analysed() alone")
+    ap.add_argument("--content", action="store_true", help="the content blocks too (--state)")
     args = ap.parse_args()
     pages = _pages(args.site, args.pages, first=0)
     raw = {"Content-Type": "text/html", "Content-Length": "1", "Server": "nginx", "ETag": "x"}
     headers = CIMultiDictProxy(CIMultiDict(raw))
     responses = [(url, Response(url, 200, headers, body)) for url, body in pages]
-    policy = PagePolicy("sitemap-crawler")
+    policy = PagePolicy("sitemap-crawler", content=args.content)
     links = LinkResolver()
 
     def one_pass(analyse_only: bool = False) -> None:

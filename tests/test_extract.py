@@ -8,14 +8,18 @@ from array import array
 from urllib.parse import urljoin
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from selectolax.lexbor import LexborHTMLParser
 
 from crawler.core.directives import Directives
 from crawler.core.encodings import encode_query, encoding_for_label
 from crawler.core.extract import (
     Link,
     PageData,
+    _prescan,
+    _prescan_tags,
+    content_blocks,
     decode_html,
     digest_page,
     extract_page,
@@ -284,6 +288,55 @@ def test_decoding_resolves_links(
 )
 def test_meta_prescan(head: bytes, expected: str) -> None:
     assert sniff_encoding(head + b"<p>x</p>", None) == expected
+
+
+_HEAD_TAILS = st.lists(
+    st.sampled_from([b"<meta charset=latin1>", b"<title>", b"<!--", b"-->", b" ", b">", b'"']),
+    max_size=6,
+).map(b"".join)  # what follows the head: another meta, a comment, stray quotes
+_SPACE = st.sampled_from([b"", b"", b"", b" ", b"\n", b"\t\r\n\f ", b"\x0b"])
+
+
+def _mostly(good: list[bytes], odd: list[bytes], weight: int = 2) -> st.SearchStrategy[bytes]:
+    """One of the forms the quick match reads, or now and then a near miss."""
+    return st.sampled_from(good * (weight * len(odd)) + odd)
+
+
+# the common head's parts (and now and then a near miss), then anything
+_HEADS = st.tuples(
+    _mostly([b"", b"<!DOCTYPE html>", b"<!doctype html>"], [b"<!doctype html-->", b"<!x>"]),
+    _SPACE,
+    _mostly(
+        [b"", b"<html>", b'<html lang="en">', b'<HTML class="a b" lang="en-US">'],
+        [b"<html lang=en>", b'<html data-x="1>2">', b"<html lang=\"a'b\">", b"<htmlx>",
+         b'<html lang="en"x="y">', b'<html lang="en" >', b"<!-- c -->", b"<html lang='x'>"],
+    ),
+    _SPACE,
+    _mostly([b"", b"<head>", b"<HEAD>"], [b"<header>", b'<head profile="x">']),
+    _SPACE,
+    _mostly([b"<meta ", b"<META\n"], [b"<meta/", b"<meta  ", b"<meta x "]),
+    _mostly([b"charset=", b"CHARSET="], [b"charset =", b"charset= "]),
+    _mostly(
+        [b'"utf-8"', b'"latin1"', b"koi8-r", b"UTF-8", b'"bogus"', b"bogus"],
+        [b'""', b"utf-16le", b"x-user-defined", b"utf-8/", b"'utf-8'", b'"utf-8', b'"utf-16"',
+         b'" utf-8 "', b'"utf-8\'', b"utf-8'"],
+        1,
+    ),
+    _mostly([b">", b"/>", b" />"], [b" >", b"", b" x>", b"/ >", b'">', b" / >"], 1),
+    _HEAD_TAILS,
+).map(b"".join)  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(head=_HEADS, cut=st.integers(0, 200))
+@example(head=b'<meta charset="utf-8>', cut=0)
+@example(head=b"<html><meta charset=utf-8/>", cut=0)
+@example(head=b'<head><meta charset="bogus"><meta charset="latin1">', cut=0)
+def test_meta_prescan_quick_form_agrees_with_the_tag_by_tag_prescan(head: bytes, cut: int) -> None:
+    """The one-match reading of the common head finds what the prescan's loop finds, cut
+    anywhere (the 1024-byte limit can fall inside a tag)."""
+    for text in (head, head[:cut]):
+        assert _prescan(text) == _prescan_tags(text)
 
 
 @pytest.mark.parametrize(
@@ -640,6 +693,83 @@ def test_content_blocks_ignore_markup_and_whitespace_changes() -> None:
     two = page("<body><section>\n  <p>Some text</p><div>More</div></section></body>").blocks
     assert one == two
     assert page("<body><p>Some text.</p><p>More</p></body>").blocks != one
+
+
+def _blocks_by_selectors(parser: LexborHTMLParser) -> bytes:
+    """content_blocks as it chose its root and stripped it before #26 (CSS selectors for
+    both): the reference the tags() walks must agree with."""
+    root = parser.css_first("main, [role=main], article")
+    if root is not None:
+        if root.tag != "main":
+            for better in (parser.css_first("main"), parser.css_first("[role=main]")):
+                if better is not None:
+                    root = better
+                    break
+        root.strip_tags(["script", "style", "noscript", "template"], recursive=True)
+    else:
+        root = parser.body
+        if root is None:
+            return b""
+        parser.strip_tags(
+            ["nav", "header", "footer", "aside", "script", "style", "noscript", "template"],
+            recursive=True,
+        )
+    text = root.text(deep=True, separator="\x00").encode().translate(None, b" \t\n\r\x0c")
+    return array("I", map(zlib.crc32, filter(None, text.split(b"\x00"))))[:2048].tobytes()
+
+
+_CONTENT_MARKUP = st.lists(
+    st.sampled_from(
+        [
+            "<main>",
+            "</main>",
+            "<MAIN>",
+            "<article>",
+            "</article>",
+            '<div role="main">',
+            "<div role=MAIN>",
+            "<section role=main>",
+            "</div>",
+            "</section>",
+            "<svg>",
+            "</svg>",
+            "<math>",
+            "</math>",
+            "<template>",
+            "</template>",
+            "<script>",
+            "</script>",
+            "<style>",
+            "</style>",
+            "<noscript>",
+            "</noscript>",
+            "<nav>",
+            "</nav>",
+            "<header>",
+            "<footer>",
+            "<aside>",
+            "<p>",
+            "text",
+            " more  words ",
+            "<body>",
+            "<head>",
+            "<table>",
+            "<select>",
+            "<option>",
+            "<!--",
+            "-->",
+        ]
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(html=_CONTENT_MARKUP)
+def test_content_blocks_agree_with_the_selector_reference(html: str) -> None:
+    """The root found and the tags stripped by tags() walks are the ones the CSS selectors
+    found: the stored fingerprints do not change."""
+    assert content_blocks(LexborHTMLParser(html)) == _blocks_by_selectors(LexborHTMLParser(html))
 
 
 # --- Robustness -----------------------------------------------------------------------------------

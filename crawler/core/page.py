@@ -179,6 +179,8 @@ def _extras(
     accepted hosts (each once, at most MAX_IMAGES), alternates with a valid hreflang (each
     pair once; the others' values kept to be reported), videos, publication time. Header
     alternates resolve against the URL, the page's against its base."""
+    if not header_alternates and (page is None or _plain(page)):
+        return None  # the PageExtras would be empty (most pages): not built
     strip = policy.strip_params
     alternates: dict[tuple[str, str], str] = {}  # the first spelling of each value
     bad: list[str] = []
@@ -238,6 +240,13 @@ def _extras(
         if page.about is not None:
             extras.about = about_of(*page.about)
     return extras if extras else None
+
+
+def _plain(page: PageDigest) -> bool:
+    """Whether a page gives the sitemap extensions nothing at all."""
+    if page.alternates or page.images or page.videos:
+        return False
+    return page.published is None and page.about is None
 
 
 # what a path and query made of these is already in normal form, given no dot segment
