@@ -663,7 +663,7 @@ def test_public_url_never_fetches_the_public_host(serve, crawl, tmp_path):
 def test_an_error_in_a_worker_keeps_its_exit_code(serve, crawl, tmp_path, monkeypatch):
     from crawler.shell.state import CrawlState, StateError
 
-    def disk_full(self, before=None):
+    def disk_full(self):
         raise StateError("cannot write the state file: No space left on device")
 
     monkeypatch.setattr(CrawlState, "maybe_checkpoint", disk_full)

@@ -217,8 +217,7 @@ class Crawl:
                 clock.close()  # the crawl is over: publishing is not cut by max_time
                 walled = loop.blocked or self.page_judge.walls.verdict(self.tally.fetched)
                 if loop.stop_signal is not None or loop.outage is not None or walled:
-                    if self.state is not None:
-                        self._save_counters()
+                    if self.state is not None:  # the counters too (before_checkpoint)
                         if loop.outage is not None:  # its failures are no result to resume
                             self.state.counter("outage", 1)
                         if walled:  # nor are a bot wall's answers
@@ -239,7 +238,6 @@ class Crawl:
                 journal.settle_nofollow(self.frontier.seen)  # #24: met, never followed
                 await journal.publish_listings()
                 if self.state is not None:
-                    self._save_counters()
                     self.state.checkpoint()  # a refused publish can be resumed with --force
                 self.tally.seconds = time.monotonic() - started
                 if writer.count == 0:
@@ -286,10 +284,11 @@ class Crawl:
 
     def _checkpoint(self) -> None:
         assert self.state is not None
-        self.state.maybe_checkpoint(self._save_counters)
+        self.state.maybe_checkpoint()
 
     def _use_state(self, state: CrawlState) -> None:
         self.state = self.journal.state = self.links.state = self.revalidation.state = state
+        state.before_checkpoint = self._save_counters
         self.journal.dating = Dating(self.config.lastmod, state)
         if (settled := SettledIds.of(state, self.identity)) is not None:  # revived links
             self.links.settled, self.journal.settle = settled, settled.settle

@@ -76,6 +76,10 @@ class CrawlState:
         self._clock = clock
         self._last_checkpoint = clock()
         self._finished = opened.finished
+        #: what a checkpoint records first (the engine's counters: set once a checkpoint,
+        #: not after every page, they cost no call a page; every checkpoint has them, so a
+        #: crash after one never leaves a file that looks unused: state_file.discard_unused)
+        self.before_checkpoint: Callable[[], object] | None = None
         self._queue = ResumeQueue(
             path, self._open_conn, loaded=not opened.kept, next_id=opened.next_id,
             qseq=opened.qseq,
@@ -200,19 +204,15 @@ class CrawlState:
         """Operations recorded since the last checkpoint."""
         return self._queue.ops + self._history.ops
 
-    def maybe_checkpoint(self, before: Callable[[], object] | None = None) -> None:
+    def maybe_checkpoint(self) -> None:
         """Checkpoint when enough work is buffered to be worth a transaction, or when it
-        has been buffered long enough that a crash would cost noticeable refetching.
-        `before`: what to record first when it does (the engine's counters: set once a
-        checkpoint, not after every page, they neither cost a call per page each nor
-        count as work buffered)."""
+        has been buffered long enough that a crash would cost noticeable refetching (what
+        before_checkpoint records does not count as work buffered)."""
         ops = self._queue.ops + self._history.ops
         if ops and (
             ops >= self._checkpoint_ops
             or self._clock() - self._last_checkpoint >= self._checkpoint_seconds
         ):
-            if before is not None:
-                before()
             self.checkpoint()
 
     def checkpoint(self) -> None:
@@ -222,6 +222,8 @@ class CrawlState:
         becomes durable together, and a crash after it loses nothing recorded before it.
         On failure the buffers are kept, so a later checkpoint can still write them.
         """
+        if self.before_checkpoint is not None:
+            self.before_checkpoint()
         if not self.pending:
             self._last_checkpoint = self._clock()
             return
