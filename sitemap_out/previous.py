@@ -198,7 +198,7 @@ def _read_part(path: Path, *, xml: bool) -> tuple[list[tuple[str, str | None]], 
 
 #: Printable ASCII but `<`, `&` and `>` (so no `]]>` either), or one of the five entities
 #: xml.escape writes: text that is well-formed as it stands and holds no character reference.
-_TEXT = rb"[!-%'-;=?-~]*(?:&(?:amp|lt|gt|quot|apos);[!-%'-;=?-~]*)*"
+_TEXT: Final = rb"[!-%'-;=?-~]*(?:&(?:amp|lt|gt|quot|apos);[!-%'-;=?-~]*)*"
 #: The start of a part as xml.urlset_open writes it without extension namespaces (those
 #: parts, with image, video, news or xhtml tags, are lxml's), a stylesheet line or not.
 _OWN_HEAD: Final = re.compile(
@@ -240,7 +240,7 @@ def _read_own(path: Path) -> tuple[list[tuple[str, str | None]], bytes] | None:
     whole lines at a time: each block checked by one regular expression and its values
     taken by another, both in C. None at the first block that is not of that shape (the
     caller then reads the file with lxml); _Unreadable for a file over MAX_BYTES, as lxml's
-    reading would say. Every row has a loc, and neither holds whitespace: _OWN_LINE admits
+    reading would say. Every row has a loc, and neither holds whitespace: _own_line admits
     none."""
     sha = hashlib.sha256()
     rows: list[tuple[str, str | None]] = []

@@ -169,7 +169,23 @@ def test_the_rule_carries_a_page_only_as_its_row_holds_it(tmp_path: Path) -> Non
         assert not carries(prior, answer(canonical=f"{START}other"), "listed")
         assert not carries(prior, answer(targets=list(targets)), "listed")  # names, not ids
         assert not carries(prior, answer(moved_to=f"{START}x"), "listed")
+        assert not carries(prior, answer(meta=Directives(nofollow=True)), "listed")
+        assert not carries(prior, answer(canonical_in_html=not prior.canonical_in_html), "listed")
+        assert not carries(prior, answer(body_key=(prior.body_key or 0) + 1), "listed")
+        assert not carries(prior, answer(blocks=b"\x00" * 8), "listed")
+        assert not carries(prior, answer(blocks=None), "listed")
+        assert not carries(prior, answer(extras=None), "listed")
+        assert not carries(prior, answer(nofollow=[f"{START}p2"]), "listed")  # names, not ids
         assert pack(PageExtras(images=(f"{START}i1.png",))) == prior.extras  # packs back
+
+
+def test_the_rule_names_every_column_a_row_holds_but_those_the_finish_sets() -> None:
+    # a field added to the history row must be compared by carries() too (and named in
+    # CARRIED_COLUMNS), or a carried row would keep last night's value of it
+    from crawler.shell.revalidation import CARRIED_COLUMNS
+    from crawler.shell.state_file import HISTORY_NAMES
+
+    assert set(CARRIED_COLUMNS) == set(HISTORY_NAMES) - {"url", "changed", "lastmod", "source"}
 
 
 # -- a 304 night stopped and resumed --------------------------------------------------------

@@ -76,11 +76,15 @@ _HISTORY_COPY: Final = (
     + " FROM fresh_history f LEFT JOIN published p ON p.url = f.url"
 )
 #: A carried row's published columns, where they differ from what it holds: the lastmod
-#: published, or none for a page not listed tonight (as a row page() writes has none)
+#: published, or none for a page not listed tonight (as a row page() writes has none). A
+#: row-value subquery (SQLite 3.15), not UPDATE ... FROM, which needs 3.33 (2020): Pythons
+#: linked against an older SQLite (RHEL 8, Ubuntu 20.04) would fail every finish
 _CARRIED_PUBLISHED: Final = (
-    f"UPDATE history SET ({', '.join(_PUBLISHED)}) = ({', '.join(f'p.{n}' for n in _PUBLISHED)})"
-    " FROM carried c LEFT JOIN published p ON p.url = c.url WHERE history.url = c.url AND ("
-    + " OR ".join(f"history.{n} IS NOT p.{n}" for n in _PUBLISHED)
+    f"UPDATE history SET ({', '.join(_PUBLISHED)}) = (SELECT"
+    f" {', '.join(f'p.{n}' for n in _PUBLISHED)} FROM published p WHERE p.url = history.url)"
+    " WHERE url IN (SELECT c.url FROM carried c JOIN history h ON h.url = c.url"
+    " LEFT JOIN published p ON p.url = c.url WHERE "
+    + " OR ".join(f"h.{n} IS NOT p.{n}" for n in _PUBLISHED)
     + ")"
 )
 #: URLs whose links prior() keeps for outlinks(): more than the pages a crawl has in flight
