@@ -332,6 +332,10 @@ _HEADS = st.tuples(
 @example(head=b'<meta charset="utf-8>', cut=0)
 @example(head=b"<html><meta charset=utf-8/>", cut=0)
 @example(head=b'<head><meta charset="bogus"><meta charset="latin1">', cut=0)
+# long runs of whitespace around the optional tags (a template's blank lines): the same
+# answer, and the quick form's whitespace is possessive so that it is not split three ways
+@example(head=b"\n" * 1000 + b'<!doctype html><html><head><meta charset="utf-8">', cut=0)
+@example(head=b"<!doctype html>" + b" " * 400 + b"<html lang='en'>" + b"\n" * 500 + b"<p>", cut=0)
 def test_meta_prescan_quick_form_agrees_with_the_tag_by_tag_prescan(head: bytes, cut: int) -> None:
     """The one-match reading of the common head finds what the prescan's loop finds, cut
     anywhere (the 1024-byte limit can fall inside a tag)."""

@@ -129,7 +129,7 @@ _CHARSET_IN_CONTENT_RE = re.compile(
 # The head most pages start with (a doctype, <html> with quoted attributes, <head>, then
 # <meta charset>), read in one match: what the prescan's loop below finds in it, for a
 # seventh of its cost (tests/test_extract.py holds the two to the same answers)
-_S = rb"[\t\n\f\r ]*"
+_S = rb"[\t\n\f\r ]*+"  # possessive: a long run of whitespace is never split three ways
 _QUICK_META = re.compile(
     rb"(?:<!doctype html>)?" + _S
     + rb'(?:<html(?:[\t\n\f\r ]+[a-z][a-z-]*="[^"<>]*")*' + _S + rb">)?" + _S
