@@ -898,7 +898,7 @@ def _submit_command(args: argparse.Namespace, secrets: list[str]) -> int:
     from crawler.shell import submit
 
     given = dict(vars(args))
-    sitemaps = [normalize(url) for url in given.pop("sitemaps")]  # bad: exit 2, no request
+    sitemaps = [normalize(url) for url in given.pop("sitemaps", [])]  # bad: exit 2, no request
     status = given.pop("submit_status")
     configured = from_env(os.environ).get("url")
     if configured is None and "config" in given:

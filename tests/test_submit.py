@@ -138,6 +138,14 @@ def test_a_refused_key_and_a_file_that_is_no_key(engines, capsys, tmp_path):
     assert "no engine to submit to" in capsys.readouterr().err
 
 
+def test_submit_with_nothing_named_says_what_it_needs(capsys, monkeypatch):
+    # no sitemap and no config: one line and exit 2, not an unexpected failure (exit 70)
+    monkeypatch.delenv("SITEMAP_CRAWLER_URL", raising=False)
+    assert main(["submit"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sitemap-crawler: no sitemap: give its URL") and err.count("\n") == 1
+
+
 def test_bing_submit_and_status(engines, capsys, monkeypatch):
     engines.bing[SITE] = []
     monkeypatch.setenv("SITEMAP_CRAWLER_BING_API_KEY", BING_KEY)
