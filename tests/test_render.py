@@ -78,7 +78,10 @@ def test_rendered_crawl_finds_every_route_with_the_right_decisions(serve, crawl,
     render = json.loads(report.read_text())["render"]
     assert render["mode"] == "always"
     assert render["blocked_robots_txt"] >= 1 and render["blocked_resource_type"] >= 1
-    assert render["unsettled"] == 1
+    # the poll never settles; on a machine too slow for 4 s another page may not either: each
+    # is counted once, and its decision says so (how many is the machine's, not the crawl's)
+    unsettled = [u for u, d in judged.items() if "did not settle within" in d["detail"]]
+    assert "poll" in unsettled and render["unsettled"] == len(unsettled), unsettled
     assert "render always" in out
 
 
