@@ -329,6 +329,34 @@ class Entry:
             entry._check_videos()
         return entry
 
+    @classmethod
+    def redated(
+        cls,
+        loc: str,
+        lastmod: datetime | date | None,
+        changefreq: str | None = None,
+        priority: float | None = None,
+    ) -> Entry:
+        """An entry made again with another lastmod: its loc, changefreq and priority are
+        an entry's checked before (the constructor's or :meth:`normalised`'s), so only the
+        lastmod is checked, with the constructor's rule and error. For a caller that checks
+        an entry when it is decided and writes it later, dated then (a crawl lists a page
+        when judged, and decides its lastmod once the whole site is known): the loc's
+        RFC 3986 expression, run again at the publish, cost a third of building it."""
+        if lastmod is not None:
+            _check_lastmod(loc, lastmod)
+        entry = object.__new__(cls)
+        put = object.__setattr__
+        put(entry, "loc", loc)
+        put(entry, "lastmod", lastmod)
+        put(entry, "changefreq", changefreq)
+        put(entry, "priority", priority)
+        put(entry, "images", ())
+        put(entry, "alternates", ())
+        put(entry, "videos", ())
+        put(entry, "news", None)
+        return entry
+
     def _check_scalars(self) -> None:
         loc = self.loc
         problem = check_uri(loc, min_chars=MIN_LOC_CHARS)
