@@ -37,8 +37,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import chain, compress, islice
-from operator import not_
+from itertools import chain, islice
 from typing import Final
 
 from crawler.core.extract import MAX_BLOCKS
@@ -123,22 +122,13 @@ class HeavyHitters:
         if len(counts) + len(blocks) <= size:  # room for every new block: none is dropped,
             counts.update(blocks)  # so each counts one more, in C (the usual case)
             return
-        # The textbook loop, block by block in the set's order: a block counted counts one
-        # more, a new one gets a counter while there is room; the first new block with no
-        # room makes every counter lose one (it too, so it is dropped), and the loop goes
-        # on against what is left. Done a run at a time in C: up to the first new block
-        # with no room, every step is a Counter.update's (tests hold it to the loop).
-        order = list(blocks)
-        while True:
-            room = size - len(counts)
-            new = list(compress(range(len(order)), map(not_, map(counts.__contains__, order))))
-            if len(new) <= room:
-                counts.update(order)
-                break
-            cut = new[room]
-            counts.update(order[:cut])
-            counts = Counter({key: n - 1 for key, n in counts.items() if n > 1})
-            order = order[cut + 1 :]
+        for block in blocks:
+            if block in counts:
+                counts[block] += 1
+            elif len(counts) < size:
+                counts[block] = 1
+            else:  # every counter loses one, the new block with them (kept in order)
+                counts = Counter({key: n - 1 for key, n in counts.items() if n > 1})
         self._counts = counts
 
     def candidates(self) -> frozenset[int]:
