@@ -310,16 +310,9 @@ class Entry:
         other single values are checked as by the constructor, the images for their number
         and length only (the rules a normaliser does not enforce), each raising the same
         EntryError. Values from anywhere else go through the constructor."""
-        entry = object.__new__(cls)
-        put = object.__setattr__
-        put(entry, "loc", loc)
-        put(entry, "lastmod", lastmod)
-        put(entry, "changefreq", changefreq)
-        put(entry, "priority", priority)
-        put(entry, "images", tuple(images))
-        put(entry, "alternates", tuple(alternates))
-        put(entry, "videos", tuple(videos))
-        put(entry, "news", None)
+        entry = cls._unchecked(
+            loc, lastmod, changefreq, priority, tuple(images), tuple(alternates), tuple(videos)
+        )
         entry._check_scalars()
         if images:
             entry._check_image_lengths()
@@ -345,15 +338,30 @@ class Entry:
         RFC 3986 expression, run again at the publish, cost a third of building it."""
         if lastmod is not None:
             _check_lastmod(loc, lastmod)
+        return cls._unchecked(loc, lastmod, changefreq, priority)
+
+    @classmethod
+    def _unchecked(
+        cls,
+        loc: str,
+        lastmod: datetime | date | None,
+        changefreq: str | None,
+        priority: float | None,
+        images: tuple[str, ...] = (),
+        alternates: tuple[Alternate, ...] = (),
+        videos: tuple[Video, ...] = (),
+    ) -> Entry:
+        """The entry as given, without the dataclass's generic steps nor any check: for
+        normalised and redated, which check what their callers have not."""
         entry = object.__new__(cls)
         put = object.__setattr__
         put(entry, "loc", loc)
         put(entry, "lastmod", lastmod)
         put(entry, "changefreq", changefreq)
         put(entry, "priority", priority)
-        put(entry, "images", ())
-        put(entry, "alternates", ())
-        put(entry, "videos", ())
+        put(entry, "images", images)
+        put(entry, "alternates", alternates)
+        put(entry, "videos", videos)
         put(entry, "news", None)
         return entry
 
