@@ -310,16 +310,9 @@ class Entry:
         other single values are checked as by the constructor, the images for their number
         and length only (the rules a normaliser does not enforce), each raising the same
         EntryError. Values from anywhere else go through the constructor."""
-        entry = object.__new__(cls)
-        put = object.__setattr__
-        put(entry, "loc", loc)
-        put(entry, "lastmod", lastmod)
-        put(entry, "changefreq", changefreq)
-        put(entry, "priority", priority)
-        put(entry, "images", tuple(images))
-        put(entry, "alternates", tuple(alternates))
-        put(entry, "videos", tuple(videos))
-        put(entry, "news", None)
+        entry = cls._unchecked(
+            loc, lastmod, changefreq, priority, tuple(images), tuple(alternates), tuple(videos)
+        )
         entry._check_scalars()
         if images:
             entry._check_image_lengths()
@@ -327,6 +320,49 @@ class Entry:
             entry._check_alternates()
         if videos:
             entry._check_videos()
+        return entry
+
+    @classmethod
+    def redated(
+        cls,
+        loc: str,
+        lastmod: datetime | date | None,
+        changefreq: str | None = None,
+        priority: float | None = None,
+    ) -> Entry:
+        """An entry made again with another lastmod: its loc, changefreq and priority are
+        an entry's checked before (the constructor's or :meth:`normalised`'s), so only the
+        lastmod is checked, with the constructor's rule and error. For a caller that checks
+        an entry when it is decided and writes it later, dated then (a crawl lists a page
+        when judged, and decides its lastmod once the whole site is known): the loc's
+        RFC 3986 expression, run again at the publish, cost a third of building it."""
+        if lastmod is not None:
+            _check_lastmod(loc, lastmod)
+        return cls._unchecked(loc, lastmod, changefreq, priority)
+
+    @classmethod
+    def _unchecked(
+        cls,
+        loc: str,
+        lastmod: datetime | date | None,
+        changefreq: str | None,
+        priority: float | None,
+        images: tuple[str, ...] = (),
+        alternates: tuple[Alternate, ...] = (),
+        videos: tuple[Video, ...] = (),
+    ) -> Entry:
+        """The entry as given, without the dataclass's generic steps nor any check: for
+        normalised and redated, which check what their callers have not."""
+        entry = object.__new__(cls)
+        put = object.__setattr__
+        put(entry, "loc", loc)
+        put(entry, "lastmod", lastmod)
+        put(entry, "changefreq", changefreq)
+        put(entry, "priority", priority)
+        put(entry, "images", images)
+        put(entry, "alternates", alternates)
+        put(entry, "videos", videos)
+        put(entry, "news", None)
         return entry
 
     def _check_scalars(self) -> None:

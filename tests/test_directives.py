@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler.core.directives import (
+    NO_DIRECTIVES,
     Directives,
     header_directives,
     link_header_canonical,
@@ -124,6 +125,21 @@ def test_header_source_quotes_the_header() -> None:
 
 def test_header_custom_agent() -> None:
     assert header_directives(["GoogleBot: noindex"], agent="googlebot").noindex
+
+
+@given(st.lists(st.sampled_from(["", "noindex", "googlebot: noindex", "none", "x"]), max_size=3))
+def test_a_page_s_header_directives_are_header_directives(values: list[str]) -> None:
+    """#26: analyse's shortcut for an answer without X-Robots-Tag (most) gives what
+    header_directives gives for none; with any, header_directives' answer."""
+    from multidict import CIMultiDict
+
+    from crawler.core.page import PagePolicy, _header
+
+    policy = PagePolicy("sitemap-crawler", engines=("googlebot", "bingbot"))
+    headers = CIMultiDict(("X-Robots-Tag", value) for value in values)
+    expected = header_directives(values, "sitemap-crawler", ("googlebot", "bingbot"))
+    assert _header(headers, policy) == expected
+    assert header_directives([], "sitemap-crawler", ("googlebot",)) is NO_DIRECTIVES
 
 
 @given(st.lists(st.text(max_size=60), max_size=4))

@@ -19,6 +19,7 @@ from crawler.core.lastmod import (
     choose,
     common_blocks,
     content_date,
+    count_candidates,
     date_page,
     pack_blocks,
     same_content,
@@ -123,6 +124,32 @@ def test_the_summary_counts_as_the_textbook_loop(pages, size):
     for page in pages:
         summary.add_page(pack_blocks(page))
     assert dict(summary._counts) == _misra_gries(pages, size)
+
+
+@given(
+    st.lists(
+        st.none() | st.lists(st.integers(0, 2**32 - 1) | st.integers(0, 30), max_size=12),
+        max_size=40,
+    ),
+    st.frozensets(st.integers(0, 2**32 - 1) | st.integers(0, 30), max_size=20),
+    st.integers(1, 5),
+)
+def test_the_exact_count_is_the_loop_over_every_page(pages, candidates, chunk):
+    """#26: count_candidates, in C a chunk at a time (any chunk size), counts as the loop
+    over every page did: each candidate once a page that has it, pages without blocks (None
+    or none) not counted, candidates on no page left out."""
+    packed = [None if page is None else pack_blocks(page) for page in pages]
+    loop = dict.fromkeys(candidates, 0)
+    with_blocks = 0
+    for page in pages:
+        if page:
+            with_blocks += 1
+            for block in candidates.intersection(page):
+                loop[block] += 1
+    counts, counted = count_candidates(candidates, iter(packed), chunk)
+    assert counted == with_blocks
+    assert dict(counts) == {block: n for block, n in loop.items() if n}
+    assert common_blocks(counts, counted) == common_blocks(loop, with_blocks)
 
 
 NAV, TEXT, EDITED, FOOTER_OLD, FOOTER_NEW = 1, 2, 3, 4, 5

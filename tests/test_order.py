@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from crawler.cli import main
 from crawler.shell import listings
-from crawler.shell.listings import Listing, Spool
+from crawler.shell.listings import Listing, Spool, from_micros
 from tests.sites import NS, Page, html, read_decisions, read_published, tree_site
 
 # -- the external sort ------------------------------------------------------------------------
@@ -131,3 +131,27 @@ def test_parts_hold_contiguous_ranges_of_urls(serve, tmp_path, xsd):
     assert [len(p) for p in parts] == [40] * 7 + [20]
     flat = [loc for part in parts for loc in part]
     assert flat == sorted(flat) and len(set(flat)) == 300
+
+
+@given(
+    st.sampled_from(["https://example.com/a", "http://h.test/b?x=1&y=%41", "https://x.org/"]),
+    st.none() | st.integers(-(2**40), 2**52),
+    st.none() | st.sampled_from(["daily", "weekly"]),
+    st.none() | st.floats(0.0, 1.0),
+    st.none() | st.integers(-(2**40), 2**52),
+)
+def test_a_listing_dated_at_the_publish_is_its_checked_entry(
+    loc: str,
+    header: int | None,
+    changefreq: str | None,
+    priority: float | None,
+    lastmod: int | None,
+) -> None:
+    """#26: the entry the publish writes (Listing.dated: only the lastmod checked again)
+    is the one the constructor makes from the listing's values, as entry() (checked in
+    full when the page was listed) is with its header's date."""
+    from sitemap_out import Entry
+
+    listing = Listing(loc, loc, 200, "", 1, None, header, changefreq, priority, None)
+    assert listing.entry() == Entry(loc, from_micros(header), changefreq, priority)
+    assert listing.dated(lastmod) == Entry(loc, from_micros(lastmod), changefreq, priority)

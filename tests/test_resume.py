@@ -167,6 +167,26 @@ def test_a_refused_resume_leaves_the_decisions_file_alone(serve, tmp_path, capsy
     assert len(site.requests) == fetched
 
 
+def test_a_resume_refuses_a_listing_the_sitemap_cannot_hold(serve, tmp_path, capsys):
+    """#26: the publish checks only a listing's lastmod (Listing.dated), trusting what was
+    checked when it was listed; a listing read back from the state file is checked when
+    replayed, so a damaged one stops the resume with one line (exit 2), never a traceback
+    nor a sitemap the schema refuses."""
+    site = Site({"/": html("/docs/", "/err"), "/docs/": "<p>docs</p>", "/err": Page("", 500)})
+    srv = serve(site.app)
+    state = tmp_path / "s.sqlite"
+    args = ["crawl", srv.url + "/", "-o", str(tmp_path / "o"), "-q", "--state", str(state)]
+    assert main([*args, "--retries", "0"]) == 4  # refused by the publish guard: resumable
+    capsys.readouterr()
+    with contextlib.closing(sqlite3.connect(state)) as conn, conn:
+        assert conn.execute("UPDATE listings SET loc = 'http://a b/page'").rowcount == 2
+    assert main([*args, "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "holds a listing the sitemap cannot hold" in err and "http://a b/page" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "o" / "sitemap.xml").exists()
+
+
 def test_resume_needs_state(capsys):
     assert main(["crawl", "http://127.0.0.1:1/", "--resume"]) == 2
     assert "--state" in capsys.readouterr().err

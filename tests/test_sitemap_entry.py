@@ -143,6 +143,23 @@ def test_alternate_bad(lang: str, href: str) -> None:
         Alternate(lang, href)
 
 
+def test_a_redated_entry_is_the_entry_with_its_lastmod_checked() -> None:
+    """#26: made again with another lastmod (the crawl's publish), an entry equals the one
+    the constructor makes; only the lastmod is checked, with the constructor's error."""
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    for lastmod in (when, date(2026, 1, 2), None, when.astimezone(timezone(timedelta(hours=2)))):
+        args = ("https://example.com/page", lastmod, "daily", 0.5)
+        redated = Entry.redated(*args)
+        assert redated == Entry(*args) and hash(redated) == hash(Entry(*args))
+        assert redated.namespaces == 0
+    assert Entry.redated(OK, None) == Entry(OK)
+    with pytest.raises(EntryError) as caught:
+        Entry.redated(OK, when.replace(tzinfo=None))
+    assert caught.value.field == "lastmod"
+    with pytest.raises(EntryError):
+        Entry.redated(OK, "2026-01-02")  # type: ignore[arg-type]
+
+
 def test_normalised_entry_is_the_checked_entry() -> None:
     """The crawl's constructor (for URLs its normaliser made) builds the same Entry, and
     still refuses what a normaliser does not rule out: too long, too many, a bad loc."""

@@ -37,6 +37,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import chain, islice
 from typing import Final
 
 from crawler.core.extract import MAX_BLOCKS
@@ -55,6 +56,7 @@ __all__ = [
     "choose",
     "common_blocks",
     "content_date",
+    "count_candidates",
     "date_page",
     "pack_blocks",
     "same_content",
@@ -131,6 +133,30 @@ class HeavyHitters:
 
     def candidates(self) -> frozenset[int]:
         return frozenset(self._counts)
+
+
+#: Pages whose blocks count_candidates holds at once (a few hundred KB at most).
+_COUNT_CHUNK: Final = 1024
+
+
+def count_candidates(
+    candidates: frozenset[int], packed: Iterable[bytes | None], chunk: int = _COUNT_CHUNK
+) -> tuple[dict[int, int], int]:
+    """The exact count of the candidates (HeavyHitters.candidates): on how many of the
+    pages (their packed blocks) each is, each distinct block once a page; and how many
+    pages have blocks. Candidates on no page are left out (common_blocks needs two). The
+    blocks found are counted by Counter's loop in C, a chunk of pages at a time: this pass
+    runs over every listing of the crawl, and a Python step per block found was a tenth of
+    it."""
+    counts: Counter[int] = Counter()
+    pages = 0
+    present = filter(None, packed)
+    while held := list(islice(present, chunk)):
+        pages += len(held)
+        if candidates:
+            found = map(candidates.intersection, map(unpack_blocks, held))
+            counts.update(chain.from_iterable(found))
+    return counts, pages
 
 
 def common_blocks(counts: dict[int, int], pages: int) -> frozenset[int]:

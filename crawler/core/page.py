@@ -164,8 +164,13 @@ def analyse(
 
 
 def _header(headers: Headers, policy: PagePolicy) -> Directives:
-    """The X-Robots-Tag directives for us and for the search engines (a 200's, or a 304's)."""
-    return header_directives(headers.getall("X-Robots-Tag", ()), policy.agent, policy.engines)
+    """The X-Robots-Tag directives for us and for the search engines (a 200's, or a 304's).
+    Most answers send none: then what header_directives gives for none, without its
+    per-call set-up (every page, and every 304, asks)."""
+    values = headers.getall("X-Robots-Tag", ())
+    if not values:
+        return NO_DIRECTIVES
+    return header_directives(values, policy.agent, policy.engines)
 
 
 def _extras(

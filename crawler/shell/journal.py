@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import operator
 from collections.abc import Callable, Container, Iterable, Iterator
 from datetime import UTC, datetime
 from itertools import islice
@@ -41,8 +42,8 @@ from crawler.core.lastmod import (
     HeavyHitters,
     SiteDates,
     common_blocks,
+    count_candidates,
     date_page,
-    unpack_blocks,
 )
 from crawler.core.llms import LlmsFile
 from crawler.core.report import DecisionRecord, Tally, is_broken
@@ -60,6 +61,8 @@ __all__ = ["EARLY_REFERRERS", "Journal"]
 #: queued URL is the price of naming the pages that link to a broken one. Once a URL is
 #: judged broken, pages linking to it are collected up to report.MAX_REFERRERS.
 EARLY_REFERRERS = 4
+
+_BLOCKS = operator.attrgetter("blocks")
 
 
 class EntrySink(Protocol):
@@ -424,15 +427,8 @@ class Dating:
         blocks on most pages are the template."""
         if self.state is None:
             return
-        candidates = self.summary.candidates()
-        counts = dict.fromkeys(candidates, 0)
-        pages = 0
-        for listing in listings:
-            if listing.blocks:
-                pages += 1
-                if candidates:
-                    for block in candidates.intersection(unpack_blocks(listing.blocks)):
-                        counts[block] += 1
+        blocks = map(_BLOCKS, listings)
+        counts, pages = count_candidates(self.summary.candidates(), blocks)
         self.template = common_blocks(counts, pages)
         self._ignored = self.template | self.state.template_before
 

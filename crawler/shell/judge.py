@@ -128,7 +128,7 @@ class PageJudge:
             decision = Decision(decision.reason, _with_notes(decision.detail, resp))
         self.revalidation.record(url, prior, answer, decision.reason)
         if decision.listed or awaits:
-            made = self._listing(url, task, answer, "" if awaits else decision.detail)
+            made = self._listing(url, facts, task, answer, "" if awaits else decision.detail)
             if awaits:
                 if isinstance(made, Listing):  # the journal counts it as foreign or not
                     self._canonicalised(made, facts, decision)
@@ -268,7 +268,9 @@ class PageJudge:
         record(url, None, Decision(REDIRECT, why), task)
         return None, url, None
 
-    def _listing(self, url: str, task: Task, answer: Answer, detail: str) -> Listing | Decision:
+    def _listing(
+        self, url: str, facts: PageFacts, task: Task, answer: Answer, detail: str
+    ) -> Listing | Decision:
         """The listing of a page judged listable, or why the protocol cannot list it. Its
         lastmod is the Last-Modified header's for now; the one published is decided when
         the crawl is over (journal.Dating), from what the whole site says."""
@@ -281,7 +283,7 @@ class PageJudge:
         body = page.body_key if self.policy.skip_duplicates else None
         listing = Listing(
             url,
-            self.links.public(url),
+            facts.public or self.links.public(url),
             answer.status,
             detail,
             depth,

@@ -83,14 +83,18 @@ class Listing:
     stamped: bool = False  # its Last-Modified was the response's Date (crawler.core.lastmod)
 
     def entry(self) -> Entry:
-        """The sitemap entry, dated by its Last-Modified header."""
-        return self.dated(self.lastmod)
+        """The sitemap entry, dated by its Last-Modified header, checked in full (built by
+        `normalised` only to skip the dataclass's generic steps): the judge builds it when
+        the page is listed, replay when a resumed crawl reads a listing back, so that a
+        listing the protocol cannot hold is known then."""
+        loc = self.loc
+        return Entry.normalised(loc, from_micros(self.lastmod), self.changefreq, self.priority)
 
     def dated(self, lastmod: int | None) -> Entry:
-        """The sitemap entry with the lastmod decided at publish time (every check of the
-        constructor's made: built by `normalised` only to skip the dataclass's generic
-        steps, a third of the cost, at every listing and again at the publish)."""
-        return Entry.normalised(self.loc, from_micros(lastmod), self.changefreq, self.priority)
+        """The sitemap entry with the lastmod decided at publish time: its loc, changefreq
+        and priority are the ones entry() checked (every listing in the spool was, see
+        entry()), so only the lastmod is checked again (Entry.redated)."""
+        return Entry.redated(self.loc, from_micros(lastmod), self.changefreq, self.priority)
 
     def page_extras(self) -> PageExtras | None:
         return None if self.extras is None else unpack(PageExtras, self.extras)

@@ -24,6 +24,7 @@ from crawler.core.report import Tally
 from crawler.shell.journal import Journal
 from crawler.shell.state import CrawlState, StateError
 from crawler.shell.state_file import unresumable
+from sitemap_out import EntryError
 
 #: Reasons given before a fetch; replayed decisions with these spent no trap budget (unless
 #: fetched: a page an exclude_listing_only or include pattern leaves out has a status).
@@ -78,6 +79,13 @@ def replay(
         journal.emit(d.url, d.status, Decision(d.reason, d.detail), d.depth, d.referrer)
     listed = 0
     for listing in snap.listings:
+        try:  # the publish trusts what entry() checked (Listing.dated): so is a replayed one
+            listing.entry()
+        except EntryError as exc:
+            raise StateError(
+                f"the crawl saved in {state.path} holds a listing the sitemap cannot hold "
+                f"({exc}): it can't be resumed; a crawl without --resume starts afresh"
+            ) from None
         budgets.spend(listing.url)
         journal.listing(listing, replayed=True)
         if listing.loc in depths:
