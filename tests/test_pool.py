@@ -752,8 +752,8 @@ def test_conditional_requests_are_made_here_once_most_are_answered_304():
     block = REVALIDATION_BLOCK
     assert revalidate_here(block, 0) and not revalidate_here(0, block)
     assert not revalidate_here(0, 0)  # nothing said yet: the workers, as for any page
-    assert revalidate_here(80, 20)  # a night where a fifth changed: cheaper here
-    assert not revalidate_here(60, 40) and not revalidate_here(40, 60)  # much changed
+    assert revalidate_here(90, 10)  # a night where a tenth changed: cheaper here
+    assert not revalidate_here(75, 25) and not revalidate_here(40, 60)  # more changed
 
 
 def test_the_place_of_conditional_requests_is_chosen_again_each_block():

@@ -78,11 +78,13 @@ _STOP_WAIT = 5.0  # seconds a worker gets to finish its requests at the end befo
 #: frontier, decision, writer), and a page the main process makes itself.
 _WORKER_PAGE, _HAND_OVER, _OWN_PAGE = 300e-6, 85e-6, 375e-6
 
-#: CPU time a 304 costs the crawl more when handed to a worker than when made here: the
-#: worker's whole round (job, request, result) and the main process's ends of the pipe,
-#: which save it nothing (measured on the bench site's 304 night, main process and worker:
-#: 120 us a page handed over; the main process's own time was the same either way).
-_HANDED_304 = 120e-6
+#: Where a conditional request is made (`revalidate_here`), measured on the bench sites with
+#: a history, as a worker's pages then are (every link sent back, the content blocks): the
+#: CPU time a 304 costs the crawl more when handed to a worker than when made here (the
+#: worker's round and both ends of the pipe, 115 us a 304 on the 20,000-page 304 night, the
+#: main process's own time the same either way), and what a whole page handed over saves the
+#: main process (callgrind of a 3,000-page crawl: 2.6 M instructions a page, about 500 us).
+_HANDED_304, _HANDED_WHOLE = 115e-6, 500e-6
 
 #: Answers to conditional requests counted before the place they are made in is chosen again.
 REVALIDATION_BLOCK = 64
@@ -125,15 +127,16 @@ def revalidate_here(not_modified: int, whole: int) -> bool:
     than in the workers, given how many recent ones the site answered 304 and how many with a
     whole page.
 
-    A worker relieves the main process of a whole page's parse (it saves it m - h a page),
-    but of a 304 it takes nothing worth the trip: the main process's part of a 304 handed
-    over costs it as much as making the request itself with the lean client, and the worker
-    and the pipe add their own time (_HANDED_304). Making them here is cheaper once the
-    304s' waste outweighs the whole pages' saving: p 304s in every conditional request, here
-    when p _HANDED_304 > (1 - p) (m - h), about 71% of 304s. An unchanged night makes them
-    here, a night where a third of the site changed hands them over as ever.
+    A worker relieves the main process of a whole page's parse (_HANDED_WHOLE), but of a 304
+    it takes nothing: the main process's part of a 304 handed over costs it as much as
+    making the request itself with the lean client, and the worker and the pipe add their
+    own time (_HANDED_304). With p 304s among conditional requests, making them here wastes
+    less than it costs the main process once p _HANDED_304 > (1 - p) _HANDED_WHOLE: from
+    about 81% of 304s. An unchanged night makes them here; a night where a fifth of the
+    site changed is about on the line (either way costs the same); more, and the workers
+    make them as ever.
     """
-    return not_modified * _HANDED_304 > whole * (_OWN_PAGE - _HAND_OVER)
+    return not_modified * _HANDED_304 > whole * _HANDED_WHOLE
 
 
 class _Revalidations:
