@@ -130,11 +130,11 @@ def revalidate_here(not_modified: int, whole: int) -> bool:
     A worker relieves the main process of a whole page's parse (_HANDED_WHOLE), but of a 304
     it takes nothing: the main process's part of a 304 handed over costs it as much as
     making the request itself with the lean client, and the worker and the pipe add their
-    own time (_HANDED_304). With p 304s among conditional requests, making them here wastes
-    less than it costs the main process once p _HANDED_304 > (1 - p) _HANDED_WHOLE: from
-    about 81% of 304s. An unchanged night makes them here; a night where a fifth of the
-    site changed is about on the line (either way costs the same); more, and the workers
-    make them as ever.
+    own time (_HANDED_304). With p 304s among conditional requests, handing one over wastes
+    p _HANDED_304 and saves the main process (1 - p) _HANDED_WHOLE: they are made here once
+    the waste is the larger, from about 81% of 304s. An unchanged night makes them here; a
+    night where a fifth of the site changed is about on the line (either way costs the
+    same); more, and the workers make them as ever.
     """
     return not_modified * _HANDED_304 > whole * _HANDED_WHOLE
 
