@@ -31,6 +31,7 @@ from crawler.shell import pool
 from crawler.shell.fetch import HttpTransport, Response
 from crawler.shell.pages import Fetched
 from crawler.shell.pool import (
+    REVALIDATION_BLOCK,
     START_AFTER,
     Job,
     PoolPages,
@@ -44,6 +45,7 @@ from crawler.shell.pool import (
     _result,
     default_workers,
     main_share,
+    revalidate_here,
 )
 from tests.procs import Watched, wait_for
 from tests.sites import Page, Site, crawl_process, read_decisions, read_published, tree_site
@@ -733,3 +735,110 @@ def test_a_tuple_of_dataclasses_crosses_field_by_field():
     assert unpack(_Gallery, pack(_Gallery("empty", ()))) == _Gallery("empty", ())
     with pytest.raises(WireError):  # another shape: the tag says so
         unpack(_Image, pack(gallery))
+
+
+# --- where conditional requests are made (#26): here while 304s answer, workers for pages -------
+
+
+@given(st.integers(0, 10_000), st.integers(0, 10_000), st.integers(1, 100))
+def test_more_304s_never_send_conditional_requests_back_to_the_workers(not_modified, whole, more):
+    if revalidate_here(not_modified, whole):
+        assert revalidate_here(not_modified + more, whole)
+    else:
+        assert not revalidate_here(not_modified, whole + more)
+
+
+def test_conditional_requests_are_made_here_once_most_are_answered_304():
+    block = REVALIDATION_BLOCK
+    assert revalidate_here(block, 0) and not revalidate_here(0, block)
+    assert not revalidate_here(0, 0)  # nothing said yet: the workers, as for any page
+    assert revalidate_here(90, 10)  # a night where a tenth changed: cheaper here
+    assert not revalidate_here(75, 25) and not revalidate_here(40, 60)  # more changed
+
+
+def test_the_place_of_conditional_requests_is_chosen_again_each_block():
+    revalidations = pool._Revalidations()
+    changes = [revalidations.answered(304) for _ in range(REVALIDATION_BLOCK)]
+    assert changes == [False] * (REVALIDATION_BLOCK - 1) + [True] and revalidations.here
+    for status in (301, 404, 503):  # neither a 304 nor a whole page: not counted
+        assert not revalidations.answered(status)
+    changes = [revalidations.answered(200 if i % 2 else 304) for i in range(REVALIDATION_BLOCK)]
+    assert changes[-1] and sum(changes) == 1 and not revalidations.here
+
+
+class ChangingTree(CountingTree):
+    """CountingTree with an ETag per page that answers If-None-Match with 304, and records
+    each answer's status and whether the crawl's own process (the test's) made the request
+    or a worker did (whose connection it is, from /proc)."""
+
+    def __init__(self, pages: int) -> None:
+        super().__init__(pages, 0.005)
+        self.versions = [0] * pages  # each page's, the night it last changed
+        self.answers: list[tuple[int, bool]] = []  # (status, made by the main process)
+        self._ours: dict[int, bool] = {}  # client port -> the main process's connection
+
+    async def _page(self, request: web.Request) -> web.Response:
+        n = int(request.path.strip("/") or 0)
+        etag = f'"{n}-{self.versions[n]}"'
+        transport = request.transport
+        assert transport is not None
+        port = transport.get_extra_info("peername")[1]
+        if port not in self._ours:
+            server = transport.get_extra_info("sockname")[1]
+            self._ours[port] = port in _connections_to(os.getpid(), server)
+        if request.headers.get("If-None-Match") == etag:
+            self.in_flight += 1  # counted as the pages are
+            self.peak = max(self.peak, self.in_flight)
+            try:
+                await asyncio.sleep(self.delay)
+            finally:
+                self.in_flight -= 1
+            self.answers.append((304, self._ours[port]))
+            return web.Response(status=304, headers={"ETag": etag})
+        response = await super()._page(request)
+        response.headers["ETag"] = etag
+        self.answers.append((200, self._ours[port]))
+        return response
+
+    def night(self, changed: range) -> None:
+        """The next night: the pages in `changed` get a new ETag."""
+        night = max(self.versions) + 1
+        for n in changed:
+            self.versions[n] = night
+        self.answers = []
+        self.mark()
+
+
+def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(serve, tmp_path, xsd):
+    tree = ChangingTree(600)
+    srv = serve(tree.site.app)
+    state = str(tmp_path / "state.db")
+    args = ("--workers", "2", "--concurrency", "4", "--state", state)  # main_share(4, 2) == 0
+    report, _ = _crawl(srv.url + "/", tmp_path / "full", *args, "--fresh")
+    assert report["requests"]["by_workers"] > 300  # a first night: whole pages, in workers
+    assert tree.peak <= 4
+
+    tree.night(changed=range(0))  # nothing changed: 304s only, all of them made here
+    report, _ = _crawl(srv.url + "/", tmp_path / "unchanged", *args)
+    assert report["requests"]["workers"] == 2 and report["requests"]["by_workers"] == 0
+    assert len(tree.answers) == 600 and tree.answers == [(304, True)] * 600
+    assert 1 <= tree.peak <= 4
+
+    tree.night(changed=range(300, 600))  # the later half changed: back to the workers
+    report, _ = _crawl(srv.url + "/", tmp_path / "half", *args)
+    made_here = {status: [ours for s, ours in tree.answers if s == status] for status in (200, 304)}
+    assert len(made_here[304]) == 300 and all(made_here[304])  # before any page changed
+    assert len(made_here[200]) == 300 and made_here[200].count(False) > 150  # most in workers
+    assert report["requests"]["by_workers"] == made_here[200].count(False)
+    assert 1 <= tree.peak <= 4  # pipelined again, never more requests at the server
+
+    # the earlier half changed: pipelined in the workers first, then 304s made here once
+    # the jobs over --concurrency have drained
+    tree.night(changed=range(300))
+    report, _ = _crawl(srv.url + "/", tmp_path / "first-half", *args)
+    made_here = {status: [ours for s, ours in tree.answers if s == status] for status in (200, 304)}
+    assert made_here[200].count(False) > 150 and made_here[304].count(True) > 150
+    assert 1 <= tree.peak <= 4
+    runs = ("full", "unchanged", "half", "first-half")
+    published = {tuple(read_published(tmp_path / run, xsd).locs) for run in runs}
+    assert len(published) == 1 and len(next(iter(published))) == 600

@@ -110,6 +110,7 @@ class PoliteClient:
                     known,
                     log=log,
                     set_depth=self.throttle.set_depth,
+                    in_flight=lambda: self.throttle.in_flight,
                     all_links=all_links,
                 )
                 if workers
