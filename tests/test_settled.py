@@ -16,10 +16,11 @@ from crawler.shell.settled import SettledIds, told
 
 URLS = [f"http://example.com/p{i}" for i in range(400)]
 IDS = {url: uid for uid, url in enumerate(URLS, start=1)}
+NAMES = [None, *URLS]  # id -> URL, as the state's table
 
 
 def _links(picked: list[int]) -> HistoryLinks:
-    return HistoryLinks([URLS[i] for i in picked], array("I", [i + 1 for i in picked]).tobytes())
+    return HistoryLinks(array("I", [i + 1 for i in picked]).tobytes(), NAMES)
 
 
 @given(
@@ -36,9 +37,6 @@ def test_a_link_is_left_out_only_when_it_is_settled_at_its_depth(
     kept = ids.unsettled(_links(picked), depth)
     # LinkResolver.unsettled's rule: kept unless settled at a depth the link is not below
     rule = [URLS[i] for i in picked if i not in settled or depth < settled[i]]
-    if len(picked) == 1:  # one link: left to the crawl's loop, which applies the rule itself
-        assert kept == [URLS[picked[0]]]
-        return
     # a settled depth a byte cannot hold (255 on) is kept as unsettled: a link is looked at
     # once more, never left out; below it, exactly the rule
     assert kept == [
@@ -52,7 +50,8 @@ def test_urls_never_settled_and_ids_past_the_table_are_kept() -> None:
     ids.settle(URLS[0])
     ids.settle("http://example.com/never-interned")  # no id: nothing to keep
     assert ids.unsettled(_links([0, 1, 399]), 5) == [URLS[1], URLS[399]]
-    assert ids.unsettled(_links([0]), 5) == [URLS[0]]  # one link: left to the crawl's loop
+    assert ids.unsettled(_links([0]), 5) == []  # one link as any number
+    assert ids.unsettled(_links([1]), 5) == [URLS[1]]
 
 
 def test_the_workers_are_told_too() -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
@@ -715,7 +715,7 @@ class LinkResolver:
             known.clear()
         known.update(zip(urls, depths, strict=True))
 
-    def unsettled(self, targets: list[str], depth: int) -> list[str]:
+    def unsettled(self, targets: Sequence[str], depth: int) -> list[str]:
         """The targets a link at `depth` still matters to, remembering them all as produced."""
         known = self.known
         met = known.get
