@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from crawler.core.decide import HTTP_ERROR, REDIRECT, Decision
 from crawler.core.history import HistoryLinks
 from crawler.core.report import Tally
-from crawler.core.urls import UNSETTLED
+from crawler.core.urls import UNSETTLED, LinkResolver
 from crawler.shell.journal import EARLY_REFERRERS, Journal
 from crawler.shell.settled import SettledIds, told
 
@@ -24,7 +24,9 @@ def _links(picked: list[int]) -> HistoryLinks:
 
 
 @given(
-    settled=st.dictionaries(st.integers(0, 399), st.integers(0, 300), max_size=300),
+    settled=st.dictionaries(
+        st.integers(0, 399), st.integers(0, 300) | st.just(UNSETTLED), max_size=300
+    ),
     picked=st.lists(st.integers(0, 399), max_size=90),
     depth=st.integers(0, 300),
 )
@@ -35,12 +37,21 @@ def test_a_link_is_left_out_only_when_it_is_settled_at_its_depth(
     for i, at in settled.items():
         ids.settle(URLS[i], at)
     kept = ids.unsettled(_links(picked), depth)
-    # LinkResolver.unsettled's rule: kept unless settled at a depth the link is not below
-    rule = [URLS[i] for i in picked if i not in settled or depth < settled[i]]
+    # the workers' filter, by name (LinkResolver.unsettled): the same rule, link_matters
+    workers = LinkResolver()
+    urls = [URLS[i] for i in settled]
+    workers.settle(urls, list(settled.values()))
+    rule = workers.unsettled([URLS[i] for i in picked], depth)
+    unsettled = {i for i, at in settled.items() if at == UNSETTLED}
+    assert rule == [
+        URLS[i] for i in picked if i not in settled or i in unsettled or depth < settled[i]
+    ]
     # a settled depth a byte cannot hold (255 on) is kept as unsettled: a link is looked at
     # once more, never left out; below it, exactly the rule
     assert kept == [
-        URLS[i] for i in picked if i not in settled or settled[i] >= 255 or depth < settled[i]
+        URLS[i]
+        for i in picked
+        if i not in settled or i in unsettled or settled[i] >= 255 or depth < settled[i]
     ]
     assert set(rule) <= set(kept)
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Final
 
 from crawler.core.history import HistoryLinks
-from crawler.core.urls import UNSETTLED
+from crawler.core.urls import UNSETTLED, link_matters
 from crawler.shell.state import CrawlState
 
 __all__ = ["SettledIds", "told"]
@@ -81,7 +81,8 @@ class SettledIds:
         matters = self._matters.get(depth)
         if matters is None:
             matters = self._matters[depth] = bytes(
-                int(settled == _UNSETTLED or depth < settled) for settled in range(256)
+                link_matters(UNSETTLED if settled == _UNSETTLED else settled, depth)
+                for settled in range(256)
             )
         gather = links.gather()
         try:
