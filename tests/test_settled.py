@@ -112,3 +112,51 @@ def test_the_journal_says_when_early_referrers_are_complete_and_unsettles_a_brok
     assert journal.tally.broken[gone] == (404, [URLS[8], *URLS[:EARLY_REFERRERS]])
     journal.record(URLS[10], 200, Decision(REDIRECT, URLS[11]), 1, None)
     assert settled[-1] == (URLS[10], 0)  # not broken: settled for good, as before
+
+
+class _Table(list[str | None]):
+    """An id -> URL table that notes which ids were named."""
+
+    def __init__(self, names: list[str | None]) -> None:
+        super().__init__(names)
+        self.asked: set[int] = set()
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def,override]
+        self.asked.add(index)
+        return super().__getitem__(index)
+
+
+@given(
+    picked=st.lists(st.integers(0, 399), max_size=90),
+    keep=st.lists(st.booleans(), min_size=90, max_size=90),
+    named_first=st.booleans(),
+)
+def test_history_links_are_the_list_they_name_and_pick_names_only_the_kept(
+    picked: list[int], keep: list[bool], named_first: bool
+) -> None:
+    """#26: a revived page's links, named on demand, are the list eager naming gave; pick
+    names only the links kept (a revived page whose links are all settled names none)."""
+    table = _Table(NAMES)
+    links = HistoryLinks(array("I", [i + 1 for i in picked]).tobytes(), table)
+    names = [URLS[i] for i in picked]
+    mask = bytes(keep[: len(picked)])
+    if named_first:
+        assert list(links) == names and links == names and names == links
+        assert len(links) == len(names) and links[0:2] == names[0:2]
+    picked_names = links.pick(mask)
+    assert picked_names == [name for name, k in zip(names, mask, strict=True) if k]
+    if not named_first:  # only the kept were looked up
+        assert table.asked == {i + 1 for i, k in zip(picked, mask, strict=True) if k}
+        assert len(links) == len(names) and links == names
+
+
+def test_a_revived_page_whose_links_are_all_settled_names_none() -> None:
+    table = _Table(NAMES)
+    ids = SettledIds(lambda: IDS)
+    for i in range(5):
+        ids.settle(URLS[i])
+    links = HistoryLinks(array("I", [1, 2, 3, 4, 5]).tobytes(), table)
+    assert ids.unsettled(links, 3) == []
+    assert table.asked == set()
+    assert ids.unsettled(HistoryLinks(array("I", [1, 7, 2]).tobytes(), table), 3) == [URLS[6]]
+    assert table.asked == {7}

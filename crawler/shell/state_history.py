@@ -361,11 +361,9 @@ class HistoryStore:
 
 def _packed_ids(links: Sequence[str]) -> bytes | None:
     """A revived page's links as the history holds them (outlinks()), stored again as
-    they are instead of being packed anew from their names; None for any other list (and
-    for one whose length no longer matches its ids: a changed list is never stored wrong)."""
-    if isinstance(links, HistoryLinks) and len(links.ids) == 4 * len(links):
-        return links.ids
-    return None  # any other list, or one changed since it was read: packed from its names
+    they are instead of being packed anew from their names (a HistoryLinks is its ids: it
+    cannot change); None for any other list."""
+    return links.ids if isinstance(links, HistoryLinks) else None
 
 
 def _packed(directives: Directives) -> bytes | None:
