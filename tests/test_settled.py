@@ -10,20 +10,23 @@ from hypothesis import strategies as st
 from crawler.core.decide import HTTP_ERROR, REDIRECT, Decision
 from crawler.core.history import HistoryLinks
 from crawler.core.report import Tally
-from crawler.core.urls import UNSETTLED
+from crawler.core.urls import UNSETTLED, LinkResolver
 from crawler.shell.journal import EARLY_REFERRERS, Journal
 from crawler.shell.settled import SettledIds, told
 
 URLS = [f"http://example.com/p{i}" for i in range(400)]
 IDS = {url: uid for uid, url in enumerate(URLS, start=1)}
+NAMES = [None, *URLS]  # id -> URL, as the state's table
 
 
 def _links(picked: list[int]) -> HistoryLinks:
-    return HistoryLinks([URLS[i] for i in picked], array("I", [i + 1 for i in picked]).tobytes())
+    return HistoryLinks(array("I", [i + 1 for i in picked]).tobytes(), NAMES)
 
 
 @given(
-    settled=st.dictionaries(st.integers(0, 399), st.integers(0, 300), max_size=300),
+    settled=st.dictionaries(
+        st.integers(0, 399), st.integers(0, 300) | st.just(UNSETTLED), max_size=300
+    ),
     picked=st.lists(st.integers(0, 399), max_size=90),
     depth=st.integers(0, 300),
 )
@@ -34,15 +37,21 @@ def test_a_link_is_left_out_only_when_it_is_settled_at_its_depth(
     for i, at in settled.items():
         ids.settle(URLS[i], at)
     kept = ids.unsettled(_links(picked), depth)
-    # LinkResolver.unsettled's rule: kept unless settled at a depth the link is not below
-    rule = [URLS[i] for i in picked if i not in settled or depth < settled[i]]
-    if len(picked) == 1:  # one link: left to the crawl's loop, which applies the rule itself
-        assert kept == [URLS[picked[0]]]
-        return
+    # the workers' filter, by name (LinkResolver.unsettled): the same rule, link_matters
+    workers = LinkResolver()
+    urls = [URLS[i] for i in settled]
+    workers.settle(urls, list(settled.values()))
+    rule = workers.unsettled([URLS[i] for i in picked], depth)
+    unsettled = {i for i, at in settled.items() if at == UNSETTLED}
+    assert rule == [
+        URLS[i] for i in picked if i not in settled or i in unsettled or depth < settled[i]
+    ]
     # a settled depth a byte cannot hold (255 on) is kept as unsettled: a link is looked at
     # once more, never left out; below it, exactly the rule
     assert kept == [
-        URLS[i] for i in picked if i not in settled or settled[i] >= 255 or depth < settled[i]
+        URLS[i]
+        for i in picked
+        if i not in settled or i in unsettled or settled[i] >= 255 or depth < settled[i]
     ]
     assert set(rule) <= set(kept)
 
@@ -52,7 +61,8 @@ def test_urls_never_settled_and_ids_past_the_table_are_kept() -> None:
     ids.settle(URLS[0])
     ids.settle("http://example.com/never-interned")  # no id: nothing to keep
     assert ids.unsettled(_links([0, 1, 399]), 5) == [URLS[1], URLS[399]]
-    assert ids.unsettled(_links([0]), 5) == [URLS[0]]  # one link: left to the crawl's loop
+    assert ids.unsettled(_links([0]), 5) == []  # one link as any number
+    assert ids.unsettled(_links([1]), 5) == [URLS[1]]
 
 
 def test_the_workers_are_told_too() -> None:
@@ -102,3 +112,51 @@ def test_the_journal_says_when_early_referrers_are_complete_and_unsettles_a_brok
     assert journal.tally.broken[gone] == (404, [URLS[8], *URLS[:EARLY_REFERRERS]])
     journal.record(URLS[10], 200, Decision(REDIRECT, URLS[11]), 1, None)
     assert settled[-1] == (URLS[10], 0)  # not broken: settled for good, as before
+
+
+class _Table(list[str | None]):
+    """An id -> URL table that notes which ids were named."""
+
+    def __init__(self, names: list[str | None]) -> None:
+        super().__init__(names)
+        self.asked: set[int] = set()
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def,override]
+        self.asked.add(index)
+        return super().__getitem__(index)
+
+
+@given(
+    picked=st.lists(st.integers(0, 399), max_size=90),
+    keep=st.lists(st.booleans(), min_size=90, max_size=90),
+    named_first=st.booleans(),
+)
+def test_history_links_are_the_list_they_name_and_pick_names_only_the_kept(
+    picked: list[int], keep: list[bool], named_first: bool
+) -> None:
+    """#26: a revived page's links, named on demand, are the list eager naming gave; pick
+    names only the links kept (a revived page whose links are all settled names none)."""
+    table = _Table(NAMES)
+    links = HistoryLinks(array("I", [i + 1 for i in picked]).tobytes(), table)
+    names = [URLS[i] for i in picked]
+    mask = bytes(keep[: len(picked)])
+    if named_first:
+        assert list(links) == names and links == names and names == links
+        assert len(links) == len(names) and links[0:2] == names[0:2]
+    picked_names = links.pick(mask)
+    assert picked_names == [name for name, k in zip(names, mask, strict=True) if k]
+    if not named_first:  # only the kept were looked up
+        assert table.asked == {i + 1 for i, k in zip(picked, mask, strict=True) if k}
+        assert len(links) == len(names) and links == names
+
+
+def test_a_revived_page_whose_links_are_all_settled_names_none() -> None:
+    table = _Table(NAMES)
+    ids = SettledIds(lambda: IDS)
+    for i in range(5):
+        ids.settle(URLS[i])
+    links = HistoryLinks(array("I", [1, 2, 3, 4, 5]).tobytes(), table)
+    assert ids.unsettled(links, 3) == []
+    assert table.asked == set()
+    assert ids.unsettled(HistoryLinks(array("I", [1, 7, 2]).tobytes(), table), 3) == [URLS[6]]
+    assert table.asked == {7}

@@ -8,6 +8,7 @@ act on. The engine gathers facts; this module only judges them.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
@@ -269,15 +270,15 @@ def follows_links(facts: PageFacts, policy: Policy) -> bool:
 
 
 def nofollow_links(
-    facts: PageFacts, targets: list[str], nofollow: list[str], policy: Policy
-) -> list[str]:
+    facts: PageFacts, targets: Sequence[str], nofollow: Sequence[str], policy: Policy
+) -> Sequence[str]:
     """The URLs a page leads to only by links not followed because they are nofollow: its
     rel=nofollow links, and all its links when the page itself says nofollow. They are met
     all the same, and get the decision `nofollow` unless a followed link leads there too."""
     if policy.follow_nofollow or facts.status != 200:
         return []
     if facts.meta.nofollow or facts.header.nofollow:
-        return targets + nofollow
+        return [*targets, *nofollow]
     return nofollow
 
 

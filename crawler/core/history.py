@@ -13,8 +13,12 @@ only stores rows, and crawler.core.lastmod alone dates the content.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import itemgetter
+from typing import TypeVar, overload
 
 from crawler.core.directives import NO_DIRECTIVES, Directives
 from crawler.core.media import PageExtras
@@ -22,6 +26,8 @@ from crawler.core.page import PageResult
 from crawler.core.wire import unpack
 
 __all__ = ["HistoryLinks", "HistoryRow", "Prior", "Validators", "revive"]
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True, frozen=True)
@@ -61,18 +67,78 @@ class HistoryRow:
     stamped: bool = False  # its Last-Modified was its response's Date
 
 
-class HistoryLinks(list[str]):
-    """A revived page's links as the history holds them: the URLs, in order, and `ids`,
-    the same links as the history's packed 32-bit URL ids (every id named). A list like
-    any page's, so the rules judge it as they would the full answer's; the ids let its row
-    be stored again as read, and links to URLs the crawl has settled be skipped by id,
-    without a lookup by name (crawler.shell.settled)."""
+class HistoryLinks(Sequence[str]):
+    """A revived page's links as the history holds them: `ids`, the packed 32-bit URL ids,
+    in order, named from `names` (the state's id -> URL table, every one of these ids
+    named) only when a rule asks for the URLs. A sequence like any page's list of links, so
+    the rules judge it as they would the full answer's; the ids let its row be stored again
+    as read, and links to URLs the crawl has settled be skipped by id
+    (crawler.shell.settled, `pick`): a revived page follows only the few links (none, on
+    most pages of a night) that may still change something, and naming all of its links
+    first cost about as much as the rest of their walk (#26)."""
 
-    __slots__ = ("ids",)
+    __slots__ = ("_gather", "_named", "_names", "ids")
 
-    def __init__(self, names: Iterable[str], ids: bytes) -> None:
-        super().__init__(names)
+    def __init__(self, ids: bytes, names: Sequence[str | None]) -> None:
         self.ids = ids
+        self._names = names
+        self._gather: Callable[[Sequence[T]], tuple[T, ...]] | None = None
+        self._named: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids) // 4
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        return self.named()[index]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.named())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, HistoryLinks):
+            other = other.named()
+        return isinstance(other, list) and self.named() == other
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a list: unhashable as one
+
+    def __repr__(self) -> str:
+        return f"HistoryLinks({self.named()!r})"
+
+    def gather(self) -> Callable[[Sequence[T]], tuple[T, ...]]:
+        """What each link's id indexes in a table by id (a byte array, the names), gathered
+        in C: made once a page, for its names and the settled depths alike."""
+        gather = self._gather
+        if gather is None:
+            ids = array("I")
+            ids.frombytes(self.ids)
+            if len(ids) > 1:
+                self._gather = gather = itemgetter(*ids)
+            else:  # itemgetter of one item gives no tuple, of none fails
+                self._gather = gather = lambda table: tuple(table[uid] for uid in ids)
+        return gather
+
+    def named(self) -> list[str]:
+        """The URLs, in order (named once)."""
+        named = self._named
+        if named is None:
+            self._named = named = list(self.gather()(self._names))  # type: ignore[arg-type]
+        return named
+
+    def pick(self, keep: bytes) -> list[str]:
+        """The URLs of the links whose byte in `keep` (one a link) is not 0, in order: only
+        those are named, unless all were already."""
+        if self._named is not None:
+            return list(compress(self._named, keep))
+        ids = array("I")
+        ids.frombytes(self.ids)
+        names = self._names
+        return [names[uid] for uid in compress(ids, keep)]  # type: ignore[misc]
 
 
 @dataclass(slots=True)
@@ -111,8 +177,8 @@ def revive(
     answer: PageResult,
     *,
     header_given: bool,
-    targets: list[str],
-    nofollow: list[str] | None = None,
+    targets: Sequence[str],
+    nofollow: Sequence[str] | None = None,
 ) -> PageResult:
     """The page a 304 stands for: the history's, with the directives the 304's headers
     give, when it gives any (an X-Robots-Tag, a Link canonical, re-read every time). The

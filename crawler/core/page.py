@@ -9,7 +9,7 @@ and normalised), and the key that finds byte-identical twins.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Protocol
@@ -72,7 +72,8 @@ class PageResult:
     meta: Directives = NO_DIRECTIVES  # robots <meta> (HTML only)
     canonical: str | None = None  # resolved and normalised: the HTML link, else the header's
     # links to follow, resolved and normalised, each once, in document order (hreflang last)
-    targets: list[str] = field(default_factory=list)
+    # (a revived page's: crawler.core.history.HistoryLinks, named when asked)
+    targets: Sequence[str] = field(default_factory=list)
     body_key: int | None = None  # 64 bits of the body's sha256 (HTML only): finds twins
     # images, hreflang alternates, videos, publication time: the sitemap extensions' facts
     extras: PageExtras | None = None
@@ -88,7 +89,7 @@ class PageResult:
     moved_by: str = ""
     # the URLs only its rel=nofollow links lead to (resolved and normalised, each once; none
     # of them among targets): not followed, but met (the decision `nofollow`)
-    nofollow: list[str] = field(default_factory=list)
+    nofollow: Sequence[str] = field(default_factory=list)
     # the canonical is the HTML link's (a 304 cannot override it; its Link header can the
     # header's): the precedence a revived page keeps (crawler.core.history.revive)
     canonical_in_html: bool = False

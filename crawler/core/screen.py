@@ -8,7 +8,7 @@ and locs are judged in public space, fetching and robots.txt in crawl space.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from crawler.core.decide import (
     EXCLUDED_BY_PATTERN,
@@ -46,6 +46,12 @@ class Plan:
     base_url: str  # public folder the sitemap files are published under
     seeds: tuple[str, ...] = ()  # crawl space: more start URLs, each once, the start not among them
     hosts: AllowedHosts | None = None  # allowed_hosts: more hosts in scope, from their root
+    # the crawl and public spaces are one (no --public-url): asked for every URL met (public,
+    # to_crawl, the screen), so kept, not a property computed each time (#26)
+    identity: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "identity", self.origins.is_identity)
 
     @classmethod
     def make(
@@ -99,11 +105,6 @@ class Plan:
             return self.scope.root
         names = sorted(self.hosts.exact) + [f"*{s}" for s in self.hosts.suffixes]
         return f"{self.scope.root} and allowed_hosts {', '.join(names)}"
-
-    @property
-    def identity(self) -> bool:
-        """The crawl and public spaces are one (no --public-url)."""
-        return self.origins.is_identity
 
     def public(self, url: str) -> str:
         """The URL as the sitemap would list it; URLs outside the crawl root stay as they are

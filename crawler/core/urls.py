@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
@@ -715,7 +715,7 @@ class LinkResolver:
             known.clear()
         known.update(zip(urls, depths, strict=True))
 
-    def unsettled(self, targets: list[str], depth: int) -> list[str]:
+    def unsettled(self, targets: Sequence[str], depth: int) -> list[str]:
         """The targets a link at `depth` still matters to, remembering them all as produced."""
         known = self.known
         met = known.get
@@ -727,10 +727,19 @@ class LinkResolver:
                     known.clear()
                 known[target] = UNSETTLED
                 kept.append(target)
-            elif settled == UNSETTLED or depth < settled:
-                kept.append(target)
+            elif settled == UNSETTLED or depth < settled:  # link_matters, inlined: a call
+                kept.append(target)  # a link in the worker's hottest loop
         return kept
 
 
 #: LinkResolver.known's value for a URL produced but not settled
 UNSETTLED = -1
+
+
+def link_matters(settled: int, depth: int) -> bool:
+    """Whether a link found `depth` links from the start may change something for a URL
+    settled at `settled`: not settled (UNSETTLED; also a URL judged broken, whose late
+    referrers count), or settled deeper (a listing that may have twins, ranked by the
+    closest link). The one rule behind LinkResolver (a worker's links, by name) and
+    crawler.shell.settled (a revived page's, by id)."""
+    return settled == UNSETTLED or depth < settled

@@ -453,7 +453,7 @@ class Crawl:
             ):
                 yield
 
-    def _in_scope(self, targets: list[str]) -> set[str]:
+    def _in_scope(self, targets: Sequence[str]) -> set[str]:
         contains, plan = self.plan.in_scope, self.plan
         return {t for t in targets if contains(plan.public(plan.to_crawl(t)))}
 

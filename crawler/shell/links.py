@@ -3,7 +3,7 @@ the links of a judged page followed; each decision recorded once (crawler.shell.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from crawler.core.decide import (
     REDIRECT,
@@ -92,7 +92,7 @@ class Links:
             met = [u for u in map(self.to_crawl, unfollowed) if u not in self.frontier]
             self.journal.nofollow_links(met, self.public(url), task.depth + 1)
 
-    def follow_targets(self, targets: list[str], depth: int, referrer: str) -> None:
+    def follow_targets(self, targets: Sequence[str], depth: int, referrer: str) -> None:
         """Discover the links of a page: the crawl's hottest loop. Most lead to URLs met
         before (navigation repeats on every page): those cost a lookup, and a note only
         while the URL waits to be judged, or when broken URLs are known."""

@@ -5,7 +5,7 @@ are rendered under `auto` is crawler.core.rendering's rule (AutoRender.wants).""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
@@ -35,7 +35,7 @@ class PageRenderer:
         config: Config,
         page_policy: PagePolicy,
         known: Mapping[str, object],
-        in_scope: Callable[[list[str]], set[str]],
+        in_scope: Callable[[Sequence[str]], set[str]],
         log: Callable[[str], None],
     ) -> None:
         self.config = config

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -182,8 +183,8 @@ def _same(value: object, held: object) -> bool:
     return value is held or value == held
 
 
-def _as_held(links: list[str], held: bytes | None) -> bool:
+def _as_held(links: Sequence[str], held: bytes | None) -> bool:
     """Whether links, as page() stores them, are `held`: the same ids, or none on both."""
-    if isinstance(links, HistoryLinks):
-        return len(links.ids) == 4 * len(links) and links.ids == held
+    if isinstance(links, HistoryLinks):  # its ids, which it cannot change
+        return links.ids == held
     return not links and not held

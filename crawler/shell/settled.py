@@ -11,21 +11,19 @@ with all the early referrers the journal keeps is hushed from its queued depth o
 there would change nothing), until it is judged: settled then, or UNSETTLED again when
 broken (its late referrers count). Kept by the state's URL id in a byte array (a
 byte a URL), a revived page's links (crawler.core.history.HistoryLinks, which carry their ids)
-are checked in C, and only those that may change something reach Links.follow_targets'
-loop. A depth kept is never below the one that matters (a closer link may lower a listing's
-depth later, never raise it), so a link is never left out that the loop would act on.
+are checked in C, and only those that may change something are named and reach
+Links.follow_targets' loop. A depth kept is never below the one that matters (a closer link
+may lower a listing's depth later, never raise it), so a link is never left out that the
+loop would act on.
 """
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Callable
-from itertools import compress
-from operator import itemgetter
 from typing import Final
 
 from crawler.core.history import HistoryLinks
-from crawler.core.urls import UNSETTLED
+from crawler.core.urls import UNSETTLED, link_matters
 from crawler.shell.state import CrawlState
 
 __all__ = ["SettledIds", "told"]
@@ -76,25 +74,23 @@ class SettledIds:
             depths[uid] = min(depth, _UNSETTLED)
 
     def unsettled(self, links: HistoryLinks, depth: int) -> list[str]:
-        """The links a link at `depth` may still matter to, in their order: the settled
-        depth of each gathered in C (itemgetter), mapped to 1 or 0 by a table (translate)."""
-        ids = array("I")
-        ids.frombytes(links.ids)
-        if len(ids) < 2:  # itemgetter of one item gives no tuple
-            return links
+        """The links a link at `depth` may still matter to, in their order, named only
+        then: the settled depth of each gathered in C by id (HistoryLinks.gather), mapped to
+        1 or 0 by a table (translate)."""
         depth = min(depth, _UNSETTLED)
         matters = self._matters.get(depth)
         if matters is None:
             matters = self._matters[depth] = bytes(
-                int(settled == _UNSETTLED or depth < settled) for settled in range(256)
+                link_matters(UNSETTLED if settled == _UNSETTLED else settled, depth)
+                for settled in range(256)
             )
-        gather = itemgetter(*ids)
+        gather = links.gather()
         try:
             settled = bytes(gather(self._depths))
         except IndexError:  # an id past those settled so far: not settled either
-            self._grow(max(ids) + 1)
+            self._grow(max(memoryview(links.ids).cast("I")) + 1)
             settled = bytes(gather(self._depths))
-        return list(compress(links, settled.translate(matters)))
+        return links.pick(settled.translate(matters))
 
     def _grow(self, size: int) -> None:
         depths = self._depths

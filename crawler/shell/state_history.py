@@ -23,7 +23,7 @@ from __future__ import annotations
 import operator
 import sqlite3
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -188,10 +188,12 @@ class HistoryStore:
         self._ahead_used = row is not None
         return row
 
-    def outlinks(self, url: str) -> tuple[list[str], list[str]]:
+    def outlinks(self, url: str) -> tuple[Sequence[str], Sequence[str]]:
         """The links of url's page in the history, in their order: those followed, and
         those only its rel=nofollow links reach (for a 304: named only then; prior() read
-        their ids with the rest of the row). HistoryLinks when every id is named."""
+        their ids with the rest of the row). HistoryLinks, named only when asked (most
+        of a revived page's links never are: crawler.shell.settled), when every id is
+        named."""
         row = self._links.pop(url, None)
         if row is None:
             row = self._row(url, "SELECT targets, nofollow FROM history WHERE url = ?")
@@ -199,21 +201,16 @@ class HistoryStore:
                 return [], []
         return self._names(row[0]), self._names(row[1])
 
-    def _names(self, packed: bytes | None) -> list[str]:
+    def _names(self, packed: bytes | None) -> Sequence[str]:
         if not packed:
             return []
-        links = array("I")
-        links.frombytes(packed)
         urls = self._urls
-        named = urls.names()
-        # itemgetter: the names gathered in C (a tuple, but of one item)
-        names: tuple[str | None, ...]
-        names = operator.itemgetter(*links)(named) if len(links) > 1 else (named[links[0]],)
+        links = HistoryLinks(packed, urls.names())
         # an id never names "" (URLs are absolute): only the unnamed are dropped, looked for
         # only when some id below the last has no name (never, as the URL table is kept)
-        if urls.unnamed and None in names:
-            return list(filter(None, names))
-        return HistoryLinks(names, packed)  # type: ignore[arg-type]  # no None left
+        if urls.unnamed and None in links.named():
+            return list(filter(None, links.named()))
+        return links
 
     def last_run(self, url: str) -> LastRun | None:
         """What the last finished run kept of url's page for its lastmod (its content
@@ -313,7 +310,7 @@ class HistoryStore:
         self._carried.append((uid,))
         self.ops += 1
 
-    def _ids(self, links: list[str]) -> bytes:
+    def _ids(self, links: Sequence[str]) -> bytes:
         """links as packed URL ids (every link is met, so interned, but for a few)."""
         urls = self._urls
         found = list(map(urls.ids().get, links))
@@ -362,13 +359,11 @@ class HistoryStore:
         )
 
 
-def _packed_ids(links: list[str]) -> bytes | None:
+def _packed_ids(links: Sequence[str]) -> bytes | None:
     """A revived page's links as the history holds them (outlinks()), stored again as
-    they are instead of being packed anew from their names; None for any other list (and
-    for one whose length no longer matches its ids: a changed list is never stored wrong)."""
-    if isinstance(links, HistoryLinks) and len(links.ids) == 4 * len(links):
-        return links.ids
-    return None  # any other list, or one changed since it was read: packed from its names
+    they are instead of being packed anew from their names (a HistoryLinks is its ids: it
+    cannot change); None for any other list."""
+    return links.ids if isinstance(links, HistoryLinks) else None
 
 
 def _packed(directives: Directives) -> bytes | None:
