@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import sqlite3
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,6 +137,10 @@ class ResumeQueue:
         self.unnamed = True  # whether names() has a None past id 0 (known once it is made)
         self.next_id = next_id
         self.qseq = qseq
+        #: the ids of URLs of earlier runs queued, in the order queued (which is the order
+        #: the frontier asks for them), for the history to read their rows in that order
+        #: (state_history.HistoryStore.prior); None when it has no use for them
+        self.upcoming: deque[int] | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -215,6 +220,8 @@ class ResumeQueue:
             row[2:] = (QUEUED, depth, ref, qseq)
         else:
             self._requeue.append((depth, ref, qseq, uid))
+            if (upcoming := self.upcoming) is not None:
+                upcoming.append(uid)
         self.ops += 1
 
     def lowered(self, url: str, depth: int, referrer: str | None = None) -> None:
