@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +49,7 @@ __all__ = [
     "peek",
     "unlock",
     "unresumable",
+    "write_rows",
 ]
 
 SCHEMA_VERSION: Final = 7  # 7: PageExtras.about (llms.txt) in the packed extras
@@ -312,6 +314,30 @@ def _identity(conn: sqlite3.Connection) -> tuple[int, int]:
     (app_id,) = conn.execute("PRAGMA application_id").fetchone()
     (version,) = conn.execute("PRAGMA user_version").fetchone()
     return app_id, version
+
+
+#: The rows write_rows() gives one statement at most: SQLite before 3.32 takes 999
+#: parameters a statement (SQLITE_MAX_VARIABLE_NUMBER), and before 3.8.8 a VALUES list
+#: counted as a compound SELECT, 500 rows at most
+_MOST_PARAMETERS: Final = 999
+_MOST_ROWS: Final = 500
+
+
+def write_rows(
+    conn: sqlite3.Connection, statement: str, width: int, rows: Collection[Sequence[object]]
+) -> None:
+    """`rows`, of `width` values each, written by `statement`, in which `{}` stands for a
+    list of rows ("INSERT ... VALUES {}", "UPDATE ... WHERE id IN ({})"), hundreds a
+    statement, in order: executemany runs its statement once a row, and a statement's
+    start and end cost SQLite more than a small row (the listings' AUTOINCREMENT writes its
+    counter at each end): a checkpoint's rows in about half the instructions."""
+    per = min(_MOST_PARAMETERS // width, _MOST_ROWS)
+    group = f"({', '.join('?' * width)})"
+    listed = rows if isinstance(rows, list) else list(rows)
+    for at in range(0, len(listed), per):
+        part = listed[at : at + per]
+        values = list(itertools.chain.from_iterable(part))
+        conn.execute(statement.format(", ".join([group] * len(part))), values)
 
 
 def now_iso() -> str:

@@ -33,7 +33,7 @@ from crawler.core.history import HistoryLinks, HistoryRow, Prior
 from crawler.core.lastmod import LastRun, pack_blocks, unpack_blocks
 from crawler.core.page import PageResult
 from crawler.core.wire import pack, unpack
-from crawler.shell.state_file import HISTORY_NAMES, StateError
+from crawler.shell.state_file import HISTORY_NAMES, StateError, write_rows
 from crawler.shell.state_queue import ResumeQueue
 
 __all__ = ["HistoryStore"]
@@ -41,8 +41,7 @@ __all__ = ["HistoryStore"]
 #: A HistoryRow's values in column order (operator.attrgetter: one C call on the hot path).
 _history_values: Final = operator.attrgetter(*HISTORY_NAMES)
 _FRESH_INSERT: Final = (
-    f"INSERT OR REPLACE INTO fresh_history ({', '.join(HISTORY_NAMES)})"
-    f" VALUES ({', '.join('?' * len(HISTORY_NAMES))})"
+    f"INSERT OR REPLACE INTO fresh_history ({', '.join(HISTORY_NAMES)}) VALUES {{}}"
 )
 #: prior()'s columns, in the order prior() takes them
 _PRIOR_COLUMNS: Final = (
@@ -68,7 +67,7 @@ WARM_CHUNK: Final = 256
 #: The lastmods published, by URL (the table `published`): joined to this run's rows and
 #: to the rows carried as they are copied into the history at the finish
 _PUBLISHED_INSERT: Final = (
-    "INSERT OR REPLACE INTO published (changed, lastmod, source, url) VALUES (?, ?, ?, ?)"
+    "INSERT OR REPLACE INTO published (changed, lastmod, source, url) VALUES {}"
 )
 #: What published() gives (published() appends in this order)
 _PUBLISHED: Final = ("changed", "lastmod", "source")
@@ -381,11 +380,11 @@ class HistoryStore:
         `finished`, this run's rows become the baseline of the next, and `common` its
         template."""
         if self._rows:
-            conn.executemany(_FRESH_INSERT, self._rows.values())
+            write_rows(conn, _FRESH_INSERT, len(HISTORY_NAMES), self._rows.values())
         if self._carried:
-            conn.executemany("INSERT OR IGNORE INTO carried (url) VALUES (?)", self._carried)
+            write_rows(conn, "INSERT OR IGNORE INTO carried (url) VALUES {}", 1, self._carried)
         if self._published:
-            conn.executemany(_PUBLISHED_INSERT, self._published)
+            write_rows(conn, _PUBLISHED_INSERT, 4, self._published)
         if not finished:
             return
         self._ahead, self._ahead_from, self._ahead_to = {}, 0, 0  # the history changes now
