@@ -316,28 +316,32 @@ def _identity(conn: sqlite3.Connection) -> tuple[int, int]:
     return app_id, version
 
 
-#: The rows write_rows() gives one statement at most: SQLite before 3.32 takes 999
-#: parameters a statement (SQLITE_MAX_VARIABLE_NUMBER), and before 3.8.8 a VALUES list
-#: counted as a compound SELECT, 500 rows at most
+#: The rows write_rows() gives one statement at most (SQLite before 3.32 takes 999
+#: parameters a statement): more saves few instructions, and each size is a statement
+#: sqlite3 keeps prepared (a 500-row one of the listings took about 0.1 MB)
 _MOST_PARAMETERS: Final = 999
-_MOST_ROWS: Final = 500
+_MOST_ROWS: Final = 64
 
 
 def write_rows(
     conn: sqlite3.Connection, statement: str, width: int, rows: Collection[Sequence[object]]
 ) -> None:
     """`rows`, of `width` values each, written by `statement`, in which `{}` stands for a
-    list of rows ("INSERT ... VALUES {}", "UPDATE ... WHERE id IN ({})"), hundreds a
-    statement, in order: executemany runs its statement once a row, and a statement's
-    start and end cost SQLite more than a small row (the listings' AUTOINCREMENT writes its
-    counter at each end): a checkpoint's rows in about half the instructions."""
-    per = min(_MOST_PARAMETERS // width, _MOST_ROWS)
+    list of rows ("INSERT ... VALUES {}", "UPDATE ... WHERE id IN ({})"), up to
+    _MOST_ROWS a statement, in order: executemany runs its statement once a row, and a
+    statement's start and end cost SQLite more than a small row (the listings'
+    AUTOINCREMENT writes its counter at each end): a checkpoint's rows in 25 to 55% fewer
+    instructions. The rows left over go by powers of two, so that a few statements of
+    fixed sizes serve every checkpoint."""
+    most = min(_MOST_PARAMETERS // width, _MOST_ROWS)
     group = f"({', '.join('?' * width)})"
     listed = rows if isinstance(rows, list) else list(rows)
-    for at in range(0, len(listed), per):
-        part = listed[at : at + per]
-        values = list(itertools.chain.from_iterable(part))
-        conn.execute(statement.format(", ".join([group] * len(part))), values)
+    at, count = 0, len(listed)
+    while at < count:
+        size = min(most, 1 << ((count - at).bit_length() - 1))
+        values = list(itertools.chain.from_iterable(listed[at : at + size]))
+        conn.execute(statement.format(", ".join([group] * size)), values)
+        at += size
 
 
 def now_iso() -> str:
