@@ -6,11 +6,13 @@ last), whatever the count against the statement's limits."""
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler.shell.state_file import write_rows
+from crawler.shell.state import CrawlState
+from crawler.shell.state_file import STATE_CACHE_KIB, write_rows
 
 _VALUES = st.one_of(
     st.none(), st.integers(-(2**63), 2**63 - 1), st.text(max_size=5), st.binary(max_size=5),
@@ -62,3 +64,19 @@ def test_rows_written_many_a_statement_are_those_written_one_a_statement(
         conn.execute("SELECT * FROM many").fetchall()
         == conn.execute("SELECT * FROM one").fetchall()
     )
+
+
+def test_the_state_connection_keeps_its_durability_and_a_bounded_page_cache(
+    tmp_path: Path,
+) -> None:
+    """WAL with synchronous=NORMAL (a commit survives the process's crash: the resume's
+    promise), and a page cache of at most 16 MiB, whatever the size of the site: a night
+    reads most pages once, and the cache filled to its size stayed in the peak RSS."""
+    with CrawlState.open(
+        tmp_path / "state.sqlite", fingerprint="fp", start_url="http://example.com/", resume=False
+    ) as state:
+        conn = state._open_conn()
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        assert conn.execute("PRAGMA cache_size").fetchone()[0] == -STATE_CACHE_KIB
+    assert STATE_CACHE_KIB <= 16 * 1024

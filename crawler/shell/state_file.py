@@ -39,6 +39,7 @@ __all__ = [
     "HISTORY_NAMES",
     "QUEUED",
     "SCHEMA_VERSION",
+    "STATE_CACHE_KIB",
     "UNRESUMABLE",
     "OpenedFile",
     "StateError",
@@ -320,6 +321,8 @@ def _identity(conn: sqlite3.Connection) -> tuple[int, int]:
 #: parameters a statement): more saves few instructions, and each size is a statement
 #: sqlite3 keeps prepared (a 500-row one of the listings took about 0.1 MB)
 _MOST_PARAMETERS: Final = 999
+#: The state connection's page cache, in KiB (see _configure)
+STATE_CACHE_KIB: Final = 16384
 _MOST_ROWS: Final = 64
 
 
@@ -428,8 +431,12 @@ def _configure(conn: sqlite3.Connection, path: Path) -> None:
         if str(mode).lower() != "wal":
             raise StateError(f"state file {path} cannot use WAL mode (got {mode})")
         conn.execute("PRAGMA synchronous = NORMAL")
-        # Checkpoints are bulk writes; a larger page cache keeps the b-trees' inner pages hot.
-        conn.execute("PRAGMA cache_size = -65536")
+        # Checkpoints are bulk writes; a larger page cache than the default 2 MiB keeps the
+        # b-trees' inner pages hot. Not more: a night fills the cache to its size with pages
+        # it will not touch again (each history row is read once), 64 MiB was 18 MB of the
+        # 20,000-page full night's 104 MB peak RSS; the pages read again come from the OS's
+        # cache (7,600 more preads that night, a few µs each: about 0.02 CPU-s of 20)
+        conn.execute(f"PRAGMA cache_size = -{STATE_CACHE_KIB}")
         conn.execute("PRAGMA temp_store = MEMORY")
     except sqlite3.DatabaseError as exc:
         raise StateError(f"{path} is not a sitemap-crawler state file ({exc})") from exc
