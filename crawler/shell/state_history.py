@@ -120,6 +120,11 @@ class HistoryStore:
         # and how many of them were asked for; last_run()'s, for the listings being dated
         self._ahead: dict[int, tuple[Any, ...]] = {}
         self._ahead_from = self._ahead_to = self._ahead_used = 0
+        # url -> its links as prior() read them (packed ids, followed and nofollow), until
+        # outlinks() names them for a 304 (one query per page, not two); kept across
+        # checkpoints (a read, not a buffer: reset() dropped those of the pages in flight,
+        # 531 point queries again on the bench site's 304 night)
+        self._links: dict[str, tuple[bytes | None, bytes | None]] = {}
         # prior()'s rows read in the queue's order and not asked for yet (None: no row)
         self._upcoming: dict[int, tuple[Any, ...] | None] = {}
         self._last: dict[int, LastRun | None] = {}
@@ -131,9 +136,6 @@ class HistoryStore:
         self._carried: list[tuple[int]] = []
         self._published: list[tuple[object, ...]] = []
         self.ops = 0
-        # url -> its links as prior() read them (packed ids, followed and nofollow), until
-        # outlinks() names them for a 304 (one query per page, not two)
-        self._links: dict[str, tuple[bytes | None, bytes | None]] = {}
 
     def read_meta(self) -> None:
         """The run's start and the last run's template, and whether there is a history."""
@@ -389,6 +391,7 @@ class HistoryStore:
             return
         self._ahead, self._ahead_from, self._ahead_to = {}, 0, 0  # the history changes now
         self._upcoming, self._urls.upcoming = {}, None
+        self._links.clear()
         # A URL this run met but did not fetch (a limit came first) keeps its row; one it
         # never met (no link leads there any more) leaves the history, which so follows the
         # site instead of growing for ever
