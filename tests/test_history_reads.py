@@ -139,3 +139,29 @@ def test_a_checkpoint_between_prior_and_outlinks_costs_no_read_again(tmp_path: P
         state.checkpoint()
         assert state.outlinks(urls[0]) == ([urls[1]], [])
         assert reads == []
+
+
+def test_rows_read_for_urls_never_asked_for_are_dropped_oldest_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """URLs queued and never asked for (a limit, a stop) leave their rows read ahead: the
+    oldest are dropped past the bound, and the rows asked for still come, each once read,
+    without a read per ask."""
+    monkeypatch.setattr(state_history, "_UPCOMING_KEPT", 300)
+    path = tmp_path / "state.sqlite"
+    urls = _history(path, 1400)
+    expected = {url: _point(path, url) for url in urls}
+    with _open(path) as state:
+        reads: list[str] = []
+        state._open_conn().set_trace_callback(
+            lambda sql: reads.append(sql) if "FROM history" in sql else None
+        )
+        for url in urls:
+            state.queued(url, 1, None)
+        asked = urls[::5]
+        for url in asked:
+            prior = state.prior(url)
+            row = expected[url]
+            assert (prior.etag if prior else None) == (row[0] if row else None), url
+            assert len(state._history._upcoming) <= 300 + UPCOMING_READ
+        assert len(reads) <= -(-len(urls) // UPCOMING_READ)

@@ -321,9 +321,9 @@ def _identity(conn: sqlite3.Connection) -> tuple[int, int]:
 #: parameters a statement): more saves few instructions, and each size is a statement
 #: sqlite3 keeps prepared (a 500-row one of the listings took about 0.1 MB)
 _MOST_PARAMETERS: Final = 999
+_MOST_ROWS: Final = 64
 #: The state connection's page cache, in KiB (see _configure)
 STATE_CACHE_KIB: Final = 16384
-_MOST_ROWS: Final = 64
 
 
 def write_rows(

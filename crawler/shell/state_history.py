@@ -25,6 +25,7 @@ import sqlite3
 from array import array
 from collections import deque
 from collections.abc import Callable
+from itertools import islice
 from pathlib import Path
 from typing import Any, Final
 
@@ -53,7 +54,7 @@ _PRIOR_AHEAD: Final = f"SELECT {_PRIOR_COLUMNS} FROM history WHERE url >= ? ORDE
 #: prior()'s rows of the URLs queued next, UPCOMING_READ at most at once (see _upcoming_row)
 UPCOMING_READ: Final = 256
 #: Rows read for URLs queued but not asked for yet (one a limit or a stop leaves unfetched
-#: is never asked): dropped past this many, read again by id if asked after all
+#: is never asked): the oldest dropped past this many, read again if asked after all
 _UPCOMING_KEPT: Final = 4 * UPCOMING_READ
 #: The URLs queued ahead of the crawl that prior() keeps the order of, at most (8 bytes
 #: each, beside a frontier's few hundred a URL): past it, rows are read by ranges of ids
@@ -195,8 +196,9 @@ class HistoryStore:
         if len(upcoming) > UPCOMING_MOST:
             self._urls.upcoming = None  # see UPCOMING_MOST; the ranges serve all alike
             return self._ahead_row(uid)
-        if len(read) > _UPCOMING_KEPT:
-            read.clear()
+        if len(read) > _UPCOMING_KEPT:  # the oldest first: the likeliest never asked for
+            for stale in list(islice(read, len(read) - _UPCOMING_KEPT)):
+                del read[stale]
         batch = [uid]
         take = upcoming.popleft
         while upcoming and len(batch) < UPCOMING_READ:
