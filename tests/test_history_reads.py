@@ -7,9 +7,12 @@ import random
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from crawler.core.page import PageResult
+from crawler.shell import state_history, state_queue
 from crawler.shell.state import CrawlState
-from crawler.shell.state_history import WARM_CHUNK
+from crawler.shell.state_history import UPCOMING_READ, WARM_CHUNK
 
 START = "http://example.com/"
 FP = "fp"
@@ -68,3 +71,99 @@ def test_prior_and_last_run_read_ahead_give_each_url_its_own_row(tmp_path: Path)
                 got = None if last is None else (last.lastmod, last.source)
                 assert got == (None if row is None else (row[1], row[2])), url
         assert state.last_run(urls[0]) is not None  # past the warmed: a point query
+
+
+def test_prior_reads_the_rows_of_urls_queued_in_the_order_queued(tmp_path: Path) -> None:
+    """The URLs of earlier runs queued tonight are read in the order queued, UPCOMING_READ
+    a statement, whatever their ids; asked in another order, each still gets its own row
+    (read again by id), and so does one asked twice."""
+    path = tmp_path / "state.sqlite"
+    urls = _history(path, 700)
+    expected = {url: _point(path, url) for url in urls}
+    order = urls[:]
+    random.Random(2).shuffle(order)  # ids no guide: last night met them in another order
+    with _open(path) as state:
+        reads: list[str] = []
+        state._open_conn().set_trace_callback(
+            lambda sql: reads.append(sql) if "FROM history" in sql else None
+        )
+        for url in order[:500]:
+            state.queued(url, 1, None)
+        for url in order[:400]:  # as the frontier asks: in the order queued
+            prior = state.prior(url)
+            row = expected[url]
+            assert (prior.etag if prior else None) == (row[0] if row else None), url
+        assert len(reads) == -(-400 // UPCOMING_READ)
+        state.queued(f"{START}new", 1, None)  # no row: nothing to read for it
+        rest = order[400:]
+        random.Random(3).shuffle(rest)  # asked out of order, some never queued, one twice
+        for url in [*rest, order[0]]:
+            prior = state.prior(url)
+            row = expected[url]
+            assert (prior.etag if prior else None) == (row[0] if row else None), url
+
+
+def test_a_queue_past_its_bound_is_read_by_ranges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past UPCOMING_MOST URLs queued ahead the order is no longer kept (memory), as soon
+    as they are queued, whether prior() reads or not: every row still comes, by ranges of
+    ids."""
+    monkeypatch.setattr(state_history, "UPCOMING_MOST", 10)
+    monkeypatch.setattr(state_queue, "UPCOMING_MOST", 10)
+    path = tmp_path / "state.sqlite"
+    urls = _history(path, 100)
+    expected = {url: _point(path, url) for url in urls}
+    with _open(path) as state:
+        for url in urls:
+            state.queued(url, 1, None)
+        assert state._queue.upcoming is None
+        for url in urls:
+            prior = state.prior(url)
+            row = expected[url]
+            assert (prior.etag if prior else None) == (row[0] if row else None), url
+
+
+def test_a_checkpoint_between_prior_and_outlinks_costs_no_read_again(tmp_path: Path) -> None:
+    """The links prior() read are a 304's until outlinks() names them, across a checkpoint
+    made while the page is in flight (a read of the history, not a buffer to write)."""
+    path = tmp_path / "state.sqlite"
+    urls = _history(path, 10)
+    with _open(path) as state:
+        for url in urls:
+            state.queued(url, 1, None)
+        assert state.prior(urls[0]) is not None
+        reads: list[str] = []
+        state._open_conn().set_trace_callback(
+            lambda sql: reads.append(sql) if "FROM history" in sql else None
+        )
+        state.counter("fetched", 1)
+        state.checkpoint()
+        assert state.outlinks(urls[0]) == ([urls[1]], [])
+        assert reads == []
+
+
+def test_rows_read_for_urls_never_asked_for_are_dropped_oldest_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """URLs queued and never asked for (a limit, a stop) leave their rows read ahead: the
+    oldest are dropped past the bound, and the rows asked for still come, each once read,
+    without a read per ask."""
+    monkeypatch.setattr(state_history, "_UPCOMING_KEPT", 300)
+    path = tmp_path / "state.sqlite"
+    urls = _history(path, 1400)
+    expected = {url: _point(path, url) for url in urls}
+    with _open(path) as state:
+        reads: list[str] = []
+        state._open_conn().set_trace_callback(
+            lambda sql: reads.append(sql) if "FROM history" in sql else None
+        )
+        for url in urls:
+            state.queued(url, 1, None)
+        asked = urls[::5]
+        for url in asked:
+            prior = state.prior(url)
+            row = expected[url]
+            assert (prior.etag if prior else None) == (row[0] if row else None), url
+            assert len(state._history._upcoming) <= 300 + UPCOMING_READ
+        assert len(reads) <= -(-len(urls) // UPCOMING_READ)

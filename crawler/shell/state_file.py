@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +39,7 @@ __all__ = [
     "HISTORY_NAMES",
     "QUEUED",
     "SCHEMA_VERSION",
+    "STATE_CACHE_KIB",
     "UNRESUMABLE",
     "OpenedFile",
     "StateError",
@@ -48,6 +50,7 @@ __all__ = [
     "peek",
     "unlock",
     "unresumable",
+    "write_rows",
 ]
 
 SCHEMA_VERSION: Final = 7  # 7: PageExtras.about (llms.txt) in the packed extras
@@ -314,6 +317,36 @@ def _identity(conn: sqlite3.Connection) -> tuple[int, int]:
     return app_id, version
 
 
+#: The rows write_rows() gives one statement at most (SQLite before 3.32 takes 999
+#: parameters a statement): more saves few instructions, and each size is a statement
+#: sqlite3 keeps prepared (a 500-row one of the listings took about 0.1 MB)
+_MOST_PARAMETERS: Final = 999
+_MOST_ROWS: Final = 64
+#: The state connection's page cache, in KiB (see _configure)
+STATE_CACHE_KIB: Final = 16384
+
+
+def write_rows(
+    conn: sqlite3.Connection, statement: str, width: int, rows: Collection[Sequence[object]]
+) -> None:
+    """`rows`, of `width` values each, written by `statement`, in which `{}` stands for a
+    list of rows ("INSERT ... VALUES {}", "UPDATE ... WHERE id IN ({})"), up to
+    _MOST_ROWS a statement, in order: executemany runs its statement once a row, and a
+    statement's start and end cost SQLite more than a small row (the listings'
+    AUTOINCREMENT writes its counter at each end): a checkpoint's rows in 25 to 55% fewer
+    instructions. The rows left over go by powers of two, so that a few statements of
+    fixed sizes serve every checkpoint."""
+    most = min(_MOST_PARAMETERS // width, _MOST_ROWS)
+    group = f"({', '.join('?' * width)})"
+    listed = rows if isinstance(rows, list) else list(rows)
+    at, count = 0, len(listed)
+    while at < count:
+        size = min(most, 1 << ((count - at).bit_length() - 1))
+        values = list(itertools.chain.from_iterable(listed[at : at + size]))
+        conn.execute(statement.format(", ".join([group] * size)), values)
+        at += size
+
+
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -398,8 +431,12 @@ def _configure(conn: sqlite3.Connection, path: Path) -> None:
         if str(mode).lower() != "wal":
             raise StateError(f"state file {path} cannot use WAL mode (got {mode})")
         conn.execute("PRAGMA synchronous = NORMAL")
-        # Checkpoints are bulk writes; a larger page cache keeps the b-trees' inner pages hot.
-        conn.execute("PRAGMA cache_size = -65536")
+        # Checkpoints are bulk writes; a larger page cache than the default 2 MiB keeps the
+        # b-trees' inner pages hot. Not more: a night fills the cache to its size with pages
+        # it will not touch again (each history row is read once), 64 MiB was 18 MB of the
+        # 20,000-page full night's 104 MB peak RSS; the pages read again come from the OS's
+        # cache (7,600 more preads that night, a few µs each: about 0.02 CPU-s of 20)
+        conn.execute(f"PRAGMA cache_size = -{STATE_CACHE_KIB}")
         conn.execute("PRAGMA temp_store = MEMORY")
     except sqlite3.DatabaseError as exc:
         raise StateError(f"{path} is not a sitemap-crawler state file ({exc})") from exc

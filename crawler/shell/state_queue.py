@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import sqlite3
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,12 @@ from typing import Any, Final, TypeVar
 
 from crawler.core.report import DecisionRecord
 from crawler.shell.listings import Listing
-from crawler.shell.state_file import DONE, QUEUED, StateError
+from crawler.shell.state_file import DONE, QUEUED, StateError, write_rows
+
+#: The URLs queued ahead of the crawl whose order is kept for the history's reads, at most
+#: (8 bytes each, beside a frontier's few hundred a URL): past it the order is dropped, and
+#: rows are read by ranges of ids (state_history.HistoryStore._ahead_row)
+UPCOMING_MOST: Final = 1 << 20
 
 __all__ = ["QueuedRow", "ResumeQueue", "SavedCrawl"]
 
@@ -53,20 +59,14 @@ _LISTING_SELECT: Final = ", ".join(
     }.get(name, f"l.{name}")
     for name in _LISTING_FIELDS
 )
-_LISTING_INSERT: Final = (
-    f"INSERT INTO listings ({', '.join(_LISTING_STORED)})"
-    f" VALUES ({', '.join('?' * len(_LISTING_STORED))})"
-)
+_LISTING_INSERT: Final = f"INSERT INTO listings ({', '.join(_LISTING_STORED)}) VALUES {{}}"
 #: Likewise a decision's column in the decisions table, by DecisionRecord field (url and
 #: referrer hold ids into urls, joined back to their strings on load).
 _DECISION_FIELDS: Final = tuple(f.name for f in dataclasses.fields(DecisionRecord))
 _DECISION_SELECT: Final = ", ".join(
     {"url": "u.url", "referrer": "r.url"}.get(name, f"d.{name}") for name in _DECISION_FIELDS
 )
-_DECISION_INSERT: Final = (
-    f"INSERT INTO decisions ({', '.join(_DECISION_FIELDS)})"
-    f" VALUES ({', '.join('?' * len(_DECISION_FIELDS))})"
-)
+_DECISION_INSERT: Final = f"INSERT INTO decisions ({', '.join(_DECISION_FIELDS)}) VALUES {{}}"
 #: decided()'s buffered row, in _DECISION_FIELDS order, from its values keyed by field name:
 #: a field that decided() does not fill is a KeyError at the first decision, never a value
 #: written into the next field's column. (About 0.1 µs; decided() is on the hot path.)
@@ -136,6 +136,10 @@ class ResumeQueue:
         self.unnamed = True  # whether names() has a None past id 0 (known once it is made)
         self.next_id = next_id
         self.qseq = qseq
+        #: the ids of URLs of earlier runs queued, in the order queued (which is the order
+        #: the frontier asks for them), for the history to read their rows in that order
+        #: (state_history.HistoryStore.prior); None when it has no use for them
+        self.upcoming: deque[int] | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -215,6 +219,10 @@ class ResumeQueue:
             row[2:] = (QUEUED, depth, ref, qseq)
         else:
             self._requeue.append((depth, ref, qseq, uid))
+            if (upcoming := self.upcoming) is not None:
+                upcoming.append(uid)
+                if len(upcoming) > UPCOMING_MOST:  # bounded whether or not prior() reads
+                    self.upcoming = None
         self.ops += 1
 
     def lowered(self, url: str, depth: int, referrer: str | None = None) -> None:
@@ -317,11 +325,14 @@ class ResumeQueue:
     # -- writing and reading -------------------------------------------------------------
 
     def write(self, conn: sqlite3.Connection) -> None:
-        """Everything buffered, inside the checkpoint's transaction (the caller's)."""
+        """Everything buffered, inside the checkpoint's transaction (the caller's), a
+        statement for hundreds of rows (state_file.write_rows); the updates of rows on disk
+        that differ row by row (requeued, lowered) by executemany."""
         if self._new:
-            conn.executemany(
-                "INSERT INTO urls (id, url, state, depth, referrer, qseq)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+            write_rows(
+                conn,
+                "INSERT INTO urls (id, url, state, depth, referrer, qseq) VALUES {}",
+                6,
                 self._new.values(),
             )
         if self._requeue:
@@ -336,19 +347,19 @@ class ResumeQueue:
                 self._lower,
             )
         if self._done:
-            conn.executemany(f"UPDATE urls SET state = {DONE} WHERE id = ?", self._done)
+            write_rows(conn, f"UPDATE urls SET state = {DONE} WHERE id IN ({{}})", 1, self._done)
         if self._decisions:
-            conn.executemany(_DECISION_INSERT, self._decisions)
+            write_rows(conn, _DECISION_INSERT, len(_DECISION_FIELDS), self._decisions)
         if self._listings:
-            conn.executemany(_LISTING_INSERT, self._listings)
+            write_rows(conn, _LISTING_INSERT, len(_LISTING_STORED), self._listings)
         if self._unlisted:
             conn.executemany("DELETE FROM listings WHERE url = ?", self._unlisted)
         if self._referrers:
-            conn.executemany("INSERT INTO referrers (url, referrer) VALUES (?, ?)", self._referrers)
+            write_rows(conn, "INSERT INTO referrers (url, referrer) VALUES {}", 2, self._referrers)
         if self._bodies:
             # The engine keeps the first URL per body; a repeat here is a replay of one.
-            conn.executemany(
-                "INSERT OR IGNORE INTO bodies (digest, url) VALUES (?, ?)", self._bodies
+            write_rows(
+                conn, "INSERT OR IGNORE INTO bodies (digest, url) VALUES {}", 2, self._bodies
             )
         if self._counters:
             conn.executemany(

@@ -1,0 +1,82 @@
+"""A checkpoint's rows written many a statement (crawler.shell.state_file.write_rows) leave
+the tables executemany, one statement a row, leaves: same rows, same order of keys given
+(AUTOINCREMENT), the same winner among duplicates (OR IGNORE: the first, OR REPLACE: the
+last), whatever the count against the statement's limits."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawler.shell.state import CrawlState
+from crawler.shell.state_file import STATE_CACHE_KIB, write_rows
+
+_VALUES = st.one_of(
+    st.none(), st.integers(-(2**63), 2**63 - 1), st.text(max_size=5), st.binary(max_size=5),
+    st.floats(allow_nan=False),
+)  # fmt: skip
+
+
+def _tables(width: int) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    cols = ", ".join(f"c{i}" for i in range(width))
+    for name in ("one", "many"):
+        conn.execute(f"CREATE TABLE {name} (seq INTEGER PRIMARY KEY AUTOINCREMENT, {cols})")
+        conn.execute(f"CREATE TABLE {name}_keyed (k INTEGER PRIMARY KEY, v)")
+    return conn
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    width=st.integers(1, 13),
+    count=st.sampled_from([0, 1, 2, 76, 499, 500, 501, 1201]),
+    data=st.data(),
+)
+def test_rows_written_many_a_statement_are_those_written_one_a_statement(
+    width: int, count: int, data: st.DataObject
+) -> None:
+    conn = _tables(width)
+    rows = [tuple(data.draw(_VALUES) for _ in range(width)) for _ in range(min(count, 30))]
+    rows = (rows * (count // max(len(rows), 1) + 1))[:count]  # long lists, cheaply
+    cols = ", ".join(f"c{i}" for i in range(width))
+    marks = ", ".join("?" * width)
+    conn.executemany(f"INSERT INTO one ({cols}) VALUES ({marks})", rows)
+    write_rows(conn, f"INSERT INTO many ({cols}) VALUES {{}}", width, rows)
+    assert (
+        conn.execute("SELECT * FROM many").fetchall()
+        == conn.execute("SELECT * FROM one").fetchall()
+    )
+    keyed = [(data.draw(st.integers(0, 20)), i) for i in range(min(count, 700))]
+    for verb in ("OR IGNORE", "OR REPLACE"):
+        conn.executemany(f"INSERT {verb} INTO one_keyed (k, v) VALUES (?, ?)", keyed)
+        write_rows(conn, f"INSERT {verb} INTO many_keyed (k, v) VALUES {{}}", 2, iter(keyed))
+        assert (
+            conn.execute("SELECT * FROM many_keyed ORDER BY k").fetchall()
+            == conn.execute("SELECT * FROM one_keyed ORDER BY k").fetchall()
+        )
+    done = [(seq,) for seq in range(1, count + 1, 2)]
+    conn.executemany("UPDATE one SET c0 = 'done' WHERE seq = ?", done)
+    write_rows(conn, "UPDATE many SET c0 = 'done' WHERE seq IN ({})", 1, done)
+    assert (
+        conn.execute("SELECT * FROM many").fetchall()
+        == conn.execute("SELECT * FROM one").fetchall()
+    )
+
+
+def test_the_state_connection_keeps_its_durability_and_a_bounded_page_cache(
+    tmp_path: Path,
+) -> None:
+    """WAL with synchronous=NORMAL (a commit survives the process's crash: the resume's
+    promise), and a page cache of at most 16 MiB, whatever the size of the site: a night
+    reads most pages once, and the cache filled to its size stayed in the peak RSS."""
+    with CrawlState.open(
+        tmp_path / "state.sqlite", fingerprint="fp", start_url="http://example.com/", resume=False
+    ) as state:
+        conn = state._open_conn()
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        assert conn.execute("PRAGMA cache_size").fetchone()[0] == -STATE_CACHE_KIB
+    assert STATE_CACHE_KIB <= 16 * 1024
