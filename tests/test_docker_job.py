@@ -6,10 +6,12 @@ and leaves it alone. The resume decision is asked of the state file (CrawlState.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -143,6 +145,31 @@ def test_a_killed_job_resumes_and_other_settings_start_afresh(serve, tmp_path, x
     assert "job: crawling" in done.stderr and "resuming" not in done.stderr
     assert len(read_published(data / "out", xsd).locs) == 15  # 1 + 2 + 4 + 8
     assert site.paths[before:].count("/") == 1  # started over from the start URL
+
+
+def test_a_stopped_job_holding_a_listing_the_sitemap_cannot_hold_starts_afresh(
+    serve, tmp_path, xsd
+):
+    """A stopped crawl whose state holds a listing the sitemap cannot hold (a damaged file)
+    can't be resumed (replay refuses it, exit 2): the job, which no one watches, starts
+    afresh instead of failing every night (CrawlState.peek says no resume)."""
+    site = tree_site(PAGES, 0.01)
+    srv = serve(site.app)
+    data, env = tmp_path / "data", _env(srv.url)
+    state = data / "state" / "crawl.sqlite"
+    config = Config(url=srv.url + "/", concurrency=2, workers=0, state=state)
+    _stop_midway(site, _start(data, env))
+    assert CrawlState.peek(state, fingerprint(config))
+    with contextlib.closing(sqlite3.connect(state)) as conn, conn:
+        damaged = "UPDATE listings SET priority = 5.0 WHERE seq = (SELECT min(seq) FROM listings)"
+        assert conn.execute(damaged).rowcount == 1
+    assert not CrawlState.peek(state, fingerprint(config))
+    before = len(site.requests)
+    job = _job(data, env)
+    assert job.returncode == 0, job.stderr
+    assert "job: crawling" in job.stderr and "resuming" not in job.stderr
+    assert len(site.requests) - before >= PAGES  # started over
+    assert len(read_published(data / "out", xsd).locs) == PAGES
 
 
 def test_a_job_that_published_nothing_is_not_resumed(serve, tmp_path, xsd):

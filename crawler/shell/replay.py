@@ -84,7 +84,8 @@ def replay(
         except EntryError as exc:
             raise StateError(
                 f"the crawl saved in {state.path} holds a listing the sitemap cannot hold "
-                f"({exc}): it can't be resumed; a crawl without --resume starts afresh"
+                f"({exc}): it can't be resumed; a crawl without --resume starts afresh (the "
+                "nightly job does so by itself)"
             ) from None
         budgets.spend(listing.url)
         journal.listing(listing, replayed=True)

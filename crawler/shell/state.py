@@ -41,7 +41,7 @@ from crawler.shell import state_file
 from crawler.shell.listings import to_micros
 from crawler.shell.state_file import SCHEMA_VERSION, StateError, StateWriteError, now_iso
 from crawler.shell.state_history import HistoryStore
-from crawler.shell.state_queue import QueuedRow, ResumeQueue, SavedCrawl
+from crawler.shell.state_queue import QueuedRow, ResumeQueue, SavedCrawl, unlistable
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -167,8 +167,10 @@ class CrawlState:
     @staticmethod
     def peek(path: Path, fingerprint: str) -> bool:
         """Read-only, for the nightly job: whether ``path`` holds a stopped crawl of this
-        configuration that a resume would continue (crawler.shell.state_file.peek)."""
-        return state_file.peek(path, fingerprint)
+        configuration that a resume would continue (crawler.shell.state_file.peek), and
+        whose listings the sitemap can hold (replay refuses a resume of one that holds one
+        it cannot: crawler.shell.state_queue.unlistable)."""
+        return state_file.peek(path, fingerprint) and unlistable(path) is None
 
     @staticmethod
     def outdated(path: Path) -> bool:

@@ -48,6 +48,7 @@ __all__ = [
     "open_file",
     "outdated",
     "peek",
+    "read_only",
     "unlock",
     "unresumable",
     "write_rows",
@@ -264,7 +265,7 @@ def peek(path: Path, fingerprint: str) -> bool:
     that `unresumable` names: those are over, and the next run starts afresh. Never writes,
     never takes the lock: a crawl running on the file is left alone (its own lock
     refuses the run that follows, exit 75)."""
-    conn = _read_only(Path(path))
+    conn = read_only(Path(path))
     if conn is None:
         return False
     try:
@@ -288,7 +289,7 @@ def outdated(path: Path) -> bool:
     """Read-only, for the nightly job: is ``path`` a state file of ours written by
     another schema version? A crawl refuses such a file (its history would be misread);
     the job, which no one watches, starts afresh instead of failing every night."""
-    conn = _read_only(Path(path))
+    conn = read_only(Path(path))
     if conn is None:
         return False
     try:
@@ -300,7 +301,7 @@ def outdated(path: Path) -> bool:
         conn.close()
 
 
-def _read_only(path: Path) -> sqlite3.Connection | None:
+def read_only(path: Path) -> sqlite3.Connection | None:
     """path opened read-only (no lock, no write, no journal), or None."""
     if not path.is_file():
         return None
@@ -400,7 +401,7 @@ def discard_unused(path: Path) -> None:
     checkpoint): nothing to resume or compare with, so nothing left behind (#25). Best
     effort: a failed run's cleanup must not hide why it failed. Called once the run has
     closed the file and let go of its lock."""
-    conn = _read_only(path)
+    conn = read_only(path)
     if conn is None:
         return
     try:

@@ -25,14 +25,15 @@ from typing import Any, Final, TypeVar
 
 from crawler.core.report import DecisionRecord
 from crawler.shell.listings import Listing
-from crawler.shell.state_file import DONE, QUEUED, StateError, write_rows
+from crawler.shell.state_file import DONE, QUEUED, StateError, read_only, write_rows
+from sitemap_out import EntryError
 
 #: The URLs queued ahead of the crawl whose order is kept for the history's reads, at most
 #: (8 bytes each, beside a frontier's few hundred a URL): past it the order is dropped, and
 #: rows are read by ranges of ids (state_history.HistoryStore._ahead_row)
 UPCOMING_MOST: Final = 1 << 20
 
-__all__ = ["QueuedRow", "ResumeQueue", "SavedCrawl"]
+__all__ = ["QueuedRow", "ResumeQueue", "SavedCrawl", "unlistable"]
 
 #: Rows read per query when streaming decisions and listings back; bounds memory on resume.
 _CHUNK: Final = 10_000
@@ -58,6 +59,14 @@ _LISTING_SELECT: Final = ", ".join(
         "blocks": "CASE WHEN f.url IS NULL AND c.url IS NOT NULL THEN h.blocks ELSE f.blocks END",
     }.get(name, f"l.{name}")
     for name in _LISTING_FIELDS
+)
+#: The listings with all a Listing needs, as resume reads them (load() pages it by seq)
+_LISTINGS_READ: Final = (
+    f"SELECT l.seq, {_LISTING_SELECT}"
+    " FROM listings l JOIN urls u ON u.id = l.url"
+    " LEFT JOIN urls r ON r.id = l.referrer"
+    " LEFT JOIN fresh_history f ON f.url = l.url"
+    " LEFT JOIN carried c ON c.url = l.url LEFT JOIN history h ON h.url = l.url"
 )
 _LISTING_INSERT: Final = f"INSERT INTO listings ({', '.join(_LISTING_STORED)}) VALUES {{}}"
 #: Likewise a decision's column in the decisions table, by DecisionRecord field (url and
@@ -425,15 +434,7 @@ class ResumeQueue:
                 last_decision,
                 _decision_row,
             ),
-            listings=self._stream(
-                f"SELECT l.seq, {_LISTING_SELECT}"
-                " FROM listings l JOIN urls u ON u.id = l.url"
-                " LEFT JOIN urls r ON r.id = l.referrer"
-                " LEFT JOIN fresh_history f ON f.url = l.url"
-                " LEFT JOIN carried c ON c.url = l.url LEFT JOIN history h ON h.url = l.url",
-                last_listing,
-                _listing_row,
-            ),
+            listings=self._stream(_LISTINGS_READ, last_listing, _listing_row),
             bodies=bodies,
             referrers=referrers,
             counters=counters,
@@ -466,6 +467,27 @@ class ResumeQueue:
             raise StateError(f"cannot read state file {self.path}: {exc}") from exc
         self._ids = ids
         return ids
+
+
+def unlistable(path: Path) -> str | None:
+    """Why a listing saved in the state file at ``path`` is one the sitemap cannot hold (the
+    entry's check, `Listing.entry`, which replay makes), or None, also for a file it cannot
+    read. For the nightly job: a stopped crawl holding one can't be resumed, and the job
+    starts afresh rather than refuse it every night. Read-only, row by row."""
+    conn = read_only(path)
+    if conn is None:
+        return None
+    try:
+        for row in conn.execute(_LISTINGS_READ):
+            try:
+                _listing_row(row).entry()
+            except EntryError as exc:
+                return str(exc)
+    except (sqlite3.Error, TypeError, ValueError):
+        return None  # not ours to judge here: the crawl that opens it says what is wrong
+    finally:
+        conn.close()
+    return None
 
 
 def _queued_row(row: tuple[Any, ...], names: list[str | None]) -> QueuedRow:
