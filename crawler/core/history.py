@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import itemgetter
-from typing import TypeVar, overload
+from typing import Any, overload
 
 from crawler.core.directives import NO_DIRECTIVES, Directives
 from crawler.core.media import PageExtras
@@ -26,8 +26,6 @@ from crawler.core.page import PageResult
 from crawler.core.wire import unpack
 
 __all__ = ["HistoryLinks", "HistoryRow", "Prior", "Validators", "revive"]
-
-T = TypeVar("T")
 
 
 @dataclass(slots=True, frozen=True)
@@ -82,7 +80,7 @@ class HistoryLinks(Sequence[str]):
     def __init__(self, ids: bytes, names: Sequence[str | None]) -> None:
         self.ids = ids
         self._names = names
-        self._gather: Callable[[Sequence[T]], tuple[T, ...]] | None = None
+        self._gather: Callable[[Sequence[Any]], tuple[Any, ...]] | None = None
         self._named: list[str] | None = None
 
     def __len__(self) -> int:
@@ -110,7 +108,7 @@ class HistoryLinks(Sequence[str]):
     def __repr__(self) -> str:
         return f"HistoryLinks({self.named()!r})"
 
-    def gather(self) -> Callable[[Sequence[T]], tuple[T, ...]]:
+    def gather(self) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
         """What each link's id indexes in a table by id (a byte array, the names), gathered
         in C: made once a page, for its names and the settled depths alike."""
         gather = self._gather

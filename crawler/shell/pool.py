@@ -404,7 +404,8 @@ class PoolPages(LocalPages):
         """Whether this conditional request is made here (`revalidate_here`), outside our
         share. Only with no more jobs than --concurrency: the throttle then holds a request
         at most per job, wherever it is made. Pipelining ends while the site answers 304s,
-        and the jobs over --concurrency drain to the workers meanwhile."""
+        and the jobs over --concurrency drain to the workers meanwhile. `in_flight` is the
+        start host's throttle's: another allowed host's never pipelines (one job a request)."""
         if not self._revalidations.here or not self._workers:
             return False
         if self._deep:
