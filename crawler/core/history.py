@@ -75,13 +75,14 @@ class HistoryLinks(Sequence[str]):
     most pages of a night) that may still change something, and naming all of its links
     first cost about as much as the rest of their walk (#26)."""
 
-    __slots__ = ("_gather", "_named", "_names", "ids")
+    __slots__ = ("_gather", "_named", "_names", "_uids", "ids")
 
     def __init__(self, ids: bytes, names: Sequence[str | None]) -> None:
         self.ids = ids
         self._names = names
         self._gather: Callable[[Sequence[Any]], tuple[Any, ...]] | None = None
         self._named: list[str] | None = None
+        self._uids: array[int] | None = None
 
     def __len__(self) -> int:
         return len(self.ids) // 4
@@ -113,13 +114,20 @@ class HistoryLinks(Sequence[str]):
         in C: made once a page, for its names and the settled depths alike."""
         gather = self._gather
         if gather is None:
-            ids = array("I")
-            ids.frombytes(self.ids)
+            ids = self.uids()
             if len(ids) > 1:
                 self._gather = gather = itemgetter(*ids)
             else:  # itemgetter of one item gives no tuple, of none fails
                 self._gather = gather = lambda table: tuple(table[uid] for uid in ids)
         return gather
+
+    def uids(self) -> array[int]:
+        """The ids, unpacked once a page (for gather and pick alike)."""
+        uids = self._uids
+        if uids is None:
+            self._uids = uids = array("I")
+            uids.frombytes(self.ids)
+        return uids
 
     def named(self) -> list[str]:
         """The URLs, in order (named once)."""
@@ -133,10 +141,8 @@ class HistoryLinks(Sequence[str]):
         those are named, unless all were already."""
         if self._named is not None:
             return list(compress(self._named, keep))
-        ids = array("I")
-        ids.frombytes(self.ids)
         names = self._names
-        return [names[uid] for uid in compress(ids, keep)]  # type: ignore[misc]
+        return [names[uid] for uid in compress(self.uids(), keep)]  # type: ignore[misc]
 
 
 @dataclass(slots=True)

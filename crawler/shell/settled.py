@@ -88,7 +88,7 @@ class SettledIds:
         try:
             settled = bytes(gather(self._depths))
         except IndexError:  # an id past those settled so far: not settled either
-            self._grow(max(memoryview(links.ids).cast("I")) + 1)
+            self._grow(max(links.uids()) + 1)
             settled = bytes(gather(self._depths))
         return links.pick(settled.translate(matters))
 
