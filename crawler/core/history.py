@@ -137,12 +137,22 @@ class HistoryLinks(Sequence[str]):
         return named
 
     def pick(self, keep: bytes) -> list[str]:
-        """The URLs of the links whose byte in `keep` (one a link) is not 0, in order: only
-        those are named, unless all were already."""
+        """The URLs of the links whose byte in `keep` (one a link, 0 or 1) is 1, in order:
+        only those are named, unless all were already. Found by `find` in C: a revived page
+        keeps about 5 of its 78 links (none on 28% to 68% of the pages of the bench's nights),
+        and a walk over all of them made an int of every id (#26)."""
+        find = keep.find
+        at = find(1)
+        if at < 0:
+            return []
         if self._named is not None:
             return list(compress(self._named, keep))
-        names = self._names
-        return [names[uid] for uid in compress(self.uids(), keep)]  # type: ignore[misc]
+        names, uids = self._names, self.uids()
+        picked = []
+        while at >= 0:
+            picked.append(names[uids[at]])
+            at = find(1, at + 1)
+        return picked  # type: ignore[return-value]
 
 
 @dataclass(slots=True)

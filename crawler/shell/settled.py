@@ -40,6 +40,9 @@ class SettledIds:
 
     def __init__(self, ids: Callable[[], dict[str, int]]) -> None:
         self._ids = ids
+        # the state's ids, asked once: it keeps one dict for the run (ResumeQueue.ids), and
+        # asking again cost two calls of the four a URL settled or hushed takes (#26)
+        self._table: dict[str, int] | None = None
         self._depths = bytearray()
         self.then: Callable[[str, int], None] | None = None
         # per depth of a page's links: settled depth -> 1 when a link at it matters
@@ -54,7 +57,7 @@ class SettledIds:
     def settle(self, url: str, depth: int = 0) -> None:
         """url is judged for good: a link to it at `depth` or deeper changes nothing
         (UNSETTLED: judged broken, every link counts again, see `hush`)."""
-        self._keep(url, _UNSETTLED if depth == UNSETTLED else depth)
+        self._keep(url, depth)
         if self.then is not None:
             self.then(url, depth)
 
@@ -66,12 +69,20 @@ class SettledIds:
         self._keep(url, depth)
 
     def _keep(self, url: str, depth: int) -> None:
-        uid = self._ids().get(url)
+        """url's depth kept (UNSETTLED, -1, and any depth a byte cannot hold kept as
+        _UNSETTLED), when it has an id."""
+        table = self._table
+        if table is None:
+            table = self._table = self._ids()
+        uid = table.get(url)
         if uid is not None:
-            depths = self._depths
-            if uid >= len(depths):
+            if not 0 <= depth < _UNSETTLED:
+                depth = _UNSETTLED
+            try:
+                self._depths[uid] = depth
+            except IndexError:
                 self._grow(uid + 1)
-            depths[uid] = min(depth, _UNSETTLED)
+                self._depths[uid] = depth
 
     def unsettled(self, links: HistoryLinks, depth: int) -> list[str]:
         """The links a link at `depth` may still matter to, in their order, named only
