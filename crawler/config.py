@@ -8,13 +8,11 @@ config fails fast with exit code 2.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import json
 import os
 import re
 import ssl
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -929,6 +927,8 @@ def coerce(name: str, value: Any) -> Any:
 
 def load_toml(path: Path) -> dict[str, Any]:
     """Read a config file into {key: value}; unknown keys and bad types are errors."""
+    import tomllib  # only with a config file: not a start-up import of every crawl
+
     try:
         text = path.read_text(encoding="utf-8")
         raw = tomllib.loads(text)
@@ -990,6 +990,8 @@ def _table_hint(text: str) -> str:
 def did_you_mean(word: str, known: Iterable[str]) -> str:
     """'; did you mean 'x'?' for the closest known name, or '' when none is close: a typo in
     a config file is the likeliest reason for an unknown key."""
+    import difflib  # a typo's suggestion only
+
     close = difflib.get_close_matches(word, sorted(known), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 

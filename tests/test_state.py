@@ -328,7 +328,7 @@ def test_a_decision_field_without_a_column_fails_loudly(
     """Rows are written and read by field name: a field added to DecisionRecord that the
     decisions table (and decided()) lack is an error, not a value in the next column."""
 
-    @dataclasses.dataclass(slots=True, frozen=True)
+    @dataclasses.dataclass(slots=True)  # as DecisionRecord: not frozen
     class Extended(DecisionRecord):
         extra: int = 0
 

@@ -236,9 +236,11 @@ def content_date(
     return changed if same_content(before, blocks, template) else started
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class LastRun:
-    """What the last finished run kept of a listed page (the state's history)."""
+    """What the last finished run kept of a listed page (the state's history). Not frozen,
+    as Dated: one of each is made for every listing at the publish, and a frozen class's
+    __init__ (an object.__setattr__ call a field) costs several times a plain one's."""
 
     blocks: bytes | None = None  # its content blocks, packed
     changed: int | None = None  # its content date
@@ -246,7 +248,7 @@ class LastRun:
     source: str | None = None  # and that lastmod's source
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Dated:
     """A listed page's date: the lastmod published (microseconds, or None) and its source,
     and the content date the history keeps for the next run."""

@@ -22,11 +22,13 @@ MAX_CANONICAL_BROKEN = 1000
 SEED_START: Final = "start"
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class DecisionRecord:
     """What became of one URL the crawl met: a line of the --decisions file, and a row of
     the crawl's state file, where each field is a column of the same name (crawler.shell.state
-    reads and writes it by field name, so a field added here needs its column there)."""
+    reads and writes it by field name, so a field added here needs its column there). Not
+    frozen: one is made for every URL met, and a frozen __init__ (an object.__setattr__
+    call a field) cost about four times a plain one's."""
 
     url: str
     status: int | None

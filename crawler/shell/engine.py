@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from crawler.config import Config, fingerprint, settings
 from crawler.core.decide import (
@@ -33,7 +34,6 @@ from crawler.core.patterns import Patterns
 from crawler.core.report import Tally
 from crawler.core.robots import product_token
 from crawler.core.screen import Plan, Screen
-from crawler.core.url_checks import Checked, PageSeen
 from crawler.core.urls import join_parts, known
 from crawler.core.words import plural
 from crawler.errors import (
@@ -67,6 +67,9 @@ from crawler.shell.state import CrawlState, StateError
 from crawler.shell.throttle import MAX_TIME, ThrottleClosed
 from sitemap_out import PublishResult
 from sitemap_out.changes import ChangeLog
+
+if TYPE_CHECKING:
+    from crawler.core.url_checks import Checked
 
 __all__ = ["SPACING_MARGIN", "STOP_GRACE_SECONDS", "Crawl", "CrawlResult", "Robots"]
 
@@ -388,6 +391,8 @@ class Crawl:
         listings kept in memory rather than published. Every decision reaches the journal's
         `echo` as in a crawl; the result keeps the last per URL, and each final page's facts.
         """
+        from crawler.core.url_checks import Checked, PageSeen  # audit's, not a crawl's
+
         checked = Checked()
         decisions = checked.decisions
         self.journal.echo = lambda record: decisions.__setitem__(record.url, record)

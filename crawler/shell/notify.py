@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import tempfile
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +73,8 @@ def read_alone(
     ignored), the environment and the command line (`given`), a bad one skipped (a
     notify_url that is no http(s) URL too: the config's check refused it). A nightly
     job whose config broke is the failure an operator most needs to hear of."""
+    import tomllib  # a broken config's only: not a start-up import of every crawl
+
     values: dict[str, Any] = {}
     if path is not None:
         try:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import statistics
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -412,7 +411,7 @@ class Throttle:
         if baseline is None:
             self._samples.append(seconds)
             if len(self._samples) >= BASELINE_SAMPLES:
-                self._baseline = statistics.median(self._samples)
+                self._baseline = _median(self._samples)
                 self._samples = []
             return False
         if not (ewma > SLOW_FACTOR * baseline and ewma - baseline > SLOW_MIN_EXCESS):
@@ -509,3 +508,11 @@ def _is_seconds(value: object) -> bool:
 
 def _num(value: float) -> str:
     return f"{value:g}"
+
+
+def _median(samples: list[float]) -> float:
+    """statistics.median, imported when a host's baseline is first taken: statistics
+    brings fractions and decimal, a start-up import a crawl may never use."""
+    import statistics
+
+    return statistics.median(samples)
