@@ -151,3 +151,31 @@ def test_strip_params_keeps_the_rest_in_order(url: str) -> None:
         before = url.split("#")[0].split("?", 1)[1].split("&")
         after = stripped.split("#")[0].split("?", 1)[1].split("&")
         assert [p for p in before if p in after] == after
+
+
+def _outcome(normalise: object, url: str) -> str:
+    try:
+        return normalise(url)  # type: ignore[operator,no-any-return]
+    except InvalidURLError as exc:
+        return f"error: {exc}"
+
+
+octets = st.one_of(
+    st.integers(0, 300).map(str),
+    st.sampled_from(["00", "01", "007", "1e2", ""]),
+)  # a hexadecimal last label ("0x7f") is the name branch's, not this one's
+
+
+@given(
+    st.lists(octets, min_size=1, max_size=5).map(".".join),
+    st.sampled_from(["", ":", ":80", ":443", ":8080", ":08080", ":65535", ":65536"]),
+    st.sampled_from(["/", "/a/b.html", "/a/./b", "/%7e?q=1", "/?"]),
+    st.sampled_from(["http", "https"]),
+)
+def test_an_address_host_takes_the_fast_path_only_when_normal(
+    host: str, port: str, path: str, scheme: str
+) -> None:
+    """normalize's quick match accepts a host written as four decimal octets: whatever the
+    address, the port and the path, the answer (or the error) is the slow path's."""
+    url = f"{scheme}://{host}{port}{path}"
+    assert _outcome(normalize, url) == _outcome(urls_module._normalize_slow, url)

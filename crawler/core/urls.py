@@ -220,8 +220,13 @@ def _valid_alabel(label: str) -> bool:
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# an IPv4 address in its one normal spelling (four decimal octets, no leading zero), which
+# _normalize_host gives back as it is: a crawl of a server named by its address (a staging
+# box, an intranet, the bench site on 127.0.0.1) would take the slow path for every new URL
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _FAST = re.compile(
-    r"(https?)://((?:[a-z0-9-]{1,63}\.)*[a-z0-9-]{0,62}[a-z-])(?::([1-9][0-9]{0,4}))?"
+    r"(https?)://((?:[a-z0-9-]{1,63}\.)*[a-z0-9-]{0,62}[a-z-]"
+    rf"|{_OCTET}\.{_OCTET}\.{_OCTET}\.{_OCTET})(?::([1-9][0-9]{{0,4}}))?"
     rf"(/[{_PATH_SAFE}]*)(\?[{_PATH_SAFE}?]*)?"
 )
 
