@@ -162,8 +162,8 @@ def _outcome(normalise: object, url: str) -> str:
 
 octets = st.one_of(
     st.integers(0, 300).map(str),
-    st.sampled_from(["00", "01", "007", "1e2", ""]),
-)  # a hexadecimal last label ("0x7f") is the name branch's, not this one's
+    st.sampled_from(["00", "01", "007", "1e2", "", "0x", "0x7f", "0xff", "0xg", "a0x1", "x7f"]),
+)  # a hexadecimal label ("0x7f") is a number to a browser, though it ends in a letter
 
 
 @given(

@@ -224,8 +224,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # _normalize_host gives back as it is: a crawl of a server named by its address (a staging
 # box, an intranet, the bench site on 127.0.0.1) would take the slow path for every new URL
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+# A last label that is a number in hexadecimal ("0x7f") ends in a letter but is a number to
+# a browser (_NUMERIC_LABEL): the lookahead leaves it to the slow path, which refuses it.
 _FAST = re.compile(
-    r"(https?)://((?:[a-z0-9-]{1,63}\.)*[a-z0-9-]{0,62}[a-z-]"
+    r"(https?)://((?:[a-z0-9-]{1,63}\.)*(?!0x[0-9a-f]*[:/])[a-z0-9-]{0,62}[a-z-]"
     rf"|{_OCTET}\.{_OCTET}\.{_OCTET}\.{_OCTET})(?::([1-9][0-9]{{0,4}}))?"
     rf"(/[{_PATH_SAFE}]*)(\?[{_PATH_SAFE}?]*)?"
 )
