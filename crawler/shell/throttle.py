@@ -289,17 +289,30 @@ class Throttle:
         if self.closed:
             raise ThrottleClosed(self._closed_why)
 
-    async def _acquire(self) -> Ticket:
+    def admit(self) -> bool:
+        """Take a slot at once if that needs no wait: a free slot, nobody queued, no spacing
+        (every request of a fast site, so a counter check and a clock read, no coroutine).
+        False: the caller waits its turn (`wait`); either way it ends with `release`."""
         if self.closed:
             raise ThrottleClosed(self._closed_why)
-        clock = self._clock
-        # Fast path: free slot, nobody queued, no spacing. No allocation beyond the ticket.
         if self._in_flight < self._cap and not self._waiters and self._interval == 0.0:
             self._in_flight += 1
-            now = clock()
-            self._started(now)
-            return Ticket(now, 0.0)
+            self._started(self._clock())
+            return True
+        return False
 
+    async def wait(self) -> Ticket:
+        """A slot and a start time, after whatever wait they take (`admit` first)."""
+        return await self._acquire()
+
+    def release(self) -> None:
+        """The request that held a slot is over: the next in the queue may start."""
+        self._release()
+
+    async def _acquire(self) -> Ticket:
+        if self.admit():
+            return Ticket(self._last_start, 0.0)
+        clock = self._clock
         asked = clock()
         await self._take_slot()
         try:
