@@ -79,6 +79,7 @@ class _Origin:
     address: str | None  # --resolve's pinned address
     tls: ssl.SSLContext | None
     prefix: bytes  # the request's headers after the request line, this origin's own
+    fields: bytes  # the same without the blank line that ends them: a conditional's go after
     idle: list[_Connection] = field(default_factory=list)
 
 
@@ -398,14 +399,15 @@ class LeanTransport(BaseTransport):
             origin = self._origins[key] = self._new_origin(key)
         if _UNSAFE.search(target):
             raise Failure(f"invalid URL: {url}")
-        head = f"GET {target} HTTP/1.1\r\n"
+        head = f"GET {target} HTTP/1.1\r\n".encode()
         if validators is None:
-            return origin, head.encode() + origin.prefix
+            return origin, head + origin.prefix
         fields = conditional(validators)
-        if any(_BREAK.search(value) for value in fields.values()):
+        values = "".join(fields.values())  # a break in one is a break in them all
+        if "\r" in values or "\n" in values or "\x00" in values:
             raise Failure("invalid validators: a line break in a header value")
-        extra = "".join(f"{name}: {value}\r\n" for name, value in fields.items())
-        return origin, head.encode() + origin.prefix[:-2] + extra.encode() + b"\r\n"
+        extra = "".join([f"{name}: {value}\r\n" for name, value in fields.items()])
+        return origin, b"%s%s%s\r\n" % (head, origin.fields, extra.encode())
 
     def _new_origin(self, key: str) -> _Origin:
         try:
@@ -423,7 +425,7 @@ class LeanTransport(BaseTransport):
         prefix = f"Host: {shown}\r\nUser-Agent: {self.user_agent}\r\n{own}\r\n"
         address = self._pinned.get((host.lower().rstrip("."), port))
         tls = self._trust() if scheme == "https" else None
-        return _Origin(host, port, address, tls, prefix.encode())
+        return _Origin(host, port, address, tls, prefix.encode(), prefix[:-2].encode())
 
     async def _exchange(
         self, url: str, origin: _Origin, request: bytes, cap: int, started: float
