@@ -59,7 +59,6 @@ CLOSED = "transport closed"  # after __aexit__: nothing more is sent (aiohttp: s
 #: aiohttp's default headers (no brotli installed: no br).
 _DEFAULTS = {"Accept": "*/*", "Accept-Encoding": "gzip, deflate"}
 _UNSAFE = re.compile(r"[\x00-\x20\x7f]")  # not in a request target
-_BREAK = re.compile(r"[\x00\r\n]")  # not in a header value
 
 
 class _Stop(Exception):
@@ -403,7 +402,7 @@ class LeanTransport(BaseTransport):
         if validators is None:
             return origin, head + origin.prefix
         fields = conditional(validators)
-        values = "".join(fields.values())  # a break in one is a break in them all
+        values = "".join(fields.values())  # NUL, CR or LF in one: in them all
         if "\r" in values or "\n" in values or "\x00" in values:
             raise Failure("invalid validators: a line break in a header value")
         extra = "".join([f"{name}: {value}\r\n" for name, value in fields.items()])
