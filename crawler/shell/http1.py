@@ -5,7 +5,7 @@ headers, a timeout handle, yarl, the response's start) was 272 µs of a 949 µs 
 of a 627 µs 304 (bench/README.md, #26). A crawl needs a small part of it: one GET, sent as
 is, read under a cap, on a pool of connections per origin. That is an asyncio Protocol
 around llhttp (httptools: the parser uvicorn runs on), a request written from bytes made
-once per origin, and one timer a request.
+once per origin, and one alarm for every request's timeout (not a timer each).
 
 It answers exactly as `HttpTransport` does (the same `Response`, the same one-line errors
 as `describe_error`), so nothing above the transport knows which one ran. A proxy is the
