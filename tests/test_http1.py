@@ -313,6 +313,40 @@ def test_a_trickling_server_hits_the_total_timeout():
     assert resp.error == "no complete response within 0.6 s"
 
 
+def test_each_exchange_times_out_at_its_own_deadline_under_one_alarm():
+    """One alarm serves every exchange's timeout (LeanTransport._ring): a request started
+    later is not timed out at an earlier one's deadline, one answered in between is
+    unharmed, and the alarm is set again for a request after them all."""
+
+    async def answer(n: int, head: bytes) -> bytes | None:
+        if head.startswith(b"GET /hang"):
+            await asyncio.sleep(30)  # never, within the timeout
+        return ok(b"fine")
+
+    async def run() -> list[Response]:
+        server = await asyncio.start_server(Raw(answer).handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            async with lean(timeout=0.6) as client:
+
+                async def later(path: str, wait: float) -> Response:
+                    await asyncio.sleep(wait)
+                    return await client.get(f"http://127.0.0.1:{port}{path}")
+
+                first = await asyncio.gather(
+                    later("/hang", 0), later("/hang?b", 0.3), later("/ok", 0.1)
+                )
+                return [*first, await later("/hang?c", 0)]
+        finally:
+            server.close()
+
+    early, late, answered, after = asyncio.run(run())
+    assert answered.status == 200 and answered.body == b"fine"
+    for resp in (early, late, after):
+        assert resp.error == "no complete response within 0.6 s"
+        assert resp.seconds is not None and resp.seconds >= 0.6  # never before its deadline
+
+
 def test_server_closing_without_an_answer_and_cut_short_bodies():
     async def nothing(n: int, head: bytes) -> bytes | None:
         return None

@@ -5,7 +5,6 @@ run opened (pages.LocalPages, or pool.PoolPages with worker processes)."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
@@ -136,11 +135,15 @@ class PoliteClient:
         fetched = await self._retried(url, lambda: _as_fetched(pages.get(url, max_bytes)))
         return fetched.response
 
-    async def fetch(self, url: str, depth: int, validators: Validators | None = None) -> Fetched:
+    def fetch(
+        self, url: str, depth: int, validators: Validators | None = None
+    ) -> Awaitable[Fetched]:
         """One page through the throttle and the retries, analysed. `depth`: of the links on
-        the page; `validators`: ask conditionally (crawler.shell.revalidation)."""
-        assert self.pages is not None
-        return await self._retried(url, functools.partial(self.pages.fetch, url, depth, validators))
+        the page; `validators`: ask conditionally (crawler.shell.revalidation). The retried
+        request itself, not a coroutine around it: a page's every await passes each layer."""
+        pages = self.pages
+        assert pages is not None
+        return self._retried(url, lambda: pages.fetch(url, depth, validators))
 
     async def unthrottled(self, url: str, max_bytes: int) -> Response:
         """A GET of another host's (--robots-from URL): with retries, outside the site's
@@ -170,9 +173,14 @@ class PoliteClient:
         throttle = self.throttle_for(url)
 
         async def attempt() -> Fetched:
-            async with throttle.slot():
+            # the slot as `throttle.slot()` holds it, without its two coroutines when free
+            if not throttle.admit():
+                await throttle.wait()
+            try:
                 started = time.monotonic()
                 fetched = await fetch()
+            finally:
+                throttle.release()
             resp = fetched.response
             seconds = resp.seconds if resp.seconds is not None else time.monotonic() - started
             throttle.observe(resp.status or None, seconds, resp.error)
@@ -184,8 +192,8 @@ class PoliteClient:
             attempt,
             self.retry,
             status_of=_retry_status,
-            retry_after_of=lambda f: f.response.headers.get("Retry-After"),
-            error_of=lambda f: f.response.error,
+            retry_after_of=_retry_after,
+            error_of=_error,
         )
         if notes:
             fetched.response.notes = tuple(notes)
@@ -198,6 +206,14 @@ def _retry_status(fetched: Fetched) -> int | None:
     if fetched.walled is not None:
         return 403
     return fetched.response.status or None
+
+
+def _retry_after(fetched: Fetched) -> str | None:
+    return fetched.response.headers.get("Retry-After")
+
+
+def _error(fetched: Fetched) -> str | None:
+    return fetched.response.error
 
 
 async def _as_fetched(response: Awaitable[Response]) -> Fetched:

@@ -375,9 +375,12 @@ class PoolPages(LocalPages):
 
     async def _fetch(self, url: str, depth: int, validators: Validators | None) -> Fetched:
         here = self._here
-        if here is not None and not here.locked():
-            async with here:  # a slot of our share is free: this page is ours
+        if here is not None and not here.locked():  # a slot of our share is free: ours
+            await here.acquire()  # at once (not locked): `async with` but its two coroutines
+            try:
                 return await super().fetch(url, depth, validators)
+            finally:
+                here.release()
         if validators is None or not self._revalidating_here():
             while (worker := self._pick()) is not None:
                 with contextlib.suppress(WorkerLost):  # then the next worker, or this process

@@ -256,11 +256,9 @@ class Throttle:
     # ---- admission -------------------------------------------------------------------------
 
     def slot(self) -> _Slot:
-        """`async with throttle.slot() as ticket:` -- wait for a free slot and a start time.
-
-        The slot is held until the block exits, so do the whole request (body read included)
-        inside it, and call observe() with the outcome.
-        """
+        """`async with throttle.slot() as ticket:` a free slot and a start time, held for the
+        whole request (body read included), then observe() the outcome. The same slot without
+        the context manager's coroutines: `admit()` (else `await wait()`), then `release()`."""
         return _Slot(self)
 
     def close(self, why: str = MAX_TIME) -> None:
@@ -288,17 +286,19 @@ class Throttle:
         if self.closed:
             raise ThrottleClosed(self._closed_why)
 
-    async def _acquire(self) -> Ticket:
+    def admit(self) -> bool:
+        """A slot now when free, none queued, no spacing: no coroutine. Else `wait` for it."""
         if self.closed:
             raise ThrottleClosed(self._closed_why)
-        clock = self._clock
-        # Fast path: free slot, nobody queued, no spacing. No allocation beyond the ticket.
-        if self._in_flight < self._cap and not self._waiters and self._interval == 0.0:
+        if free := self._in_flight < self._cap and not self._waiters and self._interval == 0.0:
             self._in_flight += 1
-            now = clock()
-            self._started(now)
-            return Ticket(now, 0.0)
+            self._started(self._clock())
+        return free
 
+    async def wait(self) -> Ticket:
+        if self.admit():
+            return Ticket(self._last_start, 0.0)
+        clock = self._clock
         asked = clock()
         await self._take_slot()
         try:
@@ -318,7 +318,7 @@ class Throttle:
                     await self._nap(gap)
                     now = clock()
         except BaseException:
-            self._release()
+            self.release()
             raise
         self._started(now)
         waited = now - asked
@@ -335,7 +335,7 @@ class Throttle:
             await fut  # _wake() counts us in before resolving the future
         except BaseException:
             if fut.done() and not fut.cancelled() and fut.exception() is None:
-                self._release()  # granted and cancelled in the same tick: pass it on
+                self.release()  # granted and cancelled in the same tick: pass it on
             else:
                 with contextlib.suppress(ValueError):  # _wake() may have dropped it already
                     self._waiters.remove(fut)
@@ -349,7 +349,7 @@ class Throttle:
         if now > self._last_reserved:
             self._last_reserved = now
 
-    def _release(self) -> None:
+    def release(self) -> None:
         self._in_flight -= 1
         self._wake()
 
@@ -486,7 +486,7 @@ class _Slot:
         self._throttle = throttle
 
     async def __aenter__(self) -> Ticket:
-        return await self._throttle._acquire()
+        return await self._throttle.wait()
 
     async def __aexit__(
         self,
@@ -494,7 +494,7 @@ class _Slot:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._throttle._release()
+        self._throttle.release()
 
 
 def _is_seconds(value: object) -> bool:
