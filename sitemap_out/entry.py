@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Final
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -447,6 +447,12 @@ class Entry:
                 raise EntryError(self.loc, "alternates", f"{alt!r:.80} is not an Alternate")
 
 
-#: Entry's slots' setters, in field order (Entry._unchecked): a frozen class's fields can
-#: only be set through them or object.__setattr__
-_ENTRY_SLOTS: Final = tuple(Entry.__dict__[f.name].__set__ for f in fields(Entry))
+#: Entry's slots' setters, by name in Entry._unchecked's order (a frozen class's fields can
+#: only be set through them or object.__setattr__): a field renamed fails here, at import,
+#: and a field reordered cannot put a value in another's slot
+_ENTRY_SLOTS: Final = tuple(
+    Entry.__dict__[name].__set__
+    for name in (
+        "loc", "lastmod", "changefreq", "priority", "images", "alternates", "videos", "news",
+    )
+)  # fmt: skip

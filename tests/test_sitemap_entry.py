@@ -143,6 +143,29 @@ def test_alternate_bad(lang: str, href: str) -> None:
         Alternate(lang, href)
 
 
+def test_an_unchecked_entry_puts_each_value_in_its_own_field() -> None:
+    """#26: Entry._unchecked sets the slots by their setters, named one by one: every field
+    the dataclass has is set, each to its own value (a field added, renamed or reordered
+    would fail here)."""
+    from dataclasses import fields
+
+    from sitemap_out.entry import Video
+
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    video = Video(
+        "https://example.com/t.jpg", "A title", "A description", "https://example.com/v.mp4"
+    )
+    alternate = Alternate("de", "https://example.com/de/")
+    full = Entry(OK, when, "daily", 0.5, ("https://example.com/i.png",), (alternate,), (video,))
+    made = Entry._unchecked(OK, when, "daily", 0.5, full.images, full.alternates, full.videos)
+    assert made == full and hash(made) == hash(full)
+    assert [f.name for f in fields(Entry)] == [
+        "loc", "lastmod", "changefreq", "priority", "images", "alternates", "videos", "news",
+    ]  # fmt: skip
+    for f in fields(Entry):
+        assert getattr(made, f.name) == getattr(full, f.name), f.name
+
+
 def test_a_redated_entry_is_the_entry_with_its_lastmod_checked() -> None:
     """#26: made again with another lastmod (the crawl's publish), an entry equals the one
     the constructor makes; only the lastmod is checked, with the constructor's error."""

@@ -148,7 +148,7 @@ class HistoryLinks(Sequence[str]):
         if self._named is not None:
             return list(compress(self._named, keep))
         names, uids = self._names, self.uids()
-        picked = []
+        picked: list[str | None] = []
         while at >= 0:
             picked.append(names[uids[at]])
             at = find(1, at + 1)

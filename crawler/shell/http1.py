@@ -485,9 +485,11 @@ class LeanTransport(BaseTransport):
         """Time out every exchange past its deadline (its `await` raises TimeoutError, as a
         timer of its own did), and set the alarm at the earliest deadline left. Exchanges
         in progress are on open connections only, at most --concurrency of them a host."""
-        self._alarm, self._alarm_at = None, math.inf
+        # asyncio may ring a timer up to its clock's resolution early: the alarm's own time
+        # counts as now, or a coarse clock would ring again and again until it passed
+        rung, self._alarm, self._alarm_at = self._alarm_at, None, math.inf
         loop = asyncio.get_running_loop()
-        now = loop.time()
+        now = max(loop.time(), rung)
         first = math.inf
         for conn in self._open:
             waiter = conn.waiter

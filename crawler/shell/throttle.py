@@ -296,6 +296,7 @@ class Throttle:
         return free
 
     async def wait(self) -> Ticket:
+        """A slot, waited for when none is free now (`admit` first: one fast path for all)."""
         if self.admit():
             return Ticket(self._last_start, 0.0)
         clock = self._clock
@@ -350,6 +351,7 @@ class Throttle:
             self._last_reserved = now
 
     def release(self) -> None:
+        """The slot given back, once a request is over; the next waiter woken if it fits."""
         self._in_flight -= 1
         self._wake()
 
@@ -387,7 +389,7 @@ class Throttle:
             self._silent, self._silent_error = 0, None
         if not failed:
             self._failing = 0
-        elif self._limit == 1 and self._extra >= self._slowest_extra:
+        elif self._limit == 1 and self._extra >= max(self._max_crawl_delay, FIRST_EXTRA_DELAY):
             self._failing += 1
         if pressure:
             self._good_streak = 0
@@ -428,10 +430,6 @@ class Throttle:
         return this_one_slow and now - seconds > self._slow_since
 
     @property
-    def _slowest_extra(self) -> float:
-        return max(self._max_crawl_delay, FIRST_EXTRA_DELAY)
-
-    @property
     def not_answering(self) -> bool:
         """No answer at all to NO_ANSWER_AFTER requests in a row over NO_ANSWER_SECONDS."""
         return (
@@ -461,7 +459,8 @@ class Throttle:
         self._slowdowns += 1
         self._limit = max(1, self._limit // 2)
         self._cap = self._limit
-        self._extra = min(max(FIRST_EXTRA_DELAY, self._extra * 2), self._slowest_extra)
+        slowest = max(self._max_crawl_delay, FIRST_EXTRA_DELAY)
+        self._extra = min(max(FIRST_EXTRA_DELAY, self._extra * 2), slowest)
         self._max_extra = max(self._max_extra, self._extra)
         self._interval = max(self._base_interval, self._extra)
 
