@@ -15,12 +15,14 @@ from crawler.core.lastmod import (
     Dated,
     HeavyHitters,
     LastRun,
+    NightTemplate,
     SiteDates,
     choose,
     common_blocks,
     content_date,
     count_candidates,
     date_page,
+    needs_template,
     pack_blocks,
     same_content,
     stamped,
@@ -292,3 +294,32 @@ def test_a_pdf_keeps_its_lastmod_when_its_headers_stop_being_believed():
         dated = _date(AUTO, None, before, believable=believable, stamped=is_stamped)
         assert dated == Dated(OLD, HEADER, None)
         assert _date(CONTENT, None, before, believable=believable, stamped=is_stamped) == dated
+
+
+def test_a_lastmod_needs_the_template_only_for_blocks_that_moved():
+    """#26: the same packing is the same content whatever the template; without blocks on
+    both sides no content date is compared."""
+    assert not needs_template(PAGE, PAGE) and not needs_template(None, PAGE)
+    assert not needs_template(PAGE, None) and needs_template(PAGE, REBUILT)
+    for template in (frozenset(), TEMPLATE, frozenset({TEXT})):  # whatever the template
+        dated = date_page(
+            AUTO, header=None, stamped=False, blocks=PAGE, before=LastRun(PAGE, 7, 7, CONTENT),
+            template=template, believable=True, started=STARTED,
+        )  # fmt: skip
+        assert dated == Dated(7, CONTENT, 7)
+
+
+def test_the_template_is_kept_only_for_the_same_pages_with_their_blocks():
+    night = NightTemplate()
+    assert not night.page(5, PAGE, PAGE)
+    assert not night.page(3, None, PAGE)  # no blocks: not counted, not held
+    assert not night.page(9, REBUILT, REBUILT)
+    assert night.counted() == pack_blocks([5, 9])
+    assert night.kept(pack_blocks([5, 9]))
+    assert not night.kept(None)  # the last run's pages not known
+    assert not night.kept(pack_blocks([5])) and not night.kept(pack_blocks([5, 9, 11]))
+    assert night.page(11, EDITED_PAGE, PAGE)  # moved: its lastmod needs the template
+    assert not night.kept(pack_blocks([5, 9, 11]))
+    other = NightTemplate()
+    assert not other.page(5, PAGE, None)  # a page without a history row
+    assert not other.kept(pack_blocks([5]))
