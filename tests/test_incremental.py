@@ -760,3 +760,28 @@ def test_a_night_with_other_pages_or_after_another_run_counts_its_template(site_
     _age(run.state)
     run()
     assert len(counts) == 5
+
+
+def test_a_resumed_night_keeps_or_counts_its_template_as_an_uninterrupted_one(
+    tmp_path, xsd, counts
+):
+    """#26: a resumed run's listings replayed from the state are compared with the history
+    as its fetched ones are: unchanged, the template is kept; a page rewritten before the
+    crash, it is counted (answers of 200: the rule is the blocks', not the 304's)."""
+    pages: dict[str, Answer | str] = {"http://s.test/": html(*(f"/p/{i}" for i in range(8)))}
+    for i in range(8):
+        pages[f"http://s.test/p/{i}"] = f"<body><nav>menu</nav><p>Text of page {i}</p></body>"
+    state = tmp_path / "state.sqlite"
+    memory_crawl(pages, tmp_path / "one", state=state)
+    assert len(counts) == 1
+    template = _meta(state, "common")
+    for night, rewritten in (("two", False), ("three", True)):
+        if rewritten:
+            pages["http://s.test/p/2"] = "<body><nav>menu</nav><p>Page 2, rewritten</p></body>"
+        _age()
+        crawl_until_crash(pages, tmp_path / night, "http://s.test/p/5", state=state)
+        memory_crawl(pages, tmp_path / night, state=state, resume=True)
+        assert len(counts) == 1 + rewritten
+        assert _meta(state, "common") == template
+    published = read_published(tmp_path / "two", xsd)
+    assert published.locs == read_published(tmp_path / "one", xsd).locs
