@@ -323,3 +323,25 @@ def test_the_template_is_kept_only_for_the_same_pages_with_their_blocks():
     other = NightTemplate()
     assert not other.page(5, PAGE, None)  # a page without a history row
     assert not other.kept(pack_blocks([5]))
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 50), max_size=30), min_size=1, max_size=300),
+    st.integers(0, 2**32 - 1),
+    st.randoms(use_true_random=False),
+)
+def test_the_pages_chosen_as_they_arrive_can_be_fed_in_another_order(pages, template, rng):
+    """#26: journal.Dating notes which pages the summary chooses (offered) as they arrive
+    and feeds them only if it counts, in loc order: every block on more than half of
+    them is a candidate all the same."""
+    summary = HeavyHitters(size=64)
+    with_template = [[*page, template] if i % 3 else page for i, page in enumerate(pages)]
+    chosen = [page for page in with_template if summary.offered()]
+    rng.shuffle(chosen)
+    for page in chosen:
+        if page:
+            summary.feed(pack_blocks(page))
+    counts = {b: sum(b in set(p) for p in with_template) for p in with_template for b in p}
+    exact = {b: counts.get(b, 0) for b in summary.candidates()}
+    assert len(exact) <= 64
+    assert common_blocks(exact, len(pages)) == common_blocks(counts, len(pages))

@@ -129,9 +129,21 @@ class HeavyHitters:
 
     def add_page(self, packed: bytes | None) -> None:
         """One listed page's blocks (each distinct block counts once per page)."""
+        if self.offered() and packed:
+            self.feed(packed)
+
+    def offered(self) -> bool:
+        """A listed page is offered, in the order they arrive: whether it is one of the pages
+        fed (SAMPLE_ALL, SAMPLE_EVERY), now (add_page) or later (feed)."""
         self._seen = seen = self._seen + 1
-        if not packed or (seen > SAMPLE_ALL and seen % SAMPLE_EVERY):
-            return
+        return seen <= SAMPLE_ALL or not seen % SAMPLE_EVERY
+
+    def feed(self, packed: bytes) -> None:
+        """The blocks of a page that offered() chose. Fed in another order than offered
+        (journal.Dating feeds them at the count, in loc order, on a night it may skip the
+        count), the counters can differ from add_page's, but not the guarantee, which holds
+        for the pages fed in any order: the candidates can differ only in blocks on at most
+        half of the pages fed, and the exact count decides on every page alike."""
         counts, size = self._counts, self._size
         blocks = set(unpack_blocks(packed))
         if len(counts) + len(blocks) <= size:  # room for every new block: none is dropped,

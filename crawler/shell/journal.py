@@ -421,12 +421,26 @@ class Dating:
         self._ignored: frozenset[int] = frozenset()  # common now, or in the previous run
         self._night = NightTemplate()
         self._uncounted: Iterable[Listing] | None = None  # the listings, while not counted
+        # the pages the summary chose as they arrived, a bit by URL id, fed only if the
+        # template is counted: when the last run's pages are known, the night may keep its
+        # template (NightTemplate), and feeding them as they came would be work for nothing
+        self._fed: bytearray | None = None
+        if state is not None and state.counted_before is not None:
+            self._fed = bytearray()
 
     def saw(self, listing: Listing) -> None:
         """A listing waits in the spool (replayed ones too: the figures are rebuilt)."""
         self.site.add(listing.lastmod is not None, listing.stamped)
-        if self.state is not None:
+        state, fed = self.state, self._fed
+        if state is None:
+            return
+        if fed is None:  # it will be counted: fed now
             self.summary.add_page(listing.blocks)
+        elif self.summary.offered() and listing.blocks:
+            uid = state.url_ids()[listing.url]
+            if uid >> 3 >= len(fed):
+                fed.extend(bytes((uid >> 3) + 1 - len(fed)))
+            fed[uid >> 3] |= 1 << (uid & 7)
 
     def settle(self, listings: Iterable[Listing]) -> None:
         """Every listing is in: the template, the blocks on most pages, is counted once a
@@ -443,11 +457,19 @@ class Dating:
     def _count(self) -> None:
         """Count the summary's candidates exactly, in one pass over the listings."""
         listings, self._uncounted = self._uncounted, None
-        if listings is None or self.state is None:
+        state, fed = self.state, self._fed
+        if listings is None or state is None:
             return
+        if fed is not None:  # the pages chosen as they arrived, fed in loc order
+            self._fed = None
+            ids, feed = state.url_ids(), self.summary.feed
+            for listing in listings:
+                uid, blocks = ids[listing.url], listing.blocks
+                if blocks and uid >> 3 < len(fed) and fed[uid >> 3] >> (uid & 7) & 1:
+                    feed(blocks)
         counts, pages = count_candidates(self.summary.candidates(), map(_BLOCKS, listings))
         self.template = common_blocks(counts, pages)
-        self._ignored = self.template | self.state.template_before
+        self._ignored = self.template | state.template_before
 
     def finish(self) -> None:
         """Every listing is dated: the template is counted unless it is the last run's, and
