@@ -221,13 +221,15 @@ class NightTemplate:
         self._ids = array("I")
         self._as_before = True
 
-    def page(self, uid: int, blocks: bytes | None, before: bytes | None) -> bool:
-        """A listed page (`uid`: its URL's id), its blocks and its history row's (None
-        without a row); whether its lastmod needs the template (needs_template). Pages
-        without blocks are not counted (count_candidates), nor held here."""
+    def page(self, uid: int | None, blocks: bytes | None, before: bytes | None) -> bool:
+        """A listed page (`uid`: its URL's id, None if it has none), its blocks and its
+        history row's (None without a row); whether its lastmod needs the template
+        (needs_template). Pages without blocks are not counted (count_candidates), nor
+        held here."""
         if blocks:
-            self._ids.append(uid)
-            if blocks != before:
+            if uid is not None:
+                self._ids.append(uid)
+            if uid is None or blocks != before:
                 self._as_before = False
         return needs_template(before, blocks)
 

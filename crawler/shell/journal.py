@@ -437,7 +437,10 @@ class Dating:
         if fed is None:  # it will be counted: fed now
             self.summary.add_page(listing.blocks)
         elif self.summary.offered() and listing.blocks:
-            uid = state.url_ids()[listing.url]
+            uid = state.url_ids().get(listing.url)
+            if uid is None:  # not interned (never, as listed URLs are): fed now
+                self.summary.feed(listing.blocks)
+                return
             if uid >> 3 >= len(fed):
                 fed.extend(bytes((uid >> 3) + 1 - len(fed)))
             fed[uid >> 3] |= 1 << (uid & 7)
@@ -464,8 +467,8 @@ class Dating:
             self._fed = None
             ids, feed = state.url_ids(), self.summary.feed
             for listing in listings:
-                uid, blocks = ids[listing.url], listing.blocks
-                if blocks and uid >> 3 < len(fed) and fed[uid >> 3] >> (uid & 7) & 1:
+                uid, blocks = ids.get(listing.url, -1), listing.blocks
+                if blocks and 0 <= uid >> 3 < len(fed) and fed[uid >> 3] >> (uid & 7) & 1:
                     feed(blocks)
         counts, pages = count_candidates(self.summary.candidates(), map(_BLOCKS, listings))
         self.template = common_blocks(counts, pages)
@@ -492,7 +495,7 @@ class Dating:
     def _noted(self, listing: Listing, before: LastRun | None) -> None:
         state = self.state
         assert state is not None
-        uid = state.url_ids()[listing.url]
+        uid = state.url_ids().get(listing.url)
         needed = self._night.page(uid, listing.blocks, None if before is None else before.blocks)
         if needed and self._uncounted is not None:  # a lastmod depends on it: count it now
             self._count()
