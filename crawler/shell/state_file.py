@@ -592,6 +592,14 @@ def _restart(
         if old is None or old[0] != history_key:
             # links and directives were read with other settings: ask for whole pages again
             conn.execute("UPDATE history SET etag = NULL, modified = NULL")
+        # the ids the history's template was counted on (crawler.core.lastmod.NightTemplate)
+        # hold only if the finish that kept them was the last write: a run since (one that
+        # did not finish, or a version that does not keep them) leaves them unknown
+        conn.execute(
+            "DELETE FROM meta WHERE key IN ('counted', 'counted_at') AND"
+            " (SELECT value FROM meta WHERE key = 'counted_at')"
+            " IS NOT (SELECT value FROM meta WHERE key = 'updated')"
+        )
         conn.executemany(
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
             _run_meta(fingerprint, settings, history_key, started),
