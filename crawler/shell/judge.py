@@ -173,7 +173,10 @@ class PageJudge:
         facts.too_large = answer.too_large
         facts.last_modified = answer.modified
         facts.public = links.public(url)
-        facts.engine_denial = links.screen.engine_denial(url)  # #24: may they crawl it
+        # #24: may they crawl it. Every URL judged was allowed to us by the rules in the
+        # screen in this run (screened when met, or HostGate.admit), but on a --resume: the
+        # queue's URLs were screened by the run before, by the robots.txt it read (#26)
+        facts.engine_denial = links.screen.engine_denial(url, allowed_to_us=not self.config.resume)
         if page.moved_to is not None:  # #24: a redirect stub, followed like a redirect
             facts.moved_to = links.public(links.to_crawl(page.moved_to))
             facts.moved_by = page.moved_by
