@@ -150,17 +150,19 @@ def test_structured_noise_never_raises(lines: list[str], url: str) -> None:
 
 
 AGENTS = ("sitemap-crawler", "googlebot", "bingbot", "otherbot")
+#: robots.txt lines: groups for us, the engines and ``*``, with rules in any order
+agent_lines = st.lists(
+    st.one_of(
+        st.sampled_from(AGENTS[:3]).map(lambda agent: f"User-agent: {agent}"),
+        st.just("User-agent: *"),
+        st.tuples(st.sampled_from(["Allow", "Disallow"]), patterns).map(": ".join),
+    ),
+    max_size=12,
+)
 
 
 @given(
-    st.lists(
-        st.one_of(
-            st.sampled_from(AGENTS[:3]).map(lambda agent: f"User-agent: {agent}"),
-            st.just("User-agent: *"),
-            st.tuples(st.sampled_from(["Allow", "Disallow"]), patterns).map(": ".join),
-        ),
-        max_size=12,
-    ),
+    agent_lines,
     paths,
     st.lists(st.sampled_from(AGENTS), max_size=4).map(tuple),
 )
@@ -187,14 +189,7 @@ def test_the_plain_url_fast_path_is_the_long_way(head: str, rest: str) -> None:
 
 
 @given(
-    st.lists(
-        st.one_of(
-            st.sampled_from(AGENTS[:3]).map(lambda agent: f"User-agent: {agent}"),
-            st.just("User-agent: *"),
-            st.tuples(st.sampled_from(["Allow", "Disallow"]), patterns).map(": ".join),
-        ),
-        max_size=12,
-    ),
+    agent_lines,
     st.lists(paths, min_size=1, max_size=5),
     st.lists(st.sampled_from(AGENTS[1:]), min_size=1, max_size=3).map(tuple),
 )
