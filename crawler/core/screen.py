@@ -227,13 +227,21 @@ class Screen:
             return Decision(TRAP, spent)
         return None
 
-    def engine_denial(self, url: str) -> str | None:
+    def engine_denial(self, url: str, *, allowed_to_us: bool = False) -> str | None:
         """Why a search engine reading the sitemap (search_engines) may not crawl url (crawl
         space), which we may fetch: its robots.txt group (else ``*``) disallows it, so it
-        would report the listed URL as blocked. Our own group governs only what we request."""
+        would report the listed URL as blocked. Our own group governs only what we request.
+
+        `allowed_to_us`: the caller knows that our own agent was allowed url by the rules
+        robots_for(url) gives now (the judge: every URL it fetches passed this screen, or
+        on another host HostGate.admit, in this run). When the engines are judged by our
+        agent's groups, their verdict is that one: allowed, known without matching (#26)."""
         if not self._engines:
             return None
-        verdicts = self.robots_for(url).verdicts(url, self._engines)  # one pass for all
+        robots = self.robots_for(url)
+        if allowed_to_us and robots.shares_rules(self._engines, self._agent):
+            return None
+        verdicts = robots.verdicts(url, self._engines)  # one pass for all
         for engine, verdict in zip(self._engines, verdicts, strict=True):
             if not verdict.allowed:
                 return engine_detail(engine, _why(verdict))
