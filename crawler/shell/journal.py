@@ -142,25 +142,30 @@ class Journal:
         """Count a decision, note a broken link, and write its line in the decisions file.
         `counted`: the tally has it already (a listing, counted when it was made);
         `lastmod_source`: a listed page's (crawler.core.lastmod)."""
-        public = self.public(url) if decision.reason != OUT_OF_SCOPE else url
-        record = DecisionRecord(public, status, decision.reason, decision.detail, depth, referrer)
-        self.canonicals.judged(url, decision.reason, status)
+        # (a screened-out URL's, status None, is the commonest: more URLs are screened out
+        # than listed on most sites, so each step is taken only where it applies, #26)
+        reason = decision.reason
+        public = self.public(url) if reason != OUT_OF_SCOPE else url
+        self.canonicals.judged(url, reason, status)
         if not counted:
-            self.tally.count(record)
-        if is_broken(decision.reason, status):
+            self.tally.count(reason)
+        if status is not None and is_broken(reason, status):
             refs = [referrer] if referrer else []
             early = self.refs.pop(url, ())
             refs += early
             if len(early) >= EARLY_REFERRERS and self.settle is not None:
                 self.settle(url, UNSETTLED)  # hushed, maybe (Links.follow_targets): no more
-            self.tally.add_broken(public, status or 0, list(dict.fromkeys(refs)))
+            self.tally.add_broken(public, status, list(dict.fromkeys(refs)))
         else:
             if self.refs:
                 self.refs.pop(url, None)
             if self.settle is not None:
                 self.settle(url, 0)  # a link to url changes nothing now
-        if self.extensions is not None and decision.reason != LISTED:
-            self.extensions.decided(public, decision.reason, decision.detail)
+        if self.extensions is not None and reason != LISTED:
+            self.extensions.decided(public, reason, decision.detail)
+        if self.decisions_path is None and self.echo is None:
+            return  # nobody reads the record: none made
+        record = DecisionRecord(public, status, reason, decision.detail, depth, referrer)
         if self.decisions_path is not None:
             self._write_decision(record.to_json(lastmod_source) + "\n")
         if self.echo is not None:
