@@ -98,3 +98,15 @@ def test_the_state_connection_keeps_its_durability_and_a_bounded_page_cache(
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
         assert conn.execute("PRAGMA cache_size").fetchone()[0] == -STATE_CACHE_KIB
     assert STATE_CACHE_KIB <= 16 * 1024
+
+
+def test_decided_takes_its_values_in_the_order_its_row_is_written() -> None:
+    """#26: decided() appends its row as a tuple in the insert's column order (_DECIDED),
+    its parameters named as the columns: a parameter moved or renamed fails here, never a
+    value written into another column (status and depth are both ints)."""
+    import inspect
+
+    from crawler.shell import state_queue
+
+    parameters = tuple(inspect.signature(state_queue.ResumeQueue.decided).parameters)
+    assert parameters[1:] == state_queue._DECIDED

@@ -366,7 +366,7 @@ class RobotsTxt:
         are user_agent's, so its verdict on any URL is user_agent's. The usual robots.txt
         names none of them (``User-agent: *`` alone), and then they all share one."""
         if self.denial is not None:
-            return True  # every verdict is the same refusal
+            return False  # nothing is allowed to anyone: no verdict to share
         plan = self._plans.get(user_agents) or self._plan(user_agents)
         return plan is self._matcher(user_agent)
 

@@ -307,12 +307,8 @@ class PageJudge:
             page.blocks,
             answer.stamped,
         )
-        # checked now, so the decision says it: listing.entry(), with `when` itself for
-        # from_micros(lastmod), which would make the same datetime again (#26)
-        try:
-            self.check_entry(
-                Entry.normalised(listing.loc, when, listing.changefreq, listing.priority)
-            )
+        try:  # checked now, so the decision says it
+            self.check_entry(listing.entry(when))
         except EntryError as exc:  # a URL the protocol cannot hold (e.g. under 12 chars)
             return Decision(FETCH_ERROR, f"cannot be listed: {exc}")
         return listing

@@ -158,7 +158,7 @@ class CrawlState:
                 checkpoint_seconds=checkpoint_seconds,
                 clock=clock,
             )
-            state._history.read_meta()
+            state._history.read_meta(resumed=resume)
             return state
         except BaseException:
             opened.close()
@@ -255,7 +255,7 @@ class CrawlState:
             conn.execute("BEGIN IMMEDIATE")
             queue.write(conn)
             self._history.write(conn, finished=finished, common=common)
-            updated = now_iso()
+            updated = now_iso(precise=finished)  # a finish's stamp: state_file._restart
             meta = [("updated", updated), ("next_id", queue.next_id), ("qseq", queue.qseq)]
             if finished or self._finished:
                 # New work after a finished crawl was resumed means it is running again.

@@ -348,8 +348,10 @@ def write_rows(
         at += size
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+def now_iso(*, precise: bool = False) -> str:
+    """Now, to the second; `precise`: to the microsecond, a stamp no other write makes (a
+    version before #26 writes seconds only), as a finish's `counted_at` needs."""
+    return datetime.now(UTC).isoformat(timespec="microseconds" if precise else "seconds")
 
 
 def _lock_path(path: Path) -> Path:
@@ -581,6 +583,15 @@ def _add_run_history(conn: sqlite3.Connection, path: Path) -> None:
         raise StateError(f"cannot write state file {path}: {exc}") from exc
 
 
+#: The URL ids the history's template was counted on, forgotten when a write since the
+#: finish that kept them (which stamps `updated` as `counted_at`) moved `updated`
+_FORGET_STALE_COUNTED: Final = (
+    "DELETE FROM meta WHERE key IN ('counted', 'counted_at') AND"
+    " (SELECT value FROM meta WHERE key = 'counted_at')"
+    " IS NOT (SELECT value FROM meta WHERE key = 'updated')"
+)
+
+
 def _restart(
     conn: sqlite3.Connection,
     path: Path,
@@ -609,12 +620,9 @@ def _restart(
             conn.execute("UPDATE history SET etag = NULL, modified = NULL")
         # the ids the history's template was counted on (crawler.core.lastmod.NightTemplate)
         # hold only if the finish that kept them was the last write: a run since (one that
-        # did not finish, or a version that does not keep them) leaves them unknown
-        conn.execute(
-            "DELETE FROM meta WHERE key IN ('counted', 'counted_at') AND"
-            " (SELECT value FROM meta WHERE key = 'counted_at')"
-            " IS NOT (SELECT value FROM meta WHERE key = 'updated')"
-        )
+        # did not finish, or a version that does not keep them) leaves them unknown. The
+        # finish stamps `updated` to the microsecond, a stamp no other write repeats.
+        conn.execute(_FORGET_STALE_COUNTED)
         conn.executemany(
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
             _run_meta(fingerprint, settings, history_key, started),

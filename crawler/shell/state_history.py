@@ -140,8 +140,11 @@ class HistoryStore:
         self._published: list[tuple[object, ...]] = []
         self.ops = 0
 
-    def read_meta(self) -> None:
-        """The run's start and the last run's template, and whether there is a history."""
+    def read_meta(self, *, resumed: bool = False) -> None:
+        """The run's start and the last run's template, and whether there is a history.
+        `resumed`: the counted ids are not taken (which run wrote the history last is not
+        known: the one stopped may be a version that leaves them as they were), so a
+        resumed run counts its template (crawler.core.lastmod.NightTemplate)."""
         conn = self._conn()
         try:
             meta = dict(
@@ -155,7 +158,7 @@ class HistoryStore:
         self.run_started = int(meta.get("run_started") or 0)
         self.template_before = frozenset(unpack_blocks(meta.get("common")))
         counted = meta.get("counted")
-        self.counted_before = counted if isinstance(counted, bytes) else None
+        self.counted_before = counted if isinstance(counted, bytes) and not resumed else None
         self.has_history = has
         if has:
             self._urls.upcoming = deque()

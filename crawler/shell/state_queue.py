@@ -273,7 +273,8 @@ class ResumeQueue:
         ids = self._ids if self._ids is not None else self._load_ids()
         ref = None if referrer is None else (ids.get(referrer) or self.intern(referrer))
         uid = self._done_id(ids, url)
-        self._decisions.append((uid, status, reason, detail, depth, ref))  # _DECIDED's order
+        # _DECIDED's order, as the parameters are (tests/test_state_rows.py holds them to it)
+        self._decisions.append((uid, status, reason, detail, depth, ref))
         self.ops += 1
 
     def _done_id(self, ids: dict[str, int], url: str) -> int:
