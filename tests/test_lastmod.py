@@ -22,6 +22,7 @@ from crawler.core.lastmod import (
     content_date,
     count_candidates,
     date_page,
+    id_bits,
     needs_template,
     pack_blocks,
     same_content,
@@ -314,15 +315,15 @@ def test_the_template_is_kept_only_for_the_same_pages_with_their_blocks():
     assert not night.page(5, PAGE, PAGE)
     assert not night.page(3, None, PAGE)  # no blocks: not counted, not held
     assert not night.page(9, REBUILT, REBUILT)
-    assert night.counted() == pack_blocks([5, 9])
-    assert night.kept(pack_blocks([5, 9]))
+    assert night.counted() == id_bits([5, 9])
+    assert night.kept(id_bits([5, 9]))
     assert not night.kept(None)  # the last run's pages not known
-    assert not night.kept(pack_blocks([5])) and not night.kept(pack_blocks([5, 9, 11]))
+    assert not night.kept(id_bits([5])) and not night.kept(id_bits([5, 9, 11]))
     assert night.page(11, EDITED_PAGE, PAGE)  # moved: its lastmod needs the template
-    assert not night.kept(pack_blocks([5, 9, 11]))
+    assert not night.kept(id_bits([5, 9, 11]))
     other = NightTemplate()
     assert not other.page(5, PAGE, None)  # a page without a history row
-    assert not other.kept(pack_blocks([5]))
+    assert not other.kept(id_bits([5]))
 
 
 @given(

@@ -46,6 +46,8 @@ from crawler.core.lastmod import (
     common_blocks,
     count_candidates,
     date_page,
+    has_bit,
+    set_bit,
 )
 from crawler.core.llms import LlmsFile
 from crawler.core.report import DecisionRecord, Tally, is_broken
@@ -446,9 +448,7 @@ class Dating:
             if uid is None:  # not interned (never, as listed URLs are): fed now
                 self.summary.feed(listing.blocks)
                 return
-            if uid >> 3 >= len(fed):
-                fed.extend(bytes((uid >> 3) + 1 - len(fed)))
-            fed[uid >> 3] |= 1 << (uid & 7)
+            set_bit(fed, uid)
 
     def settle(self, listings: Iterable[Listing]) -> None:
         """Every listing is in: the template, the blocks on most pages, is counted once a
@@ -473,7 +473,7 @@ class Dating:
             ids, feed = state.url_ids(), self.summary.feed
             for listing in listings:
                 uid, blocks = ids.get(listing.url, -1), listing.blocks
-                if blocks and 0 <= uid >> 3 < len(fed) and fed[uid >> 3] >> (uid & 7) & 1:
+                if blocks and has_bit(fed, uid):
                     feed(blocks)
         counts, pages = count_candidates(self.summary.candidates(), map(_BLOCKS, listings))
         self.template = common_blocks(counts, pages)
