@@ -81,6 +81,7 @@ def is_hreflang(value: str) -> bool:
 
 
 _UTC: Final = UTC
+_NUMBER: Final = (int, float)  # not `int | float`, a new union object at each check
 _MINUTE: Final = timedelta(minutes=1)
 
 
@@ -383,7 +384,7 @@ class Entry:
             )
         if self.priority is not None:
             p = self.priority
-            if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p <= 1.0:
+            if isinstance(p, bool) or not isinstance(p, _NUMBER) or not 0.0 <= p <= 1.0:
                 raise EntryError(loc, "priority", f"{p!r} is not a number from 0.0 to 1.0")
             if isinstance(p, float) and math.isnan(p):  # pragma: no cover - NaN fails the range
                 raise EntryError(loc, "priority", "NaN")

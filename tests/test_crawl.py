@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from aiohttp import web
 
 from crawler import DEFAULT_USER_AGENT
 from crawler.cli import main
+from sitemap_out import Entry, EntryError, SitemapWriter
 from tests.sites import Page, Site, html, read_decisions, read_published, redirect
 
 
@@ -620,6 +622,36 @@ def test_a_loc_too_big_for_any_file_fails_alone(serve, crawl, tmp_path):
     assert len(listed) == 2101
     assert d[srv.url + long_path]["reason"] == "fetch_error"
     assert "cannot be listed" in d[srv.url + long_path]["detail"]
+
+
+def test_a_loc_too_big_with_its_lastmod_is_not_listed(serve, crawl, tmp_path):
+    """The judge checks a listing's entry with its lastmod (the header's, as published
+    with --lastmod header): at a small byte limit, a loc that would fit without its
+    <lastmod> but not with it is recorded as not listed, and the publish still succeeds.
+    Locs of every length across that edge, each page with a Last-Modified."""
+    stamp = {"Last-Modified": "Tue, 15 Nov 1994 08:12:31 GMT"}
+    paths = ["/" + "y" * n for n in range(790, 880)]
+    pages: dict[str, Page | str] = {"/": html(*paths)}
+    pages.update({path: Page(html(), headers=stamp) for path in paths})
+    srv = serve(Site(pages).app)
+    decisions = tmp_path / "d.jsonl"
+    code, pub, _, _ = crawl(
+        srv.url + "/", "--max-bytes-per-file", "1024", "--lastmod", "header",
+        "--decisions", str(decisions),
+    )  # fmt: skip
+    assert code == 0
+    d = read_decisions(decisions)
+    listed = {u for u, r in d.items() if r["listed"]}
+    assert set(pub.locs) == listed
+    refused = sorted(len(u) for u, r in d.items() if "cannot be listed" in r["detail"])
+    longest = max(len(u) for u in listed if u != srv.url + "/")
+    assert refused and longest < refused[0]  # one edge: every loc below it listed
+    fits_bare = Entry(srv.url + "/" + "y" * (refused[0] - len(srv.url) - 1))
+    with pytest.raises(EntryError):  # the first refused fails with its lastmod ...
+        SitemapWriter(tmp_path / "w", max_bytes=1024).check(
+            Entry(fits_bare.loc, datetime(1994, 11, 15, 8, 12, 31, tzinfo=UTC))
+        )
+    SitemapWriter(tmp_path / "w2", max_bytes=1024).check(fits_bare)  # ... not without
 
 
 def test_canonical_with_a_session_id_is_the_page_itself(serve, crawl, tmp_path):

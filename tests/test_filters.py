@@ -16,8 +16,10 @@ from crawler.core.decide import (
     EXCLUDED_BY_PATTERN,
     LISTED,
     META_NOINDEX,
+    OUT_OF_SCOPE,
     REASON_TEXT,
     REASONS,
+    ROBOTS_TXT,
     Decision,
     PageFacts,
     Policy,
@@ -26,6 +28,7 @@ from crawler.core.decide import (
 )
 from crawler.core.directives import Directives
 from crawler.core.patterns import Patterns, glob_regex, path_and_query
+from crawler.core.robots import parse_robots
 from crawler.core.screen import Plan, Screen
 from crawler.errors import ConfigError
 from tests.memory import crawl as memory_crawl
@@ -180,6 +183,22 @@ def test_the_screen_excludes_before_the_trap_budgets():
     assert screen(e + "a/1", 1) == Decision(EXCLUDED_BY_PATTERN, "exclude /a/1")
     assert screen(e + "a/2", 1) is None
     assert screen(e + "a/3", 1).reason == "trap"
+
+
+def test_each_refusal_names_its_own_rule_when_the_rules_change():
+    """A robots.txt refusal's decision is kept by the rule that refuses (one Decision a
+    rule, not one a URL): rules read later, at other lines, are named as they are."""
+    plan = Plan.make("https://example.com/", None, None)
+    screen = _screen(plan)
+    e = "https://example.com/"
+    screen.robots = parse_robots("User-agent: *\nDisallow: /a/\n")
+    assert screen(e + "a/1", 1) == Decision(ROBOTS_TXT, "Disallow: /a/ (line 2)")
+    assert screen(e + "a/2", 1) is screen(e + "a/1", 1)
+    screen.robots = parse_robots("User-agent: *\nAllow: /b/\nDisallow: /a/\n")
+    assert screen(e + "a/1", 1) == Decision(ROBOTS_TXT, "Disallow: /a/ (line 3)")
+    assert screen("https://other.example/", 1) == Decision(
+        OUT_OF_SCOPE, "outside https://example.com/"
+    )
 
 
 def test_a_seed_is_exempt_from_include_but_not_from_exclude():

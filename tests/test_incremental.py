@@ -668,3 +668,127 @@ def test_a_broken_url_s_referrers_are_the_same_when_revived_pages_link_to_it(ser
     assert json.loads(report.read_text())["pages_not_modified"] == len(pages)
     assert broken() == full
     assert len(full) == 10 and srv.url + "/q/0" in full  # late referrers among them
+
+
+def _meta(state: Path, key: str) -> object:
+    with sqlite3.connect(state) as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else row[0]
+
+
+@pytest.fixture
+def counts(monkeypatch) -> list[int]:
+    """One item for each count of a run's template (count_candidates)."""
+    import crawler.shell.journal
+
+    calls: list[int] = []
+    real = crawler.shell.journal.count_candidates
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(crawler.shell.journal, "count_candidates", spy)
+    return calls
+
+
+def test_an_unchanged_night_keeps_its_template_without_counting_it(
+    site_run, tmp_path, monkeypatch, counts
+):
+    """#26: on a night whose listed pages are the last run's, each with the blocks its
+    history row holds, no lastmod depends on the template and the count would be the last
+    run's: it is kept, not counted. The files and the template kept are those of the same
+    night counted."""
+    from crawler.core.lastmod import NightTemplate
+
+    site = HistorySite(pages=8)
+    site.pdf = True  # a listed page without blocks
+    run = site_run(site)
+    run()
+    assert len(counts) == 1  # no last run to keep from
+    site.texts["/p/2"][0] = "Page 2 first paragraph, reworded."
+    _age(run.state)
+    edited, _ = run()
+    assert len(counts) == 2  # a page's blocks moved: its lastmod needs the template
+    assert edited.lastmods[run.url + "/p/2"] is not None
+    _age(run.state)
+    night = tmp_path / "night.sqlite"
+    shutil.copy(run.state, night)
+
+    kept, _ = run(name="kept")
+    assert len(counts) == 2 and site.bodies == 0  # not counted
+    assert kept.lastmods == edited.lastmods
+    template, ids = _meta(run.state, "common"), _meta(run.state, "counted")
+    assert template == _meta(night, "common") and ids == _meta(night, "counted")
+
+    shutil.copy(night, run.state)  # the same night, counted
+    monkeypatch.setattr(NightTemplate, "kept", lambda self, before: False)
+    run(name="counted")
+    assert len(counts) == 3
+    assert _meta(run.state, "common") == template and _meta(run.state, "counted") == ids
+    for published in kept.files:
+        assert published.read_bytes() == (tmp_path / "counted" / published.name).read_bytes()
+
+
+def test_a_night_with_other_pages_or_after_another_run_counts_its_template(site_run, counts):
+    """#26: the template is kept only from the run that finished last and only for the
+    same pages: a limited night, the full night after it, a night with a page more, a
+    night after a run that did not keep the pages (an unfinished one, another version)
+    count it."""
+    site = HistorySite(pages=8)
+    run = site_run(site)
+    run()
+    _age(run.state)
+    run("--max-pages", "4", "--max-shrink", "1")
+    assert len(counts) == 2  # fewer pages
+    _age(run.state)
+    run()
+    assert len(counts) == 3  # more pages than the limited night's
+    _age(run.state)
+    run()
+    assert len(counts) == 3  # the same: kept
+    site.texts["/p/8"] = ["Page 8, new."]
+    site.links["/"].append("/p/8")
+    _age(run.state)
+    more, _ = run()
+    assert len(counts) == 4 and run.url + "/p/8" in more.locs
+    with sqlite3.connect(run.state) as conn:  # as a run since would leave it
+        conn.execute("UPDATE meta SET value = 'later' WHERE key = 'updated'")
+    _age(run.state)
+    run()
+    assert len(counts) == 5
+    _age(run.state)
+    run()
+    assert len(counts) == 5
+    with sqlite3.connect(run.state) as conn:  # another version's finish in the same second
+        conn.execute(
+            "UPDATE meta SET value = substr(value, 1, 19) || '+00:00' WHERE key = 'updated'"
+        )
+    _age(run.state)
+    run()
+    assert len(counts) == 6
+
+
+def test_a_resumed_night_counts_its_template_as_an_uninterrupted_one_would(tmp_path, xsd, counts):
+    """#26: a resumed run cannot tell which run wrote the history last (the one stopped may
+    be a version that leaves the counted ids as they were, its history another night's), so
+    it counts its template: the same one an uninterrupted night keeps or counts, unchanged
+    or with a page rewritten before the crash."""
+    pages: dict[str, Answer | str] = {"http://s.test/": html(*(f"/p/{i}" for i in range(8)))}
+    for i in range(8):
+        pages[f"http://s.test/p/{i}"] = f"<body><nav>menu</nav><p>Text of page {i}</p></body>"
+    state = tmp_path / "state.sqlite"
+    memory_crawl(pages, tmp_path / "one", state=state)
+    assert len(counts) == 1
+    template = _meta(state, "common")
+    for night, rewritten in (("two", False), ("three", True)):
+        if rewritten:
+            pages["http://s.test/p/2"] = "<body><nav>menu</nav><p>Page 2, rewritten</p></body>"
+        _age()
+        before = len(counts)
+        crawl_until_crash(pages, tmp_path / night, "http://s.test/p/5", state=state)
+        memory_crawl(pages, tmp_path / night, state=state, resume=True)
+        assert len(counts) == before + 1
+        assert _meta(state, "common") == template and _meta(state, "counted") is not None
+    published = read_published(tmp_path / "two", xsd)
+    assert published.locs == read_published(tmp_path / "one", xsd).locs

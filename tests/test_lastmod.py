@@ -15,12 +15,15 @@ from crawler.core.lastmod import (
     Dated,
     HeavyHitters,
     LastRun,
+    NightTemplate,
     SiteDates,
     choose,
     common_blocks,
     content_date,
     count_candidates,
     date_page,
+    id_bits,
+    needs_template,
     pack_blocks,
     same_content,
     stamped,
@@ -292,3 +295,54 @@ def test_a_pdf_keeps_its_lastmod_when_its_headers_stop_being_believed():
         dated = _date(AUTO, None, before, believable=believable, stamped=is_stamped)
         assert dated == Dated(OLD, HEADER, None)
         assert _date(CONTENT, None, before, believable=believable, stamped=is_stamped) == dated
+
+
+def test_a_lastmod_needs_the_template_only_for_blocks_that_moved():
+    """#26: the same packing is the same content whatever the template; without blocks on
+    both sides no content date is compared."""
+    assert not needs_template(PAGE, PAGE) and not needs_template(None, PAGE)
+    assert not needs_template(PAGE, None) and needs_template(PAGE, REBUILT)
+    for template in (frozenset(), TEMPLATE, frozenset({TEXT})):  # whatever the template
+        dated = date_page(
+            AUTO, header=None, stamped=False, blocks=PAGE, before=LastRun(PAGE, 7, 7, CONTENT),
+            template=template, believable=True, started=STARTED,
+        )  # fmt: skip
+        assert dated == Dated(7, CONTENT, 7)
+
+
+def test_the_template_is_kept_only_for_the_same_pages_with_their_blocks():
+    night = NightTemplate()
+    assert not night.page(5, PAGE, PAGE)
+    assert not night.page(3, None, PAGE)  # no blocks: not counted, not held
+    assert not night.page(9, REBUILT, REBUILT)
+    assert night.counted() == id_bits([5, 9])
+    assert night.kept(id_bits([5, 9]))
+    assert not night.kept(None)  # the last run's pages not known
+    assert not night.kept(id_bits([5])) and not night.kept(id_bits([5, 9, 11]))
+    assert night.page(11, EDITED_PAGE, PAGE)  # moved: its lastmod needs the template
+    assert not night.kept(id_bits([5, 9, 11]))
+    other = NightTemplate()
+    assert not other.page(5, PAGE, None)  # a page without a history row
+    assert not other.kept(id_bits([5]))
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 50), max_size=30), min_size=1, max_size=300),
+    st.integers(0, 2**32 - 1),
+    st.randoms(use_true_random=False),
+)
+def test_the_pages_chosen_as_they_arrive_can_be_fed_in_another_order(pages, template, rng):
+    """#26: journal.Dating notes which pages the summary chooses (offered) as they arrive
+    and feeds them only if it counts, in loc order: every block on more than half of
+    them is a candidate all the same."""
+    summary = HeavyHitters(size=64)
+    with_template = [[*page, template] if i % 3 else page for i, page in enumerate(pages)]
+    chosen = [page for page in with_template if summary.offered()]
+    rng.shuffle(chosen)
+    for page in chosen:
+        if page:
+            summary.feed(pack_blocks(page))
+    counts = {b: sum(b in set(p) for p in with_template) for p in with_template for b in p}
+    exact = {b: counts.get(b, 0) for b in summary.candidates()}
+    assert len(exact) <= 64
+    assert common_blocks(exact, len(pages)) == common_blocks(counts, len(pages))

@@ -355,3 +355,38 @@ def test_a_resumed_crawl_keeps_issue_24_s_state(serve, tmp_path, capsys):
     for key in ("canonical_broken", "canonical_broken_count", "public_url_hint", "error"):
         assert resumed[key] == whole[key], key
     assert sorted(p for p in site.paths if p.startswith("/nf")) == []
+
+
+def test_a_resumed_crawl_judges_the_engines_by_tonight_s_robots_txt(serve, tmp_path):
+    """#26: the judge takes the engines' robots.txt verdict from ours, known without
+    matching, only for URLs screened in this run. A resume fetches the URLs the stopped run
+    queued as they were screened then: after robots.txt came to disallow them, they are
+    still judged by the rules read now, for the engines, and not listed."""
+    robots = {"text": "User-agent: *\nAllow: /\n"}
+
+    async def robots_txt(request: web.Request) -> web.Response:
+        return web.Response(text=robots["text"], content_type="text/plain")
+
+    async def page(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.2)
+        links = "" if request.path != "/" else "".join(
+            f'<a href="{p}">{p}</a>' for p in [*(f"/p{n}" for n in range(12)), "/late/a", "/late/b"]
+        )  # fmt: skip
+        return web.Response(text=f"<p>{request.path}</p>{links}", content_type="text/html")
+
+    srv = serve(Site({"/robots.txt": robots_txt}, fallback=page).app)
+    out, state, decisions = tmp_path / "out", tmp_path / "state.sqlite", tmp_path / "d.jsonl"
+    args = [*_crawl_args(srv.url, out, state)[1:], "--concurrency", "1"]
+    proc = crawl_process(*args)
+    wait_for(lambda: _rows(state, "urls") >= 10, "the queue checkpointed", proc=proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    robots["text"] = "User-agent: *\nDisallow: /late/\n"
+    assert main(["crawl", *args, "--resume", "--decisions", str(decisions)]) == 0
+    d = read_decisions(decisions)
+    late = {url: d[url] for url in (srv.url + "/late/a", srv.url + "/late/b")}
+    for decision in late.values():
+        assert not decision["listed"] and decision["reason"] == "robots_txt"
+    published = {p.name: p.read_text() for p in out.iterdir() if p.suffix == ".xml"}
+    assert not any("/late/" in text for text in published.values())
+    assert any("/p11<" in text for text in published.values())

@@ -150,17 +150,19 @@ def test_structured_noise_never_raises(lines: list[str], url: str) -> None:
 
 
 AGENTS = ("sitemap-crawler", "googlebot", "bingbot", "otherbot")
+#: robots.txt lines: groups for us, the engines and ``*``, with rules in any order
+agent_lines = st.lists(
+    st.one_of(
+        st.sampled_from(AGENTS[:3]).map(lambda agent: f"User-agent: {agent}"),
+        st.just("User-agent: *"),
+        st.tuples(st.sampled_from(["Allow", "Disallow"]), patterns).map(": ".join),
+    ),
+    max_size=12,
+)
 
 
 @given(
-    st.lists(
-        st.one_of(
-            st.sampled_from(AGENTS[:3]).map(lambda agent: f"User-agent: {agent}"),
-            st.just("User-agent: *"),
-            st.tuples(st.sampled_from(["Allow", "Disallow"]), patterns).map(": ".join),
-        ),
-        max_size=12,
-    ),
+    agent_lines,
     paths,
     st.lists(st.sampled_from(AGENTS), max_size=4).map(tuple),
 )
@@ -184,3 +186,37 @@ def test_the_plain_url_fast_path_is_the_long_way(head: str, rest: str) -> None:
     from crawler.core.robots import _match_target, _target
 
     assert _match_target(head + rest) == _target(head + rest)
+
+
+@given(
+    agent_lines,
+    st.lists(paths, min_size=1, max_size=5),
+    st.lists(st.sampled_from(AGENTS[1:]), min_size=1, max_size=3).map(tuple),
+)
+def test_agents_that_share_our_rules_get_our_verdict(
+    lines: list[str], some: list[str], agents: tuple[str, ...]
+) -> None:
+    """#26: shares_rules() says yes only when each agent's verdict on any URL is ours (the
+    judge then takes the engines' verdict from ours); it says yes when the file names none
+    of them, and no when one of them has a group of its own that we do not."""
+    robots = parse_robots("\n".join(lines))
+    ours = "sitemap-crawler/1.0 (+https://example.test)"
+    if robots.shares_rules(agents, ours):
+        for path in some:
+            assert robots.verdicts(path, agents) == (robots.verdict(path, ours),) * len(agents)
+    named = {g for group in robots.groups for g in group.agents}
+    if not named & {*agents, "sitemap-crawler"}:
+        assert robots.shares_rules(agents, ours)
+    if named & set(agents) and not named & {"*", "sitemap-crawler"}:
+        assert not robots.shares_rules(agents, ours)  # theirs, and no rule for us at all
+
+
+def test_rules_are_shared_by_group_not_by_text() -> None:
+    """The same rules in a group of its own are another group: judged the long way."""
+    ours = "sitemap-crawler/1.0"
+    two = parse_robots("User-agent: *\nDisallow: /a\nUser-agent: googlebot\nDisallow: /a")
+    assert not two.shares_rules(("googlebot",), ours)
+    assert two.shares_rules(("bingbot",), ours)
+    both = parse_robots("User-agent: googlebot\nUser-agent: sitemap-crawler\nDisallow: /a")
+    assert both.shares_rules(("googlebot",), ours)  # one group names us both
+    assert not both.shares_rules(("googlebot", "bingbot"), ours)

@@ -325,8 +325,9 @@ def _queue_module_copy(
 def test_a_decision_field_without_a_column_fails_loudly(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Rows are written and read by field name: a field added to DecisionRecord that the
-    decisions table (and decided()) lack is an error, not a value in the next column."""
+    """Rows are written and read by field name: a field added to DecisionRecord that
+    decided() does not write fails at import, and one the decisions table lacks fails the
+    load, never a value in the next column."""
 
     @dataclasses.dataclass(slots=True)  # as DecisionRecord: not frozen
     class Extended(DecisionRecord):
@@ -336,15 +337,17 @@ def test_a_decision_field_without_a_column_fails_loudly(
         state.decided("https://example.com/gone", 404, "http_error", "HTTP 404", 1, START)
         state.checkpoint()
     monkeypatch.setattr(report_module, "DecisionRecord", Extended)
-    copy = _queue_module_copy(monkeypatch)
+    with pytest.raises(TypeError, match="extra"):
+        _queue_module_copy(monkeypatch)
+    written = '_DECIDED: Final = ("url", "status", "reason", "detail", "depth", "referrer")'
+    copy = _queue_module_copy(monkeypatch, (written, written.replace(")", ', "extra")')))
     assert "d.extra" in copy._DECISION_SELECT  # type: ignore[attr-defined]
     assert "extra" in copy._DECISION_INSERT  # type: ignore[attr-defined]
-    crawl_state = CrawlState
-    with crawl_state.open(path, fingerprint=FP, start_url=START, resume=True) as state:
-        with pytest.raises(SitemapCrawlerError, match=r"no such column: d\.extra"):
-            list(state.load().decisions)
-        with pytest.raises(KeyError, match="extra"):
-            state.decided("https://example.com/x", 200, "noindex", "", 1, START)
+    with (
+        CrawlState.open(path, fingerprint=FP, start_url=START, resume=True) as state,
+        pytest.raises(SitemapCrawlerError, match=r"no such column: d\.extra"),
+    ):
+        list(state.load().decisions)
 
 
 def test_a_queued_row_field_without_a_column_fails_loudly(

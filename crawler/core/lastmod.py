@@ -28,6 +28,19 @@ the response's Date, and later. So a heuristic (whether the site's headers are b
 only ever decides a page without a published lastmod, and no lastmod disappears from one
 night to the next because it changed its mind. `header` is the raw header, always, as
 documented.
+
+When the template is counted (#26). The count (count_candidates: a pass over every listing
+of the night) is taken only when something depends on it. A page's lastmod does only when
+both runs have its blocks and their packings differ (needs_template): the same packing is
+the same content whatever the template. The next run's template is this run's, which the
+count makes of the night's pages with blocks (one packing each); when each of them has
+the blocks its history row holds, byte for byte, and they are exactly the pages the last
+run counted (their URL ids, kept with the history: NightTemplate), the count would be
+over the last run's packings, and its template is kept instead of counted again. On a
+site of more than SAMPLE_ALL listings the candidates are a sample taken in the order the
+pages arrive, so two counts of the same packings can differ in the blocks on more than
+half of the pages but not of the pages fed (which no arrival order guarantees); the
+kept template is the one the last run's order made.
 """
 
 from __future__ import annotations
@@ -52,14 +65,19 @@ __all__ = [
     "Dated",
     "HeavyHitters",
     "LastRun",
+    "NightTemplate",
     "SiteDates",
     "choose",
     "common_blocks",
     "content_date",
     "count_candidates",
     "date_page",
+    "has_bit",
+    "id_bits",
+    "needs_template",
     "pack_blocks",
     "same_content",
+    "set_bit",
     "stamped",
     "unpack_blocks",
 ]
@@ -114,9 +132,21 @@ class HeavyHitters:
 
     def add_page(self, packed: bytes | None) -> None:
         """One listed page's blocks (each distinct block counts once per page)."""
+        if self.offered() and packed:
+            self.feed(packed)
+
+    def offered(self) -> bool:
+        """A listed page is offered, in the order they arrive: whether it is one of the pages
+        fed (SAMPLE_ALL, SAMPLE_EVERY), now (add_page) or later (feed)."""
         self._seen = seen = self._seen + 1
-        if not packed or (seen > SAMPLE_ALL and seen % SAMPLE_EVERY):
-            return
+        return seen <= SAMPLE_ALL or not seen % SAMPLE_EVERY
+
+    def feed(self, packed: bytes) -> None:
+        """The blocks of a page that offered() chose. Fed in another order than offered
+        (journal.Dating feeds them at the count, in loc order, on a night it may skip the
+        count), the counters can differ from add_page's, but not the guarantee, which holds
+        for the pages fed in any order: the candidates can differ only in blocks on at most
+        half of the pages fed, and the exact count decides on every page alike."""
         counts, size = self._counts, self._size
         blocks = set(unpack_blocks(packed))
         if len(counts) + len(blocks) <= size:  # room for every new block: none is dropped,
@@ -174,6 +204,70 @@ def same_content(old: bytes | None, new: bytes | None, template: frozenset[int])
     kept_old = [b for b in unpack_blocks(old) if b not in template]
     kept_new = [b for b in unpack_blocks(new) if b not in template]
     return kept_old == kept_new
+
+
+def needs_template(before: bytes | None, blocks: bytes | None) -> bool:
+    """Whether a page's lastmod can depend on the template (date_page, content_date): only
+    when both runs have its blocks and their packings differ (see same_content)."""
+    return before is not None and blocks is not None and before != blocks
+
+
+def set_bit(bits: bytearray, n: int) -> None:
+    """Bit n of a bitmap of ids (4 bytes a page as an array, an eighth of a byte an id
+    here, and no sort: at 1M pages a sorted list of the ids was 38 MB at its peak)."""
+    at = n >> 3
+    if at >= len(bits):
+        bits.extend(bytes(at + 1 - len(bits)))
+    bits[at] |= 1 << (n & 7)
+
+
+def has_bit(bits: bytes | bytearray, n: int) -> bool:
+    at = n >> 3
+    return 0 <= at < len(bits) and bool(bits[at] >> (n & 7) & 1)
+
+
+def id_bits(ids: Iterable[int]) -> bytes:
+    """The ids as NightTemplate.counted packs them."""
+    bits = bytearray()
+    for n in ids:
+        set_bit(bits, n)
+    return bytes(bits)
+
+
+class NightTemplate:
+    """What decides whether a run's template is the last run's without counting it (see
+    the module doc): every listed page of the run (a twin that loses too: the count takes
+    every listing) is given with the blocks its history row holds. Held: the URL ids of the
+    pages with blocks (a bitmap), and whether all of them had their row's blocks."""
+
+    __slots__ = ("_as_before", "_ids")
+
+    def __init__(self) -> None:
+        self._ids = bytearray()
+        self._as_before = True
+
+    def page(self, uid: int | None, blocks: bytes | None, before: bytes | None) -> bool:
+        """A listed page (`uid`: its URL's id, None if it has none), its blocks and its
+        history row's (None without a row); whether its lastmod needs the template
+        (needs_template). Pages without blocks are not counted (count_candidates), nor
+        held here."""
+        if blocks:
+            if uid is not None:
+                set_bit(self._ids, uid)
+            if uid is None or blocks != before:
+                self._as_before = False
+        return needs_template(before, blocks)
+
+    def counted(self) -> bytes:
+        """The ids of the pages with blocks, a bitmap (id_bits): kept with the history, the
+        next run's `counted_before`."""
+        return bytes(self._ids)
+
+    def kept(self, counted_before: bytes | None) -> bool:
+        """Whether the last run's template is this run's: each page with the blocks of its
+        row, and the pages those the last run counted (`counted_before`, None when not
+        known: then it is counted)."""
+        return self._as_before and counted_before is not None and self._ids == counted_before
 
 
 def stamped(last_modified: datetime | None, date: datetime | None) -> bool:

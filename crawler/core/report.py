@@ -179,8 +179,8 @@ class Tally:
         """This run's: `seconds` are this run's, and so must the requests be."""
         return self.fetched_this_run / self.seconds if self.seconds > 0 else 0.0
 
-    def count(self, record: DecisionRecord) -> None:
-        self.reasons[record.reason] += 1
+    def count(self, reason: str) -> None:
+        self.reasons[reason] += 1
 
     def add_broken(self, url: str, status: int, referrers: list[str]) -> None:
         self.broken[url] = (status, referrers[:MAX_REFERRERS])

@@ -360,6 +360,16 @@ class RobotsTxt:
         self._plans[user_agents] = plan
         return plan
 
+    def shares_rules(self, user_agents: tuple[str, ...], user_agent: str) -> bool:
+        """Whether each of user_agents is judged by user_agent's rules: the groups that apply
+        to each (those naming its product token, else the ``*`` groups, RFC 9309 2.2.1)
+        are user_agent's, so its verdict on any URL is user_agent's. The usual robots.txt
+        names none of them (``User-agent: *`` alone), and then they all share one."""
+        if self.denial is not None:
+            return False  # nothing is allowed to anyone: no verdict to share
+        plan = self._plans.get(user_agents) or self._plan(user_agents)
+        return plan is self._matcher(user_agent)
+
     def matching_rules(self, url: str, user_agent: str) -> tuple[RobotsRule, ...]:
         """Every rule of the applied groups that matches ``url``, in precedence order: the
         first decides (it is :meth:`verdict`'s), the next ones are what it beat. Slow (one

@@ -155,7 +155,10 @@ class Screen:
         "_depth",
         "_engines",
         "_length",
+        "_outside",
+        "_refusals",
         "_repeats",
+        "_unmapped",
         "budgets",
         "exclude",
         "host_robots",
@@ -196,6 +199,12 @@ class Screen:
         self._length = max_url_length
         self._repeats = max_segment_repeats
         self._depth = max_depth
+        # An out-of-scope verdict's text is the plan's, the same for every URL: one frozen
+        # Decision each, not one made a URL (most sites link out more than they list, #26);
+        # so is a robots.txt refusal's, by the rule that refuses (a Verdict per rule).
+        self._outside = Decision(OUT_OF_SCOPE, f"outside {plan.scope_text()}")
+        self._unmapped = Decision(OUT_OF_SCOPE, f"outside {plan.origins.public.root}")
+        self._refusals: dict[Verdict, Decision] = {}
 
     def __call__(self, url: str, depth: int) -> Decision | None:
         """Why url (crawl space), found `depth` links from the start, is not fetched; None
@@ -203,11 +212,11 @@ class Screen:
         plan = self.plan
         public = plan.public(url)
         if not plan.in_scope(public):
-            return Decision(OUT_OF_SCOPE, f"outside {plan.scope_text()}")
+            return self._outside
         if not plan.identity and not url.startswith(plan.origins.crawl.root):
             # in the sitemap's scope but not under --public-url: it has no page on the server
             # being crawled, and the public host is never fetched
-            return Decision(OUT_OF_SCOPE, f"outside {plan.origins.public.root}")
+            return self._unmapped
         if len(public) > self._length or len(url) > self._length:
             return Decision(TOO_LONG, f"{len(public)} characters")
         if self.exclude or self.include:
@@ -217,9 +226,9 @@ class Screen:
         path = url.split("?", 1)[0]
         if repeats_segment(path, self._repeats):
             return Decision(TRAP, f"a path segment repeats more than {self._repeats} times")
-        denied = self._denied(url, self._agent)
+        denied = self.robots_denial(url)
         if denied is not None:
-            return Decision(ROBOTS_TXT, denied)
+            return denied
         if 0 <= self._depth < depth:
             return Decision(LIMIT, f"deeper than max_depth {self._depth}")
         spent = self.budgets.spend(url)
@@ -227,13 +236,21 @@ class Screen:
             return Decision(TRAP, spent)
         return None
 
-    def engine_denial(self, url: str) -> str | None:
+    def engine_denial(self, url: str, *, allowed_to_us: bool = False) -> str | None:
         """Why a search engine reading the sitemap (search_engines) may not crawl url (crawl
         space), which we may fetch: its robots.txt group (else ``*``) disallows it, so it
-        would report the listed URL as blocked. Our own group governs only what we request."""
+        would report the listed URL as blocked. Our own group governs only what we request.
+
+        `allowed_to_us`: the caller knows that our own agent was allowed url by the rules
+        robots_for(url) gives now (the judge: every URL it fetches passed this screen, or
+        on another host HostGate.admit, in this run). When the engines are judged by our
+        agent's groups, their verdict is that one: allowed, known without matching (#26)."""
         if not self._engines:
             return None
-        verdicts = self.robots_for(url).verdicts(url, self._engines)  # one pass for all
+        robots = self.robots_for(url)
+        if allowed_to_us and robots.shares_rules(self._engines, self._agent):
+            return None
+        verdicts = robots.verdicts(url, self._engines)  # one pass for all
         for engine, verdict in zip(self._engines, verdicts, strict=True):
             if not verdict.allowed:
                 return engine_detail(engine, _why(verdict))
@@ -247,14 +264,14 @@ class Screen:
         return self.host_robots.get(join_parts(url)[1], _UNREAD)
 
     def robots_denial(self, url: str) -> Decision | None:
-        """The robots.txt decision alone, for a URL on a host whose rules came late."""
-        denied = self._denied(url, self._agent)
-        return None if denied is None else Decision(ROBOTS_TXT, denied)
-
-    def _denied(self, url: str, agent: str) -> str | None:
-        """The robots.txt rule and line that disallow url to agent, or None."""
-        verdict = self.robots_for(url).verdict(url, agent)
-        return None if verdict.allowed else _why(verdict)
+        """The robots.txt decision alone (also for a URL on a host whose rules came late)."""
+        verdict = self.robots_for(url).verdict(url, self._agent)
+        if verdict.allowed:
+            return None
+        refusal = self._refusals.get(verdict)
+        if refusal is None:
+            refusal = self._refusals[verdict] = Decision(ROBOTS_TXT, _why(verdict))
+        return refusal
 
     def _chosen(self, url: str, public: str) -> Decision | None:
         """Why the user's patterns keep url (crawl space; `public`: as listed) from being

@@ -40,10 +40,14 @@ from crawler.core.duplicates import Twins
 from crawler.core.lastmod import (
     AUTO,
     HeavyHitters,
+    LastRun,
+    NightTemplate,
     SiteDates,
     common_blocks,
     count_candidates,
     date_page,
+    has_bit,
+    set_bit,
 )
 from crawler.core.llms import LlmsFile
 from crawler.core.report import DecisionRecord, Tally, is_broken
@@ -140,25 +144,30 @@ class Journal:
         """Count a decision, note a broken link, and write its line in the decisions file.
         `counted`: the tally has it already (a listing, counted when it was made);
         `lastmod_source`: a listed page's (crawler.core.lastmod)."""
-        public = self.public(url) if decision.reason != OUT_OF_SCOPE else url
-        record = DecisionRecord(public, status, decision.reason, decision.detail, depth, referrer)
-        self.canonicals.judged(url, decision.reason, status)
+        # (a screened-out URL's, status None, is the commonest: more URLs are screened out
+        # than listed on most sites, so each step is taken only where it applies, #26)
+        reason = decision.reason
+        public = self.public(url) if reason != OUT_OF_SCOPE else url
+        self.canonicals.judged(url, reason, status)
         if not counted:
-            self.tally.count(record)
-        if is_broken(decision.reason, status):
+            self.tally.count(reason)
+        if status is not None and is_broken(reason, status):
             refs = [referrer] if referrer else []
             early = self.refs.pop(url, ())
             refs += early
             if len(early) >= EARLY_REFERRERS and self.settle is not None:
                 self.settle(url, UNSETTLED)  # hushed, maybe (Links.follow_targets): no more
-            self.tally.add_broken(public, status or 0, list(dict.fromkeys(refs)))
+            self.tally.add_broken(public, status, list(dict.fromkeys(refs)))
         else:
             if self.refs:
                 self.refs.pop(url, None)
             if self.settle is not None:
                 self.settle(url, 0)  # a link to url changes nothing now
-        if self.extensions is not None and decision.reason != LISTED:
-            self.extensions.decided(public, decision.reason, decision.detail)
+        if self.extensions is not None and reason != LISTED:
+            self.extensions.decided(public, reason, decision.detail)
+        if self.decisions_path is None and self.echo is None:
+            return  # nobody reads the record: none made
+        record = DecisionRecord(public, status, reason, decision.detail, depth, referrer)
         if self.decisions_path is not None:
             self._write_decision(record.to_json(lastmod_source) + "\n")
         if self.echo is not None:
@@ -351,6 +360,7 @@ class Journal:
                 if recorded:
                     self._final(listing, _listed(listing), counted=True, lastmod_source=source)
                 continue
+            dating.passed(listing)
             decision = Decision(DUPLICATE_OF, self.public(winner))
             self.tally.reasons[LISTED] -= 1
             if state is not None:
@@ -360,6 +370,7 @@ class Journal:
                     listing.referrer,
                 )  # fmt: skip
             self._final(listing, decision, counted=False)
+        dating.finish()
         if ext is not None:
             articles = ext.articles()
             if articles:
@@ -415,22 +426,84 @@ class Dating:
         self.summary = HeavyHitters()
         self.template: frozenset[int] = frozenset()  # common now
         self._ignored: frozenset[int] = frozenset()  # common now, or in the previous run
+        self._night = NightTemplate()
+        self._uncounted: Iterable[Listing] | None = None  # the listings, while not counted
+        # the pages the summary chose as they arrived, a bit by URL id, fed only if the
+        # template is counted: when the last run's pages are known, the night may keep its
+        # template (NightTemplate), and feeding them as they came would be work for nothing
+        self._fed: bytearray | None = None
+        if state is not None and state.counted_before is not None:
+            self._fed = bytearray()
 
     def saw(self, listing: Listing) -> None:
         """A listing waits in the spool (replayed ones too: the figures are rebuilt)."""
         self.site.add(listing.lastmod is not None, listing.stamped)
-        if self.state is not None:
+        state, fed = self.state, self._fed
+        if state is None:
+            return
+        if fed is None:  # it will be counted: fed now
             self.summary.add_page(listing.blocks)
+        elif self.summary.offered() and listing.blocks:
+            uid = state.url_ids().get(listing.url)
+            if uid is None:  # not interned (never, as listed URLs are): fed now
+                self.summary.feed(listing.blocks)
+                return
+            set_bit(fed, uid)
 
     def settle(self, listings: Iterable[Listing]) -> None:
-        """Count the summary's candidates exactly, in one pass over the listings: the
-        blocks on most pages are the template."""
-        if self.state is None:
+        """Every listing is in: the template, the blocks on most pages, is counted once a
+        lastmod needs it, or at the end unless it is the last run's (NightTemplate; see
+        crawler.core.lastmod). `listings` are read again then."""
+        state = self.state
+        if state is None:
             return
-        blocks = map(_BLOCKS, listings)
-        counts, pages = count_candidates(self.summary.candidates(), blocks)
+        self.template = self._ignored = state.template_before
+        self._uncounted = listings
+        if state.counted_before is None:  # the last run's pages are not known: now
+            self._count()
+
+    def _count(self) -> None:
+        """Count the summary's candidates exactly, in one pass over the listings."""
+        listings, self._uncounted = self._uncounted, None
+        state, fed = self.state, self._fed
+        if listings is None or state is None:
+            return
+        if fed is not None:  # the pages chosen as they arrived, fed in loc order
+            self._fed = None
+            ids, feed = state.url_ids(), self.summary.feed
+            for listing in listings:
+                uid, blocks = ids.get(listing.url, -1), listing.blocks
+                if blocks and has_bit(fed, uid):
+                    feed(blocks)
+        counts, pages = count_candidates(self.summary.candidates(), map(_BLOCKS, listings))
         self.template = common_blocks(counts, pages)
-        self._ignored = self.template | self.state.template_before
+        self._ignored = self.template | state.template_before
+
+    def finish(self) -> None:
+        """Every listing is dated: the template is counted unless it is the last run's, and
+        the pages it is made of are kept for the next run."""
+        state = self.state
+        if state is None:
+            return
+        if self._uncounted is not None:
+            if self._night.kept(state.counted_before):
+                self._uncounted = None  # self.template is the last run's
+            else:
+                self._count()
+        state.counted(self._night.counted())
+
+    def passed(self, listing: Listing) -> None:
+        """A listing not dated (a twin's loser): the template is counted on it too."""
+        if self.state is not None:
+            self._noted(listing, self.state.last_run(listing.url))
+
+    def _noted(self, listing: Listing, before: LastRun | None) -> None:
+        state = self.state
+        assert state is not None
+        uid = state.url_ids().get(listing.url)
+        needed = self._night.page(uid, listing.blocks, None if before is None else before.blocks)
+        if needed and self._uncounted is not None:  # a lastmod depends on it: count it now
+            self._count()
 
     def warmed(self, listings: Iterable[Listing]) -> Iterator[Listing]:
         """The listings, the history rows date() reads for them read a chunk at a time."""
@@ -447,12 +520,16 @@ class Dating:
         """The listing's lastmod (microseconds, or None) and its source: the rule is
         crawler.core.lastmod's; this feeds it the page's facts and the history's row."""
         state = self.state
+        before = None
+        if state is not None:
+            before = state.last_run(listing.url)
+            self._noted(listing, before)
         dated = date_page(
             self.mode,
             header=listing.lastmod,
             stamped=listing.stamped,
             blocks=listing.blocks,
-            before=state.last_run(listing.url) if state is not None else None,
+            before=before,
             template=self._ignored,
             believable=self.site.believable,
             started=state.run_started if state is not None else 0,

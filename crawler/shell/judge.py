@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from functools import lru_cache
 
 from crawler.config import Config
 from crawler.core.botwall import Walls
@@ -46,6 +47,12 @@ from sitemap_out import Entry, EntryError
 
 #: A day in microseconds: a Last-Modified later than a day from now is a clock error.
 _DAY_MICROS = 86_400_000_000
+
+#: to_micros of a parsed Last-Modified, memoised (#26): parse_http_date hands back one
+#: object per date, and a site's pages share the few dates its files were written at, so
+#: the datetime arithmetic ran again for nearly every listed page. Keyed by the datetime's
+#: value (its hash is cached in it): the same instant, the same microseconds.
+_header_micros = lru_cache(maxsize=1024)(to_micros)
 
 #: A judged page: its final URL, facts, analysis and decision.
 Judged = tuple[str, PageFacts, PageResult, Decision]
@@ -166,7 +173,10 @@ class PageJudge:
         facts.too_large = answer.too_large
         facts.last_modified = answer.modified
         facts.public = links.public(url)
-        facts.engine_denial = links.screen.engine_denial(url)  # #24: may they crawl it
+        # #24: may they crawl it. Every URL judged was allowed to us by the rules in the
+        # screen in this run (screened when met, or HostGate.admit), but on a --resume: the
+        # queue's URLs were screened by the run before, by the robots.txt it read (#26)
+        facts.engine_denial = links.screen.engine_denial(url, allowed_to_us=not self.config.resume)
         if page.moved_to is not None:  # #24: a redirect stub, followed like a redirect
             facts.moved_to = links.public(links.to_crawl(page.moved_to))
             facts.moved_by = page.moved_by
@@ -275,9 +285,10 @@ class PageJudge:
         lastmod is the Last-Modified header's for now; the one published is decided when
         the crawl is over (journal.Dating), from what the whole site says."""
         config, page = self.config, answer.page
-        lastmod = to_micros(parse_http_date(answer.modified))
+        when = parse_http_date(answer.modified)
+        lastmod = _header_micros(when)
         if lastmod is not None and lastmod > time.time_ns() // 1000 + _DAY_MICROS:
-            lastmod = None  # a date in the future is a server clock error, not a lastmod
+            lastmod = when = None  # a date in the future is a server clock error, not a lastmod
         # links found to it while it was fetched may have brought it closer to the start
         depth = min(task.depth, self.loop.active.get(url, task.depth))
         body = page.body_key if self.policy.skip_duplicates else None
@@ -296,8 +307,8 @@ class PageJudge:
             page.blocks,
             answer.stamped,
         )
-        try:
-            self.check_entry(listing.entry())  # checked now, so the decision says it
+        try:  # checked now, so the decision says it
+            self.check_entry(listing.entry(when))
         except EntryError as exc:  # a URL the protocol cannot hold (e.g. under 12 chars)
             return Decision(FETCH_ERROR, f"cannot be listed: {exc}")
         return listing

@@ -68,11 +68,24 @@ class Links:
         return None if target is None else self.plan.to_crawl(target)
 
     def record(self, url: str, status: int | None, decision: Decision, task: Task) -> None:
-        if task.url == self.plan.start and task.referrer is None:  # crawl space: as requested
+        self._record(task.url, url, status, decision, task.depth, task.referrer)
+
+    def _record(
+        self,
+        asked: str,
+        url: str,
+        status: int | None,
+        decision: Decision,
+        depth: int,
+        referrer: str | None,
+    ) -> None:
+        """url's decision, of the task for `asked` (crawl space: as requested; url may be a
+        hop of its redirects)."""
+        if referrer is None and asked == self.plan.start:
             self.start_chain.append(
                 DecisionRecord(url, status, decision.reason, decision.detail, 0, None)
             )
-        self.journal.record(url, status, decision, task.depth, task.referrer)
+        self.journal.record(url, status, decision, depth, referrer)
 
     def follow_page(
         self, task: Task, url: str, facts: PageFacts, page: PageResult, decision: Decision
@@ -131,9 +144,9 @@ class Links:
     def _new(self, url: str, depth: int, referrer: str | None) -> None:
         """url (crawl space) is met for the first time: queued, or recorded as screened."""
         screened = self.screen(url, depth)
-        if screened is not None:
+        if screened is not None:  # recorded at once, with no Task made for it
             self.frontier.mark_seen(url)
-            self.record(url, None, screened, Task(url, depth, referrer))
+            self._record(url, url, None, screened, depth, referrer)
             return
         self.frontier.add(url, depth, referrer)
         if self.state is not None:

@@ -87,13 +87,14 @@ class Listing:
     blocks: bytes | None = None
     stamped: bool = False  # its Last-Modified was the response's Date (crawler.core.lastmod)
 
-    def entry(self) -> Entry:
+    def entry(self, dated: datetime | None = None) -> Entry:
         """The sitemap entry, dated by its Last-Modified header, checked in full (built by
         `normalised` only to skip the dataclass's generic steps): the judge builds it when
         the page is listed, replay when a resumed crawl reads a listing back, so that a
-        listing the protocol cannot hold is known then."""
-        loc = self.loc
-        return Entry.normalised(loc, from_micros(self.lastmod), self.changefreq, self.priority)
+        listing the protocol cannot hold is known then. `dated`: the lastmod as the datetime
+        the caller parsed it to (the judge), which from_micros would make again."""
+        when = dated if dated is not None else from_micros(self.lastmod)
+        return Entry.normalised(self.loc, when, self.changefreq, self.priority)
 
     def dated(self, lastmod: int | None) -> Entry:
         """The sitemap entry with the lastmod decided at publish time: its loc, changefreq

@@ -20,6 +20,7 @@ import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from crawler.config import Config
@@ -29,6 +30,11 @@ from crawler.core.lastmod import stamped
 from crawler.core.page import PagePolicy, PageResult
 from crawler.shell.fetch import Response
 from crawler.shell.state import CrawlState
+
+#: lastmod.stamped, memoised (#26): parse_http_date hands back one object per date, and a
+#: crawl meets the same few (a Date a second, the Last-Modified of files written together)
+#: on page after page; the same two instants, the same answer.
+_stamped = lru_cache(maxsize=1024)(stamped)
 
 
 def history_key(page_policy: PagePolicy, config: Config) -> str:
@@ -92,7 +98,7 @@ class Revalidation:
         # a 304 need not repeat Last-Modified (RFC 9110 15.4.5): then last night's stamp,
         # compared with tonight's Date, would pass for a believable date
         if modified is not None:
-            is_stamped = stamped(parse_http_date(modified), parse_http_date(headers.get("Date")))
+            is_stamped = _stamped(parse_http_date(modified), parse_http_date(headers.get("Date")))
         else:
             is_stamped = page.not_modified and prior is not None and prior.stamped
         if not page.not_modified or ((prior is None or self.state is None) and asked_whole):

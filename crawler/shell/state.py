@@ -158,7 +158,7 @@ class CrawlState:
                 checkpoint_seconds=checkpoint_seconds,
                 clock=clock,
             )
-            state._history.read_meta()
+            state._history.read_meta(resumed=resume)
             return state
         except BaseException:
             opened.close()
@@ -189,6 +189,16 @@ class CrawlState:
     def template_before(self) -> frozenset[int]:
         """The blocks common to most pages in the previous finished run."""
         return self._history.template_before
+
+    @property
+    def counted_before(self) -> bytes | None:
+        """The URL ids the previous finished run's template was counted on, packed (None:
+        not known): crawler.core.lastmod.NightTemplate."""
+        return self._history.counted_before
+
+    def counted(self, ids: bytes) -> None:
+        """The URL ids this run's template is counted on, packed, for the next run."""
+        self._history.counted(ids)
 
     @property
     def has_history(self) -> bool:
@@ -245,10 +255,13 @@ class CrawlState:
             conn.execute("BEGIN IMMEDIATE")
             queue.write(conn)
             self._history.write(conn, finished=finished, common=common)
-            meta = [("updated", now_iso()), ("next_id", queue.next_id), ("qseq", queue.qseq)]
+            updated = now_iso(precise=finished)  # a finish's stamp: state_file._restart
+            meta = [("updated", updated), ("next_id", queue.next_id), ("qseq", queue.qseq)]
             if finished or self._finished:
                 # New work after a finished crawl was resumed means it is running again.
                 meta.append(("finished", int(finished)))
+            if finished:  # the history's counted ids are this finish's (state_file._restart)
+                meta.append(("counted_at", updated))
             conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", meta)
             conn.execute("COMMIT")
         except BaseException as exc:

@@ -23,11 +23,11 @@ import dataclasses
 import itertools
 import json
 import sqlite3
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from crawler.core.history import HistoryRow
 from crawler.errors import BusyError, SitemapCrawlerError
@@ -348,8 +348,10 @@ def write_rows(
         at += size
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+def now_iso(*, precise: bool = False) -> str:
+    """Now, to the second; `precise`: to the microsecond, a stamp no other write makes (a
+    version before #26 writes seconds only), as a finish's `counted_at` needs."""
+    return datetime.now(UTC).isoformat(timespec="microseconds" if precise else "seconds")
 
 
 def _lock_path(path: Path) -> Path:
@@ -414,6 +416,21 @@ def discard_unused(path: Path) -> None:
         _remove_database(path)
     with contextlib.suppress(OSError):
         _lock_path(path).unlink()
+
+
+#: sqlite3 binds an int, float, str or bytearray as it is, and any other value after a
+#: search of its adapters: on CPython 3.11 a tuple made, a dict and two attributes looked
+#: up, an AttributeError formatted and dropped, about 3,200 instructions a value (a row of
+#: six ints costs as much), and a listing row holds five Nones and a bool. An adapter
+#: registered for the type is found at the first look-up (about 1,000). These give each
+#: value what sqlite3 binds for it anyway (None: NULL; bytes: the blob; bool: the int),
+#: so nothing written changes, here or in any other sqlite3 file of the process: the
+#: registry is the module's, process-wide. (A checkpoint's rows in a third fewer
+#: instructions; NULL written into the statement saved more in SQLite but cost more in
+#: Python to find: bench/README.md.)
+sqlite3.register_adapter(type(None), cast("Callable[[None], None]", {}.get))  # C: no frame
+sqlite3.register_adapter(bytes, bytes)
+sqlite3.register_adapter(bool, int)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -566,6 +583,15 @@ def _add_run_history(conn: sqlite3.Connection, path: Path) -> None:
         raise StateError(f"cannot write state file {path}: {exc}") from exc
 
 
+#: The URL ids the history's template was counted on, forgotten when a write since the
+#: finish that kept them (which stamps `updated` as `counted_at`) moved `updated`
+_FORGET_STALE_COUNTED: Final = (
+    "DELETE FROM meta WHERE key IN ('counted', 'counted_at') AND"
+    " (SELECT value FROM meta WHERE key = 'counted_at')"
+    " IS NOT (SELECT value FROM meta WHERE key = 'updated')"
+)
+
+
 def _restart(
     conn: sqlite3.Connection,
     path: Path,
@@ -592,6 +618,11 @@ def _restart(
         if old is None or old[0] != history_key:
             # links and directives were read with other settings: ask for whole pages again
             conn.execute("UPDATE history SET etag = NULL, modified = NULL")
+        # the ids the history's template was counted on (crawler.core.lastmod.NightTemplate)
+        # hold only if the finish that kept them was the last write: a run since (one that
+        # did not finish, or a version that does not keep them) leaves them unknown. The
+        # finish stamps `updated` to the microsecond, a stamp no other write repeats.
+        conn.execute(_FORGET_STALE_COUNTED)
         conn.executemany(
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
             _run_meta(fingerprint, settings, history_key, started),

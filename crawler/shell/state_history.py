@@ -111,6 +111,11 @@ class HistoryStore:
         self.run_started = 0
         #: the blocks common to most pages in the previous finished run (crawler.core.lastmod)
         self.template_before: frozenset[int] = frozenset()
+        #: the URL ids of the pages that template was counted on (lastmod.NightTemplate),
+        #: None when not known (a file of a version that did not keep them, or a run that
+        #: did not finish since they were kept: crawler.shell.state_file._restart)
+        self.counted_before: bytes | None = None
+        self._counted: bytes | None = None  # this run's, kept when it finishes
         #: whether earlier runs left a history to ask with validators and date content by
         self.has_history = False
         # history rows read ahead (the history is not written during a run): prior()'s,
@@ -135,18 +140,25 @@ class HistoryStore:
         self._published: list[tuple[object, ...]] = []
         self.ops = 0
 
-    def read_meta(self) -> None:
-        """The run's start and the last run's template, and whether there is a history."""
+    def read_meta(self, *, resumed: bool = False) -> None:
+        """The run's start and the last run's template, and whether there is a history.
+        `resumed`: the counted ids are not taken (which run wrote the history last is not
+        known: the one stopped may be a version that leaves them as they were), so a
+        resumed run counts its template (crawler.core.lastmod.NightTemplate)."""
         conn = self._conn()
         try:
             meta = dict(
-                conn.execute("SELECT key, value FROM meta WHERE key IN ('run_started', 'common')")
+                conn.execute(
+                    "SELECT key, value FROM meta WHERE key IN ('run_started', 'common', 'counted')"
+                )
             )
             has = conn.execute("SELECT 1 FROM history LIMIT 1").fetchone() is not None
         except sqlite3.Error as exc:
             raise StateError(f"cannot read state file {self.path}: {exc}") from exc
         self.run_started = int(meta.get("run_started") or 0)
         self.template_before = frozenset(unpack_blocks(meta.get("common")))
+        counted = meta.get("counted")
+        self.counted_before = counted if isinstance(counted, bytes) and not resumed else None
         self.has_history = has
         if has:
             self._urls.upcoming = deque()
@@ -365,6 +377,11 @@ class HistoryStore:
             found = [i if i is not None else intern(t) for i, t in zip(found, links, strict=True)]
         return array("I", found).tobytes()  # type: ignore[type-var]  # no None left
 
+    def counted(self, ids: bytes) -> None:
+        """The URL ids of the pages this run's template is counted on, packed
+        (lastmod.NightTemplate.counted), kept with the history when the run finishes."""
+        self._counted = ids
+
     def published(self, url: str, changed: int | None, lastmod: int | None, source: str) -> None:
         """The lastmod a listed page was published with, and its content date, decided at
         the end of the crawl (crawler.core.lastmod)."""
@@ -405,6 +422,12 @@ class HistoryStore:
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('common', ?)",
             (pack_blocks(sorted(common)),),
         )
+        if self._counted is None:
+            conn.execute("DELETE FROM meta WHERE key = 'counted'")
+        else:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('counted', ?)", (self._counted,)
+            )
 
 
 def _packed_ids(links: Sequence[str]) -> bytes | None:
