@@ -213,8 +213,10 @@ def needs_template(before: bytes | None, blocks: bytes | None) -> bool:
 
 
 def set_bit(bits: bytearray, n: int) -> None:
-    """Bit n of a bitmap of ids (4 bytes a page as an array, an eighth of a byte an id
-    here, and no sort: at 1M pages a sorted list of the ids was 38 MB at its peak)."""
+    """Bit n (an id, never negative) of a bitmap of ids: an eighth of a byte an id up to
+    the largest (4 bytes a page as an array, and no sort: at 1M pages a sorted list of the
+    ids was 38 MB at its peak). URL ids grow with every link target ever met, so the bitmap
+    is sized by them; it is the smaller while one id in 32 is a page counted."""
     at = n >> 3
     if at >= len(bits):
         bits.extend(bytes(at + 1 - len(bits)))

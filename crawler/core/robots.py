@@ -364,7 +364,8 @@ class RobotsTxt:
         """Whether each of user_agents is judged by user_agent's rules: the groups that apply
         to each (those naming its product token, else the ``*`` groups, RFC 9309 2.2.1)
         are user_agent's, so its verdict on any URL is user_agent's. The usual robots.txt
-        names none of them (``User-agent: *`` alone), and then they all share one."""
+        names none of them (``User-agent: *`` alone), and then they all share one. A
+        robots.txt refusing everything (`denial`) shares no verdict: no."""
         if self.denial is not None:
             return False  # nothing is allowed to anyone: no verdict to share
         plan = self._plans.get(user_agents) or self._plan(user_agents)
