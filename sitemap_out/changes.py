@@ -6,7 +6,7 @@ all), so the lists are streamed to unnamed temporary files and written out as JS
 streaming them back; memory holds the counts and, for the feed, the ``keep`` newest URLs
 added or changed. A run that writes no changes file keeps no lists (``urls=False``): only
 the counts, which its report gives, and the feed's newest (a crawl without ``--changes``
-spent about a tenth of its writer's time making JSON lines nobody read, #26).
+spent half of its writer's time making JSON lines nobody read, #26).
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ class Comparison:
         elif changes.details:
             lastmod = self._lastmod(entry)
             changes.record("added", loc, lastmod, None, *self._feed_date(entry), group=group)
-        else:  # counted only (no changes file, no feed): every URL of a first run
+        else:  # counted only (no changes file, no feed): a first run's every URL
             changes.count("added", group)
         self._old_head = head
         return old
