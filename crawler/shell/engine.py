@@ -166,7 +166,7 @@ class Crawl:
     async def _run(self, workers: list[Spare] | None) -> CrawlResult:
         config, plan, journal, loop = self.config, self.plan, self.journal, self.loop
         started = time.monotonic()
-        changes = ChangeLog()
+        changes = ChangeLog(urls=config.changes is not None)  # the lists: for that file only
         groups = Groups.parse(config.groups)
         writer = open_output(config, plan, changes, groups)
         self.page_judge.check_entry = writer.check
