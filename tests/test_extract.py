@@ -19,6 +19,7 @@ from crawler.core.extract import (
     PageData,
     _prescan,
     _prescan_tags,
+    _title,
     content_blocks,
     decode_html,
     digest_page,
@@ -516,6 +517,28 @@ def test_links_agree_with_the_plain_loop(anchors: list[tuple[str, str, tuple, st
     present: the same links, ends and empties and SVG's xlink:href included."""
     html = "".join(_anchor(*anchor) for anchor in anchors)
     assert page(html).links == _links_reference(html)
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<title> Head </title>",
+        "<svg><title>svg</title></svg><title>head</title>",
+        "<title>head</title><svg><title>svg</title></svg>",
+        "<math><title>math</title></math>",
+        "<template><title>template</title></template><p>",
+        "<TITLE>upper</TITLE>",
+        "<body><p>x</p><title>in body</title>",
+        "<svg><foreignObject><title>f</title></foreignObject></svg>",
+        "<x:title>prefixed</x:title>",
+        "<p>none</p>",
+    ],
+)
+def test_title_is_the_first_the_selector_finds(html: str) -> None:
+    """_title walks the tree instead of compiling the selector ``title``: the same element."""
+    parser = LexborHTMLParser(html)
+    first = parser.css_first("title")
+    assert _title(parser) == (first.text(deep=True).strip() if first is not None else None)
 
 
 def test_area_nofollow() -> None:
