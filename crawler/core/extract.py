@@ -464,17 +464,18 @@ def extract_page(
     return data
 
 
-_URL_STRIP_BYTES = _URL_STRIP.encode()
+# every byte the same but those of _URL_STRIP (C0 controls and the space), made another
+_STRIPPED_MARKED = bytes(byte if byte > 0x20 else 0x7F for byte in range(256))
 
 
 def _needs_strip(hrefs: list[str]) -> bool:
     """Whether any href is empty or holds a character the URL parser strips from its ends
     (anywhere in it: one C pass over them all, where a test of each href's two ends costs
     more than the strip it saves)."""
-    if "" in hrefs:
+    if not all(hrefs):
         return True
     joined = "".join(hrefs).encode("utf-8", "surrogatepass")
-    return len(joined.translate(None, _URL_STRIP_BYTES)) != len(joined)
+    return joined.translate(_STRIPPED_MARKED) != joined
 
 
 def _stripped(raw: list[str], nofollow_at: list[int]) -> tuple[list[str], list[int]]:
