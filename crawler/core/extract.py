@@ -144,7 +144,8 @@ _QUICK_META = re.compile(
 # that starts with one is answered by one startswith() for the match's 7,000 instructions.
 # Exact: neither the match nor the prescan's loop reads past that ``>`` before answering
 # (tests/test_extract.py holds a remembered head with any tail to the loop's answer).
-_QUICK_HEADS: dict[str, tuple[bytes, ...]] = {}
+# A tuple, replaced whole: read and remembered from any thread without a lock.
+_QUICK_HEADS: tuple[tuple[str, tuple[bytes, ...]], ...] = ()
 _QUICK_HEADS_KEPT = 8  # a name's heads: a site's templates; a miss costs one more match
 
 
@@ -152,7 +153,7 @@ def _prescan(head: bytes) -> str | None:
     """Encoding declared by a ``<meta>`` in ``head`` (the first 1024 bytes), browser-style:
     comments and other tags' attributes are skipped, so a commented-out or quoted
     ``charset=`` cannot mislead us."""
-    for name, heads in _QUICK_HEADS.items():
+    for name, heads in _QUICK_HEADS:
         if head.startswith(heads):
             return name
     quick = _QUICK_META.match(head)
@@ -160,10 +161,16 @@ def _prescan(head: bytes) -> str | None:
         label = quick.group(1)
         found = _meta_charset({b"charset": label if label is not None else quick.group(2)})
         if found is not None:
-            heads = (head[: quick.end()], *_QUICK_HEADS.get(found, ()))
-            _QUICK_HEADS[found] = heads[:_QUICK_HEADS_KEPT]
+            _remember_head(found, head[: quick.end()])
             return found
     return _prescan_tags(head)
+
+
+def _remember_head(name: str, head: bytes) -> None:
+    global _QUICK_HEADS  # a memo: the answers are the same without it
+    kept = dict(_QUICK_HEADS)
+    kept[name] = (head, *kept.get(name, ()))[:_QUICK_HEADS_KEPT]
+    _QUICK_HEADS = tuple(kept.items())
 
 
 def _prescan_tags(head: bytes) -> str | None:
