@@ -167,7 +167,9 @@ def _prescan(head: bytes) -> str | None:
 
 
 def _remember_head(name: str, head: bytes) -> None:
-    global _QUICK_HEADS  # a memo: the answers are the same without it
+    """Keep a head the quick match read, for the next pages of its site (a memo: the
+    answers are the same without it)."""
+    global _QUICK_HEADS
     kept = dict(_QUICK_HEADS)
     kept[name] = (head, *kept.get(name, ()))[:_QUICK_HEADS_KEPT]
     _QUICK_HEADS = tuple(kept.items())
@@ -238,9 +240,9 @@ def _meta_charset(attrs: dict[bytes, bytes]) -> str | None:
     return name
 
 
-_BOM_BYTES = tuple(bom for bom, _ in BOMS)
-
 # --- Decoding ----------------------------------------------------------------------------------
+
+_BOM_BYTES = tuple(bom for bom, _ in BOMS)
 
 
 def sniff_encoding(body: bytes, content_type: str | None) -> str:
