@@ -7,6 +7,8 @@ be exactly what the full resolve() gives.
 
 from __future__ import annotations
 
+import contextlib
+
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -67,6 +69,32 @@ def test_resolve_links_agrees_with_resolve(hrefs: list[str], met: list[str], bas
     whatever the normalised URLs already known."""
     known = {url: None for url in (resolve(base, h) for h in met + hrefs[::2]) if url}
     expected = [url for url in (resolve(base, h) for h in hrefs) if url is not None]
+    assert resolve_links(base, hrefs, (), known) == list(dict.fromkeys(expected))
+
+
+def _near_misses(base: str, hrefs: list[str]) -> set[str]:
+    """Every normalised URL a string join could wrongly land on: the base's prefixes joined
+    to the hrefs' suffixes (an inline join off by a folder or a slash is among them)."""
+    near = set()
+    for href_ in hrefs:
+        for i in range(len(base) + 1):
+            for j in range(len(href_) + 1):
+                with contextlib.suppress(InvalidURLError):
+                    url = base[:i] + href_[j:]
+                    if url.startswith(("http://", "https://")) and normalize(url) == url:
+                        near.add(url)
+    return near
+
+
+@settings(max_examples=300)
+@given(hrefs=st.lists(href | inline_forms, max_size=6), base=base)
+@example(hrefs=["../a/", "../", "//h:1/a", "/a", "#f"], base="http://h:1/")
+@example(hrefs=["../a/", "../?q", "../"], base="http://h:1/a/b/c.html?q=1")
+def test_resolve_links_never_lands_on_another_known_url(hrefs: list[str], base: str) -> None:
+    """With every URL a join off by a folder or a slash could give known too, the loop
+    still gives resolve()'s: a wrong inline join is caught even when it lands on a URL met."""
+    expected = [url for url in (resolve(base, h) for h in hrefs) if url is not None]
+    known = dict.fromkeys([*expected, *_near_misses(base, hrefs)])
     assert resolve_links(base, hrefs, (), known) == list(dict.fromkeys(expected))
 
 

@@ -5,7 +5,8 @@ Decoding follows the WHATWG encoding sniffing order the way browsers and search 
 it, so that a ``<a href="/café">`` in a Latin-1 page is the same URL Googlebot sees. Everything
 here is pure and must stay cheap: it runs once per fetched page (issue #6 budgets well under a
 millisecond), so the page is parsed exactly once and only the handful of element types we need
-is visited.
+is visited. Pure in what it answers: its only memo (the prescan's remembered heads) gives
+the answers the prescan would, and is bounded.
 """
 
 from __future__ import annotations

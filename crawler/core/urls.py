@@ -672,6 +672,9 @@ def resolve_links(
     operations when that is the exact join (join_exactly), and looked up in `known`, URLs
     known to be normalised: a join equal to one needs no normalising
     (tests/test_link_fastpath.py proves it). Only the rest take resolve().
+
+    `base` must be normalised (as join_parts' is; digest_page normalises a <base href>):
+    the string joins are exact only from a base without dot segments or a fragment.
     """
     scheme, origin, folder = join_parts(base)
     cut = folder.rfind("/", 0, len(folder) - 1)
