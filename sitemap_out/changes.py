@@ -4,7 +4,9 @@ changed (listed before and now, with another ``<lastmod>``: the page says it cha
 A nightly crawl of a large site can add or remove millions of URLs (a first run adds them
 all), so the lists are streamed to unnamed temporary files and written out as JSON by
 streaming them back; memory holds the counts and, for the feed, the ``keep`` newest URLs
-added or changed.
+added or changed. A run that writes no changes file keeps no lists (``urls=False``): only
+the counts, which its report gives, and the feed's newest (a crawl without ``--changes``
+spent half of its writer's time making JSON lines nobody read, #26).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ KINDS: Final = ("added", "removed", "changed")
 class ChangeLog:
     """Filled by a stable SitemapWriter; read by whoever reports the changes."""
 
-    def __init__(self, keep: int = 0) -> None:
+    def __init__(self, keep: int = 0, *, urls: bool = True) -> None:
         self.keep = keep  # how many of the newest added or changed URLs to hold (the feed)
+        self.urls = urls  # the lists of URLs are kept, for write_json; else the counts only
         self.counts: dict[str, int] = dict.fromkeys(KINDS, 0)
         self.previous = False  # a previous set was read (else every URL is added)
         #: counts per group when the writer publishes groups (sitemap_out.groups), each
@@ -39,7 +42,7 @@ class ChangeLog:
 
     def open(self, folder: Path) -> None:
         """Scratch files in folder, unnamed (closed with the process, never left behind)."""
-        if not self._files:
+        if not self._files and self.urls:
             for kind in KINDS:
                 self._files[kind] = tempfile.TemporaryFile(  # noqa: SIM115
                     "w+", encoding="utf-8", dir=folder, prefix=".changes-"
@@ -57,23 +60,36 @@ class ChangeLog:
     ) -> None:
         """One URL added, removed or changed; `when`: its date in a feed (added, changed),
         `title`: the page's title there, when the crawl knows it (""); `group`: its group."""
-        self.counts[kind] += 1
-        row: dict[str, str | None] = {"loc": loc, "lastmod": lastmod}
-        if kind == "changed":
-            row["previous_lastmod"] = before
-        if self.groups is not None:
-            row["group"] = group
-            counts = self.groups.get(group)
-            if counts is None:
-                counts = self.groups[group] = dict.fromkeys(KINDS, 0)
-            counts[kind] += 1
-        self._files[kind].write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.count(kind, group)
+        if self.urls:
+            row: dict[str, str | None] = {"loc": loc, "lastmod": lastmod}
+            if kind == "changed":
+                row["previous_lastmod"] = before
+            if self.groups is not None:
+                row["group"] = group
+            self._files[kind].write(json.dumps(row, ensure_ascii=False) + "\n")
         if when is not None and self.keep:
             item = (when, loc, kind, title)
             if len(self._newest) < self.keep:
                 heapq.heappush(self._newest, item)
             elif item > self._newest[0]:
                 heapq.heapreplace(self._newest, item)
+
+    def count(self, kind: str, group: str = "") -> None:
+        """One URL added, removed or changed, counted only: for a caller that learnt from
+        `details` that nothing more of it is read."""
+        self.counts[kind] += 1
+        if self.groups is not None:
+            counts = self.groups.get(group)
+            if counts is None:
+                counts = self.groups[group] = dict.fromkeys(KINDS, 0)
+            counts[kind] += 1
+
+    @property
+    def details(self) -> bool:
+        """Whether record() reads more of a URL than its kind and group (the lists for a
+        changes file, the feed's newest): else count() says all that is kept."""
+        return self.urls or self.keep > 0
 
     def newest(self) -> list[tuple[datetime, str, str, str]]:
         """(when, loc, kind, title) of the `keep` newest URLs added or changed, newest first."""
@@ -94,6 +110,8 @@ class ChangeLog:
         """{extra..., previous, counts, [groups,] added: [...], removed: [...], changed: [...]},
         streamed to path through a temporary file renamed over it (`in_place`: to path
         itself, a FIFO or a device that a rename would replace)."""
+        if not self.urls:
+            raise ValueError("this ChangeLog keeps the counts only (urls=False): no lists to write")
         tmp = path if in_place else path.with_name(path.name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as out:
             head = {**extra, "previous": self.previous, "counts": self.counts}

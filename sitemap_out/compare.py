@@ -67,9 +67,6 @@ class Comparison:
             )
         self._last_loc = loc
         changes = self._changes
-        lastmod = None
-        if self._xml and entry.lastmod is not None:
-            lastmod = format_lastmod(entry.lastmod)
         head = self._old_head
         while head is not None and head[0] < loc:
             self._removed(head)
@@ -77,15 +74,25 @@ class Comparison:
         old = None
         if head is not None and head[0] == loc:
             old = self._parts[head[2]]
+            lastmod = self._lastmod(entry)
             if head[1] != lastmod:
                 when, title = self._feed_date(entry)
                 changes.record("changed", loc, lastmod, head[1], when, title, group)
             while head is not None and head[0] == loc:
                 head = next(self._old, None)
-        else:
+        elif changes.details:
+            lastmod = self._lastmod(entry)
             changes.record("added", loc, lastmod, None, *self._feed_date(entry), group=group)
+        else:  # counted only (no changes file, no feed): a first run's every URL
+            changes.count("added", group)
         self._old_head = head
         return old
+
+    def _lastmod(self, entry: Entry) -> str | None:
+        """entry's lastmod as published (None in a text sitemap, which has none)."""
+        if self._xml and entry.lastmod is not None:
+            return format_lastmod(entry.lastmod)
+        return None
 
     def _feed_date(self, entry: Entry) -> tuple[datetime, str]:
         """An entry's date in the feed (its lastmod, else the run's time) and its title

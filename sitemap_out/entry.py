@@ -399,6 +399,8 @@ class Entry:
     @property
     def namespaces(self) -> int:
         """The extension namespaces this entry uses, as xml.NS_* bits."""
+        if not (self.images or self.alternates or self.videos) and self.news is None:
+            return 0  # most entries (a writer asks twice an entry): four tests, no arithmetic
         return (
             bool(self.images)
             | bool(self.alternates) << 1

@@ -19,6 +19,7 @@ from crawler.core.extract import (
     PageData,
     _prescan,
     _prescan_tags,
+    _title,
     content_blocks,
     decode_html,
     digest_page,
@@ -343,6 +344,22 @@ def test_meta_prescan_quick_form_agrees_with_the_tag_by_tag_prescan(head: bytes,
         assert _prescan(text) == _prescan_tags(text)
 
 
+@settings(max_examples=400, deadline=None)
+@given(head=_HEADS, tail=_HEAD_TAILS | st.binary(max_size=40))
+@example(head=b'<meta charset="utf-8">', tail=b"<meta charset=latin1>")
+@example(head=b"<meta charset=latin1>", tail=b"-->")
+def test_a_remembered_head_answers_as_the_prescan_reads_any_page_it_starts(
+    head: bytes, tail: bytes
+) -> None:
+    """The prescan remembers the heads its quick match read: another page that starts with
+    one (the rest of a site's pages) gets the prescan loop's answer, whatever follows, and
+    a page cut anywhere before the remembered head's end does not take its answer."""
+    _prescan(head)  # remembered, when the quick match reads it to its end
+    text = head + tail
+    for cut in range(len(text) + 1):
+        assert _prescan(text[:cut]) == _prescan_tags(text[:cut])
+
+
 @pytest.mark.parametrize(
     "body",
     [
@@ -445,6 +462,83 @@ def test_links(html: str, expected: list[str]) -> None:
 def test_rel_nofollow(rel: str | None, nofollow: bool) -> None:
     attr = "" if rel is None else f' rel="{rel}"'
     assert page(f'<a href="/x"{attr}>x</a>').links == [Link("/x", nofollow)]
+
+
+def _links_reference(html: str) -> list[Link]:
+    """The anchors' loop as it was written before its fast path: every href stripped of the
+    URL parser's C0 controls and spaces, rel read through get()."""
+    strip = "".join(map(chr, range(0x21)))
+    parser = LexborHTMLParser(html)
+    found = []
+    for node in parser.css("a, area"):
+        attrs = node.attributes
+        href = attrs.get("href")
+        if href is None:
+            href = attrs.get("xlink:href")
+            if href is None:
+                continue
+        href = href.strip(strip)
+        if href:
+            rel = attrs.get("rel")
+            found.append(Link(href, rel is not None and "nofollow" in rel.lower().split()))
+    return found
+
+
+_HREF_ENDS = st.sampled_from(["", "", " ", "\t", "\n", "\x00", "\x1f", "\x7f", "\xa0", "!", "x"])
+_ANCHORS = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "a", "area", "svg-a"]),
+        st.sampled_from(["href", "href", "xlink:href", "none", "bare"]),
+        st.tuples(_HREF_ENDS, st.sampled_from(["", "/p", "x y", "#", "é"]), _HREF_ENDS),
+        st.sampled_from([None, None, "", "nofollow", "NOFOLLOW ugc", "bare"]),
+    ),
+    max_size=6,
+)
+
+
+def _anchor(tag: str, attr: str, parts: tuple[str, str, str], rel: str | None) -> str:
+    value = "".join(parts).replace("&", "&amp;").replace('"', "&quot;")
+    value = value.replace("\x00", "&#0;")  # a raw NUL in an attribute becomes U+FFFD
+    href = {"none": "", "bare": f" {attr}" if attr != "bare" else " href"}.get(
+        attr, f' {attr}="{value}"'
+    )
+    rels = "" if rel is None else " rel" if rel == "bare" else f' rel="{rel}"'
+    if tag == "svg-a":
+        return f"<svg><a{href}{rels}><text>x</text></a></svg>"
+    if tag == "area":
+        return f"<map><area{href}{rels}></map>"
+    return f"<a{href}{rels}>x</a>"
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ANCHORS)
+def test_links_agree_with_the_plain_loop(anchors: list[tuple[str, str, tuple, str | None]]) -> None:
+    """The anchors' loop skips the strip when neither end needs it and reads rel only when
+    present: the same links, ends and empties and SVG's xlink:href included."""
+    html = "".join(_anchor(*anchor) for anchor in anchors)
+    assert page(html).links == _links_reference(html)
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<title> Head </title>",
+        "<svg><title>svg</title></svg><title>head</title>",
+        "<title>head</title><svg><title>svg</title></svg>",
+        "<math><title>math</title></math>",
+        "<template><title>template</title></template><p>",
+        "<TITLE>upper</TITLE>",
+        "<body><p>x</p><title>in body</title>",
+        "<svg><foreignObject><title>f</title></foreignObject></svg>",
+        "<x:title>prefixed</x:title>",
+        "<p>none</p>",
+    ],
+)
+def test_title_is_the_first_the_selector_finds(html: str) -> None:
+    """_title walks the tree instead of compiling the selector ``title``: the same element."""
+    parser = LexborHTMLParser(html)
+    first = parser.css_first("title")
+    assert _title(parser) == (first.text(deep=True).strip() if first is not None else None)
 
 
 def test_area_nofollow() -> None:

@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 import pytest
 
 from sitemap_out import Alternate, Entry, EntryError, encode_uri, format_lastmod
+from sitemap_out.entry import News, Video
 
 OK = "https://example.com/page"
 
@@ -223,3 +224,23 @@ def test_normalised_entry_is_the_checked_entry() -> None:
         Alternate.normalised("de", long)
     with pytest.raises(EntryError):
         Entry.normalised("https://example.com/page", alternates=("de",))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bits", range(16))
+def test_an_entry_s_namespaces_are_the_extensions_it_carries(bits: int) -> None:
+    """The quick answer for a plain entry and the sum of bits agree on every mix."""
+    loc = "https://example.com/page"
+    news = None
+    if bits & 8:
+        news = News("Example", "en", datetime(2026, 1, 1, tzinfo=UTC), "A title")
+    video = None
+    if bits & 4:
+        video = Video("https://example.com/t.jpg", "Title", "Words", "https://example.com/v.mp4")
+    entry = Entry(
+        loc,
+        images=("https://example.com/a.png",) if bits & 1 else (),
+        alternates=(Alternate("de", "https://example.com/de"),) if bits & 2 else (),
+        videos=(video,) if video is not None else (),
+        news=news,
+    )
+    assert entry.namespaces == bits

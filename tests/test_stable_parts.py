@@ -132,6 +132,29 @@ def test_a_changed_lastmod_is_a_changed_url_and_rewrites_its_part(tmp_path):
     log.close()
 
 
+def test_a_log_without_urls_counts_as_one_with_them(tmp_path, xsd):
+    """A crawl without a changes file keeps the counts only: the same counts (per group
+    too), the same files published, and no list to write by mistake."""
+    counted = {}
+    for urls in (True, False):
+        out = tmp_path / str(urls)
+        first = {k: v for k, v in LASTMODS.items() if int(k[-4:]) % 3}  # a third added later
+        run(out, first, 1, lastmods=first)
+        later = {**{k: v for k, v in LASTMODS.items() if k != loc(13)}, loc(22): day(2)}
+        log = ChangeLog(urls=urls)
+        log.groups = {}  # counted per group as they come
+        result = run(out, later, 2, lastmods=later, log=log)
+        part_locs(out, xsd)
+        counted[urls] = (result.changes, log.counts, log.groups, files(out))
+        if not urls:
+            assert list(log.rows("added")) == []
+            with pytest.raises(ValueError, match="counts only"):
+                log.write_json(tmp_path / "changes.json", {})
+        log.close()
+    assert counted[True] == counted[False]
+    assert counted[True][1] == {"added": 12, "removed": 1, "changed": 1}
+
+
 def test_a_part_below_a_quarter_gives_its_urls_to_the_last_part(tmp_path, xsd):
     run(tmp_path, LASTMODS, 1, lastmods=LASTMODS, max_urls=8)  # 5 parts: 8 8 8 8 3
     left = {k: v for k, v in LASTMODS.items() if not 9 <= int(k[-4:]) <= 15}  # part 2: 1 left

@@ -672,21 +672,38 @@ def resolve_links(
     operations when that is the exact join (join_exactly), and looked up in `known`, URLs
     known to be normalised: a join equal to one needs no normalising
     (tests/test_link_fastpath.py proves it). Only the rest take resolve().
+
+    `base` must be normalised (as join_parts' is; digest_page normalises a <base href>):
+    the string joins are exact only from a base without dot segments or a fragment.
     """
     scheme, origin, folder = join_parts(base)
+    cut = folder.rfind("/", 0, len(folder) - 1)
+    up = folder[: cut + 1] if cut >= len(origin) else None  # for "../x": join_exactly's
     found: dict[str, None] = {}
     for href in hrefs:
-        # the two common forms first, told apart by comparisons alone (cheaper than slices
-        # or startswith): "/" then a character from "0" on (so never "//"), joined to the
-        # origin; and an absolute URL (it starts with "h") as known holds it, which needs
-        # no join. A fragment or a backslash makes a join no known URL: join_exactly then.
+        # the forms a page's links are written in, told apart by comparisons alone (cheaper
+        # than slices, startswith or a call), most common first, each joined as
+        # join_exactly would: "/" then a character from "0" on (so never "//"), to the
+        # origin; "../" once, to the folder above; an absolute URL as it is; "//x" to the
+        # scheme, another "/x" to the origin; "#x" is the base. A join that is no known URL
+        # (a fragment, a backslash, dot segments left, a URL new to the crawl) takes
+        # join_exactly, then resolve(), as every other form does.
         if "/0" <= href < "0":
             joined = origin + href
-            if joined in known:
-                found[joined] = None
-                continue
-        elif "h" <= href < "i" and href in known:
-            found[href] = None
+        elif "../" <= href < "..0" and up is not None:
+            joined = up + href[3:]
+        elif "h" <= href < "i":
+            joined = href
+        elif "/" <= href < "/0":
+            joined = scheme + href if href[1:2] == "/" else origin + href
+        elif "#" <= href < "$":
+            joined = base
+        elif "mailto:" <= href < "mailto;":
+            continue  # resolve() has nothing for another scheme than http(s)
+        else:
+            joined = ""  # no normalised URL
+        if joined in known:
+            found[joined] = None
             continue
         candidate = join_exactly(href, base, scheme, origin, folder)
         if candidate is not None and candidate in known:

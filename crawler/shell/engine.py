@@ -54,7 +54,7 @@ from crawler.shell.judge import PageJudge
 from crawler.shell.links import Links
 from crawler.shell.listings import Spool
 from crawler.shell.loop import STOP_GRACE_SECONDS, CrawlLoop, fewer_gc_pauses
-from crawler.shell.outputs import held_outputs, report_changes
+from crawler.shell.outputs import change_log, held_outputs, report_changes
 from crawler.shell.pages import Pages
 from crawler.shell.pool import Spare
 from crawler.shell.progress import ProgressLine
@@ -66,7 +66,6 @@ from crawler.shell.sources import Robots, SeedSource, read_robots
 from crawler.shell.state import CrawlState, StateError
 from crawler.shell.throttle import MAX_TIME, ThrottleClosed
 from sitemap_out import PublishResult
-from sitemap_out.changes import ChangeLog
 
 if TYPE_CHECKING:
     from crawler.core.url_checks import Checked
@@ -166,7 +165,7 @@ class Crawl:
     async def _run(self, workers: list[Spare] | None) -> CrawlResult:
         config, plan, journal, loop = self.config, self.plan, self.journal, self.loop
         started = time.monotonic()
-        changes = ChangeLog()
+        changes = change_log(config)
         groups = Groups.parse(config.groups)
         writer = open_output(config, plan, changes, groups)
         self.page_judge.check_entry = writer.check

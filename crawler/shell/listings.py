@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import IO
 
@@ -57,7 +58,16 @@ def to_micros(when: datetime | None) -> int | None:
 
 
 def from_micros(micros: int | None) -> datetime | None:
-    return None if micros is None else _EPOCH + micros * _MICROSECOND
+    return None if micros is None else _datetime_of(micros)
+
+
+@lru_cache(maxsize=1024)
+def _datetime_of(micros: int) -> datetime:
+    """Memoised (#26): a site's pages share the few dates its files were written at (and a
+    night's changed pages its start), so the arithmetic ran again for most listings; and one
+    object a date lets format_lastmod's memo, by identity, skip the writer's isoformat for
+    each run of equal lastmods."""
+    return _EPOCH + micros * _MICROSECOND
 
 
 @dataclass(slots=True)

@@ -270,6 +270,13 @@ def _unlock(fd: int) -> None:
     locks.release(fd)
 
 
+def change_log(config: Config) -> ChangeLog:
+    """The crawl's log of changes, keeping the lists of URLs only for --changes FILE.json
+    (report_changes writes it), the one reader of them: else the counts and the feed's
+    newest (#26: a JSON line a URL nobody read was half of the writer's time)."""
+    return ChangeLog(urls=config.changes is not None)
+
+
 def report_changes(
     published: PublishResult,
     changes: ChangeLog,
