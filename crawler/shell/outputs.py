@@ -271,9 +271,10 @@ def _unlock(fd: int) -> None:
 
 
 def change_log(config: Config) -> ChangeLog:
-    """The crawl's log of changes, keeping the lists of URLs only for --changes FILE.json
-    (report_changes writes it), the one reader of them: else the counts and the feed's
-    newest (#26: a JSON line a URL nobody read was half of the writer's time)."""
+    """The crawl's log of changes. The lists of URLs are kept only when --changes FILE.json
+    is asked for, because that file (report_changes writes it) is their one reader; the
+    report needs only the counts, and --feed its newest few (#26: a JSON line for every URL,
+    which nobody read, was half of the writer's time)."""
     return ChangeLog(urls=config.changes is not None)
 
 
