@@ -72,6 +72,21 @@ class GroupInfo:
             else ChangeCounts(counts["added"], counts["removed"], counts["changed"]),
         )
 
+    @classmethod
+    def over_sets(cls, sets: list[tuple[GroupInfo, ...]]) -> tuple[GroupInfo, ...]:
+        """Each group over several sets written with one change log (one writer per host):
+        its URLs and files summed, its changes the log's, which every set reports alike.
+        Every writer has every configured group, in the configured order."""
+        merged: dict[str, GroupInfo] = {}
+        for infos in sets:
+            for info in infos:
+                seen = merged.get(info.name)
+                if seen is not None:
+                    files, changes = seen.files + info.files, info.changes or seen.changes
+                    info = cls(info.name, seen.url_count + info.url_count, files, changes)
+                merged[info.name] = info
+        return tuple(merged.values())
+
     def to_json(self) -> dict[str, int]:
         figures = {"urls": self.url_count, "files": len(self.files)}
         if self.changes is not None:

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler.cli import main
+from crawler.core.groups import DEFAULT_GROUP
 from crawler.core.hosts import AllowedHosts, parse_host_pattern, parse_resolve
 from crawler.core.screen import Plan
 from crawler.core.urls import Scope
@@ -391,3 +392,27 @@ def test_llms_txt_over_allowed_hosts_is_one_file_with_a_section_per_other_host(
     assert headings[0] == "/" and sorted(headings[1:]) == sorted(
         f"http://{host}:{port}/" for host in EXPECTED if host != "www.example.test"
     )
+
+
+def test_groups_over_allowed_hosts_count_every_hosts_urls(serve, tmp_path: Path, capsys, xsd):
+    """One writer per host, one change log: a group's figures in the report are every
+    host's (its URLs and files summed, its changes the log's), and a group whose URLs are
+    all on another host is not warned of as matching nothing."""
+    port, _ = _serve_split(serve)
+    out, report = tmp_path / "out", tmp_path / "report.json"
+    args = ("--groups", "posts=/post", "--groups", "bonjour=/bonjour", "--report", str(report))
+    assert _crawl_split(port, out, *args) == 0
+    err = capsys.readouterr().err
+    assert "matched no listed URL" not in err, err
+    groups = json.loads(report.read_text())["groups"]
+    assert list(groups) == ["posts", "bonjour", DEFAULT_GROUP]
+    assert {name: figures["urls"] for name, figures in groups.items()} == {
+        "posts": 1, "bonjour": 1, DEFAULT_GROUP: 4,
+    }  # fmt: skip
+    assert {name: figures["added"] for name, figures in groups.items()} == {
+        "posts": 1, "bonjour": 1, DEFAULT_GROUP: 4,
+    }  # fmt: skip
+    files = sorted(out.glob("*/sitemap-*.xml"))
+    for path in files:
+        xsd.urlset(path)
+    assert sum(figures["files"] for figures in groups.values()) == len(files)

@@ -17,6 +17,7 @@ from crawler.core.screen import Plan
 from crawler.core.urls import join_parts
 from sitemap_out import AsyncSitemapWriter, Entry, PublishResult
 from sitemap_out.changes import ChangeLog
+from sitemap_out.publish import GroupInfo
 
 __all__ = ["CrossHostWriter", "HostWriters", "OneWriter", "open_output", "robots_line"]
 
@@ -120,6 +121,7 @@ class HostWriters:
             last,
             files=[path for result in results for path in result.files],
             url_count=sum(result.url_count for result in results),
+            groups=GroupInfo.over_sets([result.groups for result in results]),
         )
 
     async def abort(self) -> None:
