@@ -375,6 +375,23 @@ def test_resolve_root_base_without_path_folder() -> None:
     assert resolve("https://e.com:8443/a/", "../../b") == "https://e.com:8443/b"
 
 
+@pytest.mark.parametrize(
+    "base", ["https://e.com?ref=1", "https://e.com#top", "HTTPS://E.com:443?x"]
+)
+@pytest.mark.parametrize(
+    ("href", "expected"),
+    [("/x", "https://e.com/x"), ("x", "https://e.com/x"), ("../x", "https://e.com/x"),
+     ("?q", "https://e.com/?q"), ("//o.com/p", "https://o.com/p")],
+)  # fmt: skip
+def test_resolve_a_raw_base_whose_authority_ends_at_its_query_or_fragment(
+    base: str, href: str, expected: str
+) -> None:
+    """A sitemap's URL from robots.txt or a listed URL is raw: https://e.com?x has the
+    path / (RFC 3986 5.2.2). This joined '/x' into the query: https://e.com/?ref=1/x."""
+    assert resolve(base, href) == expected
+    assert resolve(base, "") == resolve(base, "#y") == normalize(base)
+
+
 # --- strip_params ----------------------------------------------------------------------------
 
 STRIP = [

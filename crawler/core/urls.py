@@ -429,16 +429,21 @@ def clear_resolve_cache() -> None:
     _bases.clear()
 
 
+_AUTHORITY_END = re.compile(r"[/?#]")
+_QUERY_OR_FRAGMENT = re.compile(r"[?#]")
+
+
 def _base_parts(base: str) -> tuple[str, str, str, str]:
-    """(scheme, origin, folder, base without query) of a normalised absolute URL."""
+    """(scheme, origin, folder, base without query) of an absolute URL. A raw base (a
+    sitemap's URL from robots.txt, a redirect's) may end its authority at a query or a
+    fragment, with no path: https://example.com?x is https://example.com/?x."""
     parts = _bases.get(base)
     if parts is None:
         scheme_end = base.find(":")
-        path_at = base.find("/", scheme_end + 3)
-        if path_at < 0:
-            path_at = len(base)
-        query = base.find("?", path_at)
-        no_query = base if query < 0 else base[:query]
+        found = _AUTHORITY_END.search(base, scheme_end + 3)
+        path_at = len(base) if found is None else found.start()
+        found = _QUERY_OR_FRAGMENT.search(base, path_at)
+        no_query = base if found is None else base[: found.start()]
         slash = no_query.rfind("/")
         folder = no_query[: slash + 1] if slash >= path_at else base[:path_at] + "/"
         parts = (base[:scheme_end].lower(), base[:path_at], folder, no_query)
@@ -449,7 +454,8 @@ def _base_parts(base: str) -> tuple[str, str, str, str]:
 
 
 def resolve(base: str, href: str, strip: tuple[str, ...] = ()) -> str | None:
-    """Resolve a link found in a page against the page's (normalised) URL, then normalise.
+    """Resolve a link against the URL it was found at (a page's, normalised; or a raw one:
+    a sitemap's, a redirect's), then normalise.
 
     Returns ``None`` for anything that is not an http(s) URL or cannot be made one
     (``mailto:``, ``javascript:``, ``tel:``, ``data:``, a bad host, ...): page content is
