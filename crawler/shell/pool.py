@@ -31,6 +31,7 @@ read, so marshal's speed comes at no trust cost.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import gc
 import math
@@ -677,54 +678,62 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
         access=settings.access,
     )
     pages = LocalPages(http, settings.policy, links.known)
-    # Our share of --concurrency: the crawl sends more jobs than that, so one is ready
-    # whenever a request ends; the rest wait here, before their timeout starts.
-    requests = asyncio.Semaphore(settings.concurrency)
-    out: list[bytes] = []  # results written together at the end of a loop turn
 
-    def flush() -> None:
-        writer.write(b"".join(out))
-        out.clear()
-
-    async def job(number: int, url: str, depth: int, validators: Validators | None) -> None:
+    def answer(number: int, url: str, fetched: Fetched) -> bytes:
         try:
-            async with requests:
-                fetched = await pages.fetch(url, depth, validators)
-            if fetched.page is not None and fetched.page.targets and not settings.all_links:
-                fetched.page.targets = links.unsettled(fetched.page.targets, depth)
-        except Exception as exc:  # a bug of ours: this URL fails, the crawl goes on
-            error = http.redact(f"worker: {type(exc).__name__}: {exc}")
-            fetched = Fetched(Response(url, error=error), None)
-        try:
-            frame = _result(number, fetched)
+            return _result(number, fetched)
         except Exception as exc:  # a result that cannot cross: the URL fails, never hangs
             error = f"worker: cannot send the result: {type(exc).__name__}: {exc}"
             try:  # the answer itself (status, headers) still tells the throttle how it went
-                frame = _result(number, Fetched(fetched.response, None, error))
+                return _result(number, Fetched(fetched.response, None, error))
             except Exception:
-                frame = _result(number, Fetched(Response(url), None, error))
-        if not out:
-            loop.call_soon(flush)
-        out.append(frame)
-        await writer.drain()
+                return _result(number, Fetched(Response(url), None, error))
 
-    jobs: set[asyncio.Task[None]] = set()
+    # Our share of --concurrency: the crawl sends more jobs than that, so one is ready
+    # whenever a request ends. As many runners as the share make the requests, each taking
+    # the next job waiting as it ends one (before its timeout starts): a task per runner,
+    # not per job, and no semaphore to pass. A result is written as soon as it is made
+    # (results rarely meet in one loop turn), and drained only when the pipe is full.
+    waiting: collections.deque[Job] = collections.deque()
+    runners: set[asyncio.Task[None]] = set()
+    free = settings.concurrency  # runners that may start: counted as they start and stop
+
+    async def run(job: Job) -> None:
+        nonlocal free
+        while True:
+            url, depth = job.url, job.depth
+            try:
+                fetched = await pages.fetch(url, depth, job.validators)
+                if fetched.page is not None and fetched.page.targets and not settings.all_links:
+                    fetched.page.targets = links.unsettled(fetched.page.targets, depth)
+            except Exception as exc:  # a bug of ours: this URL fails, the crawl goes on
+                error = http.redact(f"worker: {type(exc).__name__}: {exc}")
+                fetched = Fetched(Response(url, error=error), None)
+            transport.write(answer(job.job, url, fetched))
+            if transport.get_write_buffer_size() > _READ_SIZE:
+                await writer.drain()
+            if not waiting:
+                free += 1  # now, not when the task's done callbacks run: a job read
+                return  # before them would wait for a runner that has gone
+            job = waiting.popleft()
+
     frames = _Frames()
     async with http:
-        writer.write(_LENGTH.pack(0))  # ready
+        transport.write(_LENGTH.pack(0))  # ready
         while data := await reader.read(_READ_SIZE):  # b"": the crawl closed the pipe
             for payload in frames.feed(data):
                 message = unpack_any((Job, Settled), payload)
                 if isinstance(message, Settled):
                     links.settle(message.urls, message.depths)
-                    continue
-                task = loop.create_task(
-                    job(message.job, message.url, message.depth, message.validators)
-                )
-                jobs.add(task)
-                task.add_done_callback(jobs.discard)
-        if jobs:  # finish what was asked, then stop
-            await asyncio.wait(jobs)
+                elif free:
+                    free -= 1
+                    task = loop.create_task(run(message))
+                    runners.add(task)
+                    task.add_done_callback(runners.discard)
+                else:
+                    waiting.append(message)
+        while runners:  # finish what was asked, then stop
+            await asyncio.wait(runners)
     writer.close()
 
 
