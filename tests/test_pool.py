@@ -22,7 +22,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawler.cli import main
 from crawler.core.access import Access
-from crawler.core.directives import Directives
+from crawler.core.directives import NO_DIRECTIVES, Directives
 from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.urls import LinkResolver, resolve, resolve_links
@@ -381,6 +381,19 @@ def test_a_result_crosses_the_pipe_with_what_the_crawl_reads():
     assert resp.headers.getall("x-robots-tag") == ["noindex", "nofollow"]
     assert "Set-Cookie" not in resp.headers
     assert got.page == page
+
+
+def test_a_nested_record_at_its_shared_default_crosses_as_that_instance():
+    """NO_DIRECTIVES, nearly every page's two Directives, is packed by identity and built
+    back as itself, not made again per result; any other value crosses field by field."""
+    said = Directives(True, False, "meta", (("googlebot", "meta"),))
+    for page in (PageResult("text/html"), PageResult("text/html", said, Directives())):
+        got = unpack(PageResult, pack(page))
+        assert got == page
+        assert got.header == page.header
+    plain = unpack(PageResult, pack(PageResult("text/html", Directives())))
+    assert plain.header is NO_DIRECTIVES and plain.meta is NO_DIRECTIVES
+    assert unpack(PageResult, pack(PageResult("text/html", said))).header is not NO_DIRECTIVES
 
 
 def test_every_message_crosses_the_pipe_field_by_field():
