@@ -69,6 +69,14 @@ KEPT_HEADERS = (
     "Date",
 )  # fmt: skip
 
+#: A kept header's name as servers spell it (in any case) -> as KEPT_HEADERS does, None for
+#: a header the crawl does not read: one dict look-up a header of the answer, where a
+#: case-insensitive search per kept name cost six times as much. A server inventing names
+#: fills it once, to _SPELLINGS; after that they are lower-cased per answer.
+_KEPT = {name.lower(): name for name in KEPT_HEADERS}
+_SPELLED: dict[str, str | None] = {}
+_SPELLINGS = 1024
+
 _LENGTH = struct.Struct("<I")
 _READ_SIZE = 1 << 18
 _STOP_WAIT = 5.0  # seconds a worker gets to finish its requests at the end before it is killed
@@ -636,13 +644,26 @@ def _frame(payload: bytes) -> bytes:
     return _LENGTH.pack(len(payload)) + payload
 
 
+def _kept(headers: CIMultiDictProxy[str]) -> list[tuple[str, str]]:
+    """The KEPT_HEADERS of an answer, named as KEPT_HEADERS does, each name's values in
+    their order (as `getall` gives them: the crawl reads nothing else of the order)."""
+    kept = []
+    for name, value in headers.items():
+        known = _SPELLED.get(name, "")
+        if known == "":
+            known = _KEPT.get(name.lower())  # as CIMultiDict compares names
+            if len(_SPELLED) < _SPELLINGS:
+                _SPELLED[name] = known
+        if known is not None:
+            kept.append((known, value))
+    return kept
+
+
 def _result(job: int, fetched: Fetched) -> bytes:
     resp = fetched.response
-    headers = resp.headers
-    kept = [(name, value) for name in KEPT_HEADERS for value in headers.getall(name, ())]
     result = Result(
-        job, resp.status, kept, resp.error, resp.truncated, resp.seconds, fetched.page,
-        fetched.unreadable, fetched.walled,
+        job, resp.status, _kept(resp.headers), resp.error, resp.truncated, resp.seconds,
+        fetched.page, fetched.unreadable, fetched.walled,
     )  # fmt: skip
     return _frame(pack(result))
 
