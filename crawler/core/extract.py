@@ -344,15 +344,28 @@ def _effective_base(page_url: str, href: str) -> str:
     return base
 
 
-def _in_head(node: LexborNode) -> bool:
-    """Whether a <link> is in <head> as the HTML parser built it: one written after something
-    that ends the head (text, an <img>) lands in <body>, where Google ignores it. The tree
-    builder puts a <link> in head only as a child of <head> or of a <noscript> there, so two
-    steps up settle it, however deep the body nests."""
-    parent = node.parent
-    if parent is not None and parent.tag == "noscript":
-        parent = parent.parent
-    return parent is not None and parent.tag == "head"
+# lexbor's ids of the two tags _head_links looks for (fixed in lexbor; read, not written out)
+_HEAD_IDS = {node.tag: node.tag_id for node in LexborHTMLParser("<link><noscript>").head.iter()}
+_LINK_ID, _NOSCRIPT_ID = _HEAD_IDS["link"], _HEAD_IDS["noscript"]
+
+
+def _head_links(parser: LexborHTMLParser) -> list[LexborNode]:
+    """The <link>s in <head> as the HTML parser built it, in document order: one written
+    after something that ends the head (text, an <img>) lands in <body>, where Google
+    ignores it. The tree builder puts a <link> in head only as a child of <head> or of a
+    <noscript> there (and makes one <head> a document), so its children and its noscripts'
+    settle it: a handful of nodes, where a tags() walk visits the whole tree."""
+    head = parser.head
+    if head is None:
+        return []
+    found: list[LexborNode] = []
+    for node in head.iter():
+        tag_id = node.tag_id
+        if tag_id == _LINK_ID:
+            found.append(node)
+        elif tag_id == _NOSCRIPT_ID:
+            found += [child for child in node.iter() if child.tag_id == _LINK_ID]
+    return found
 
 
 def extract_page(
@@ -423,9 +436,7 @@ def extract_page(
 
     alternates: list[tuple[str, str]] = []
     canonical: str | None = None
-    for node in parser.tags("link"):
-        if not _in_head(node):
-            continue  # search engines read canonical and hreflang links in <head> only
+    for node in _head_links(parser):  # search engines read them in <head> only
         attrs = node.attributes
         rel = attrs.get("rel")
         href = attrs.get("href")
