@@ -561,9 +561,12 @@ def _images(parser: LexborHTMLParser, props: dict[str, str]) -> list[str]:
                 best = largest_candidate(srcset)
                 if best:
                     found.append(best)
-    for key in ("og:image", "og:image:url", "og:image:secure_url"):
-        if key in props:
-            found.append(props[key])
+    if props:
+        for key in ("og:image", "og:image:url", "og:image:secure_url"):
+            if key in props:
+                found.append(props[key])
+    if not found:
+        return found
     return [
         url
         for url in (raw.strip(_URL_STRIP) for raw in found)

@@ -141,7 +141,7 @@ def analyse(
     )
     canonical = resolve(page.base, page.canonical, strip) if page.canonical else None
     in_html = canonical is not None
-    if canonical is None:
+    if canonical is None and links:
         raw = link_header_canonical(links)
         canonical = resolve(url, raw, strip) if raw else None
     hrefs = page.hrefs
