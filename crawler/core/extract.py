@@ -154,17 +154,27 @@ def _prescan(head: bytes) -> str | None:
     """Encoding declared by a ``<meta>`` in ``head`` (the first 1024 bytes), browser-style:
     comments and other tags' attributes are skipped, so a commented-out or quoted
     ``charset=`` cannot mislead us."""
-    for name, heads in _QUICK_HEADS:
-        if head.startswith(heads):
-            return name
+    found = _remembered(head)
+    if found is not None:
+        return found
     quick = _QUICK_META.match(head)
     if quick is not None:
         label = quick.group(1)
         found = _meta_charset({b"charset": label if label is not None else quick.group(2)})
         if found is not None:
-            _remember_head(found, head[: quick.end()])
+            if quick.end() <= _PRESCAN_LIMIT:  # what the prescan of any page would read
+                _remember_head(found, head[: quick.end()])
             return found
     return _prescan_tags(head)
+
+
+def _remembered(data: bytes) -> str | None:
+    """The encoding of a remembered head `data` starts with. A head is at most
+    _PRESCAN_LIMIT bytes: a body is asked as it is, before its head is copied."""
+    for name, heads in _QUICK_HEADS:
+        if data.startswith(heads):
+            return name
+    return None
 
 
 def _remember_head(name: str, head: bytes) -> None:
@@ -261,7 +271,7 @@ def sniff_encoding(body: bytes, content_type: str | None) -> str:
     label = encoding_for_label(charset)
     if label is not None:
         return label
-    return _prescan(body[:_PRESCAN_LIMIT]) or "utf-8"
+    return _remembered(body) or _prescan(body[:_PRESCAN_LIMIT]) or "utf-8"
 
 
 def decode_html(body: bytes, content_type: str | None) -> tuple[str, str]:
