@@ -20,7 +20,7 @@ loop would act on.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import compress, repeat
+from itertools import compress, filterfalse, repeat
 from operator import lt
 from typing import Final
 
@@ -124,14 +124,16 @@ class SettledNames:
     from which a link to the URL is no news, kept and told as SettledIds keeps it by id.
     Of a page's about 80 links, all but a few lead to URLs judged already, or queued with
     every early referrer kept: each went through Links.follow_targets' loop (two or three
-    look-ups by name) for nothing. Here each is checked in C (a dict look-up and a
-    comparison, by map and compress), and only the links that may change something are
-    looped over, as a worker's LinkResolver sends back only those. At `capacity` URLs all
-    is forgotten, as there: memory stays bounded, and forgetting costs only speed."""
+    look-ups by name) for nothing. Here they are left out in C, and only the links that
+    may change something are looped over, as a worker's LinkResolver sends back only
+    those. At `capacity` URLs all is forgotten, as there: memory stays bounded, and
+    forgetting costs only speed."""
 
     def __init__(self, capacity: int = NAMES_KEPT) -> None:
         self._capacity = capacity
         self._depths: dict[str, int] = {}  # url -> the depth from which a link is no news
+        # no depth kept is above it: a link at it or deeper is no news to any URL kept
+        self._deepest = 0
         self.then: Callable[[str, int], None] | None = None
 
     def settle(self, url: str, depth: int = 0) -> None:
@@ -151,14 +153,22 @@ class SettledNames:
             return
         if len(depths) >= self._capacity:
             depths.clear()
+            self._deepest = 0
         depths[url] = depth
+        if depth > self._deepest:
+            self._deepest = depth
 
     def unsettled(self, links: Sequence[str], depth: int) -> Sequence[str]:
         """The links a link at `depth` may still matter to, in their order (link_matters:
-        not settled, or settled deeper; a URL not kept counts as not settled)."""
+        not settled, or settled deeper; a URL not kept counts as not settled). The crawl
+        goes breadth first, so a page's links are nearly always at least as deep as every
+        depth kept: then a URL kept is left out by a membership test alone, else by its
+        depth (a dict look-up and a comparison a link, still in C)."""
         depths = self._depths
         if not depths:
             return links
+        if depth >= self._deepest:
+            return list(filterfalse(depths.__contains__, links))
         return list(compress(links, map(lt, repeat(depth), map(depths.get, links, repeat(_NEVER)))))
 
 
