@@ -74,7 +74,7 @@ def test_by_name_a_link_is_left_out_only_when_it_is_settled_at_its_depth(
 ) -> None:
     """#26: a crawl without a history checks its pages' links by name (SettledNames), with
     the rule the workers' LinkResolver keeps (link_matters); the last word on a URL counts,
-    and a full table forgets (a link is looked at once more, never left out)."""
+    and a full table adds no more URLs (a link is looked at once more, never left out)."""
     names = SettledNames(capacity)
     last: dict[int, int] = {}
     for how, i, at in steps:
