@@ -442,6 +442,8 @@ class Throttle:
         """Why the site looks down (no answer at all for a while, or OUTAGE_AFTER failed
         answers in a row at the slowest rate), or None: the crawl should stop rather than
         back off any further."""
+        if self._silent < NO_ANSWER_AFTER and self._failing < OUTAGE_AFTER:
+            return None  # asked after every answer: the common case without the properties
         if self.not_answering:
             seconds = round(self._clock() - self._silent_since)
             return (
