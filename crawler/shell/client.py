@@ -218,8 +218,7 @@ class PoliteClient:
             throttle.release()
         resp = fetched.response
         seconds = resp.seconds if resp.seconds is not None else time.monotonic() - started
-        throttle.observe(resp.status or None, seconds, resp.error)
-        if (outage := throttle.outage) is not None:
+        if (outage := throttle.observe(resp.status or None, seconds, resp.error)) is not None:
             self.on_outage(outage)
         return fetched
 

@@ -443,7 +443,9 @@ class LeanTransport(BaseTransport):
         origin = self._origins.get(key)
         if origin is None:
             origin = self._origins[key] = self._new_origin(key)
-        if _UNSAFE.search(target):
+        # printable ASCII without a space has nothing unsafe: string tests before a search
+        safe = target.isascii() and target.isprintable() and " " not in target
+        if not safe and _UNSAFE.search(target):
             raise Failure(f"invalid URL: {url}")
         head = f"GET {target} HTTP/1.1\r\n".encode()
         if validators is None:
@@ -477,8 +479,9 @@ class LeanTransport(BaseTransport):
         self, url: str, origin: _Origin, request: bytes, cap: int, started: float
     ) -> Response:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout - (time.monotonic() - started)
-        conn = self._idle(origin)
+        now = loop.time()
+        deadline = now + self.timeout - (time.monotonic() - started)
+        conn = self._idle(origin, now)
         fresh = conn is None
         while True:
             if self._closing:
@@ -569,10 +572,10 @@ class LeanTransport(BaseTransport):
         if left:
             self._sweep = loop.call_later(IDLE_SECONDS, self._close_idle)
 
-    def _idle(self, origin: _Origin) -> _Connection | None:
+    def _idle(self, origin: _Origin, now: float) -> _Connection | None:
         """The most recently used idle connection still open and fresh enough, if any."""
         idle = origin.idle
-        oldest = asyncio.get_running_loop().time() - IDLE_SECONDS
+        oldest = now - IDLE_SECONDS
         while idle:
             conn = idle.pop()
             if not conn.closed and conn.idle_since > oldest:
