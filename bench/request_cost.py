@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import resource
 import time
 from pathlib import Path
@@ -53,9 +54,11 @@ async def _run(args: argparse.Namespace, urls: list[str]) -> None:
         if args.conditional:
             for url in dict.fromkeys(urls):
                 resp = await transport.get(url)
-                asked[url] = Validators(resp.headers.get("ETag"), resp.headers.get("Last-Modified"))
+                headers = resp.headers
+                asked[url] = Validators(headers.get("ETag"), headers.get("Last-Modified"))
         config = Config(url=args.origin, concurrency=args.concurrency)
-        client = PoliteClient(config, args.origin, PagePolicy("sitemap-crawler"), transport=transport)
+        policy = PagePolicy("sitemap-crawler")
+        client = PoliteClient(config, args.origin, policy, transport=transport)
         todo = iter(range(args.requests))
         errors = 0
 
@@ -67,8 +70,8 @@ async def _run(args: argparse.Namespace, urls: list[str]) -> None:
                 if args.layers == "lean":
                     resp = await transport.get(url, None, validators)
                 else:
-                    fetched = await client._retried(url, lambda: _fetched(transport, url, validators))
-                    resp = fetched.response
+                    fetch = functools.partial(_fetched, transport, url, validators)
+                    resp = (await client._retried(url, fetch)).response  # as client.fetch
                 if resp.error or resp.status not in (200, 304):
                     errors += 1
 
