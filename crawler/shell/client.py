@@ -22,7 +22,6 @@ from crawler.shell.retry import (
     connection_errors,
     fetch_with_retries,
     needs_retry,
-    retry_from,
 )
 from crawler.shell.throttle import Throttle, ThrottleClosed
 from crawler.shell.transports import crawl_transport
@@ -180,7 +179,7 @@ class PoliteClient:
     async def _retried(self, url: str, fetch: Callable[[], Awaitable[Fetched]]) -> Fetched:
         throttle = self.throttle_for(url)
         # the first try made here rather than in fetch_with_retries: one coroutine fewer
-        # that every await of every request passes; retry_from goes on when it is retried
+        # that every await of every request passes; fetch_with_retries takes a retried one
         first: Fetched | Raised
         try:
             fetched = await self._attempt(throttle, fetch)
@@ -192,13 +191,13 @@ class PoliteClient:
             if not needs_retry(self.retry, _retry_status(fetched)):
                 return fetched
             first = fetched
-        fetched, notes = await retry_from(
-            first,
+        fetched, notes = await fetch_with_retries(
             functools.partial(self._attempt, throttle, fetch),
             self.retry,
             status_of=_retry_status,
             retry_after_of=_retry_after,
             error_of=_error,
+            first=first,
         )
         if notes:
             fetched.response.notes = tuple(notes)

@@ -118,6 +118,7 @@ async def fetch_with_retries(
     error_of: Callable[[R], str | None] | None = None,
     retry_on: tuple[type[BaseException], ...] | None = None,
     now: Callable[[], datetime] | None = None,
+    first: R | Raised | None = None,
 ) -> tuple[R, list[str]]:
     """Call fetch until it gives a non-retryable outcome or policy.retries are spent.
 
@@ -127,51 +128,25 @@ async def fetch_with_retries(
     error in the note. An exception of a retry_on type (by default a connection error:
     `connection_errors`) is retried like a None status and re-raised if the last attempt
     raises it too; any other exception propagates at once.
-    `now` (UTC) is for Retry-After dates and exists for tests.
+    `now` (UTC) is for Retry-After dates and exists for tests. `first`: the first try's
+    outcome when the caller made it (a result that `needs_retry`, or the connection error
+    it raised, as `Raised`): the crawl's client tries first with no coroutine of this
+    module's around it, and comes here only when that try is to be retried.
     """
     if retry_on is None:
         retry_on = connection_errors()
-    # Fast path: one direct call. tenacity only sees fetches that need a second try.
-    first: R | Raised
-    try:
-        outcome = await fetch()
-    except retry_on as exc:
-        if policy.retries == 0:
-            raise
-        first = Raised(exc)
-    else:
-        if not needs_retry(policy, status_of(outcome)):
-            return outcome, []
-        first = outcome
-    return await retry_from(
-        first, fetch, policy, status_of=status_of, retry_after_of=retry_after_of, sleep=sleep,
-        error_of=error_of, retry_on=retry_on, now=now,
-    )  # fmt: skip
+    if first is None:  # fast path: one direct call; tenacity only sees a second try
+        try:
+            outcome = await fetch()
+        except retry_on as exc:
+            if policy.retries == 0:
+                raise
+            first = Raised(exc)
+        else:
+            if not needs_retry(policy, status_of(outcome)):
+                return outcome, []
+            first = outcome
 
-
-def needs_retry(policy: RetryPolicy, status: int | None) -> bool:
-    """Whether an answer of this status (None: none at all) is asked again under policy."""
-    return policy.retries != 0 and (status is None or status in RETRY_STATUSES)
-
-
-async def retry_from(
-    first: R | Raised,
-    fetch: Callable[[], Awaitable[R]],
-    policy: RetryPolicy,
-    *,
-    status_of: Callable[[R], int | None],
-    retry_after_of: Callable[[R], str | None],
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    error_of: Callable[[R], str | None] | None = None,
-    retry_on: tuple[type[BaseException], ...] | None = None,
-    now: Callable[[], datetime] | None = None,
-) -> tuple[R, list[str]]:
-    """`fetch_with_retries` after its first try, whose outcome (a result `needs_retry`, or
-    the connection error it raised, as `Raised`) is `first`: a caller that makes the first
-    try itself (the crawl's client, with no coroutine of this module's around it) goes on
-    here only when that try is to be retried."""
-    if retry_on is None:
-        retry_on = connection_errors()
     # here, not at the top: most crawls never retry, and tenacity is a tenth of their imports
     from tenacity import (
         AsyncRetrying,
@@ -242,6 +217,11 @@ async def retry_from(
     )
     result: R = await retrying(attempt)
     return result, notes
+
+
+def needs_retry(policy: RetryPolicy, status: int | None) -> bool:
+    """Whether an answer of this status (None: none at all) is asked again under policy."""
+    return policy.retries != 0 and (status is None or status in RETRY_STATUSES)
 
 
 @dataclass(frozen=True, slots=True)
