@@ -774,3 +774,38 @@ def test_an_idle_connection_is_closed_after_its_idle_time(monkeypatch):
 
     client = asyncio.run(run())
     assert raw.connections == 2 and not client._open
+
+
+def test_requests_in_flight_never_exceed_the_total_limit_and_a_cancelled_wait_frees_nothing():
+    """The transport's own limit (--concurrency across origins, as aiohttp's connector):
+    a counter while a slot is free, a first-come queue when none is; a request cancelled
+    while it waits for a slot takes none and holds none."""
+    now = [0, 0]  # in flight at the server, the most seen
+
+    async def answer(n: int, head: bytes) -> bytes | None:
+        now[0] += 1
+        now[1] = max(now[1], now[0])
+        await asyncio.sleep(0.05)
+        now[0] -= 1
+        return ok(head.split(b" ")[1])
+
+    raw = Raw(answer)
+
+    async def run() -> tuple[list[Response], bool]:
+        server = await asyncio.start_server(raw.handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        client = LeanTransport(user_agent=UA, concurrency=2, timeout=5, max_bytes=1000)
+        async with client:
+            tasks = [asyncio.create_task(client.get(f"{url}/{n}")) for n in range(7)]
+            await asyncio.sleep(0.01)
+            tasks[5].cancel()  # waiting for a slot: two are in flight
+            done = await asyncio.gather(*tasks, return_exceptions=True)
+            free = client._slots.free == 2 and not client._slots.queue
+        server.close()
+        return [r for r in done if isinstance(r, Response)], free
+
+    responses, free = asyncio.run(run())
+    assert sorted(r.body for r in responses) == [b"/0", b"/1", b"/2", b"/3", b"/4", b"/6"]
+    assert all(r.status == 200 and r.error is None for r in responses)
+    assert now[1] == 2 and free
+    assert b"GET /5 " not in b"".join(raw.requests)
