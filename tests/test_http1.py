@@ -21,7 +21,7 @@ from aiohttp import web
 from crawler.core.access import Access
 from crawler.core.history import Validators
 from crawler.shell.fetch import HttpTransport, Response
-from crawler.shell.http1 import LeanTransport
+from crawler.shell.http1 import LeanTransport, _Slots
 from crawler.shell.transports import crawl_transport
 
 UA = "test-agent/1"
@@ -809,3 +809,25 @@ def test_requests_in_flight_never_exceed_the_total_limit_and_a_cancelled_wait_fr
     assert all(r.status == 200 and r.error is None for r in responses)
     assert now[1] == 2 and free
     assert b"GET /5 " not in b"".join(raw.requests)
+
+
+def test_a_slot_handed_to_a_waiter_cancelled_in_the_same_step_passes_to_the_next():
+    """`give` hands its slot to the first waiter and resolves it; if that waiter is
+    cancelled before it runs, the slot goes on to the next, never lost."""
+
+    async def run() -> tuple[bool, int, int]:
+        slots = _Slots(1)
+        await slots.wait()  # the one slot taken
+        first = asyncio.create_task(slots.wait())
+        second = asyncio.create_task(slots.wait())
+        await asyncio.sleep(0)  # both queued
+        slots.give()  # handed to the first ...
+        first.cancel()  # ... cancelled in the same step
+        await asyncio.gather(first, return_exceptions=True)
+        await asyncio.wait_for(second, 1)  # the slot went on to the second
+        taken = slots.free
+        slots.give()
+        return first.cancelled(), taken, slots.free
+
+    cancelled, taken, free = asyncio.run(run())
+    assert cancelled and taken == 0 and free == 1

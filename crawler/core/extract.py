@@ -355,7 +355,9 @@ def _effective_base(page_url: str, href: str) -> str:
 
 
 # lexbor's ids of the two tags _head_links looks for (fixed in lexbor; read, not written out)
-_HEAD_IDS = {node.tag: node.tag_id for node in LexborHTMLParser("<link><noscript>").head.iter()}
+_HEAD = LexborHTMLParser("<link><noscript>").head
+assert _HEAD is not None  # a parse always makes a <head>
+_HEAD_IDS = {node.tag: node.tag_id for node in _HEAD.iter()}
 _LINK_ID, _NOSCRIPT_ID = _HEAD_IDS["link"], _HEAD_IDS["noscript"]
 
 

@@ -413,8 +413,8 @@ class LeanTransport(BaseTransport):
         try:
             origin, request = self._request(url, validators)
             slots = self._slots
-            if slots.free and not slots.queue:
-                slots.free -= 1
+            if slots.free and not slots.queue:  # _Slots.wait's first lines, inlined: no
+                slots.free -= 1  # coroutine made a request while a slot is free
             else:
                 await slots.wait()
             try:

@@ -721,6 +721,15 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
 
     async def run(job: Job) -> None:
         nonlocal free
+        try:
+            await serve(job)
+        finally:  # its place given back, even by a runner that failed (the pipe broken):
+            if waiting:  # then the jobs left waiting for it get a runner of their own
+                start(waiting.popleft())
+            else:
+                free += 1
+
+    async def serve(job: Job) -> None:
         while True:
             url, depth = job.url, job.depth
             try:
@@ -733,10 +742,14 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
             transport.write(answer(job.job, url, fetched))
             if transport.get_write_buffer_size() > _READ_SIZE:
                 await writer.drain()
-            if not waiting:
-                free += 1  # now, not when the task's done callbacks run: a job read
-                return  # before them would wait for a runner that has gone
+            if not waiting:  # its place is given back at once (run's finally), not when
+                return  # the task's done callbacks run: a job read then would wait for it
             job = waiting.popleft()
+
+    def start(job: Job) -> None:
+        task = loop.create_task(run(job))
+        runners.add(task)
+        task.add_done_callback(runners.discard)
 
     frames = _Frames()
     async with http:
@@ -748,9 +761,7 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
                     links.settle(message.urls, message.depths)
                 elif free:
                     free -= 1
-                    task = loop.create_task(run(message))
-                    runners.add(task)
-                    task.add_done_callback(runners.discard)
+                    start(message)
                 else:
                     waiting.append(message)
         while runners:  # finish what was asked, then stop
