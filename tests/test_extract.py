@@ -17,6 +17,7 @@ from crawler.core.encodings import encode_query, encoding_for_label
 from crawler.core.extract import (
     Link,
     PageData,
+    _head_links,
     _prescan,
     _prescan_tags,
     _title,
@@ -686,6 +687,65 @@ def test_alternates(html: str, alternates: list[tuple[str, str]]) -> None:
 )
 def test_canonical(html: str, canonical: str | None) -> None:
     assert page(html).canonical == canonical
+
+
+_HEAD_MARKUP = st.lists(
+    st.sampled_from(
+        [
+            "<link rel=canonical href=/c>",
+            "<LINK REL=alternate hreflang=de href=/de>",
+            "<head>",
+            "</head>",
+            "<body>",
+            "<html>",
+            "<noscript>",
+            "</noscript>",
+            "<div>",
+            "</div>",
+            "<template>",
+            "</template>",
+            "<svg>",
+            "</svg>",
+            "<math><mtext>",
+            "<foreignObject>",
+            "<select>",
+            "<table>",
+            "<frameset>",
+            "<title>t</title>",
+            "<meta charset=utf-8>",
+            "<img src=x>",
+            "<link-x href=/x>",
+            "text",
+            "<!--",
+            "-->",
+        ]
+    ),
+    max_size=25,
+).map("".join)
+
+
+def _walked_head_links(parser: LexborHTMLParser) -> list[int]:
+    """The reference: every <link> of the tree whose parent is <head>, or a <noscript> in it."""
+    found = []
+    for node in parser.tags("link"):
+        parent = node.parent
+        if parent is not None and parent.tag == "noscript":
+            parent = parent.parent
+        if parent is not None and parent.tag == "head":
+            found.append(node.mem_id)
+    return found
+
+
+@settings(max_examples=500, deadline=None)
+@given(html=_HEAD_MARKUP)
+@example(html="<head><noscript><link rel=canonical href=/c></noscript><link href=/d></head>")
+@example(html="<head><noscript><noscript><link href=/n></noscript></noscript></head>")
+@example(html="<svg><head><link href=/s></svg>")
+def test_head_links_agree_with_the_walk_of_the_tree(html: str) -> None:
+    """_head_links reads <head>'s children (and its noscripts') for what a walk of the
+    whole tree finds there: the same nodes, in document order."""
+    parser = LexborHTMLParser(html)
+    assert [node.mem_id for node in _head_links(parser)] == _walked_head_links(parser)
 
 
 # --- Robots meta through extract_page ----------------------------------------------------------

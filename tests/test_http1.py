@@ -21,7 +21,7 @@ from aiohttp import web
 from crawler.core.access import Access
 from crawler.core.history import Validators
 from crawler.shell.fetch import HttpTransport, Response
-from crawler.shell.http1 import LeanTransport
+from crawler.shell.http1 import LeanTransport, _Slots
 from crawler.shell.transports import crawl_transport
 
 UA = "test-agent/1"
@@ -774,3 +774,60 @@ def test_an_idle_connection_is_closed_after_its_idle_time(monkeypatch):
 
     client = asyncio.run(run())
     assert raw.connections == 2 and not client._open
+
+
+def test_requests_in_flight_never_exceed_the_total_limit_and_a_cancelled_wait_frees_nothing():
+    """The transport's own limit (--concurrency across origins, as aiohttp's connector):
+    a counter while a slot is free, a first-come queue when none is; a request cancelled
+    while it waits for a slot takes none and holds none."""
+    now = [0, 0]  # in flight at the server, the most seen
+
+    async def answer(n: int, head: bytes) -> bytes | None:
+        now[0] += 1
+        now[1] = max(now[1], now[0])
+        await asyncio.sleep(0.05)
+        now[0] -= 1
+        return ok(head.split(b" ")[1])
+
+    raw = Raw(answer)
+
+    async def run() -> tuple[list[Response], bool]:
+        server = await asyncio.start_server(raw.handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        client = LeanTransport(user_agent=UA, concurrency=2, timeout=5, max_bytes=1000)
+        async with client:
+            tasks = [asyncio.create_task(client.get(f"{url}/{n}")) for n in range(7)]
+            await asyncio.sleep(0.01)
+            tasks[5].cancel()  # waiting for a slot: two are in flight
+            done = await asyncio.gather(*tasks, return_exceptions=True)
+            free = client._slots.free == 2 and not client._slots.queue
+        server.close()
+        return [r for r in done if isinstance(r, Response)], free
+
+    responses, free = asyncio.run(run())
+    assert sorted(r.body for r in responses) == [b"/0", b"/1", b"/2", b"/3", b"/4", b"/6"]
+    assert all(r.status == 200 and r.error is None for r in responses)
+    assert now[1] == 2 and free
+    assert b"GET /5 " not in b"".join(raw.requests)
+
+
+def test_a_slot_handed_to_a_waiter_cancelled_in_the_same_step_passes_to_the_next():
+    """`give` hands its slot to the first waiter and resolves it; if that waiter is
+    cancelled before it runs, the slot goes on to the next, never lost."""
+
+    async def run() -> tuple[bool, int, int]:
+        slots = _Slots(1)
+        await slots.wait()  # the one slot taken
+        first = asyncio.create_task(slots.wait())
+        second = asyncio.create_task(slots.wait())
+        await asyncio.sleep(0)  # both queued
+        slots.give()  # handed to the first ...
+        first.cancel()  # ... cancelled in the same step
+        await asyncio.gather(first, return_exceptions=True)
+        await asyncio.wait_for(second, 1)  # the slot went on to the second
+        taken = slots.free
+        slots.give()
+        return first.cancelled(), taken, slots.free
+
+    cancelled, taken, free = asyncio.run(run())
+    assert cancelled and taken == 0 and free == 1

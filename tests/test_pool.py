@@ -22,7 +22,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawler.cli import main
 from crawler.core.access import Access
-from crawler.core.directives import Directives
+from crawler.core.directives import NO_DIRECTIVES, Directives
 from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.urls import LinkResolver, resolve, resolve_links
@@ -381,6 +381,41 @@ def test_a_result_crosses_the_pipe_with_what_the_crawl_reads():
     assert resp.headers.getall("x-robots-tag") == ["noindex", "nofollow"]
     assert "Set-Cookie" not in resp.headers
     assert got.page == page
+
+
+_SPELLINGS = st.sampled_from([*pool.KEPT_HEADERS, "Server", "Set-Cookie", "Lin\u212a", "ß"])
+
+
+@given(
+    st.lists(
+        st.tuples(
+            _SPELLINGS.flatmap(lambda n: st.sampled_from([n, n.lower(), n.upper(), n.swapcase()])),
+            st.text(max_size=3),
+        ),
+        max_size=12,
+    )
+)
+def test_the_kept_headers_are_what_a_case_insensitive_search_finds(fields):
+    """One pass over the answer's headers keeps what `getall` of each kept name would:
+    the same names as the crawl asks for them, each name's values in their order."""
+    headers = CIMultiDictProxy(CIMultiDict(fields))
+    got = CIMultiDict(pool._kept(headers))
+    for name in pool.KEPT_HEADERS:
+        assert got.getall(name, []) == headers.getall(name, [])
+    assert {name for name, _ in pool._kept(headers)} <= set(pool.KEPT_HEADERS)
+
+
+def test_a_nested_record_at_its_shared_default_crosses_as_that_instance():
+    """NO_DIRECTIVES, nearly every page's two Directives, is packed by identity and built
+    back as itself, not made again per result; any other value crosses field by field."""
+    said = Directives(True, False, "meta", (("googlebot", "meta"),))
+    for page in (PageResult("text/html"), PageResult("text/html", said, Directives())):
+        got = unpack(PageResult, pack(page))
+        assert got == page
+        assert got.header == page.header
+    plain = unpack(PageResult, pack(PageResult("text/html", Directives())))
+    assert plain.header is NO_DIRECTIVES and plain.meta is NO_DIRECTIVES
+    assert unpack(PageResult, pack(PageResult("text/html", said))).header is not NO_DIRECTIVES
 
 
 def test_every_message_crosses_the_pipe_field_by_field():

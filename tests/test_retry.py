@@ -24,9 +24,11 @@ from crawler.cli import main
 from crawler.errors import ConfigError
 from crawler.shell.retry import (
     RETRY_STATUSES,
+    Raised,
     RetryPolicy,
     fetch_with_retries,
     is_retryable,
+    needs_retry,
     retry_after_seconds,
 )
 from tests.sites import Page, Site, html, read_decisions
@@ -191,6 +193,25 @@ def test_503_with_retry_after_then_200_waits_what_the_server_asked() -> None:
     assert script.calls == 2
     assert waits == [2.0]
     assert notes == ["attempt 1: HTTP 503, retried after 2.0 s (Retry-After)"]
+
+
+def test_a_first_try_made_by_the_caller_goes_on_as_if_made_here() -> None:
+    """The crawl's client tries first itself (no coroutine of retry.py's around it) and
+    hands the outcome over only when it `needs_retry`: the same notes, waits and tries."""
+    script = Script(Resp(200))
+    result, notes, waits = run(script, first=Resp(503, retry_after="2"))
+    assert (result.status, script.calls, waits) == (200, 1, [2.0])
+    assert notes == ["attempt 1: HTTP 503, retried after 2.0 s (Retry-After)"]
+    script = Script(Resp(200))
+    result, notes, _ = run(script, first=Raised(ConnectionResetError("reset")))
+    assert (result.status, script.calls) == (200, 1)
+    assert notes[0].startswith("attempt 1: connection error (ConnectionResetError: reset)")
+    script = Script(OSError("still down"))
+    with pytest.raises(OSError, match="still down"):  # the last try's error, as ever
+        run(script, RetryPolicy(retries=1), first=Raised(OSError("down")))
+    assert script.calls == 1
+    assert not needs_retry(RetryPolicy(retries=0), 503) and not needs_retry(RetryPolicy(), 404)
+    assert needs_retry(RetryPolicy(), None) and needs_retry(RetryPolicy(), 503)
 
 
 def test_retry_after_as_an_http_date() -> None:

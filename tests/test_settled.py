@@ -12,7 +12,7 @@ from crawler.core.history import HistoryLinks
 from crawler.core.report import Tally
 from crawler.core.urls import UNSETTLED, LinkResolver
 from crawler.shell.journal import EARLY_REFERRERS, Journal
-from crawler.shell.settled import SettledIds, told
+from crawler.shell.settled import SettledIds, SettledNames, told
 
 URLS = [f"http://example.com/p{i}" for i in range(400)]
 IDS = {url: uid for uid, url in enumerate(URLS, start=1)}
@@ -54,6 +54,51 @@ def test_a_link_is_left_out_only_when_it_is_settled_at_its_depth(
         if i not in settled or i in unsettled or settled[i] >= 255 or depth < settled[i]
     ]
     assert set(rule) <= set(kept)
+
+
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["settle", "hush"]),
+            st.integers(0, 39),
+            st.integers(0, 9) | st.just(UNSETTLED),
+        ),
+        max_size=120,
+    ),
+    picked=st.lists(st.integers(0, 39), max_size=90),
+    depth=st.integers(0, 10),
+    capacity=st.sampled_from([5, 1_000]),
+)
+def test_by_name_a_link_is_left_out_only_when_it_is_settled_at_its_depth(
+    steps: list[tuple[str, int, int]], picked: list[int], depth: int, capacity: int
+) -> None:
+    """#26: a crawl without a history checks its pages' links by name (SettledNames), with
+    the rule the workers' LinkResolver keeps (link_matters); the last word on a URL counts,
+    and a full table adds no more URLs (a link is looked at once more, never left out)."""
+    names = SettledNames(capacity)
+    last: dict[int, int] = {}
+    for how, i, at in steps:
+        getattr(names, how)(URLS[i], at)
+        last[i] = at
+    links = [URLS[i] for i in picked]
+    kept = names.unsettled(links, depth)
+    rule = [URLS[i] for i in picked if i not in last or last[i] == UNSETTLED or depth < last[i]]
+    if capacity == 1_000:
+        assert list(kept) == rule
+    else:
+        assert set(rule) <= set(kept) and [u for u in links if u in set(kept)] == list(kept)
+
+
+def test_by_name_the_workers_are_told_of_a_settled_url_not_of_a_hushed_one() -> None:
+    told_workers: list[tuple[str, int]] = []
+    names = SettledNames()
+    assert names.unsettled(URLS[:3], 0) == URLS[:3]  # nothing settled: the page's own list
+    settle = told(names, lambda url, depth: told_workers.append((url, depth)))
+    settle(URLS[3], 2)
+    names.hush(URLS[4], 1)
+    assert told_workers == [(URLS[3], 2)]
+    assert names.unsettled([URLS[3], URLS[4], URLS[5]], 1) == [URLS[3], URLS[5]]
+    assert names.unsettled([URLS[3], URLS[4], URLS[5]], 2) == [URLS[5]]
 
 
 def test_urls_never_settled_and_ids_past_the_table_are_kept() -> None:

@@ -11,6 +11,7 @@ listing a page its owner tried to hide is worse than missing one.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -131,7 +132,7 @@ def meta_directives(
     `engines` (lower-case product tokens): a noindex addressed to one of them goes in
     ``engines``, since that engine will not index the page.
     """
-    ours = ascii_lower(agent.strip())
+    ours = _token(agent)
     found: list[tuple[bool, bool, str]] = []
     told: list[tuple[str, str]] = []
     for raw_name, content in tags:
@@ -147,7 +148,16 @@ def meta_directives(
         found.append(
             (*_flags(_SPLIT_RE.split(ascii_lower(content))), f'meta {name} "{content.strip()}"')
         )
+    if not found and not told:
+        return NO_DIRECTIVES  # most pages: their metas (viewport, description) say nothing
     return _combine(found, told)
+
+
+@functools.lru_cache(maxsize=16)
+def _token(agent: str) -> str:
+    """The agent's product token as meta names are compared (a crawl has one: every page
+    with a <meta name> asks)."""
+    return ascii_lower(agent.strip())
 
 
 def _header_flags(

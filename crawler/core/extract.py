@@ -154,17 +154,27 @@ def _prescan(head: bytes) -> str | None:
     """Encoding declared by a ``<meta>`` in ``head`` (the first 1024 bytes), browser-style:
     comments and other tags' attributes are skipped, so a commented-out or quoted
     ``charset=`` cannot mislead us."""
-    for name, heads in _QUICK_HEADS:
-        if head.startswith(heads):
-            return name
+    found = _remembered(head)
+    if found is not None:
+        return found
     quick = _QUICK_META.match(head)
     if quick is not None:
         label = quick.group(1)
         found = _meta_charset({b"charset": label if label is not None else quick.group(2)})
         if found is not None:
-            _remember_head(found, head[: quick.end()])
+            if quick.end() <= _PRESCAN_LIMIT:  # what the prescan of any page would read
+                _remember_head(found, head[: quick.end()])
             return found
     return _prescan_tags(head)
+
+
+def _remembered(data: bytes) -> str | None:
+    """The encoding of a remembered head `data` starts with. A head is at most
+    _PRESCAN_LIMIT bytes: a body is asked as it is, before its head is copied."""
+    for name, heads in _QUICK_HEADS:
+        if data.startswith(heads):
+            return name
+    return None
 
 
 def _remember_head(name: str, head: bytes) -> None:
@@ -261,7 +271,7 @@ def sniff_encoding(body: bytes, content_type: str | None) -> str:
     label = encoding_for_label(charset)
     if label is not None:
         return label
-    return _prescan(body[:_PRESCAN_LIMIT]) or "utf-8"
+    return _remembered(body) or _prescan(body[:_PRESCAN_LIMIT]) or "utf-8"
 
 
 def decode_html(body: bytes, content_type: str | None) -> tuple[str, str]:
@@ -344,15 +354,30 @@ def _effective_base(page_url: str, href: str) -> str:
     return base
 
 
-def _in_head(node: LexborNode) -> bool:
-    """Whether a <link> is in <head> as the HTML parser built it: one written after something
-    that ends the head (text, an <img>) lands in <body>, where Google ignores it. The tree
-    builder puts a <link> in head only as a child of <head> or of a <noscript> there, so two
-    steps up settle it, however deep the body nests."""
-    parent = node.parent
-    if parent is not None and parent.tag == "noscript":
-        parent = parent.parent
-    return parent is not None and parent.tag == "head"
+# lexbor's ids of the two tags _head_links looks for (fixed in lexbor; read, not written out)
+_HEAD = LexborHTMLParser("<link><noscript>").head
+assert _HEAD is not None  # a parse always makes a <head>
+_HEAD_IDS = {node.tag: node.tag_id for node in _HEAD.iter()}
+_LINK_ID, _NOSCRIPT_ID = _HEAD_IDS["link"], _HEAD_IDS["noscript"]
+
+
+def _head_links(parser: LexborHTMLParser) -> list[LexborNode]:
+    """The <link>s in <head> as the HTML parser built it, in document order: one written
+    after something that ends the head (text, an <img>) lands in <body>, where Google
+    ignores it. The tree builder puts a <link> in head only as a child of <head> or of a
+    <noscript> there (and makes one <head> a document), so its children and its noscripts'
+    settle it: a handful of nodes, where a tags() walk visits the whole tree."""
+    head = parser.head
+    if head is None:
+        return []
+    found: list[LexborNode] = []
+    for node in head.iter():
+        tag_id = node.tag_id
+        if tag_id == _LINK_ID:
+            found.append(node)
+        elif tag_id == _NOSCRIPT_ID:
+            found += [child for child in node.iter() if child.tag_id == _LINK_ID]
+    return found
 
 
 def extract_page(
@@ -423,9 +448,7 @@ def extract_page(
 
     alternates: list[tuple[str, str]] = []
     canonical: str | None = None
-    for node in parser.tags("link"):
-        if not _in_head(node):
-            continue  # search engines read canonical and hreflang links in <head> only
+    for node in _head_links(parser):  # search engines read them in <head> only
         attrs = node.attributes
         rel = attrs.get("rel")
         href = attrs.get("href")
@@ -550,9 +573,12 @@ def _images(parser: LexborHTMLParser, props: dict[str, str]) -> list[str]:
                 best = largest_candidate(srcset)
                 if best:
                     found.append(best)
-    for key in ("og:image", "og:image:url", "og:image:secure_url"):
-        if key in props:
-            found.append(props[key])
+    if props:
+        for key in ("og:image", "og:image:url", "og:image:secure_url"):
+            if key in props:
+                found.append(props[key])
+    if not found:
+        return found
     return [
         url
         for url in (raw.strip(_URL_STRIP) for raw in found)

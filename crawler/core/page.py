@@ -110,7 +110,8 @@ def analyse(
     `known`: URLs known to be normalised (the crawl's seen set, or a worker's memory), so
     that a link joining to one of them skips normalisation; the result is the same without.
     """
-    mime, _ = parse_content_type(headers.get("Content-Type"))
+    content_type = headers.get("Content-Type")  # read once: each look-up folds the name anew
+    mime, _ = parse_content_type(content_type)
     if status == 304:  # RFC 9110 15.4.5: a 304 may repeat the headers a 200 would carry
         header = _header(headers, policy)
         raw = link_header_canonical(headers.getall("Link", ()))
@@ -129,7 +130,7 @@ def analyse(
     strip = policy.strip_params
     page = digest_page(
         body,
-        headers.get("Content-Type"),
+        content_type,
         url,
         policy.agent,
         policy.follow_nofollow,
@@ -140,7 +141,7 @@ def analyse(
     )
     canonical = resolve(page.base, page.canonical, strip) if page.canonical else None
     in_html = canonical is not None
-    if canonical is None:
+    if canonical is None and links:
         raw = link_header_canonical(links)
         canonical = resolve(url, raw, strip) if raw else None
     hrefs = page.hrefs

@@ -82,17 +82,40 @@ def tag(cls: type) -> int:
     return _shape(cls)[1]
 
 
-# class -> a getter of its field values as a tuple (operator.attrgetter: in C), and the
-# positions of its nested records; a flat record (most) is packed and built in one call each
-_access: dict[type, tuple[Any, tuple[tuple[int, Nested], ...]]] = {}
+# class -> a getter of its field values as a tuple (operator.attrgetter: in C), and its
+# nested records' fields: (position, class, a tuple of them, the field's shared default and
+# its packed values); a flat record (most) is packed and built in one call each
+Inner = tuple[int, type, bool, Any, Any]
+_access: dict[type, tuple[Any, tuple[Inner, ...]]] = {}
 
 
-def _accessors(cls: type) -> tuple[Any, tuple[tuple[int, Nested], ...]]:
+def _shared(field: dataclasses.Field[Any]) -> tuple[Any, Any]:
+    """A field's default when it is a record that can be shared (frozen, hashable: e.g.
+    `NO_DIRECTIVES`, which nearly every page's two Directives are), and its packed values:
+    packed by identity and built back as that one instance, not made again per record."""
+    default = field.default
+    if not dataclasses.is_dataclass(default) or isinstance(default, type):
+        return None, None
+    if not type(default).__dataclass_params__.frozen:  # type: ignore[attr-defined]
+        return None, None
+    try:
+        hash(default)
+    except TypeError:  # a frozen record holding a list: not shared
+        return None, None
+    return default, _values(default)
+
+
+def _accessors(cls: type) -> tuple[Any, tuple[Inner, ...]]:
     access = _access.get(cls)
     if access is None:
         names, _, nested = _shape(cls)
         get = operator.attrgetter(*names) if len(names) > 1 else (lambda r: (getattr(r, names[0]),))
-        inner = tuple((i, kind) for i, kind in enumerate(nested) if kind is not None)
+        fields = dataclasses.fields(cls)
+        inner = tuple(
+            (i, kind[0], kind[1], *((None, None) if kind[1] else _shared(fields[i])))
+            for i, kind in enumerate(nested)
+            if kind is not None
+        )
         access = _access[cls] = get, inner
     return access
 
@@ -102,9 +125,14 @@ def _values(record: Any) -> tuple[Any, ...]:
     values: tuple[Any, ...] = get(record)
     if inner:
         listed = list(values)
-        for i, (_, many) in inner:
-            if listed[i] is not None:
-                listed[i] = tuple(map(_values, listed[i])) if many else _values(listed[i])
+        for i, _, many, shared, packed in inner:
+            value = listed[i]
+            if value is None:
+                continue
+            if value is shared:
+                listed[i] = packed
+            else:
+                listed[i] = tuple(map(_values, value)) if many else _values(value)
         values = tuple(listed)
     return values
 
@@ -116,7 +144,7 @@ def _build(cls: type[T], values: Any) -> T:
     inner = _accessors(cls)[1]
     if inner:
         listed = list(values)
-        for i, (kind, many) in inner:
+        for i, kind, many, shared, packed in inner:
             value = listed[i]
             if value is None:
                 continue
@@ -124,6 +152,8 @@ def _build(cls: type[T], values: Any) -> T:
                 if not isinstance(value, tuple):
                     raise WireError(f"not a packed {cls.__name__} of this version")
                 listed[i] = tuple(_build(kind, item) for item in value)
+            elif shared is not None and value == packed:
+                listed[i] = shared
             else:
                 listed[i] = _build(kind, value)
         return cls(*listed)

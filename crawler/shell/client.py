@@ -5,6 +5,7 @@ run opened (pages.LocalPages, or pool.PoolPages with worker processes)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
@@ -15,7 +16,13 @@ from crawler.core.urls import join_parts
 from crawler.shell.fetch import Response, Transport
 from crawler.shell.pages import Fetched, LocalPages, Pages
 from crawler.shell.pool import PoolPages, Spare
-from crawler.shell.retry import RetryPolicy, fetch_with_retries
+from crawler.shell.retry import (
+    Raised,
+    RetryPolicy,
+    connection_errors,
+    fetch_with_retries,
+    needs_retry,
+)
 from crawler.shell.throttle import Throttle, ThrottleClosed
 from crawler.shell.transports import crawl_transport
 
@@ -171,32 +178,47 @@ class PoliteClient:
 
     async def _retried(self, url: str, fetch: Callable[[], Awaitable[Fetched]]) -> Fetched:
         throttle = self.throttle_for(url)
-
-        async def attempt() -> Fetched:
-            # the slot as `throttle.slot()` holds it, without its two coroutines when free
-            if not throttle.admit():
-                await throttle.wait()
-            try:
-                started = time.monotonic()
-                fetched = await fetch()
-            finally:
-                throttle.release()
-            resp = fetched.response
-            seconds = resp.seconds if resp.seconds is not None else time.monotonic() - started
-            throttle.observe(resp.status or None, seconds, resp.error)
-            if (outage := throttle.outage) is not None:
-                self.on_outage(outage)
-            return fetched
-
+        # the first try made here rather than in fetch_with_retries: one coroutine fewer
+        # that every await of every request passes; fetch_with_retries takes a retried one
+        first: Fetched | Raised
+        try:
+            fetched = await self._attempt(throttle, fetch)
+        except Exception as exc:
+            if not (self.retry.retries and isinstance(exc, connection_errors())):
+                raise
+            first = Raised(exc)
+        else:
+            if not needs_retry(self.retry, _retry_status(fetched)):
+                return fetched
+            first = fetched
         fetched, notes = await fetch_with_retries(
-            attempt,
+            functools.partial(self._attempt, throttle, fetch),
             self.retry,
             status_of=_retry_status,
             retry_after_of=_retry_after,
             error_of=_error,
+            first=first,
         )
         if notes:
             fetched.response.notes = tuple(notes)
+        return fetched
+
+    async def _attempt(
+        self, throttle: Throttle, fetch: Callable[[], Awaitable[Fetched]]
+    ) -> Fetched:
+        """One try in a throttle's slot, its outcome observed."""
+        # the slot as `throttle.slot()` holds it, without its two coroutines when free
+        if not throttle.admit():
+            await throttle.wait()
+        try:
+            started = time.monotonic()
+            fetched = await fetch()
+        finally:
+            throttle.release()
+        resp = fetched.response
+        seconds = resp.seconds if resp.seconds is not None else time.monotonic() - started
+        if (outage := throttle.observe(resp.status or None, seconds, resp.error)) is not None:
+            self.on_outage(outage)
         return fetched
 
 

@@ -14,13 +14,12 @@ from crawler.core.decide import (
     nofollow_links,
 )
 from crawler.core.frontier import DONE, Frontier, Task
-from crawler.core.history import HistoryLinks
 from crawler.core.page import PageResult
 from crawler.core.report import DecisionRecord, Tally
 from crawler.core.screen import Plan, Screen
 from crawler.core.urls import resolve
 from crawler.shell.journal import Journal
-from crawler.shell.settled import SettledIds
+from crawler.shell.settled import SettledIds, SettledNames
 from crawler.shell.state import CrawlState
 
 
@@ -50,9 +49,14 @@ class Links:
         self.queued = queued  # tells the loop a URL was added
         self.strip_params = strip_params
         self.state: CrawlState | None = None
-        # settled URLs by id, with a history to revive pages from (crawler.shell.settled)
-        self.settled: SettledIds | None = None
         self.identity = plan.identity
+        # settled URLs (crawler.shell.settled): by id, with a history to revive pages from
+        # (the engine sets it then), else by name while links are in the space the journal
+        # settles URLs in; the journal tells them (and the workers, crawler.shell.settled.told)
+        self.settled: SettledIds | SettledNames | None = None
+        if self.identity:
+            self.settled = SettledNames()
+            journal.settle = self.settled.settle
         # the start URL's decisions, each hop of its redirects: why nothing was listed
         self.start_chain: list[DecisionRecord] = []
 
@@ -109,8 +113,8 @@ class Links:
         """Discover the links of a page: the crawl's hottest loop. Most lead to URLs met
         before (navigation repeats on every page): those cost a lookup, and a note only
         while the URL waits to be judged, or when broken URLs are known."""
-        if self.settled is not None and isinstance(targets, HistoryLinks):
-            targets = self.settled.unsettled(targets, depth)  # a revived page's: by id
+        if self.settled is not None:  # only the links that may change something
+            targets = self.settled.unsettled(targets, depth)
         new, refer, met = self._new, self.refer, self.frontier.seen.get
         early = self.journal.early_referrer
         hush = None if self.settled is None else self.settled.hush

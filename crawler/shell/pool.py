@@ -31,6 +31,7 @@ read, so marshal's speed comes at no trust cost.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import gc
 import math
@@ -67,6 +68,14 @@ KEPT_HEADERS = (
     "Content-Type", "Location", "Last-Modified", "Retry-After", "X-Robots-Tag", "Link", "ETag",
     "Date",
 )  # fmt: skip
+
+#: A kept header's name as servers spell it (in any case) -> as KEPT_HEADERS does, None for
+#: a header the crawl does not read: one dict look-up a header of the answer, where a
+#: case-insensitive search per kept name cost six times as much. A server inventing names
+#: fills it once, to _SPELLINGS; after that they are lower-cased per answer.
+_KEPT = {name.lower(): name for name in KEPT_HEADERS}
+_SPELLED: dict[str, str | None] = {}
+_SPELLINGS = 1024
 
 _LENGTH = struct.Struct("<I")
 _READ_SIZE = 1 << 18
@@ -635,13 +644,26 @@ def _frame(payload: bytes) -> bytes:
     return _LENGTH.pack(len(payload)) + payload
 
 
+def _kept(headers: CIMultiDictProxy[str]) -> list[tuple[str, str]]:
+    """The KEPT_HEADERS of an answer, named as KEPT_HEADERS does, each name's values in
+    their order (as `getall` gives them: the crawl reads nothing else of the order)."""
+    kept = []
+    for name, value in headers.items():
+        known = _SPELLED.get(name, "")
+        if known == "":
+            known = _KEPT.get(name.lower())  # as CIMultiDict compares names
+            if len(_SPELLED) < _SPELLINGS:
+                _SPELLED[name] = known
+        if known is not None:
+            kept.append((known, value))
+    return kept
+
+
 def _result(job: int, fetched: Fetched) -> bytes:
     resp = fetched.response
-    headers = resp.headers
-    kept = [(name, value) for name in KEPT_HEADERS for value in headers.getall(name, ())]
     result = Result(
-        job, resp.status, kept, resp.error, resp.truncated, resp.seconds, fetched.page,
-        fetched.unreadable, fetched.walled,
+        job, resp.status, _kept(resp.headers), resp.error, resp.truncated, resp.seconds,
+        fetched.page, fetched.unreadable, fetched.walled,
     )  # fmt: skip
     return _frame(pack(result))
 
@@ -677,54 +699,73 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
         access=settings.access,
     )
     pages = LocalPages(http, settings.policy, links.known)
-    # Our share of --concurrency: the crawl sends more jobs than that, so one is ready
-    # whenever a request ends; the rest wait here, before their timeout starts.
-    requests = asyncio.Semaphore(settings.concurrency)
-    out: list[bytes] = []  # results written together at the end of a loop turn
 
-    def flush() -> None:
-        writer.write(b"".join(out))
-        out.clear()
-
-    async def job(number: int, url: str, depth: int, validators: Validators | None) -> None:
+    def answer(number: int, url: str, fetched: Fetched) -> bytes:
         try:
-            async with requests:
-                fetched = await pages.fetch(url, depth, validators)
-            if fetched.page is not None and fetched.page.targets and not settings.all_links:
-                fetched.page.targets = links.unsettled(fetched.page.targets, depth)
-        except Exception as exc:  # a bug of ours: this URL fails, the crawl goes on
-            error = http.redact(f"worker: {type(exc).__name__}: {exc}")
-            fetched = Fetched(Response(url, error=error), None)
-        try:
-            frame = _result(number, fetched)
+            return _result(number, fetched)
         except Exception as exc:  # a result that cannot cross: the URL fails, never hangs
             error = f"worker: cannot send the result: {type(exc).__name__}: {exc}"
             try:  # the answer itself (status, headers) still tells the throttle how it went
-                frame = _result(number, Fetched(fetched.response, None, error))
+                return _result(number, Fetched(fetched.response, None, error))
             except Exception:
-                frame = _result(number, Fetched(Response(url), None, error))
-        if not out:
-            loop.call_soon(flush)
-        out.append(frame)
-        await writer.drain()
+                return _result(number, Fetched(Response(url), None, error))
 
-    jobs: set[asyncio.Task[None]] = set()
+    # Our share of --concurrency: the crawl sends more jobs than that, so one is ready
+    # whenever a request ends. As many runners as the share make the requests, each taking
+    # the next job waiting as it ends one (before its timeout starts): a task per runner,
+    # not per job, and no semaphore to pass. A result is written as soon as it is made
+    # (results rarely meet in one loop turn), and drained only when the pipe is full.
+    waiting: collections.deque[Job] = collections.deque()
+    runners: set[asyncio.Task[None]] = set()
+    free = settings.concurrency  # runners that may start: counted as they start and stop
+
+    async def run(job: Job) -> None:
+        nonlocal free
+        try:
+            await serve(job)
+        finally:  # its place given back, even by a runner that failed (the pipe broken):
+            if waiting:  # then the jobs left waiting for it get a runner of their own
+                start(waiting.popleft())
+            else:
+                free += 1
+
+    async def serve(job: Job) -> None:
+        while True:
+            url, depth = job.url, job.depth
+            try:
+                fetched = await pages.fetch(url, depth, job.validators)
+                if fetched.page is not None and fetched.page.targets and not settings.all_links:
+                    fetched.page.targets = links.unsettled(fetched.page.targets, depth)
+            except Exception as exc:  # a bug of ours: this URL fails, the crawl goes on
+                error = http.redact(f"worker: {type(exc).__name__}: {exc}")
+                fetched = Fetched(Response(url, error=error), None)
+            transport.write(answer(job.job, url, fetched))
+            if transport.get_write_buffer_size() > _READ_SIZE:
+                await writer.drain()
+            if not waiting:  # its place is given back at once (run's finally), not when
+                return  # the task's done callbacks run: a job read then would wait for it
+            job = waiting.popleft()
+
+    def start(job: Job) -> None:
+        task = loop.create_task(run(job))
+        runners.add(task)
+        task.add_done_callback(runners.discard)
+
     frames = _Frames()
     async with http:
-        writer.write(_LENGTH.pack(0))  # ready
+        transport.write(_LENGTH.pack(0))  # ready
         while data := await reader.read(_READ_SIZE):  # b"": the crawl closed the pipe
             for payload in frames.feed(data):
                 message = unpack_any((Job, Settled), payload)
                 if isinstance(message, Settled):
                     links.settle(message.urls, message.depths)
-                    continue
-                task = loop.create_task(
-                    job(message.job, message.url, message.depth, message.validators)
-                )
-                jobs.add(task)
-                task.add_done_callback(jobs.discard)
-        if jobs:  # finish what was asked, then stop
-            await asyncio.wait(jobs)
+                elif free:
+                    free -= 1
+                    start(message)
+                else:
+                    waiting.append(message)
+        while runners:  # finish what was asked, then stop
+            await asyncio.wait(runners)
     writer.close()
 
 

@@ -37,11 +37,11 @@ R = TypeVar("R")
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 # Exceptions a fetch may raise that mean "no answer", as opposed to a bug in our code; with
-# aiohttp's ClientError once aiohttp is loaded (`_connection_errors`).
+# aiohttp's ClientError once aiohttp is loaded (`connection_errors`).
 CONNECTION_ERRORS: tuple[type[BaseException], ...] = (OSError, TimeoutError)
 
 
-def _connection_errors() -> tuple[type[BaseException], ...]:
+def connection_errors() -> tuple[type[BaseException], ...]:
     """CONNECTION_ERRORS and aiohttp's ClientError when aiohttp is loaded: only then can a
     fetch raise one, and importing it here would cost every crawl a fifth of a second."""
     aiohttp = sys.modules.get("aiohttp")
@@ -118,6 +118,7 @@ async def fetch_with_retries(
     error_of: Callable[[R], str | None] | None = None,
     retry_on: tuple[type[BaseException], ...] | None = None,
     now: Callable[[], datetime] | None = None,
+    first: R | Raised | None = None,
 ) -> tuple[R, list[str]]:
     """Call fetch until it gives a non-retryable outcome or policy.retries are spent.
 
@@ -125,24 +126,26 @@ async def fetch_with_retries(
     "attempt 1: HTTP 503, retried after 2.0 s (Retry-After)". status_of maps a result to
     its HTTP status, None for a connection error or timeout; error_of, if given, names that
     error in the note. An exception of a retry_on type (by default a connection error:
-    `_connection_errors`) is retried like a None status and re-raised if the last attempt
+    `connection_errors`) is retried like a None status and re-raised if the last attempt
     raises it too; any other exception propagates at once.
-    `now` (UTC) is for Retry-After dates and exists for tests.
+    `now` (UTC) is for Retry-After dates and exists for tests. `first`: the first try's
+    outcome when the caller made it (a result that `needs_retry`, or the connection error
+    it raised, as `Raised`): the crawl's client tries first with no coroutine of this
+    module's around it, and comes here only when that try is to be retried.
     """
     if retry_on is None:
-        retry_on = _connection_errors()
-    # Fast path: one direct call. tenacity only sees fetches that need a second try.
-    first: R | _Raised
-    try:
-        outcome = await fetch()
-    except retry_on as exc:
-        if policy.retries == 0:
-            raise
-        first = _Raised(exc)
-    else:
-        if policy.retries == 0 or not is_retryable(status_of(outcome)):
-            return outcome, []
-        first = outcome
+        retry_on = connection_errors()
+    if first is None:  # fast path: one direct call; tenacity only sees a second try
+        try:
+            outcome = await fetch()
+        except retry_on as exc:
+            if policy.retries == 0:
+                raise
+            first = Raised(exc)
+        else:
+            if not needs_retry(policy, status_of(outcome)):
+                return outcome, []
+            first = outcome
 
     # here, not at the top: most crawls never retry, and tenacity is a tenth of their imports
     from tenacity import (
@@ -153,12 +156,12 @@ async def fetch_with_retries(
         wait_random_exponential,
     )
 
-    replay: list[R | _Raised] = [first]
+    replay: list[R | Raised] = [first]
 
     async def attempt() -> R:
         if replay:  # attempt 1 already happened: hand tenacity its outcome
             outcome = replay.pop()
-            if isinstance(outcome, _Raised):
+            if isinstance(outcome, Raised):
                 raise outcome.exc
             return outcome
         return await fetch()
@@ -216,8 +219,13 @@ async def fetch_with_retries(
     return result, notes
 
 
+def needs_retry(policy: RetryPolicy, status: int | None) -> bool:
+    """Whether an answer of this status (None: none at all) is asked again under policy."""
+    return policy.retries != 0 and is_retryable(status)
+
+
 @dataclass(frozen=True, slots=True)
-class _Raised:
+class Raised:
     """The first attempt's exception, kept to be replayed inside tenacity."""
 
     exc: BaseException

@@ -19,14 +19,16 @@ loop would act on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from itertools import compress, filterfalse, repeat
+from operator import lt
 from typing import Final
 
 from crawler.core.history import HistoryLinks
 from crawler.core.urls import UNSETTLED, link_matters
 from crawler.shell.state import CrawlState
 
-__all__ = ["SettledIds", "told"]
+__all__ = ["SettledIds", "SettledNames", "told"]
 
 #: A URL not settled, and the depth kept for any settled deeper than a byte can say: every
 #: link to it matters (kept so, a link is looked at, never wrongly skipped)
@@ -84,10 +86,12 @@ class SettledIds:
                 self._grow(uid + 1)
                 self._depths[uid] = depth
 
-    def unsettled(self, links: HistoryLinks, depth: int) -> list[str]:
+    def unsettled(self, links: Sequence[str], depth: int) -> Sequence[str]:
         """The links a link at `depth` may still matter to, in their order, named only
         then: the settled depth of each gathered in C by id (HistoryLinks.gather), mapped to
-        1 or 0 by a table (translate)."""
+        1 or 0 by a table (translate). A changed page's links have no ids: all are kept."""
+        if not isinstance(links, HistoryLinks):
+            return links
         depth = min(depth, _UNSETTLED)
         matters = self._matters.get(depth)
         if matters is None:
@@ -109,10 +113,72 @@ class SettledIds:
         depths.extend(bytes([_UNSETTLED]) * more)
 
 
+#: SettledNames' depth for a URL not settled: a link at any depth is below it (matters)
+_NEVER: Final = 1 << 62
+#: URLs SettledNames keeps at most: about 10 MB (the dict, and for most URLs a string of its
+#: own: the judge's copy of the URL, not the frontier's), about 5% of what the frontier
+#: holds for as many URLs (bench/README.md: 199 bytes a URL)
+NAMES_KEPT: Final = 100_000
+
+
+class SettledNames:
+    """By URL name, for a crawl without a history to revive pages from (#26): the depth
+    from which a link to the URL is no news, kept and told as SettledIds keeps it by id.
+    Of a page's about 80 links, all but a few lead to URLs judged already, or queued with
+    every early referrer kept: each went through Links.follow_targets' loop (two or three
+    look-ups by name) for nothing. Here they are left out in C, and only the links that
+    may change something are looped over, as a worker's LinkResolver sends back only
+    those. At `capacity` URLs no more are added (a URL kept is still told its new depth):
+    memory stays bounded (about 100 bytes a URL: 2.4 MB at 24,000, 10 MB at 100,000), the
+    first judged, which most pages link to (the navigation), stay, and a URL not kept costs
+    only speed."""
+
+    def __init__(self, capacity: int = NAMES_KEPT) -> None:
+        self._capacity = capacity
+        self._depths: dict[str, int] = {}  # url -> the depth from which a link is no news
+        # no depth kept is above it: a link at it or deeper is no news to any URL kept
+        self._deepest = 0
+        self.then: Callable[[str, int], None] | None = None
+
+    def settle(self, url: str, depth: int = 0) -> None:
+        """As SettledIds.settle: url is judged for good (UNSETTLED: broken)."""
+        self._keep(url, depth)
+        if self.then is not None:
+            self.then(url, depth)
+
+    def hush(self, url: str, depth: int) -> None:
+        """As SettledIds.hush: here only, not told to the workers."""
+        self._keep(url, depth)
+
+    def _keep(self, url: str, depth: int) -> None:
+        depths = self._depths
+        if depth < 0:  # UNSETTLED: every link to it matters again
+            depths.pop(url, None)
+            return
+        if len(depths) >= self._capacity and url not in depths:
+            return  # not kept: every link to it is looked at (the first judged stay)
+        depths[url] = depth
+        if depth > self._deepest:
+            self._deepest = depth
+
+    def unsettled(self, links: Sequence[str], depth: int) -> Sequence[str]:
+        """The links a link at `depth` may still matter to, in their order (link_matters:
+        not settled, or settled deeper; a URL not kept counts as not settled). The crawl
+        goes breadth first, so a page's links are nearly always at least as deep as every
+        depth kept: then a URL kept is left out by a membership test alone, else by its
+        depth (a dict look-up and a comparison a link, still in C)."""
+        depths = self._depths
+        if not depths:
+            return links
+        if depth >= self._deepest:
+            return list(filterfalse(depths.__contains__, links))
+        return list(compress(links, map(lt, repeat(depth), map(depths.get, links, repeat(_NEVER)))))
+
+
 def told(
-    settled: SettledIds | None, workers: Callable[[str, int], None]
+    settled: SettledIds | SettledNames | None, workers: Callable[[str, int], None]
 ) -> Callable[[str, int], None]:
-    """Who the journal tells that a URL is settled once workers take pages: the ids kept
+    """Who the journal tells that a URL is settled once workers take pages: the URLs kept
     here first, when there are any, then the workers."""
     if settled is None:
         return workers

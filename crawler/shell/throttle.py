@@ -52,6 +52,7 @@ OUTAGE_AFTER = 10
 # first would only make the crawl wait minutes to say so. A restart's blip is shorter.
 NO_ANSWER_AFTER = 5
 NO_ANSWER_SECONDS = 30.0
+_INF = math.inf
 
 
 @dataclass(slots=True)
@@ -177,9 +178,8 @@ class Throttle:
         self._interval = max(self._base_interval, self._extra)
 
     def set_depth(self, depth: int) -> None:
-        """Admit up to concurrency x depth slots while no slow-down is in force.
-
-        For when something downstream holds the number of requests actually at the server
+        """Admit up to concurrency x depth slots while no slow-down is in force: for when
+        something downstream holds the number of requests actually at the server
         to `concurrency` (worker processes do): a slot then also covers time spent queued
         and parsing, and more slots keep that pipeline full. After a slow-down the slots
         are the lowered limit itself, so the server sees fewer requests at once, as without.
@@ -353,7 +353,8 @@ class Throttle:
     def release(self) -> None:
         """The slot given back, once a request is over; the next waiter woken if it fits."""
         self._in_flight -= 1
-        self._wake()
+        if self._waiters:
+            self._wake()
 
     def _wake(self) -> None:
         waiters = self._waiters
@@ -365,7 +366,7 @@ class Throttle:
 
     # ---- adaptive control --------------------------------------------------------------------
 
-    def observe(self, status: int | None, seconds: float, error: str | None = None) -> None:
+    def observe(self, status: int | None, seconds: float, error: str | None = None) -> str | None:
         """Feed the outcome of one request: its status (None: connection error or timeout)
         and how long it took; `error`, the transport's words when there was no answer
         ("connection refused"), said when the site is found not answering.
@@ -373,7 +374,7 @@ class Throttle:
         Pressure (429, 503, no answer, or an average response time far above the baseline)
         halves the concurrency and doubles the extra delay, once per cool-down so that a burst
         of 429s from eight in-flight requests is one signal, not eight. Only a run of good
-        answers undoes one step; errors never make the crawl faster.
+        answers undoes one step; errors never make the crawl faster. Returns `outage`.
         """
         slow = False
         if status is not None and status not in _BAD_STATUSES and _is_seconds(seconds):
@@ -404,6 +405,7 @@ class Throttle:
             if self._good_streak >= RECOVER_AFTER:
                 self._good_streak = 0
                 self._recover()
+        return self.outage if self._silent or self._failing else None
 
     def _time_sample(self, seconds: float) -> bool:
         """Track response time; True when it has slowed down markedly against the baseline."""
@@ -497,6 +499,8 @@ class _Slot:
 
 
 def _is_seconds(value: object) -> bool:
+    if type(value) is float:  # a clock's difference, for every request's observe()
+        return 0.0 <= value < _INF
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)

@@ -1,0 +1,102 @@
+"""The CPU of one request's path in the crawl, from asking for a URL to a `Response` in hand:
+the lean client alone (`--layers lean`), or through the crawl's polite client as a page is
+asked (`--layers client`: the throttle's slot, the retries' first try, `LocalPages.get`),
+against a site served on 127.0.0.1 (nginx: `bench/serve.sh`). No analysis of the page.
+Runs the code PYTHONPATH names, so one script measures base and a branch.
+
+Run: PYTHONPATH=CODE python3 bench/request_cost.py --origin http://127.0.0.1:18766/ \
+        --urls /work/sx/site3000/expected.txt --requests 2800
+     valgrind --tool=callgrind python3 bench/request_cost.py ... --requests 700
+
+The URLs are the site's expected list, asked in order (and again from the start when
+--requests is larger), `--concurrency` (8, the crawl's default) in flight; `--conditional`
+asks each with nginx's ETag and Last-Modified, got in a first pass (not counted), so that
+every answer is a 304. Under callgrind, the difference in instructions between two runs
+of different --requests, over the difference in requests, is a request's cost,
+independent of the load (start-up and connections cancel out). Prints figures only:
+CPU µs a request (user + system of this process; nginx is not counted), and the errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import resource
+import time
+from pathlib import Path
+
+from crawler.config import Config
+from crawler.core.history import Validators
+from crawler.core.page import PagePolicy
+from crawler.shell.client import PoliteClient
+from crawler.shell.http1 import LeanTransport
+from crawler.shell.pages import Fetched
+
+
+async def _fetched(transport: LeanTransport, url: str, validators: Validators | None) -> Fetched:
+    """As `LocalPages.fetch` but for the analysis: the request's path alone."""
+    return Fetched(await transport.get(url, None, validators), None)
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def _run(args: argparse.Namespace, urls: list[str]) -> None:
+    transport = LeanTransport(
+        user_agent="sitemap-crawler", concurrency=args.concurrency, timeout=30,
+        max_bytes=10 << 20,
+    )  # fmt: skip
+    async with transport:
+        asked: dict[str, Validators] = {}
+        if args.conditional:
+            for url in dict.fromkeys(urls):
+                resp = await transport.get(url)
+                headers = resp.headers
+                asked[url] = Validators(headers.get("ETag"), headers.get("Last-Modified"))
+        config = Config(url=args.origin, concurrency=args.concurrency)
+        policy = PagePolicy("sitemap-crawler")
+        client = PoliteClient(config, args.origin, policy, transport=transport)
+        todo = iter(range(args.requests))
+        errors = 0
+
+        async def worker() -> None:
+            nonlocal errors
+            for number in todo:
+                url = urls[number % len(urls)]
+                validators = asked.get(url)
+                if args.layers == "lean":
+                    resp = await transport.get(url, None, validators)
+                else:
+                    fetch = functools.partial(_fetched, transport, url, validators)
+                    resp = (await client._retried(url, fetch)).response  # as client.fetch
+                if resp.error or resp.status not in (200, 304):
+                    errors += 1
+
+        async with client.opened({}):
+            cpu, wall = _cpu(), time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(args.concurrency)))
+            cpu, wall = _cpu() - cpu, time.perf_counter() - wall
+    print(
+        f"{args.layers}: {args.requests} requests, {cpu / args.requests * 1e6:.1f} CPU µs a "
+        f"request, {args.requests / wall:.0f}/s, {errors} errors"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--origin", default="http://127.0.0.1:18766/")
+    ap.add_argument("--urls", type=Path, required=True, help="one URL a line")
+    ap.add_argument("--requests", type=int, default=2800)
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--layers", choices=("lean", "client"), default="client")
+    ap.add_argument("--conditional", action="store_true", help="every answer a 304")
+    args = ap.parse_args()
+    urls = [line.strip() for line in args.urls.read_text().splitlines() if line.strip()]
+    asyncio.run(_run(args, urls))
+
+
+if __name__ == "__main__":
+    main()
