@@ -205,3 +205,19 @@ def test_a_revived_page_whose_links_are_all_settled_names_none() -> None:
     assert table.asked == set()
     assert ids.unsettled(HistoryLinks(array("I", [1, 7, 2]).tobytes(), table), 3) == [URLS[6]]
     assert table.asked == {7}
+
+
+def test_settled_names_keeps_the_frontiers_own_string_once_settled():
+    """A URL hushed under a page's copy of its name is kept, once settled, under the string
+    the journal settles (the frontier's): a dict keeps its first key on a new value, and
+    a copy per URL was most of the table's memory (#26)."""
+    names = SettledNames()
+    own = "https://example.com/" + "page"
+    copy = "".join(["https://example.com/", "page"])
+    assert copy == own and copy is not own
+    names.hush(copy, 1)
+    names.settle(own, 0)
+    (kept,) = names._depths
+    assert kept is own and names.unsettled([copy, "https://example.com/x"], 1) == [
+        "https://example.com/x"
+    ]

@@ -115,8 +115,8 @@ class SettledIds:
 
 #: SettledNames' depth for a URL not settled: a link at any depth is below it (matters)
 _NEVER: Final = 1 << 62
-#: URLs SettledNames keeps at most: about 10 MB (the dict, and for most URLs a string of its
-#: own: the judge's copy of the URL, not the frontier's), about 5% of what the frontier
+#: URLs SettledNames keeps at most: a dict of them is 3.7 MiB (its keys the frontier's own
+#: strings, SettledNames.settle), about 2% of what the frontier
 #: holds for as many URLs (bench/README.md: 199 bytes a URL)
 NAMES_KEPT: Final = 100_000
 
@@ -129,9 +129,8 @@ class SettledNames:
     look-ups by name) for nothing. Here they are left out in C, and only the links that
     may change something are looped over, as a worker's LinkResolver sends back only
     those. At `capacity` URLs no more are added (a URL kept is still told its new depth):
-    memory stays bounded (about 100 bytes a URL: 2.4 MB at 24,000, 10 MB at 100,000), the
-    first judged, which most pages link to (the navigation), stay, and a URL not kept costs
-    only speed."""
+    memory stays bounded (3.7 MiB at 100,000), the first judged, which most pages link to
+    (the navigation), stay, and a URL not kept costs only speed."""
 
     def __init__(self, capacity: int = NAMES_KEPT) -> None:
         self._capacity = capacity
@@ -141,8 +140,10 @@ class SettledNames:
         self.then: Callable[[str, int], None] | None = None
 
     def settle(self, url: str, depth: int = 0) -> None:
-        """As SettledIds.settle: url is judged for good (UNSETTLED: broken)."""
-        self._keep(url, depth)
+        """As SettledIds.settle: url is judged for good (UNSETTLED: broken). The key kept
+        is this url, the frontier's own string: a URL hushed first was kept under a page's
+        copy of it, which a dict keeps on a new value (about 100 bytes a URL more)."""
+        self._keep(url, depth, own=True)
         if self.then is not None:
             self.then(url, depth)
 
@@ -150,12 +151,15 @@ class SettledNames:
         """As SettledIds.hush: here only, not told to the workers."""
         self._keep(url, depth)
 
-    def _keep(self, url: str, depth: int) -> None:
+    def _keep(self, url: str, depth: int, *, own: bool = False) -> None:
         depths = self._depths
         if depth < 0:  # UNSETTLED: every link to it matters again
             depths.pop(url, None)
             return
-        if len(depths) >= self._capacity and url not in depths:
+        if url in depths:
+            if own:  # kept under this url from now on (a dict keeps its first key)
+                del depths[url]
+        elif len(depths) >= self._capacity:
             return  # not kept: every link to it is looked at (the first judged stay)
         depths[url] = depth
         if depth > self._deepest:
