@@ -521,25 +521,28 @@ def test_links_agree_with_the_plain_loop(anchors: list[tuple[str, str, tuple, st
 
 
 @pytest.mark.parametrize(
-    "html",
+    ("html", "title"),
     [
-        "<title> Head </title>",
-        "<svg><title>svg</title></svg><title>head</title>",
-        "<title>head</title><svg><title>svg</title></svg>",
-        "<math><title>math</title></math>",
-        "<template><title>template</title></template><p>",
-        "<TITLE>upper</TITLE>",
-        "<body><p>x</p><title>in body</title>",
-        "<svg><foreignObject><title>f</title></foreignObject></svg>",
-        "<x:title>prefixed</x:title>",
-        "<p>none</p>",
+        ("<title> Head </title>", "Head"),
+        ("<svg><title>svg</title></svg><title>head</title>", "head"),
+        ("<title>head</title><svg><title>svg</title></svg>", "head"),
+        ("<math><title>math</title></math>", None),
+        ("<svg><title>icon</title></svg><p>no title of its own", None),
+        ("<template><title>template</title></template><p>", None),
+        ("<TITLE>upper</TITLE>", "upper"),
+        ("<body><p>x</p><title>in body</title>", "in body"),
+        ("<svg><foreignObject><title>f</title></foreignObject></svg>", "f"),
+        ("<x:title>prefixed</x:title>", None),
+        ("<p>none</p>", None),
     ],
 )
-def test_title_is_the_first_the_selector_finds(html: str) -> None:
-    """_title walks the tree instead of compiling the selector ``title``: the same element."""
-    parser = LexborHTMLParser(html)
-    first = parser.css_first("title")
-    assert _title(parser) == (first.text(deep=True).strip() if first is not None else None)
+def test_title_is_the_first_html_title_as_document_title_reads_it(
+    html: str, title: str | None
+) -> None:
+    """An inline SVG icon's <title> or a formula's is not the page's (it was taken when
+    it came first, by the selector and by the walk that replaced it): document.title reads
+    the first <title> in the HTML namespace, and llms.txt and video titles use it."""
+    assert _title(LexborHTMLParser(html)) == title
 
 
 def test_area_nofollow() -> None:
