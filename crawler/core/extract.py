@@ -162,8 +162,7 @@ def _prescan(head: bytes) -> str | None:
         label = quick.group(1)
         found = _meta_charset({b"charset": label if label is not None else quick.group(2)})
         if found is not None:
-            if quick.end() <= _PRESCAN_LIMIT:  # what the prescan of any page would read
-                _remember_head(found, head[: quick.end()])
+            _remember_head(found, head[: quick.end()])  # within head: _PRESCAN_LIMIT bytes
             return found
     return _prescan_tags(head)
 

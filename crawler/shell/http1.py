@@ -319,10 +319,17 @@ class _Slots:
         self.free = total
         self.queue: deque[asyncio.Future[None]] = deque()
 
-    async def wait(self) -> None:
-        """A slot, first come first served, once one is given back."""
+    def take(self) -> bool:
+        """A free slot taken now, if one is and nobody waits before us: the common case,
+        with no coroutine made."""
         if self.free and not self.queue:
             self.free -= 1
+            return True
+        return False
+
+    async def wait(self) -> None:
+        """A slot, first come first served, once one is given back."""
+        if self.take():
             return
         waiter = asyncio.get_running_loop().create_future()
         self.queue.append(waiter)
@@ -413,9 +420,7 @@ class LeanTransport(BaseTransport):
         try:
             origin, request = self._request(url, validators)
             slots = self._slots
-            if slots.free and not slots.queue:  # _Slots.wait's first lines, inlined: no
-                slots.free -= 1  # coroutine made a request while a slot is free
-            else:
+            if not slots.take():  # no coroutine a request while a slot is free
                 await slots.wait()
             try:
                 answer = await self._exchange(url, origin, request, cap, started)
