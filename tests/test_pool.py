@@ -287,9 +287,7 @@ def test_a_worker_parks_its_runners_between_jobs_rather_than_make_a_task_a_job(s
         await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(results_read, "rb", 0)
         )
-        sender, _ = await loop.connect_write_pipe(
-            asyncio.Protocol, os.fdopen(jobs_write, "wb", 0)
-        )
+        sender, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(jobs_write, "wb", 0))
         frames = pool._Frames()
         assert not frames.feed(await reader.readexactly(4))[0]  # ready
         loop.set_task_factory(counted)
