@@ -397,10 +397,12 @@ class PoolPages(LocalPages):
                 here.give()
         if validators is None or not self._revalidating_here():
             while (worker := self._pick()) is not None:
-                with contextlib.suppress(WorkerLost):  # then the next worker, or this process
+                try:  # not contextlib.suppress: three calls a page handed over, for nothing
                     fetched = await worker.fetch(url, depth, validators)
-                    self.worker_requests += 1
-                    return fetched
+                except WorkerLost:  # then the next worker, or this process
+                    continue
+                self.worker_requests += 1
+                return fetched
             if here is not None and all(w.lost for w in self._workers):
                 # the crawl may hold 2x concurrency slots for a while: our share, grown by
                 # the lost workers' shares to all of --concurrency, bounds the requests
