@@ -261,6 +261,55 @@ def test_workers_hold_requests_at_the_server_to_concurrency(
     assert 1 <= tree.peak <= concurrency  # twice as many jobs in flight, never more requests
 
 
+def test_a_worker_parks_its_runners_between_jobs_rather_than_make_a_task_a_job(serve):
+    """Jobs sent one at a time, each after the last one's result, as a crawl's come when
+    the worker keeps up: its runner waits for the next job rather than end, so the worker
+    makes a task a runner (at most its share), not one a job, each a step and a done
+    callback through the loop. The same results, in the same order."""
+    tree = CountingTree(40, 0.0)
+    srv = serve(tree.site.app)
+    jobs = 12
+
+    async def drive() -> tuple[int, list[int]]:
+        loop = asyncio.get_running_loop()
+        made = 0
+
+        def counted(loop, coro, **kwargs):  # type: ignore[no-untyped-def]
+            nonlocal made
+            made += 1
+            return asyncio.Task(coro, loop=loop, **kwargs)
+
+        jobs_read, jobs_write = os.pipe()
+        results_read, results_write = os.pipe()
+        settings = pool.Settings("bot/1", 3, 10.0, 1 << 20, PagePolicy("bot"), Access())
+        worker = loop.create_task(pool._serve(settings, jobs_read, results_write))
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(results_read, "rb", 0)
+        )
+        sender, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(jobs_write, "wb", 0))
+        frames = pool._Frames()
+        assert not frames.feed(await reader.readexactly(4))[0]  # ready
+        loop.set_task_factory(counted)
+        statuses = []
+        for n in range(jobs):
+            sender.write(pool._frame(pack(pool.Job(n, f"{srv.url}/{n}", 1, None))))
+            payloads: list[bytes] = []
+            while not payloads:
+                payloads = frames.feed(await reader.read(1 << 16))
+            (result,) = [unpack(pool.Result, p) for p in payloads]
+            assert result.job == n and result.page is not None
+            statuses.append(result.status)
+        sender.close()
+        await asyncio.wait_for(worker, 10)
+        loop.set_task_factory(None)
+        return made, statuses
+
+    made, statuses = asyncio.run(drive())
+    assert statuses == [200] * jobs
+    assert made <= 3 + 1, made  # a runner each at most (the share), and one connection's
+
+
 def _children(pid: int) -> list[int]:
     kids: list[int] = []
     for tid in os.listdir(f"/proc/{pid}/task"):
