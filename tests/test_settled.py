@@ -85,8 +85,10 @@ def test_by_name_a_link_is_left_out_only_when_it_is_settled_at_its_depth(
     for how, i, at in steps:
         url, at_least_0 = URLS[i], max(at, 0) % 12
         if how == "add":
-            assert frontier.add(url, at_least_0, None) == plain.add(url, at_least_0, None)
-            queued.setdefault(url, at_least_0) if url not in quiet else None
+            new = frontier.add(url, at_least_0, None)
+            assert new == plain.add(url, at_least_0, None)
+            if new:
+                queued[url] = at_least_0
         elif how == "lower":
             moved = frontier.lower(url, at_least_0, None)
             assert moved == plain.lower(url, at_least_0, None)
