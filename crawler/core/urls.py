@@ -68,6 +68,10 @@ DEFAULT_PORTS: dict[str, int] = {"http": 80, "https": 443}
 RESOLVE_CACHE_SIZE = 100_000
 """Entries kept by :func:`resolve` before its memo is emptied; about 15 MB at the limit."""
 
+JOINS_MEMOISED = 4096
+"""Known joins :func:`resolve_links` adds to resolve()'s memo until it is next emptied: the
+first met, which most pages link to (the navigation); about 0.8 MB."""
+
 _MAX_CACHED_HREF = 2048  # longer hrefs are one-offs (traps, data blobs): not worth the memory
 
 
@@ -423,14 +427,19 @@ _MISS = object()
 # looks a page's hrefs up in one dict, in C (and no (context, href) tuple is kept an entry)
 _caches: dict[tuple[str, ...], dict[str, dict[str, str | None]]] = {}
 _cached = [0]  # entries in _caches, all contexts together: RESOLVE_CACHE_SIZE bounds it
+_joined = [0]  # of which resolve_links' known joins: JOINS_MEMOISED bounds them
 _bases: dict[str, tuple[str, str, str, str]] = {}
 
 
 def clear_resolve_cache() -> None:
     """Forget memoised resolutions (tests and benchmarks; the memo is otherwise self-bounding)."""
-    _caches.clear()
-    _cached[0] = 0
+    _forget()
     _bases.clear()
+
+
+def _forget() -> None:
+    _caches.clear()
+    _cached[0] = _joined[0] = 0
 
 
 def _memo(strip: tuple[str, ...], context: str) -> dict[str, str | None]:
@@ -496,8 +505,7 @@ def resolve(base: str, href: str, strip: tuple[str, ...] = ()) -> str | None:
         result = _resolve(base, href, strip)
         if len(href) <= _MAX_CACHED_HREF:
             if _cached[0] >= RESOLVE_CACHE_SIZE:
-                _caches.clear()
-                _cached[0] = 0
+                _forget()
                 memo = _memo(strip, context)
             _cached[0] += 1
             memo[href] = result
@@ -717,7 +725,7 @@ def resolve_links(
         # scheme, another "/x" to the origin; "#x" is the base. A join that is no known URL
         # (a fragment, a backslash, dot segments left, a URL new to the crawl) takes
         # join_exactly, then resolve(), as every other form does. A known join of a form
-        # the origin decides (`shared`) is memoised, counted in resolve()'s bound.
+        # the origin decides (`shared`) is memoised, the first JOINS_MEMOISED of them.
         if "/0" <= href < "0":
             joined = origin + href
             shared = True
@@ -736,13 +744,13 @@ def resolve_links(
             joined, shared = "", False  # no normalised URL
         if joined in known:
             found[joined] = None
-            if shared and len(href) <= _MAX_CACHED_HREF:
+            if shared and _joined[0] < JOINS_MEMOISED and len(href) <= _MAX_CACHED_HREF:
                 if _cached[0] >= RESOLVE_CACHE_SIZE:
-                    _caches.clear()
-                    _cached[0] = 0
+                    _forget()
                     memo = _memo(strip, origin)
                     get = memo.get
                 _cached[0] += 1
+                _joined[0] += 1
                 memo[href] = joined
             continue
         candidate = join_exactly(href, base, scheme, origin, folder)
