@@ -424,7 +424,7 @@ _C0_SPACE = "".join(map(chr, range(0x21)))  # what browsers strip around an href
 _TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
 _MISS = object()
 # strip -> context -> href -> resolve()'s answer: by context first, so that resolve_links
-# looks a page's hrefs up in one dict, in C (and no (context, href) tuple is kept an entry)
+# looks a page's hrefs up in one dict (and no (context, href) tuple is kept an entry)
 _caches: dict[tuple[str, ...], dict[str, dict[str, str | None]]] = {}
 _cached = [0]  # entries in _caches, all contexts together: RESOLVE_CACHE_SIZE bounds it
 _joined = [0]  # of which resolve_links' known joins: JOINS_MEMOISED bounds them
@@ -707,7 +707,8 @@ def resolve_links(
     `base` must be normalised (as join_parts' is; digest_page normalises a <base href>):
     the string joins are exact only from a base without dot segments or a fragment.
     """
-    memo = _memo(strip, _base_parts(base)[1])
+    context = _base_parts(base)[1]  # resolve()'s for the forms the origin decides
+    memo = _memo(strip, context)
     get = memo.get
     scheme, origin, folder = join_parts(base)
     cut = folder.rfind("/", 0, len(folder) - 1)
@@ -747,7 +748,7 @@ def resolve_links(
             if shared and _joined[0] < JOINS_MEMOISED and len(href) <= _MAX_CACHED_HREF:
                 if _cached[0] >= RESOLVE_CACHE_SIZE:
                     _forget()
-                    memo = _memo(strip, origin)
+                    memo = _memo(strip, context)
                     get = memo.get
                 _cached[0] += 1
                 _joined[0] += 1
