@@ -14,6 +14,7 @@ from crawler.core.urls import (
     clear_resolve_cache,
     normalize,
     resolve,
+    resolve_links,
     strip_params,
     url_folder,
 )
@@ -365,8 +366,28 @@ def test_resolve_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     base = "https://e.com/"
     for i in range(100):
         assert resolve(base, f"/p{i}") == f"https://e.com/p{i}"
-    assert all(len(cache) <= 10 for cache in urls._caches.values())
+    kept = [len(memo) for contexts in urls._caches.values() for memo in contexts.values()]
+    assert sum(kept) == urls._cached[0] <= 10
     assert resolve(base, "/p3") == "https://e.com/p3"
+
+
+def test_resolve_links_memo_is_bounded_with_resolves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The known joins resolve_links memoises count against the same bound, and have their
+    own: the first JOINS_MEMOISED after the memo is emptied."""
+    import crawler.core.urls as urls
+
+    base = "https://e.com/a/b.html"
+    hrefs = [f"/p{i}" for i in range(40)] + [f"https://e.com/q{i}" for i in range(40)]
+    expected = [resolve(base, href) for href in hrefs]
+    for size, joins, kept_at_most in ((10, 4096, 10), (1000, 5, 5)):
+        monkeypatch.setattr(urls, "RESOLVE_CACHE_SIZE", size)
+        monkeypatch.setattr(urls, "JOINS_MEMOISED", joins)
+        clear_resolve_cache()
+        for _ in range(2):
+            assert resolve_links(base, hrefs, (), dict.fromkeys(expected)) == expected
+            kept = [len(m) for contexts in urls._caches.values() for m in contexts.values()]
+            assert sum(kept) == urls._cached[0] <= kept_at_most
+            assert urls._joined[0] <= joins
 
 
 def test_resolve_root_base_without_path_folder() -> None:
