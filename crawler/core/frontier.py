@@ -20,6 +20,10 @@ object (a small int, or a range from a table per depth), so a URL costs its dict
 - DONE (0), false: met and not queued: in flight, screened or judged and not settled, or
   judged broken (every link counts: its late referrers);
 - n >= 1, true: judged and settled: a link at depth n - 1 or deeper is no news.
+
+Two facts of Python's ranges this leans on: an empty range is false, and every empty range
+equals every other (range(2, 2) == range(5, 5)); so `pop` and `hush` tell a level's value
+by identity (`is`), never by `==`, and a queued URL's depth is read as its value's `start`.
 """
 
 from __future__ import annotations

@@ -423,10 +423,15 @@ def _name(param: str) -> str:
 _C0_SPACE = "".join(map(chr, range(0x21)))  # what browsers strip around an href
 _TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
 _MISS = object()
-# strip -> context -> href -> resolve()'s answer: by context first, so that resolve_links
-# looks a page's hrefs up in one dict (and no (context, href) tuple is kept an entry)
+# resolve()'s memo. The forms the origin alone decides ("/x", "//x", an absolute href):
+# strip -> origin -> href -> answer, by origin first, so that resolve_links looks a page's
+# hrefs up in one dict (no (context, href) tuple an entry); it holds no other form, so an
+# href of another form looked up there is a miss, never another page's answer. The forms
+# the folder or the whole base decides: strip -> (context, href) -> answer (a dict a folder
+# or a page would cost more than the tuple: a site's query links make one a page).
 _caches: dict[tuple[str, ...], dict[str, dict[str, str | None]]] = {}
-_cached = [0]  # entries in _caches, all contexts together: RESOLVE_CACHE_SIZE bounds it
+_pairs: dict[tuple[str, ...], dict[tuple[str, str], str | None]] = {}
+_cached = [0]  # entries in _caches and _pairs together: RESOLVE_CACHE_SIZE bounds them
 _joined = [0]  # of which resolve_links' known joins: JOINS_MEMOISED bounds them
 _bases: dict[str, tuple[str, str, str, str]] = {}
 
@@ -439,18 +444,38 @@ def clear_resolve_cache() -> None:
 
 def _forget() -> None:
     _caches.clear()
+    _pairs.clear()
     _cached[0] = _joined[0] = 0
 
 
-def _memo(strip: tuple[str, ...], context: str) -> dict[str, str | None]:
-    """resolve()'s memo for the hrefs whose answer depends on `context` alone."""
-    contexts = _caches.get(strip)
-    if contexts is None:
-        contexts = _caches[strip] = {}
-    memo = contexts.get(context)
+def _memo(strip: tuple[str, ...], origin: str) -> dict[str, str | None]:
+    """resolve()'s memo for the hrefs whose answer `origin` alone decides."""
+    origins = _caches.get(strip)
+    if origins is None:
+        origins = _caches[strip] = {}
+    memo = origins.get(origin)
     if memo is None:
-        memo = contexts[context] = {}
+        memo = origins[origin] = {}
     return memo
+
+
+def _pairs_memo(strip: tuple[str, ...]) -> dict[tuple[str, str], str | None]:
+    """resolve()'s memo for the hrefs whose answer a folder or the whole base decides."""
+    memo = _pairs.get(strip)
+    if memo is None:
+        memo = _pairs[strip] = {}
+    return memo
+
+
+def _room(href: str) -> bool:
+    """Whether resolve()'s answer for href is kept: one entry more, the memo emptied first
+    when full (so a caller looks its memo up again after)."""
+    if len(href) > _MAX_CACHED_HREF:
+        return False
+    if _cached[0] >= RESOLVE_CACHE_SIZE:
+        _forget()
+    _cached[0] += 1
+    return True
 
 
 _AUTHORITY_END = re.compile(r"[/?#]")
@@ -494,21 +519,22 @@ def resolve(base: str, href: str, strip: tuple[str, ...] = ()) -> str | None:
     """
     first = href[:1]
     if first == "/" or href.startswith(("https://", "http://")):
-        context = _base_parts(base)[1]
-    elif first > " " and first not in "?#\\" and ":" not in href:
-        context = _base_parts(base)[2]
+        origin = _base_parts(base)[1]
+        result = _memo(strip, origin).get(href, _MISS)
+        if result is _MISS:
+            result = _resolve(base, href, strip)
+            if _room(href):
+                _memo(strip, origin)[href] = result
+        return result  # type: ignore[return-value]
+    if first > " " and first not in "?#\\" and ":" not in href:
+        key = (_base_parts(base)[2], href)
     else:  # "?x", "#x", "", leading whitespace, other schemes, "http:x": may need the query
-        context = base
-    memo = _memo(strip, context)
-    result = memo.get(href, _MISS)
+        key = (base, href)
+    result = _pairs_memo(strip).get(key, _MISS)
     if result is _MISS:
         result = _resolve(base, href, strip)
-        if len(href) <= _MAX_CACHED_HREF:
-            if _cached[0] >= RESOLVE_CACHE_SIZE:
-                _forget()
-                memo = _memo(strip, context)
-            _cached[0] += 1
-            memo[href] = result
+        if _room(href):
+            _pairs_memo(strip)[key] = result
     return result  # type: ignore[return-value]
 
 
@@ -745,13 +771,10 @@ def resolve_links(
             joined, shared = "", False  # no normalised URL
         if joined in known:
             found[joined] = None
-            if shared and _joined[0] < JOINS_MEMOISED and len(href) <= _MAX_CACHED_HREF:
-                if _cached[0] >= RESOLVE_CACHE_SIZE:
-                    _forget()
-                    memo = _memo(strip, context)
-                    get = memo.get
-                _cached[0] += 1
+            if shared and _joined[0] < JOINS_MEMOISED and _room(href):
                 _joined[0] += 1
+                memo = _memo(strip, context)  # emptied by _room when it was full
+                get = memo.get
                 memo[href] = joined
             continue
         candidate = join_exactly(href, base, scheme, origin, folder)
@@ -759,6 +782,7 @@ def resolve_links(
             found[candidate] = None
             continue
         target = resolve(base, href, strip)
+        get = _memo(strip, context).get  # the memo resolve() may have emptied and begun again
         if target is not None:
             found[target] = None
     return list(found)
