@@ -21,7 +21,7 @@ from aiohttp import web
 from crawler.core.access import Access
 from crawler.core.history import Validators
 from crawler.shell.fetch import HttpTransport, Response
-from crawler.shell.http1 import LeanTransport, _Slots
+from crawler.shell.http1 import LeanTransport, Slots
 from crawler.shell.transports import crawl_transport
 
 UA = "test-agent/1"
@@ -816,7 +816,7 @@ def test_a_slot_handed_to_a_waiter_cancelled_in_the_same_step_passes_to_the_next
     cancelled before it runs, the slot goes on to the next, never lost."""
 
     async def run() -> tuple[bool, int, int]:
-        slots = _Slots(1)
+        slots = Slots(1)
         await slots.wait()  # the one slot taken
         first = asyncio.create_task(slots.wait())
         second = asyncio.create_task(slots.wait())

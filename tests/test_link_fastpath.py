@@ -12,6 +12,7 @@ import contextlib
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from crawler.core import urls
 from crawler.core.urls import join_exactly, join_parts, normalize, resolve, resolve_links
 from crawler.errors import InvalidURLError
 
@@ -107,3 +108,48 @@ def test_resolve_links_agrees_with_resolve_when_every_url_is_known(
     expected = [url for url in (resolve(base, h) for h in hrefs) if url is not None]
     known = dict.fromkeys(expected)
     assert resolve_links(base, hrefs, (), known) == list(dict.fromkeys(expected))
+
+
+other_base = st.sampled_from(
+    [
+        "http://h:1/",
+        "http://h:1/a/",
+        "http://h:1/a/b/c.html",
+        "http://h:1/x/y/z/",
+        "http://h:1/a/b/c.html?q=1",
+        "https://h:1/a/b/",
+        "http://h:2/a/b/",
+        "https://x.example/docs/index.html",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)  # near misses of up to 5 pages
+@given(
+    pages=st.lists(
+        st.tuples(other_base, st.lists(href | inline_forms, max_size=6)), min_size=2, max_size=5
+    ),
+    strip=st.sampled_from([(), ("q",)]),
+)
+@example(
+    pages=[("http://h:1/a/b/c.html", ["../x", "/x", "x"]), ("http://h:1/", ["../x", "/x", "x"])],
+    strip=(),
+)
+@example(pages=[("http://h:1/a/", ["//h:1/a", "/a"]), ("https://h:1/a/", ["//h:1/a"])], strip=())
+def test_resolve_links_memo_serves_each_page_its_own_answer(
+    pages: list[tuple[str, list[str]]], strip: tuple[str, ...]
+) -> None:
+    """resolve_links memoises the known joins the origin alone decides, for the pages after:
+    across pages of other folders, schemes, ports and origins, with every near miss known,
+    each page still gets what an unmemoised resolve gives its hrefs (urls._resolve: resolve()
+    itself answers from the same memo). The URLs known are a crawl's: stripped too."""
+    urls.clear_resolve_cache()
+    answers = [[urls._resolve(base, h, strip) for h in hrefs] for base, hrefs in pages]
+    met = [url for page in answers for url in page if url is not None]
+    near = {url for base, hrefs in pages for url in _near_misses(base, hrefs)}
+    near = {url for url in near if urls.strip_params(url, strip) == url}  # as a crawl's are
+    known = dict.fromkeys([*met, *near])
+    for _ in range(2):
+        for (base, hrefs), expected in zip(pages, answers, strict=True):
+            found = [url for url in expected if url is not None]
+            assert resolve_links(base, hrefs, strip, known) == list(dict.fromkeys(found))

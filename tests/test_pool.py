@@ -5,10 +5,14 @@ death and a SIGTERM, and is not used when requests are spaced."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import signal
+import struct
+import termios
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import formatdate
 from pathlib import Path
@@ -259,6 +263,55 @@ def test_workers_hold_requests_at_the_server_to_concurrency(
         assert requests["by_workers"] < after_start * 0.9
     assert len(read_published(tmp_path / "out", xsd).locs) == 400
     assert 1 <= tree.peak <= concurrency  # twice as many jobs in flight, never more requests
+
+
+def test_a_worker_parks_its_runners_between_jobs_rather_than_make_a_task_a_job(serve):
+    """Jobs sent one at a time, each after the last one's result, as a crawl's come when
+    the worker keeps up: its runner waits for the next job rather than end, so the worker
+    makes a task a runner (at most its share), not one a job, each a step and a done
+    callback through the loop. The same results, in the same order."""
+    tree = CountingTree(40, 0.0)
+    srv = serve(tree.site.app)
+    jobs = 12
+
+    async def drive() -> tuple[int, list[int]]:
+        loop = asyncio.get_running_loop()
+        made = 0
+
+        def counted(loop, coro, **kwargs):  # type: ignore[no-untyped-def]
+            nonlocal made
+            made += 1
+            return asyncio.Task(coro, loop=loop, **kwargs)
+
+        jobs_read, jobs_write = os.pipe()
+        results_read, results_write = os.pipe()
+        settings = pool.Settings("bot/1", 3, 10.0, 1 << 20, PagePolicy("bot"), Access())
+        worker = loop.create_task(pool._serve(settings, jobs_read, results_write))
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(results_read, "rb", 0)
+        )
+        sender, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(jobs_write, "wb", 0))
+        frames = pool._Frames()
+        assert not frames.feed(await reader.readexactly(4))[0]  # ready
+        loop.set_task_factory(counted)
+        statuses = []
+        for n in range(jobs):
+            sender.write(pool._frame(pack(pool.Job(n, f"{srv.url}/{n}", 1, None))))
+            payloads: list[bytes] = []
+            while not payloads:
+                payloads = frames.feed(await reader.read(1 << 16))
+            (result,) = [unpack(pool.Result, p) for p in payloads]
+            assert result.job == n and result.page is not None
+            statuses.append(result.status)
+        sender.close()
+        await asyncio.wait_for(worker, 10)
+        loop.set_task_factory(None)
+        return made, statuses
+
+    made, statuses = asyncio.run(drive())
+    assert statuses == [200] * jobs
+    assert made <= 3 + 1, made  # a runner each at most (the share), and one connection's
 
 
 def _children(pid: int) -> list[int]:
@@ -877,3 +930,53 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(serve,
     runs = ("full", "unchanged", "half", "first-half")
     published = {tuple(read_published(tmp_path / run, xsd).locs) for run in runs}
     assert len(published) == 1 and len(next(iter(published))) == 600
+
+
+async def _until(condition: Callable[[], object], what: str, timeout: float = 20.0) -> None:
+    """Poll `condition` on the running loop (the worker's coroutines go on meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
+def _unread(fd: int) -> int:
+    """Bytes waiting in a pipe, unread."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+def test_a_runner_that_fails_gives_its_place_back_and_the_jobs_waiting_are_served(serve):
+    """A worker's runner whose result cannot be written fails (the crawl's end of the
+    results pipe closed while the result waits in the pipe's buffer: drain raises): its
+    place is given back all the same (run's finally), and the jobs left waiting for it,
+    at a share of one, get a runner of their own and are fetched, rather than waiting for
+    good. A real worker loop (pool._serve) on real pipes, a real server."""
+    links = "".join(f'<a href="/l/{i:05d}/{"x" * 60}">x</a>' for i in range(8_000))
+    site = Site({"/big": links, "/a": "<p>a</p>", "/b": "<p>b</p>"})
+    srv = serve(site.app)
+    settings = Settings("bot/1", 1, 10.0, 8 << 20, PagePolicy("bot"), Access())
+
+    async def scenario() -> None:
+        jobs_read, jobs = os.pipe()
+        results, results_write = os.pipe()
+        worker = asyncio.create_task(pool._serve(settings, jobs_read, results_write))
+        await _until(lambda: _unread(results) == 4, "the worker's ready frame")
+        os.read(results, 4)
+        os.write(jobs, _frame(pack(Job(1, srv.url + "/big", 1, None))))
+        # its result (about 600 KB) fills the pipe, the rest waits in the transport's buffer:
+        # the runner awaits drain, holding the only place
+        await _until(lambda: _unread(results) >= 4096 * 16, "the big result in the pipe")
+        os.write(
+            jobs,
+            b"".join(_frame(pack(Job(n, srv.url + p, 1, None))) for n, p in ((2, "/a"), (3, "/b"))),
+        )
+        await _until(lambda: _unread(jobs_read) == 0, "the jobs read")
+        await asyncio.sleep(0.2)  # read, and left waiting: no place is free
+        assert site.paths == ["/big"]
+        os.close(results)  # the crawl is gone: the write fails, drain raises in the runner
+        await _until(lambda: "/b" in site.paths, "the jobs that waited, fetched", 10.0)
+        os.close(jobs)  # the crawl closes the jobs pipe: the worker ends
+        await asyncio.wait_for(worker, 10.0)
+
+    asyncio.run(scenario())
+    assert sorted(site.paths) == ["/a", "/b", "/big"]

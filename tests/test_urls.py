@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from types import ModuleType
 
 import pytest
 
@@ -14,6 +15,7 @@ from crawler.core.urls import (
     clear_resolve_cache,
     normalize,
     resolve,
+    resolve_links,
     strip_params,
     url_folder,
 )
@@ -365,8 +367,49 @@ def test_resolve_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     base = "https://e.com/"
     for i in range(100):
         assert resolve(base, f"/p{i}") == f"https://e.com/p{i}"
-    assert all(len(cache) <= 10 for cache in urls._caches.values())
+    for i in range(100):
+        assert resolve(base, f"p{i}?x") == f"https://e.com/p{i}?x"  # the folder's forms too
+    assert _kept(urls) == urls._cached[0] <= 10
     assert resolve(base, "/p3") == "https://e.com/p3"
+
+
+def _kept(urls: ModuleType) -> int:
+    """Entries in resolve()'s memo, the origins' and the pairs' together."""
+    by_origin = sum(len(m) for origins in urls._caches.values() for m in origins.values())
+    return by_origin + sum(len(pairs) for pairs in urls._pairs.values())
+
+
+def test_resolve_links_memo_is_bounded_with_resolves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The known joins resolve_links memoises count against the same bound, and have their
+    own: the first JOINS_MEMOISED after the memo is emptied."""
+    import crawler.core.urls as urls
+
+    base = "https://e.com/a/b.html"
+    hrefs = [f"/p{i}" for i in range(40)] + [f"https://e.com/q{i}" for i in range(40)]
+    expected = [resolve(base, href) for href in hrefs]
+    for size, joins, kept_at_most in ((10, 4096, 10), (1000, 5, 5)):
+        monkeypatch.setattr(urls, "RESOLVE_CACHE_SIZE", size)
+        monkeypatch.setattr(urls, "JOINS_MEMOISED", joins)
+        clear_resolve_cache()
+        for _ in range(2):
+            assert resolve_links(base, hrefs, (), dict.fromkeys(expected)) == expected
+            assert _kept(urls) == urls._cached[0] <= kept_at_most
+            assert urls._joined[0] <= joins
+
+
+def test_resolve_links_never_takes_an_answer_resolve_kept_for_a_pathless_base() -> None:
+    """resolve() keeps a "?x", "#x" or "" href's answer for the whole base, and a raw base
+    with no path (a redirect's, a robots.txt Sitemap's) is spelt as its origin: a page of
+    that origin must still have its own "?x" joined to its own path (found by the review:
+    the robots.txt redirected to "?v=2" sent every page's "?v=2" link to "/?v=2")."""
+    clear_resolve_cache()
+    assert resolve("http://127.0.0.1:18850", "?page=2") == "http://127.0.0.1:18850/?page=2"
+    assert resolve("http://127.0.0.1:18850", "") == "http://127.0.0.1:18850/"
+    base = "http://127.0.0.1:18850/blog/post"
+    assert resolve_links(base, ["?page=2", "", "#top"], (), {}) == [
+        "http://127.0.0.1:18850/blog/post?page=2",
+        "http://127.0.0.1:18850/blog/post",
+    ]
 
 
 def test_resolve_root_base_without_path_folder() -> None:

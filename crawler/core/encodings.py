@@ -15,8 +15,12 @@ import functools
 import re
 import unicodedata
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from crawler.core.directives import ascii_lower
+
+if TYPE_CHECKING:
+    from _codecs import _EncodingMap
 
 __all__ = ["BOMS", "UTF8_QUERIES", "decode", "encode_query", "encoding_for_label"]
 
@@ -130,13 +134,30 @@ def _windows_table(codec: str, overrides: dict[int, str] | None = None) -> str:
     return _single_byte_table(byte)
 
 
-_TABLES: dict[str, str] = {
-    **{f"windows-125{n}": _windows_table(f"cp125{n}") for n in range(9)},
-    "windows-1255": _windows_table("cp1255", {0xCA: "\u05ba"}),  # HEBREW POINT HOLAM HASER
-    "windows-874": _windows_table("cp874"),
-    "koi8-u": _windows_table("koi8_u", {0xAE: "\u045e", 0xBE: "\u040e"}),  # KOI8-RU's ў Ў
-    "x-user-defined": _single_byte_table(lambda b: chr(b) if b < 0x80 else chr(0xF780 + b - 0x80)),
+#: The single-byte encodings decoded by a table of their own (WHATWG's index, not Python's
+#: codec): their names, and the table's recipe. Each table is built when a page first needs it
+#: (_table): building them all took 256 codec calls each at every start (#26), about 1% of
+#: an unchanged night's instructions on a small site, for encodings most crawls never meet.
+_TABLE_RECIPES: dict[str, Callable[[], str]] = {
+    **{
+        f"windows-125{n}": functools.partial(_windows_table, f"cp125{n}")
+        for n in (0, 1, 2, 3, 4, 6, 7, 8)
+    },
+    "windows-1255": functools.partial(_windows_table, "cp1255", {0xCA: "\u05ba"}),  # HOLAM HASER
+    "windows-874": functools.partial(_windows_table, "cp874"),
+    "koi8-u": functools.partial(_windows_table, "koi8_u", {0xAE: "\u045e", 0xBE: "\u040e"}),  # ў Ў
+    "x-user-defined": functools.partial(
+        _single_byte_table, lambda b: chr(b) if b < 0x80 else chr(0xF780 + b - 0x80)
+    ),
 }
+
+
+@functools.cache
+def _table(name: str) -> str | None:
+    """The decoding table of a single-byte encoding name (_TABLE_RECIPES), None for others."""
+    recipe = _TABLE_RECIPES.get(name)
+    return None if recipe is None else recipe()
+
 
 BOMS = (
     (codecs.BOM_UTF8, "utf-8"),
@@ -159,7 +180,7 @@ def decode(body: bytes, name: str) -> str:
         if bom_name == name and body.startswith(bom):
             body = body[len(bom) :]
             break
-    table = _TABLES.get(name)
+    table = _table(name)
     if table is not None:
         return codecs.charmap_decode(body, "replace", table)[0]
     if name == "replacement":
@@ -426,7 +447,6 @@ _GB18030_DECODED = {0xE5E5: "\u3000", 0xE7C7: "\u1e3f", 0x1E3F: "\ue7c7"}
 
 # Encodings whose pages send link queries in UTF-8 (the URL Standard's "get an output encoding")
 UTF8_QUERIES = frozenset({"utf-8", "utf-16be", "utf-16le", "replacement"})
-_CHARMAPS = {name: codecs.charmap_build(table) for name, table in _TABLES.items()}
 _NON_ASCII = re.compile("[^\x00-\x7f]+")
 # a byte of an encoded query as the URL Standard writes it: percent-encoded when it is in the
 # special-query percent-encode set or not ASCII (stateful and multibyte encodings emit ASCII
@@ -435,6 +455,13 @@ _QUERY_BYTES = [
     chr(byte) if 0x20 < byte < 0x7F and byte not in b"\"#<>'" else f"%{byte:02X}"
     for byte in range(256)
 ]
+
+
+@functools.cache
+def _charmap(name: str) -> dict[int, int] | _EncodingMap | None:
+    """The encoding map of a single-byte encoding's table (_table), None for others."""
+    table = _table(name)
+    return None if table is None else codecs.charmap_build(table)
 
 
 def encode_query(href: str, encoding: str) -> str:
@@ -480,7 +507,7 @@ def _encode_char(char: str, encoding: str) -> bytes | None:
     Python's codecs are supersets of what browsers encode (best-fit mappings, user-defined
     areas, HKSCS, JIS X 0212, GB18030's four-byte forms in GBK), so their output is checked
     and narrowed here; the Japanese encodings go through the jis0208 index directly."""
-    charmap = _CHARMAPS.get(encoding)
+    charmap = _charmap(encoding)
     if charmap is not None:
         try:
             return codecs.charmap_encode(char, "strict", charmap)[0]

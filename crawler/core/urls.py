@@ -68,6 +68,10 @@ DEFAULT_PORTS: dict[str, int] = {"http": 80, "https": 443}
 RESOLVE_CACHE_SIZE = 100_000
 """Entries kept by :func:`resolve` before its memo is emptied; about 15 MB at the limit."""
 
+JOINS_MEMOISED = 4096
+"""Known joins :func:`resolve_links` adds to resolve()'s memo until it is next emptied: the
+first met, which most pages link to (the navigation); about 0.8 MB."""
+
 _MAX_CACHED_HREF = 2048  # longer hrefs are one-offs (traps, data blobs): not worth the memory
 
 
@@ -419,14 +423,59 @@ def _name(param: str) -> str:
 _C0_SPACE = "".join(map(chr, range(0x21)))  # what browsers strip around an href
 _TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
 _MISS = object()
-_caches: dict[tuple[str, ...], dict[tuple[str, str], str | None]] = {}
+# resolve()'s memo. The forms the origin alone decides ("/x", "//x", an absolute href):
+# strip -> origin -> href -> answer, by origin first, so that resolve_links looks a page's
+# hrefs up in one dict (no (context, href) tuple an entry); it holds no other form, so an
+# href of another form looked up there is a miss, never another page's answer. The forms
+# the folder or the whole base decides: strip -> (context, href) -> answer (a dict a folder
+# or a page would cost more than the tuple: a site's query links make one a page).
+_caches: dict[tuple[str, ...], dict[str, dict[str, str | None]]] = {}
+_pairs: dict[tuple[str, ...], dict[tuple[str, str], str | None]] = {}
+_cached = [0]  # entries in _caches and _pairs together: RESOLVE_CACHE_SIZE bounds them
+_joined = [0]  # of which resolve_links' known joins: JOINS_MEMOISED bounds them
 _bases: dict[str, tuple[str, str, str, str]] = {}
 
 
 def clear_resolve_cache() -> None:
     """Forget memoised resolutions (tests and benchmarks; the memo is otherwise self-bounding)."""
-    _caches.clear()
+    _forget()
     _bases.clear()
+
+
+def _forget() -> None:
+    _caches.clear()
+    _pairs.clear()
+    _cached[0] = _joined[0] = 0
+
+
+def _memo(strip: tuple[str, ...], origin: str) -> dict[str, str | None]:
+    """resolve()'s memo for the hrefs whose answer `origin` alone decides."""
+    origins = _caches.get(strip)
+    if origins is None:
+        origins = _caches[strip] = {}
+    memo = origins.get(origin)
+    if memo is None:
+        memo = origins[origin] = {}
+    return memo
+
+
+def _pairs_memo(strip: tuple[str, ...]) -> dict[tuple[str, str], str | None]:
+    """resolve()'s memo for the hrefs whose answer a folder or the whole base decides."""
+    memo = _pairs.get(strip)
+    if memo is None:
+        memo = _pairs[strip] = {}
+    return memo
+
+
+def _room(href: str) -> bool:
+    """Whether resolve()'s answer for href is kept: one entry more, the memo emptied first
+    when full (so a caller looks its memo up again after)."""
+    if len(href) > _MAX_CACHED_HREF:
+        return False
+    if _cached[0] >= RESOLVE_CACHE_SIZE:
+        _forget()
+    _cached[0] += 1
+    return True
 
 
 _AUTHORITY_END = re.compile(r"[/?#]")
@@ -464,29 +513,28 @@ def resolve(base: str, href: str, strip: tuple[str, ...] = ()) -> str | None:
     ``strip`` names query/path parameters to drop first (see :func:`strip_params`).
 
     Results are memoised: most links on a site are the same navigation links on every page.
-    The memo key holds only what the result depends on (the origin for ``/x``, the folder
-    for ``x``, the whole base for ``?x``), so one entry serves every page that shares it.
+    The memo's context holds only what the result depends on (the origin for ``/x``, and
+    for ``//x`` and an absolute href, which it contains; the folder for ``x``, the whole
+    base for ``?x``), so one entry serves every page that shares it.
     """
     first = href[:1]
-    if first == "/":
-        context = _base_parts(base)[0] if href[1:2] == "/" else _base_parts(base)[1]
-    elif href.startswith(("https://", "http://")):
-        context = ""
-    elif first > " " and first not in "?#\\" and ":" not in href:
-        context = _base_parts(base)[2]
+    if first == "/" or href.startswith(("https://", "http://")):
+        origin = _base_parts(base)[1]
+        result = _memo(strip, origin).get(href, _MISS)
+        if result is _MISS:
+            result = _resolve(base, href, strip)
+            if _room(href):
+                _memo(strip, origin)[href] = result
+        return result  # type: ignore[return-value]
+    if first > " " and first not in "?#\\" and ":" not in href:
+        key = (_base_parts(base)[2], href)
     else:  # "?x", "#x", "", leading whitespace, other schemes, "http:x": may need the query
-        context = base
-    cache = _caches.get(strip)
-    if cache is None:
-        cache = _caches[strip] = {}
-    key = (context, href)
-    result = cache.get(key, _MISS)
+        key = (base, href)
+    result = _pairs_memo(strip).get(key, _MISS)
     if result is _MISS:
         result = _resolve(base, href, strip)
-        if len(href) <= _MAX_CACHED_HREF:
-            if len(cache) >= RESOLVE_CACHE_SIZE:
-                cache.clear()
-            cache[key] = result
+        if _room(href):
+            _pairs_memo(strip)[key] = result
     return result  # type: ignore[return-value]
 
 
@@ -674,48 +722,67 @@ def resolve_links(
     """resolve() for all the hrefs of a page: the URLs they lead to, each once, in
     first-seen order. The crawl's hottest loop, and fast when most lead to URLs met before.
 
-    Navigation repeats on every page, so each href is first joined to the base by string
-    operations when that is the exact join (join_exactly), and looked up in `known`, URLs
-    known to be normalised: a join equal to one needs no normalising
-    (tests/test_link_fastpath.py proves it). Only the rest take resolve().
+    Navigation repeats on every page: an href whose URL the origin alone decides (``/x``,
+    ``//x``, an absolute URL) is looked up first among the answers memoised for the origin
+    (resolve()'s, and this loop's known joins: a per-href hash look-up, no join). Each
+    other href is joined to the base by string operations when that is the exact join
+    (join_exactly), and looked up in `known`, URLs known to be normalised (and stripped:
+    the crawl's): a join equal to one needs no normalising (tests/test_link_fastpath.py
+    proves it). Only the rest take resolve().
 
     `base` must be normalised (as join_parts' is; digest_page normalises a <base href>):
     the string joins are exact only from a base without dot segments or a fragment.
     """
+    context = _base_parts(base)[1]  # resolve()'s for the forms the origin decides
+    memo = _memo(strip, context)
+    get = memo.get
     scheme, origin, folder = join_parts(base)
     cut = folder.rfind("/", 0, len(folder) - 1)
     up = folder[: cut + 1] if cut >= len(origin) else None  # for "../x": join_exactly's
     found: dict[str, None] = {}
     for href in hrefs:
+        target = get(href)
+        if target is not None:
+            found[target] = None
+            continue
         # the forms a page's links are written in, told apart by comparisons alone (cheaper
         # than slices, startswith or a call), most common first, each joined as
         # join_exactly would: "/" then a character from "0" on (so never "//"), to the
         # origin; "../" once, to the folder above; an absolute URL as it is; "//x" to the
         # scheme, another "/x" to the origin; "#x" is the base. A join that is no known URL
         # (a fragment, a backslash, dot segments left, a URL new to the crawl) takes
-        # join_exactly, then resolve(), as every other form does.
+        # join_exactly, then resolve(), as every other form does. A known join of a form
+        # the origin decides (`shared`) is memoised, the first JOINS_MEMOISED of them.
         if "/0" <= href < "0":
             joined = origin + href
+            shared = True
         elif "../" <= href < "..0" and up is not None:
-            joined = up + href[3:]
+            joined, shared = up + href[3:], False
         elif "h" <= href < "i":
-            joined = href
+            joined, shared = href, True  # a known URL is absolute: decided by no base
         elif "/" <= href < "/0":
             joined = scheme + href if href[1:2] == "/" else origin + href
+            shared = True
         elif "#" <= href < "$":
-            joined = base
+            joined, shared = base, False
         elif "mailto:" <= href < "mailto;":
             continue  # resolve() has nothing for another scheme than http(s)
         else:
-            joined = ""  # no normalised URL
+            joined, shared = "", False  # no normalised URL
         if joined in known:
             found[joined] = None
+            if shared and _joined[0] < JOINS_MEMOISED and _room(href):
+                _joined[0] += 1
+                memo = _memo(strip, context)  # emptied by _room when it was full
+                get = memo.get
+                memo[href] = joined
             continue
         candidate = join_exactly(href, base, scheme, origin, folder)
         if candidate is not None and candidate in known:
             found[candidate] = None
             continue
         target = resolve(base, href, strip)
+        get = _memo(strip, context).get  # the memo resolve() may have emptied and begun again
         if target is not None:
             found[target] = None
     return list(found)

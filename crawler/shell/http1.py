@@ -307,11 +307,12 @@ class _Connection(asyncio.Protocol):
         return self.keep and not self.closed
 
 
-class _Slots:
-    """The total limit of requests in flight (--concurrency, as aiohttp's connector had): a
-    semaphore whose free slot is taken by the caller as a counter (`free`, none `queue`d),
-    not by asyncio.Semaphore's `acquire` coroutine, whose `locked()` scans its waiters with a
-    generator each time (4,700 instructions a request under callgrind, against 300)."""
+class Slots:
+    """A limit of requests in flight (here --concurrency, as aiohttp's connector had; the
+    pool's share of it for the main process): a semaphore whose free slot is taken by the
+    caller as a counter (`free`, none `queue`d), not by asyncio.Semaphore's `acquire`
+    coroutine, whose `locked()` scans its waiters with a generator each time (4,700
+    instructions a request under callgrind, against 300)."""
 
     __slots__ = ("free", "queue")
 
@@ -367,7 +368,7 @@ class LeanTransport(BaseTransport):
         self._origins: dict[str, _Origin] = {}
         self._dns: dict[tuple[str, int], tuple[float, list[AddrInfoType]]] = {}
         self._resolving: dict[tuple[str, int], asyncio.Future[list[AddrInfoType]]] = {}
-        self._slots = _Slots(self.concurrency)
+        self._slots = Slots(self.concurrency)
         self._tls: ssl.SSLContext | None = None
         self._open: set[_Connection] = set()
         self._closing = False

@@ -13,7 +13,7 @@ from crawler.core.decide import (
     follows_links,
     nofollow_links,
 )
-from crawler.core.frontier import DONE, Frontier, Task
+from crawler.core.frontier import Frontier, Task
 from crawler.core.page import PageResult
 from crawler.core.report import DecisionRecord, Tally
 from crawler.core.screen import Plan, Screen
@@ -55,7 +55,7 @@ class Links:
         # settles URLs in; the journal tells them (and the workers, crawler.shell.settled.told)
         self.settled: SettledIds | SettledNames | None = None
         if self.identity:
-            self.settled = SettledNames()
+            self.settled = SettledNames(frontier)
             journal.settle = self.settled.settle
         # the start URL's decisions, each hop of its redirects: why nothing was listed
         self.start_chain: list[DecisionRecord] = []
@@ -126,11 +126,11 @@ class Links:
             queued = met(url)
             if queued is None:
                 new(url, depth, referrer)
-            elif queued != DONE:  # waiting: refer()'s usual case, one call instead of four
-                if depth < queued:
+            elif type(queued) is range:  # waiting (at its start): refer()'s usual case, one
+                if depth < queued.start:  # call instead of four
                     refer(url, referrer, depth)  # moves it up
                 elif early(url, referrer) and hush is not None:  # (never in flight: DONE)
-                    hush(url, queued)  # its referrers kept: a revived page's links skip it
+                    hush(url, queued.start)  # its referrers kept: links to it skip it
             elif broken or url in active:
                 refer(url, referrer, depth)  # which also brings a listed twin closer
             elif depth < depths.get(url, depth):

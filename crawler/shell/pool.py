@@ -40,9 +40,9 @@ import signal
 import struct
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
@@ -52,6 +52,7 @@ from crawler.core.page import PagePolicy, PageResult
 from crawler.core.urls import LinkResolver
 from crawler.core.wire import pack, unpack, unpack_any
 from crawler.shell.fetch import Response
+from crawler.shell.http1 import Slots
 from crawler.shell.pages import Fetched, LocalPages
 from crawler.shell.transports import CrawlTransport, crawl_transport
 
@@ -354,7 +355,7 @@ class PoolPages(LocalPages):
         self._local = 0  # requests this process has in flight outside its share
         self._backlog: list[tuple[str, int]] = []  # settled before the workers started
         # this process's share of --concurrency once workers run; all of it when all are lost
-        self._here: asyncio.Semaphore | None = None
+        self._here: Slots | None = None
         self._deep: bool | None = False  # pipelined; None: never again (a worker was lost)
         self._revalidations = _Revalidations()  # where conditional requests are made
 
@@ -372,11 +373,16 @@ class PoolPages(LocalPages):
         """Workers started (alive or not): the crawl report's figure."""
         return len(self._workers)
 
-    async def fetch(
+    def fetch(
         self, url: str, depth: int = 0, validators: Validators | None = None
-    ) -> Fetched:
+    ) -> Coroutine[Any, Any, Fetched]:
+        """A page's fetch itself, not a coroutine around it, when it is asked whole: a
+        page's await passes every layer, and this one did nothing on the way back."""
         if validators is None:
-            return await self._fetch(url, depth, None)
+            return self._fetch(url, depth, None)
+        return self._revalidated(url, depth, validators)
+
+    async def _revalidated(self, url: str, depth: int, validators: Validators) -> Fetched:
         fetched = await self._fetch(url, depth, validators)
         if self._revalidations.answered(fetched.response.status):
             self._deepen()  # back to the workers: pipeline them again
@@ -384,23 +390,27 @@ class PoolPages(LocalPages):
 
     async def _fetch(self, url: str, depth: int, validators: Validators | None) -> Fetched:
         here = self._here
-        if here is not None and not here.locked():  # a slot of our share is free: ours
-            await here.acquire()  # at once (not locked): `async with` but its two coroutines
+        if here is not None and here.take():  # a slot of our share is free: ours, at once
             try:
                 return await super().fetch(url, depth, validators)
             finally:
-                here.release()
+                here.give()
         if validators is None or not self._revalidating_here():
             while (worker := self._pick()) is not None:
-                with contextlib.suppress(WorkerLost):  # then the next worker, or this process
+                try:  # not contextlib.suppress: three calls a page handed over, for nothing
                     fetched = await worker.fetch(url, depth, validators)
-                    self.worker_requests += 1
-                    return fetched
+                except WorkerLost:  # then the next worker, or this process
+                    continue
+                self.worker_requests += 1
+                return fetched
             if here is not None and all(w.lost for w in self._workers):
                 # the crawl may hold 2x concurrency slots for a while: our share, grown by
                 # the lost workers' shares to all of --concurrency, bounds the requests
-                async with here:
+                await here.wait()
+                try:
                     return await super().fetch(url, depth, validators)
+                finally:
+                    here.give()
             if self._allowed and not self._workers:
                 self._fetched += 1
                 if self._fetched >= START_AFTER:
@@ -455,7 +465,7 @@ class PoolPages(LocalPages):
     def _start(self) -> None:
         count = len(self._spares)
         ours = main_share(self.concurrency, count)
-        self._here = asyncio.Semaphore(ours)
+        self._here = Slots(ours)
         concurrency = self.concurrency - ours
         for i, spare in enumerate(self._spares):
             # the shares of --concurrency, ours and the workers', add up to it exactly
@@ -484,7 +494,7 @@ class PoolPages(LocalPages):
         self._set_depth(1)
         if self._here is not None:
             for _ in range(worker.share):  # its share of --concurrency becomes ours
-                self._here.release()
+                self._here.give()
 
     def abort(self) -> None:
         """Stop every worker at once, requests in flight and all (a second signal)."""
@@ -712,17 +722,27 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
 
     # Our share of --concurrency: the crawl sends more jobs than that, so one is ready
     # whenever a request ends. As many runners as the share make the requests, each taking
-    # the next job waiting as it ends one (before its timeout starts): a task per runner,
-    # not per job, and no semaphore to pass. A result is written as soon as it is made
-    # (results rarely meet in one loop turn), and drained only when the pipe is full.
+    # the next job waiting as it ends one (before its timeout starts), and parking when
+    # none waits, to be handed the next job read: a task per runner, not per job (a task
+    # a job cost a step and a done callback through the loop each), and no semaphore to
+    # pass. A result is written as soon as it is made (results rarely meet in one loop
+    # turn), and drained only when the pipe is full.
     waiting: collections.deque[Job] = collections.deque()
+    parked: collections.deque[asyncio.Future[Job | None]] = collections.deque()
     runners: set[asyncio.Task[None]] = set()
     free = settings.concurrency  # runners that may start: counted as they start and stop
+    closing = False  # the crawl closed the pipe: a runner out of jobs stops, not parks
 
-    async def run(job: Job) -> None:
+    async def run(job: Job | None) -> None:
         nonlocal free
         try:
-            await serve(job)
+            while job is not None:
+                await serve(job)
+                if closing:
+                    return
+                park: asyncio.Future[Job | None] = loop.create_future()
+                parked.append(park)
+                job = await park  # the next job read, or None: the pipe closed
         finally:  # its place given back, even by a runner that failed (the pipe broken):
             if waiting:  # then the jobs left waiting for it get a runner of their own
                 start(waiting.popleft())
@@ -742,14 +762,28 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
             transport.write(answer(job.job, url, fetched))
             if transport.get_write_buffer_size() > _READ_SIZE:
                 await writer.drain()
-            if not waiting:  # its place is given back at once (run's finally), not when
-                return  # the task's done callbacks run: a job read then would wait for it
+            if not waiting:  # it parks (run), handed the next job as it is read
+                return
             job = waiting.popleft()
 
     def start(job: Job) -> None:
         task = loop.create_task(run(job))
         runners.add(task)
         task.add_done_callback(runners.discard)
+
+    def hand(job: Job) -> None:
+        """A job read: to a parked runner, else a new runner, else the queue."""
+        nonlocal free
+        while parked:
+            park = parked.popleft()
+            if not park.done():  # never, but for a runner cancelled while parked
+                park.set_result(job)
+                return
+        if free:
+            free -= 1
+            start(job)
+        else:
+            waiting.append(job)
 
     frames = _Frames()
     async with http:
@@ -759,12 +793,14 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
                 message = unpack_any((Job, Settled), payload)
                 if isinstance(message, Settled):
                     links.settle(message.urls, message.depths)
-                elif free:
-                    free -= 1
-                    start(message)
                 else:
-                    waiting.append(message)
-        while runners:  # finish what was asked, then stop
+                    hand(message)
+        closing = True  # finish what was asked, then stop
+        for park in parked:
+            if not park.done():
+                park.set_result(None)
+        parked.clear()
+        while runners:
             await asyncio.wait(runners)
     writer.close()
 

@@ -20,10 +20,9 @@ loop would act on.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import compress, filterfalse, repeat
-from operator import lt
 from typing import Final
 
+from crawler.core.frontier import Frontier
 from crawler.core.history import HistoryLinks
 from crawler.core.urls import UNSETTLED, link_matters
 from crawler.shell.state import CrawlState
@@ -113,70 +112,26 @@ class SettledIds:
         depths.extend(bytes([_UNSETTLED]) * more)
 
 
-#: SettledNames' depth for a URL not settled: a link at any depth is below it (matters)
-_NEVER: Final = 1 << 62
-#: URLs SettledNames keeps at most: a dict of them is 3.7 MiB (its keys the frontier's own
-#: strings, SettledNames.settle), about 2% of what the frontier
-#: holds for as many URLs (bench/README.md: 199 bytes a URL)
-NAMES_KEPT: Final = 100_000
-
-
 class SettledNames:
     """By URL name, for a crawl without a history to revive pages from (#26): the depth
-    from which a link to the URL is no news, kept and told as SettledIds keeps it by id.
-    Of a page's about 80 links, all but a few lead to URLs judged already, or queued with
-    every early referrer kept: each went through Links.follow_targets' loop (two or three
-    look-ups by name) for nothing. Here they are left out in C, and only the links that
-    may change something are looped over, as a worker's LinkResolver sends back only
-    those. At `capacity` URLs no more are added (a URL kept is still told its new depth):
-    memory stays bounded (3.7 MiB at 100,000), the first judged, which most pages link to
-    (the navigation), stay, and a URL not kept costs only speed."""
+    from which a link to the URL is no news, told as SettledIds is told, and kept in the
+    frontier's own value for the URL (crawler.core.frontier: a second table of names cost
+    about 2 MB at 20,000 pages). Of a page's about 80 links, all but a few lead to URLs
+    judged already, or queued with every early referrer kept: each went through
+    Links.follow_targets' loop (two or three look-ups by name) for nothing. Here they are
+    left out in C, and only the links that may change something are looped over, as a
+    worker's LinkResolver sends back only those. A URL the frontier has not met, or still
+    queues, keeps no settled depth: its links are looked at (never wrongly left out). The
+    frontier's own methods, with no call between: one runs for every URL judged, one for
+    every page's links."""
 
-    def __init__(self, capacity: int = NAMES_KEPT) -> None:
-        self._capacity = capacity
-        self._depths: dict[str, int] = {}  # url -> the depth from which a link is no news
-        # no depth kept is above it: a link at it or deeper is no news to any URL kept
-        self._deepest = 0
-        self.then: Callable[[str, int], None] | None = None
-
-    def settle(self, url: str, depth: int = 0) -> None:
-        """As SettledIds.settle: url is judged for good (UNSETTLED: broken). The key kept
-        is this url, the frontier's own string: a URL hushed first was kept under a page's
-        copy of it, which a dict keeps on a new value (about 100 bytes a URL more)."""
-        self._keep(url, depth, own=True)
-        if self.then is not None:
-            self.then(url, depth)
-
-    def hush(self, url: str, depth: int) -> None:
-        """As SettledIds.hush: here only, not told to the workers."""
-        self._keep(url, depth)
-
-    def _keep(self, url: str, depth: int, *, own: bool = False) -> None:
-        depths = self._depths
-        if depth < 0:  # UNSETTLED: every link to it matters again
-            depths.pop(url, None)
-            return
-        if url in depths:
-            if own:  # kept under this url from now on (a dict keeps its first key)
-                del depths[url]
-        elif len(depths) >= self._capacity:
-            return  # not kept: every link to it is looked at (the first judged stay)
-        depths[url] = depth
-        if depth > self._deepest:
-            self._deepest = depth
-
-    def unsettled(self, links: Sequence[str], depth: int) -> Sequence[str]:
-        """The links a link at `depth` may still matter to, in their order (link_matters:
-        not settled, or settled deeper; a URL not kept counts as not settled). The crawl
-        goes breadth first, so a page's links are nearly always at least as deep as every
-        depth kept: then a URL kept is left out by a membership test alone, else by its
-        depth (a dict look-up and a comparison a link, still in C)."""
-        depths = self._depths
-        if not depths:
-            return links
-        if depth >= self._deepest:
-            return list(filterfalse(depths.__contains__, links))
-        return list(compress(links, map(lt, repeat(depth), map(depths.get, links, repeat(_NEVER)))))
+    def __init__(self, frontier: Frontier) -> None:
+        #: as SettledIds.settle: url is judged for good (UNSETTLED: broken)
+        self.settle: Callable[[str, int], None] = frontier.settle
+        #: as SettledIds.hush (url, its queued depth): here only, not told to the workers
+        self.hush: Callable[[str, int], None] = frontier.hush
+        #: the links a link at a depth may still matter to, in their order (link_matters)
+        self.unsettled: Callable[[Sequence[str], int], Sequence[str]] = frontier.unsettled
 
 
 def told(
@@ -186,5 +141,13 @@ def told(
     here first, when there are any, then the workers."""
     if settled is None:
         return workers
-    settled.then = workers
-    return settled.settle
+    if isinstance(settled, SettledIds):
+        settled.then = workers
+        return settled.settle
+    keep = settled.settle
+
+    def both(url: str, depth: int) -> None:
+        keep(url, depth)
+        workers(url, depth)
+
+    return both

@@ -514,8 +514,11 @@ def _num(value: float) -> str:
 
 
 def _median(samples: list[float]) -> float:
-    """statistics.median, imported when a host's baseline is first taken: statistics
-    brings fractions and decimal, a start-up import a crawl may never use."""
-    import statistics
-
-    return statistics.median(samples)
+    """statistics.median's value, computed here: every crawl takes a host's baseline, and
+    importing statistics (which brings fractions and decimal) cost about 15 M instructions
+    at each start, half a percent of an unchanged night of 3,000 pages (#26)."""
+    ordered = sorted(samples)
+    half = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[half]
+    return (ordered[half - 1] + ordered[half]) / 2

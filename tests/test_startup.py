@@ -1,0 +1,83 @@
+"""What a crawl imports and builds at start (#26): a night whose pages all answer 304 parses
+no page, so it must not pay at start for what only a page in a legacy encoding needs (the
+single-byte encodings' tables) nor for statistics (the throttle's median). On the
+3,000-page bench site the start was about a quarter of such a night's instructions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from aiohttp import web
+
+_PAGES = 24  # past the throttle's BASELINE_SAMPLES: it takes its median
+
+
+def _page(i: int) -> bytes:
+    links = "".join(f'<a href="/p/{j}">{j}</a>' for j in range(_PAGES))
+    return f"<!doctype html><title>p{i}</title><body><p>Page {i}.</p>{links}".encode()
+
+
+def _app() -> web.Application:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        name = request.path.rsplit("/", 1)[-1]
+        if request.path != "/" and not (request.path.startswith("/p/") and name.isdigit()):
+            return web.Response(status=404, text="no")
+        body = _page(int(name) if name.isdigit() else -1)
+        tag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+        headers = {"ETag": tag, "Last-Modified": "Mon, 02 Nov 2026 10:00:00 GMT"}
+        if request.headers.get("If-None-Match") == tag:
+            return web.Response(status=304, headers=headers)
+        return web.Response(body=body, headers=headers, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    return app
+
+
+def _night(url: str, tmp: Path, *extra: str) -> tuple[int, dict[str, object], list[str]]:
+    """A crawl with a history in a fresh process: its exit code, its report, and whether it
+    had imported statistics at the end."""
+    report = tmp / "report.json"
+    argv = ["crawl", url, "-o", str(tmp / "out"), "-q", "--state", str(tmp / "state.db")]
+    argv += ["--report", str(report), "--workers", "0", *extra]
+    script = (
+        "import sys\n"
+        "from crawler.cli import main\n"
+        f"code = main({argv!r})\n"
+        "print(code, *[m for m in ('statistics',) if m in sys.modules])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    code, *loaded = done.stdout.split()
+    return int(code), json.loads(report.read_text()), loaded
+
+
+def test_a_crawl_does_not_import_statistics(serve, tmp_path):
+    srv = serve(_app())
+    code, report, loaded = _night(srv.url + "/", tmp_path)
+    assert code == 0 and report["pages_not_modified"] == 0
+    assert loaded == []  # the throttle took its baseline (BASELINE_SAMPLES answers)
+    code, report, loaded = _night(srv.url + "/", tmp_path)
+    assert code == 0 and report["pages_not_modified"] == _PAGES + 1
+    assert loaded == []
+
+
+def test_a_legacy_encoding_s_table_is_built_when_a_page_needs_it():
+    """The single-byte tables are built on first use, each the WHATWG index it was."""
+    from crawler.core.encodings import _table, decode, encode_query
+
+    assert _table("utf-8") is None
+    assert decode(b"caf\xe9 \x80", "windows-1252") == "café €"
+    assert decode(b"\x81", "windows-1252") == "\x81"  # undefined in cp1252: WHATWG's C1
+    assert decode(b"\xca", "windows-1255") == "\u05ba"
+    assert decode(b"\xae", "koi8-u") == "\u045e"
+    assert decode(b"\x80", "x-user-defined") == "\uf780"
+    assert encode_query("/s?q=café", "windows-1252") == "/s?q=caf%E9"
+    assert encode_query("/s?q=ў", "koi8-u") == "/s?q=%AE"
