@@ -175,6 +175,28 @@ class Watched:
             return "".join(self._out), "".join(self._err)
 
 
+def imports_of_a_crawl(argv: list[str], modules: tuple[str, ...]) -> tuple[int, list[str], str]:
+    """Run the CLI with argv in a fresh interpreter: its exit code, which of `modules` it had
+    imported when it ended, and its stderr. For tests that a run does not pay for an import
+    it does not use (a fresh process: this one has imported everything)."""
+    script = (
+        "import sys\n"
+        "from crawler.cli import main\n"
+        f"code = main({argv!r})\n"
+        f"print(code, *[m for m in {modules!r} if m in sys.modules])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=child_env(),
+    )
+    code, *loaded = done.stdout.split() or ["-1"]
+    return int(code), loaded, done.stderr
+
+
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("true", "1")
 

@@ -9,8 +9,6 @@ import asyncio
 import gzip
 import socket
 import ssl
-import subprocess
-import sys
 import zlib
 from collections.abc import Awaitable, Callable
 
@@ -23,6 +21,7 @@ from crawler.core.history import Validators
 from crawler.shell.fetch import HttpTransport, Response
 from crawler.shell.http1 import LeanTransport, Slots
 from crawler.shell.transports import crawl_transport
+from tests.procs import imports_of_a_crawl
 
 UA = "test-agent/1"
 
@@ -507,16 +506,9 @@ def test_a_crawl_without_a_proxy_never_loads_aiohttp(serve, tmp_path):
     app = web.Application()
     app.router.add_get("/{tail:.*}", handle)
     srv = serve(app)
-    script = (
-        "import sys\n"
-        "from crawler.cli import main\n"
-        f"code = main(['crawl', {srv.url + '/'!r}, '-o', {str(tmp_path / 'out')!r}, '-q'])\n"
-        "print(code, 'aiohttp' in sys.modules)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.stdout.split() == ["0", "False"], done.stderr
+    argv = ["crawl", srv.url + "/", "-o", str(tmp_path / "out"), "-q"]
+    code, loaded, stderr = imports_of_a_crawl(argv, ("aiohttp",))
+    assert (code, loaded) == (0, []), stderr
 
 
 # -- from #26's review: bytes after an answer, llhttp's leniencies, decoding, shutdown

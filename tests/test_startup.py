@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from aiohttp import web
+
+from tests.procs import imports_of_a_crawl
 
 _PAGES = 24  # past the throttle's BASELINE_SAMPLES: it takes its median
 
@@ -46,16 +46,7 @@ def _night(url: str, tmp: Path, *extra: str) -> tuple[int, dict[str, object], li
     report = tmp / "report.json"
     argv = ["crawl", url, "-o", str(tmp / "out"), "-q", "--state", str(tmp / "state.db")]
     argv += ["--report", str(report), "--workers", "0", *extra]
-    script = (
-        "import sys\n"
-        "from crawler.cli import main\n"
-        f"code = main({argv!r})\n"
-        "print(code, *[m for m in ('statistics',) if m in sys.modules])\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
-    )
-    code, *loaded = done.stdout.split()
+    code, loaded, _ = imports_of_a_crawl(argv, ("statistics",))
     return int(code), json.loads(report.read_text()), loaded
 
 
