@@ -432,6 +432,7 @@ _MISS = object()
 _caches: dict[tuple[str, ...], dict[str, dict[str, str | None]]] = {}
 _pairs: dict[tuple[str, ...], dict[tuple[str, str], str | None]] = {}
 _cached = [0]  # entries in _caches and _pairs together: RESOLVE_CACHE_SIZE bounds them
+_emptied = [0]  # times the memo was emptied: resolve_links then looks its memo up again
 _joined = [0]  # of which resolve_links' known joins: JOINS_MEMOISED bounds them
 _bases: dict[str, tuple[str, str, str, str]] = {}
 
@@ -446,6 +447,7 @@ def _forget() -> None:
     _caches.clear()
     _pairs.clear()
     _cached[0] = _joined[0] = 0
+    _emptied[0] += 1
 
 
 def _memo(strip: tuple[str, ...], origin: str) -> dict[str, str | None]:
@@ -736,6 +738,7 @@ def resolve_links(
     context = _base_parts(base)[1]  # resolve()'s for the forms the origin decides
     memo = _memo(strip, context)
     get = memo.get
+    emptied = _emptied[0]
     scheme, origin, folder = join_parts(base)
     cut = folder.rfind("/", 0, len(folder) - 1)
     up = folder[: cut + 1] if cut >= len(origin) else None  # for "../x": join_exactly's
@@ -773,8 +776,10 @@ def resolve_links(
             found[joined] = None
             if shared and _joined[0] < JOINS_MEMOISED and _room(href):
                 _joined[0] += 1
-                memo = _memo(strip, context)  # emptied by _room when it was full
-                get = memo.get
+                if _emptied[0] != emptied:  # _room emptied it, full: look it up again
+                    emptied = _emptied[0]
+                    memo = _memo(strip, context)
+                    get = memo.get
                 memo[href] = joined
             continue
         candidate = join_exactly(href, base, scheme, origin, folder)
@@ -782,7 +787,10 @@ def resolve_links(
             found[candidate] = None
             continue
         target = resolve(base, href, strip)
-        get = _memo(strip, context).get  # the memo resolve() may have emptied and begun again
+        if _emptied[0] != emptied:  # resolve() emptied the memo: look it up again
+            emptied = _emptied[0]
+            memo = _memo(strip, context)
+            get = memo.get
         if target is not None:
             found[target] = None
     return list(found)
