@@ -13,9 +13,29 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from hypothesis import settings
 from lxml import etree
 
 from tests.procs import SHARED_VARIABLE, shared
+
+# a timing never decides a test: hypothesis' 200 ms deadline per example would, on a busy
+# machine or beside the other xdist workers
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
+
+#: The most test processes `-n auto` starts (pyproject's addopts). A test mostly waits on
+#: its own children (a crawl and its worker, a server, chromium), which want a core each
+#: too: more processes than cores, or more than four, only make each test slower.
+MOST_TEST_PROCESSES = 4
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """As many test processes as this process may use cores (a container's CPU quota
+    counted), up to MOST_TEST_PROCESSES."""
+    from crawler.shell.pool import default_workers
+
+    return max(1, min(default_workers() + 1, MOST_TEST_PROCESSES))
+
 
 # obstore, without AWS credentials, asks the EC2 instance metadata service (169.254.169.254):
 # never from a test (the upload refuses before the crawl with this set; child processes too)

@@ -36,8 +36,7 @@ _UNSETTLED: Final = 255
 
 class SettledIds:
     """By URL id, the depth from which a link to the URL is no news, in a byte (a byte
-    array: 1 byte a URL). `ids`: the state's URL ids (crawler.shell.state); `then`: who
-    else is told (the workers), if anyone."""
+    array: 1 byte a URL). `ids`: the state's URL ids (crawler.shell.state)."""
 
     def __init__(self, ids: Callable[[], dict[str, int]]) -> None:
         self._ids = ids
@@ -45,7 +44,6 @@ class SettledIds:
         # asking again cost two calls of the four a URL settled or hushed takes (#26)
         self._table: dict[str, int] | None = None
         self._depths = bytearray()
-        self.then: Callable[[str, int], None] | None = None
         # per depth of a page's links: settled depth -> 1 when a link at it matters
         self._matters: dict[int, bytes] = {}
 
@@ -59,8 +57,6 @@ class SettledIds:
         """url is judged for good: a link to it at `depth` or deeper changes nothing
         (UNSETTLED: judged broken, every link counts again, see `hush`)."""
         self._keep(url, depth)
-        if self.then is not None:
-            self.then(url, depth)
 
     def hush(self, url: str, depth: int) -> None:
         """url waits in the queue at `depth` with all the early referrers the journal keeps
@@ -141,9 +137,6 @@ def told(
     here first, when there are any, then the workers."""
     if settled is None:
         return workers
-    if isinstance(settled, SettledIds):
-        settled.then = workers
-        return settled.settle
     keep = settled.settle
 
     def both(url: str, depth: int) -> None:
