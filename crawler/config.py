@@ -67,6 +67,9 @@ def _opt(
 
 @dataclass(slots=True)
 class Config:
+    """A run's settings, one field a key: the command line, the TOML file and the
+    environment fill the same fields, and --help is built from their metadata."""
+
     url: str | None = _opt(None, "start URL; its folder is the sitemap's scope", metavar="URL")
     seeds: tuple[str, ...] = _opt(
         (), "more start URLs in the same scope (on the command line: more URLs)", metavar="URL"
