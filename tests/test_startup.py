@@ -28,7 +28,6 @@ _UNUSED = (
     "crawler.core.notice",
     "crawler.shell.on_publish",
     "crawler.shell.browser",
-    "crawler.shell.replay",
     "importlib.resources",
 )
 

@@ -59,6 +59,7 @@ from crawler.shell.pages import Pages
 from crawler.shell.pool import Spare
 from crawler.shell.progress import ProgressLine
 from crawler.shell.rendered import PageRenderer
+from crawler.shell.replay import replay
 from crawler.shell.revalidation import Revalidation, history_key
 from crawler.shell.settled import SettledIds, told
 from crawler.shell.sources import Robots, SeedSource, read_robots
@@ -363,8 +364,6 @@ class Crawl:
         return True
 
     def _replay(self) -> None:
-        from crawler.shell.replay import replay  # --resume's only: not every crawl's import
-
         assert self.state is not None
         budgets = self.links.screen.budgets
         done = replay(self.state, self.frontier, budgets, self.journal, self.tally, self.log)
