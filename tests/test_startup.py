@@ -92,7 +92,7 @@ def test_a_legacy_encoding_s_table_is_built_when_a_page_needs_it():
 
 def test_every_dataclass_has_its_own_docstring():
     """Without one, dataclasses builds the class's __doc__ from inspect.signature at import,
-    at each start of every process (Config's, of 100 fields, the dearest)."""
+    at each start of every process (Config's, of 95 fields, the dearest)."""
     import crawler
     import sitemap_out
 
