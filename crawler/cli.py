@@ -1433,13 +1433,14 @@ def _notify(code: int, figures: dict[str, Any]) -> None:
     """--on-failure and notify_url, once, with the final exit code (#28). Neither changes
     it: a notification that fails is a warning line. Without a config (it could not be
     read: exit 2), the notification settings are read on their own, leniently."""
-    from crawler.core.notice import Ending
     from crawler.exit_codes import MEANINGS
     from crawler.shell import interrupts, notify
 
     settings = _LOG.notify or notify_alone(_LOG.args)
     if not settings.wanted:
         return
+    from crawler.core.notice import Ending  # a run told only: not every crawl's import
+
     ending = Ending(
         command=_LOG.command,
         exit_code=code,

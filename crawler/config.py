@@ -65,8 +65,10 @@ def _opt(
     return field(default=default, metadata=meta)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)  # its own __repr__, without the secrets
 class Config:
+    """A run's settings, a field a key: the command line, TOML and environment fill them."""
+
     url: str | None = _opt(None, "start URL; its folder is the sitemap's scope", metavar="URL")
     seeds: tuple[str, ...] = _opt(
         (), "more start URLs in the same scope (on the command line: more URLs)", metavar="URL"
@@ -441,8 +443,7 @@ class Config:
         return _validate(self)
 
     def access(self, origin: str = "") -> Access:
-        """How requests reach the site; credentials, headers and cookies go to `origin`
-        only (the start URL's)."""
+        """How requests reach the site; credentials, headers, cookies go to `origin` only."""
         return Access.make(
             origin,
             auth=self.auth,
@@ -462,8 +463,7 @@ class Config:
         )
 
     def __repr__(self) -> str:
-        """The dataclass's repr, less the secrets: a Config in a log line or a traceback
-        shows no password, header or cookie value."""
+        """The dataclass's repr less the secrets: no password, header or cookie in a log."""
         shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields())
         return redact(f"Config({shown})", self.secrets)
 

@@ -84,6 +84,8 @@ class ReadEntry:
 
 @dataclass(slots=True)
 class ReadResult:
+    """One sitemap file as read: its entries and problems, counted past the limits kept."""
+
     kind: Kind
     entries: list[ReadEntry] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)

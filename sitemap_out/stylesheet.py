@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Final
 
@@ -46,6 +45,8 @@ def check_href(href: str) -> str | None:
 
 def xsl_bytes() -> bytes:
     """The stylesheet we publish (package data beside this module)."""
+    from importlib import resources  # when one is staged: not every writer's import
+
     return resources.files("sitemap_out").joinpath(XSL_NAME).read_bytes()
 
 

@@ -1,12 +1,17 @@
 """What a crawl imports and builds at start (#26): a night whose pages all answer 304 parses
 no page, so it must not pay at start for what only a page in a legacy encoding needs (the
-single-byte encodings' tables) nor for statistics (the throttle's median). On the
-3,000-page bench site the start was about a quarter of such a night's instructions."""
+single-byte encodings' tables) nor for statistics (the throttle's median), nor for the
+modules of what it was not asked to do (--seed-sitemaps, rendering, a notification, a
+stylesheet). On the 3,000-page bench site the start was about a quarter of such a night's
+instructions."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import importlib
 import json
+import pkgutil
 from pathlib import Path
 
 from aiohttp import web
@@ -14,6 +19,17 @@ from aiohttp import web
 from tests.procs import imports_of_a_crawl
 
 _PAGES = 24  # past the throttle's BASELINE_SAMPLES: it takes its median
+#: what a crawl without the options that need them must not import: each cost the start of
+#: every crawl (the seed sitemaps' modules and importlib.resources about 1% of its imports)
+_UNUSED = (
+    "statistics",
+    "crawler.core.seeds",
+    "crawler.shell.seeds",
+    "crawler.core.notice",
+    "crawler.shell.on_publish",
+    "crawler.shell.browser",
+    "importlib.resources",
+)
 
 
 def _page(i: int) -> bytes:
@@ -41,16 +57,16 @@ def _app() -> web.Application:
 
 
 def _night(url: str, tmp: Path, *extra: str) -> tuple[int, dict[str, object], list[str]]:
-    """A crawl with a history in a fresh process: its exit code, its report, and whether it
-    had imported statistics at the end."""
+    """A crawl with a history in a fresh process: its exit code, its report, and which of
+    _UNUSED it had imported at the end."""
     report = tmp / "report.json"
     argv = ["crawl", url, "-o", str(tmp / "out"), "-q", "--state", str(tmp / "state.db")]
     argv += ["--report", str(report), "--workers", "0", *extra]
-    code, loaded, _ = imports_of_a_crawl(argv, ("statistics",))
+    code, loaded, _ = imports_of_a_crawl(argv, _UNUSED)
     return int(code), json.loads(report.read_text()), loaded
 
 
-def test_a_crawl_does_not_import_statistics(serve, tmp_path):
+def test_a_crawl_does_not_import_what_it_does_not_use(serve, tmp_path):
     srv = serve(_app())
     code, report, loaded = _night(srv.url + "/", tmp_path)
     assert code == 0 and report["pages_not_modified"] == 0
@@ -72,3 +88,20 @@ def test_a_legacy_encoding_s_table_is_built_when_a_page_needs_it():
     assert decode(b"\x80", "x-user-defined") == "\uf780"
     assert encode_query("/s?q=café", "windows-1252") == "/s?q=caf%E9"
     assert encode_query("/s?q=ў", "koi8-u") == "/s?q=%AE"
+
+
+def test_every_dataclass_has_its_own_docstring():
+    """Without one, dataclasses builds the class's __doc__ from inspect.signature at import,
+    at each start of every process (Config's, of 95 fields, the dearest)."""
+    import crawler
+    import sitemap_out
+
+    missing = []
+    for package in (crawler, sitemap_out):
+        for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            for name, value in vars(importlib.import_module(module.name)).items():
+                if isinstance(value, type) and dataclasses.is_dataclass(value):
+                    own = value.__dict__.get("__doc__") or ""
+                    if value.__module__ == module.name and own.startswith(name + "("):
+                        missing.append(f"{module.name}.{name}")
+    assert missing == []

@@ -75,7 +75,7 @@ _OWN_HEADERS = {
 }
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, frozen=True, repr=False)  # its own __repr__, without the secrets
 class Access:
     """How requests reach the site: plain data, crossing to the worker processes as is."""
 

@@ -108,6 +108,9 @@ CREDENTIALS_REFUSED = "the site refused the credentials given (--auth)"
 
 @dataclass(slots=True, frozen=True)
 class Decision:
+    """Why a URL is listed or left out: the reason counts in the report, the detail
+    says which rule or answer."""
+
     reason: str
     detail: str = ""
 

@@ -160,6 +160,8 @@ class Change:
 
 @dataclass(frozen=True, slots=True)
 class Crossed:
+    """A --fail-on threshold the diff went past, and the value it read."""
+
     threshold: Threshold
     value: float  # the count, or the share of OLD in percent
 

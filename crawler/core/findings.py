@@ -32,6 +32,8 @@ SEVERITIES: Final[tuple[Severity, ...]] = ("error", "warning", "notice")
 
 @dataclass(frozen=True, slots=True)
 class Code:
+    """What a finding code means: its severity, what it is about, and its group's heading."""
+
     severity: Severity
     scope: Literal["file", "url", "crawl"]
     text: str  # what it means, in a line: the heading of its group in every output

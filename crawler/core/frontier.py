@@ -46,6 +46,8 @@ _SETTLED_BELOW: Final = 256
 
 @dataclass(slots=True, frozen=True)
 class Task:
+    """A URL to fetch: its depth limits the crawl, its referrer names where it was found."""
+
     url: str
     depth: int
     referrer: str | None

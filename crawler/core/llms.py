@@ -100,6 +100,8 @@ def _line(title: str, url: str, description: str | None) -> str:
 
 @dataclass(slots=True)
 class _Section:
+    """One group's lines of llms.txt, and how many past the cap were not written."""
+
     lines: list[str] = field(default_factory=list)
     more: int = 0  # its listed pages past the cap
 

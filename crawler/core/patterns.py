@@ -30,6 +30,8 @@ REGEX_PREFIX = "re:"
 
 @dataclass(slots=True, frozen=True)
 class _Pattern:
+    """One --include/--exclude pattern: its text names it in a decision's detail."""
+
     text: str  # as the user wrote it: what a decision's detail names
     regex: re.Pattern[str]
 

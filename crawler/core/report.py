@@ -126,6 +126,8 @@ class ExtensionTally:
 
 @dataclass(slots=True)
 class Tally:
+    """The crawl's counts as it goes: the report and the metrics are read from them."""
+
     fetched: int = 0  # HTTP requests for pages, redirect hops included, by every run of the crawl
     fetched_before: int = 0  # of those, by the runs a resumed crawl goes on from
     failed: int = 0  # of those, failed with a 5xx or a network error (after retries)

@@ -481,6 +481,8 @@ def _index_html_alias(value: str) -> str | None:
 
 @dataclass(slots=True)
 class _GroupBuilder:
+    """A group while its lines are read: frozen into a UserAgentGroup at its end."""
+
     agents: list[str] = field(default_factory=list)
     rules: list[RobotsRule] = field(default_factory=list)
     delays: list[float] = field(default_factory=list)

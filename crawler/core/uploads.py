@@ -141,6 +141,8 @@ class Found:
 
 @dataclass(frozen=True, slots=True)
 class LocalFile:
+    """A published file as uploads compare it: its hash decides whether it is put again."""
+
     name: str
     size: int
     sha256: str

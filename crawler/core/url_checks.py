@@ -219,6 +219,8 @@ _W3C: Final = re.compile(
 
 @dataclass(slots=True, frozen=True)
 class Lastmod:
+    """A sitemap's lastmod, to its precision: a date alone matches any time of its day."""
+
     when: datetime  # UTC; the start of the period for a date without a time
     has_time: bool
 

@@ -64,6 +64,8 @@ Log = Callable[[str], None]
 
 @dataclass(slots=True)
 class Audit:
+    """An audit's result: what the CLI prints, reports and decides the exit code from."""
+
     summary: AuditSummary
     findings: list[Finding]
     why_nothing: str | None = None  # set: no sitemap file could be read (exit 3)

@@ -47,6 +47,8 @@ class SiteDown(SitemapCrawlerError):
 
 @dataclass(slots=True)
 class UrlChecks:
+    """The listed URLs' checks: findings, and which URLs were judged (diff's "not checked")."""
+
     findings: list[Finding]
     checked: int  # listed URLs judged (fetched, or refused by robots.txt)
     judged: frozenset[str] = frozenset()  # those URLs, as listed (diff's "not checked")

@@ -75,6 +75,8 @@ __all__ = ["SPACING_MARGIN", "STOP_GRACE_SECONDS", "Crawl", "CrawlResult", "Robo
 
 @dataclass(slots=True)
 class CrawlResult:
+    """What a finished crawl hands the CLI: its tally, the published files, robots.txt lines."""
+
     tally: Tally
     published: PublishResult
     sitemap_url: str

@@ -22,14 +22,15 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from crawler.config import NOTIFY_FORMATS, coerce, env_var, from_env, robots_from_is_url
-from crawler.core.notice import Ending, body, encode, scrub
 from crawler.errors import SitemapCrawlerError
-from crawler.shell import on_publish
 from crawler.shell.retry import RetryPolicy, call
+
+if TYPE_CHECKING:  # the telling's own modules are loaded when a run is told: few are
+    from crawler.core.notice import Ending
 
 #: Seconds one POST may take, and the retries after a first one that failed for a reason
 #: that may pass (a connection error, 429, 5xx): a chat service's blip is ridden out, a
@@ -119,6 +120,8 @@ def where(url: str) -> str:
 def tell(settings: Settings, ending: Ending, say: Callable[[str], None], capture: bool) -> None:
     """Send what `settings` ask for about `ending`; each failure is a warning through `say`.
     `capture`: the command's output is handed to `say` a line at a time (JSON logs)."""
+    from crawler.core.notice import body, encode
+
     if settings.url and (not ending.ok or settings.on_success):
         data = encode(body(ending, settings.format, settings.secrets))
         failed = asyncio.run(post(settings.url.strip(), data))
@@ -163,6 +166,9 @@ def environment(ending: Ending, summary: Path) -> dict[str, str]:
 def _run_command(
     settings: Settings, ending: Ending, say: Callable[[str], None], capture: bool
 ) -> None:
+    from crawler.core.notice import body, scrub
+    from crawler.shell import on_publish
+
     assert settings.on_failure is not None
     data: dict[str, Any] = body(ending, "json", settings.secrets)
     with tempfile.TemporaryDirectory(prefix="sitemap-crawler-failed-") as folder:

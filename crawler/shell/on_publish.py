@@ -31,6 +31,8 @@ TIMED_OUT: Final = -1
 
 @dataclass(slots=True, frozen=True)
 class Outcome:
+    """How the command ended: the caller logs its output lines and judges its exit code."""
+
     exit_code: int  # TIMED_OUT when killed at the timeout; 127: not found (sh's)
     output: list[str]  # its stdout and stderr lines, when captured
 

@@ -203,6 +203,8 @@ class Settings:
 
 @dataclass(slots=True)
 class Job:
+    """A page a worker fetches: with the history's validators for a conditional request."""
+
     job: int
     url: str
     depth: int  # of the links on its page: a link to a settled URL may still matter

@@ -21,6 +21,8 @@ LOG_INTERVAL = 10.0
 
 @dataclass(slots=True, frozen=True)
 class ProgressFigures:
+    """What one progress line shows: taken at once, so the figures agree."""
+
     fetched: int
     listed: int
     queued: int

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
@@ -22,9 +23,11 @@ from crawler.core.rendering import (
 )
 from crawler.core.report import Tally
 from crawler.core.robots import RobotsTxt
-from crawler.shell.browser import Browser
 from crawler.shell.fetch import Response
 from crawler.shell.pages import Fetched, analysed
+
+if TYPE_CHECKING:  # the browser's module is loaded when a run renders: few do
+    from crawler.shell.browser import Browser
 
 
 class PageRenderer:
@@ -66,7 +69,7 @@ class PageRenderer:
         if not self.rendering:
             yield
             return
-        from crawler.shell.browser import find_chromium
+        from crawler.shell.browser import Browser, find_chromium
 
         executable = find_chromium(config.chromium_path)
         hosts, agent = config.render_hosts, config.user_agent

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from crawler.config import Config, robots_from_is_url
 from crawler.core.botwall import bot_wall
 from crawler.core.robots import RobotsTxt, parse_robots
 from crawler.core.screen import Plan
-from crawler.core.seeds import MAX_SEED_URLS
 from crawler.core.urls import known
 from crawler.errors import ConfigError
 from crawler.shell.client import PoliteClient
 from crawler.shell.fetch import ROBOTS_MAX_BYTES, Response, fetch_robots, fetch_rules
-from crawler.shell.seeds import SeedSitemap, read_seed_sitemaps
 from crawler.shell.throttle import ThrottleClosed
+
+if TYPE_CHECKING:  # --seed-sitemaps' modules are loaded when it reads: few crawls do
+    from crawler.shell.seeds import SeedSitemap
 
 
 @dataclass(slots=True, frozen=True)
@@ -91,6 +93,9 @@ class SeedSource:
     ) -> list[str]:
         """Read the sitemaps robots.txt names (or the usual places); the notes for the
         report. Done at once when none gives a URL."""
+        from crawler.core.seeds import MAX_SEED_URLS
+        from crawler.shell.seeds import read_seed_sitemaps
+
         config = self.config
 
         async def get(url: str, max_bytes: int) -> Response:

@@ -349,6 +349,8 @@ class _Transport:
 
 @dataclass(slots=True, frozen=True)
 class _TokenResponse:
+    """google-auth's answer from our transport: it reads these three fields only."""
+
     status: int
     headers: dict[str, str]
     data: bytes
