@@ -29,6 +29,7 @@ settings.load_profile("suite")
 MOST_TEST_PROCESSES = 4
 
 
+@pytest.hookimpl(optionalhook=True)  # the suite still runs without xdist (-p no:xdist)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """As many test processes as this process may use cores (a container's CPU quota
     counted), up to MOST_TEST_PROCESSES."""

@@ -31,6 +31,7 @@ def _publish(out, numbers: range, moved: bool) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # 22-28 s alone; a busy machine beside the other test processes
 def test_two_large_sets_in_bounded_memory(tmp_path, xsd) -> None:
     cut = URLS // 100
     _publish(tmp_path / "old", range(URLS), moved=False)

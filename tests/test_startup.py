@@ -20,7 +20,9 @@ from tests.procs import imports_of_a_crawl
 
 _PAGES = 24  # past the throttle's BASELINE_SAMPLES: it takes its median
 #: what a crawl without the options that need them must not import: each cost the start of
-#: every crawl (the seed sitemaps' modules and importlib.resources about 1% of its imports)
+#: every crawl (the seed sitemaps' modules and importlib.resources about 1% of its imports).
+#: importlib.resources is the one a dependency could bring back (certifi imports it, say):
+#: then it is a dependency's import, not ours, and this entry goes
 _UNUSED = (
     "statistics",
     "crawler.core.seeds",
