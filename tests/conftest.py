@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import gzip
 import os
 import ssl
@@ -36,6 +37,19 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     from crawler.shell.pool import default_workers
 
     return max(1, min(default_workers() + 1, MOST_TEST_PROCESSES))
+
+
+@pytest.fixture
+def one_browser_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Rendering judges a page on timing, as a crawl must: a quiet network, a scroll's
+    requests beginning. Two rendering tests at once on two cores starve each other's
+    chromium past those waits (an infinite scroll judged finished early: seen under -n 2,
+    and with three such tests run at once). They take turns across the test processes,
+    as they did when the suite ran in one."""
+    shared = tmp_path_factory.getbasetemp().parent  # one folder for every test process
+    with open(shared / "one-browser.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 # obstore, without AWS credentials, asks the EC2 instance metadata service (169.254.169.254):

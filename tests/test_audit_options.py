@@ -32,6 +32,7 @@ def _run(tmp_path: Path, *args: str) -> tuple[int, set[tuple[str, str | None]]]:
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.usefixtures("one_browser_at_a_time")
 def test_render_judges_an_app_as_the_rendering_crawl_would(serve, tmp_path):
     if importlib.util.find_spec("playwright") is None:
         missing("the playwright package (pip install -e '.[dev]')")

@@ -19,7 +19,7 @@ from tests.procs import missing
 from tests.sites import assert_spaced
 from tests.spa import FEED_PAGES, as_json, feed_items, paths, spa_app
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("one_browser_at_a_time")]
 
 
 @pytest.fixture(autouse=True)

@@ -174,9 +174,9 @@ def test_audit_crawl_no_longer_reports_stubs_as_missing(serve, tmp_path, capsys)
     capsys.readouterr()
 
 
-def test_a_rendered_page_that_navigates_away_is_a_redirect(serve, tmp_path, xsd):
-    """A computed location is no raw stub (only a browser knows where it goes); rendered,
-    the navigation the browser was refused is the page's redirect."""
+def _needs_a_browser() -> None:
+    """Rendering's tests need playwright and Debian's chromium: skipped (failed in CI)
+    without them."""
     import importlib.util
     import shutil
 
@@ -186,6 +186,13 @@ def test_a_rendered_page_that_navigates_away_is_a_redirect(serve, tmp_path, xsd)
         missing(
             "playwright and Debian's chromium (pip install -e '.[dev]'; apt-get install chromium)"
         )
+
+
+@pytest.mark.usefixtures("one_browser_at_a_time")
+def test_a_rendered_page_that_navigates_away_is_a_redirect(serve, tmp_path, xsd):
+    """A computed location is no raw stub (only a browser knows where it goes); rendered,
+    the navigation the browser was refused is the page's redirect."""
+    _needs_a_browser()
     text = "<p>" + "Moved somewhere, computed by a script. " * 10 + "</p>"
     site = Site(
         {
@@ -207,3 +214,31 @@ def test_a_rendered_page_that_navigates_away_is_a_redirect(serve, tmp_path, xsd)
     )
     assert decisions[u + "/refreshed"]["reason"] == "redirect"  # not a script's navigation
     assert decisions[u + "/refreshed"]["detail"].startswith(f"meta refresh (0 s) to {u}/target/")
+
+
+#: A tall page whose height, when the renderer reads it to scroll, sends the browser away
+#: and keeps the document busy until the navigation lands: the read is cut short by its
+#: own document going away, every time (it once did so by chance, under load)
+_NAVIGATES_WHEN_MEASURED = (
+    "<html><body><div style='height:5000px'><p>"
+    + "Moved somewhere, by a script reading its height. " * 10
+    + "</p></div><script>"
+    "Object.defineProperty(document.documentElement, 'scrollHeight', {get() {"
+    " location.href = '/target/'; const end = Date.now() + 1500; while (Date.now() < end) {}"
+    " return 5000; }});</script></body></html>"
+)
+
+
+@pytest.mark.usefixtures("one_browser_at_a_time")
+def test_a_page_that_navigates_while_the_renderer_reads_it_is_a_redirect(serve, tmp_path, xsd):
+    """Not an unexpected failure (exit 70): the navigation the browser was refused is the
+    page's redirect, as when it navigates while it loads."""
+    _needs_a_browser()
+    site = Site({"/": html("/late"), "/late": _NAVIGATES_WHEN_MEASURED, "/target/": html()})
+    u = serve(site.app).url
+    locs, decisions = _crawl(tmp_path, u + "/", xsd, "--render", "always", "--workers", "0")
+    assert locs == [u + "/", u + "/target/"]
+    assert decisions[u + "/late"]["reason"] == "redirect"
+    assert decisions[u + "/late"]["detail"].startswith(
+        f"its script navigated while rendering to {u}/target/"
+    )

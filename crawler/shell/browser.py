@@ -362,7 +362,7 @@ class Browser:
             )
         watch.check()
         try:
-            html = await asyncio.wait_for(page.content(), CONTENT_SECONDS)
+            html = await asyncio.wait_for(self._content(page), CONTENT_SECONDS)
         except TimeoutError:
             watch.check()
             self.stats["unreadable"] += 1
@@ -373,10 +373,35 @@ class Browser:
             )
         return Rendered(html.encode("utf-8", "surrogatepass"), notes, navigated=watch.navigated)
 
+    @staticmethod
+    async def _content(page: Any) -> str:
+        """The DOM serialised. A page whose script navigated (refused, recorded by _route)
+        may be between documents when asked: asked again once it has settled."""
+        from playwright.async_api import Error
+
+        try:
+            return str(await page.content())
+        except Error as exc:
+            if not _navigated_away(exc):
+                raise
+        await asyncio.sleep(SETTLE_SECONDS)
+        return str(await page.content())
+
     async def _scroll(self, page: Any, watch: _Watch, deadline: float) -> bool:
         """Scroll a page taller than the window to its bottom, up to SCROLLS times, while
         that brings more: infinite scroll loads its next items so, and a crawl must stop
-        somewhere. False when the network did not settle again before the deadline."""
+        somewhere. False when the network did not settle again before the deadline. A
+        page whose script navigates while it is scrolled has no more to show: done."""
+        from playwright.async_api import Error
+
+        try:
+            return await self._scrolled(page, watch, deadline)
+        except Error as exc:
+            if _navigated_away(exc):
+                return True
+            raise
+
+    async def _scrolled(self, page: Any, watch: _Watch, deadline: float) -> bool:
         script = "document.documentElement.scrollHeight - window.innerHeight"
         for _ in range(SCROLLS):
             left = await asyncio.wait_for(page.evaluate(script), CONTENT_SECONDS)
@@ -462,6 +487,12 @@ def _headers(resp: Response) -> dict[str, str]:
 def _first_line(exc: BaseException) -> str:
     text = (getattr(exc, "message", None) or str(exc)).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _navigated_away(exc: BaseException) -> bool:
+    """A call the page's own navigation cut short: the document it ran in went away."""
+    text = _first_line(exc).lower()
+    return "execution context was destroyed" in text or "page is navigating" in text
 
 
 def _is_crash(exc: BaseException) -> bool:
