@@ -242,3 +242,22 @@ def test_a_page_that_navigates_while_the_renderer_reads_it_is_a_redirect(serve, 
     assert decisions[u + "/late"]["detail"].startswith(
         f"its script navigated while rendering to {u}/target/"
     )
+
+
+@pytest.mark.usefixtures("one_browser_at_a_time")
+def test_a_page_whose_script_breaks_the_renderer_s_reads_is_a_fetch_error(serve, tmp_path, xsd):
+    """A page's script that throws when the renderer reads its height costs that page (a
+    fetch error naming the browser's message), not the crawl (it was exit 70)."""
+    _needs_a_browser()
+    throws = (
+        "<html><body><div style='height:5000px'>Tall.</div><script>"
+        "Object.defineProperty(document.documentElement, 'scrollHeight', {get() {"
+        " throw new Error('no height here'); }});</script></body></html>"
+    )
+    site = Site({"/": html("/throws"), "/throws": throws})
+    u = serve(site.app).url
+    locs, decisions = _crawl(tmp_path, u + "/", xsd, "--render", "always", "--workers", "0")
+    assert locs == [u + "/"]
+    assert decisions[u + "/throws"]["reason"] == "fetch_error"
+    assert "the browser could not render it" in decisions[u + "/throws"]["detail"]
+    assert "no height here" in decisions[u + "/throws"]["detail"]

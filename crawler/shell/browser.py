@@ -290,7 +290,12 @@ class Browser:
             )
         except Error as exc:
             watch.check()  # a crash shows as an Error from whatever call was waiting
-            raise _Crashed(_first_line(exc)) if _is_crash(exc) else exc from None
+            if _is_crash(exc):
+                raise _Crashed(_first_line(exc)) from None
+            # what a page's own script made of the browser is that page's answer, never
+            # the crawl's end (it was an unexpected failure, exit 70)
+            self.stats["unreadable"] += 1
+            return Rendered(None, error=f"the browser could not render it: {_first_line(exc)}")
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(context.close(), CONTENT_SECONDS)
