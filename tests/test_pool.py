@@ -915,7 +915,12 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(serve,
     tree.night(changed=range(300, 600))  # the later half changed: back to the workers
     report, _ = _crawl(srv.url + "/", tmp_path / "half", *args)
     made_here = {status: [ours for s, ours in tree.answers if s == status] for status in (200, 304)}
-    assert len(made_here[304]) == 300 and all(made_here[304])  # before any page changed
+    # 304s are made here; the place is chosen a block of answers at a time, and the pages
+    # of one depth are asked for in the order their parents answered: the block in which
+    # the changed pages' 200s come in may send the 304s still to ask for to the workers
+    # (seen once, beside other test processes), never more than that block
+    assert len(made_here[304]) == 300 and made_here[304].count(False) <= REVALIDATION_BLOCK
+    assert all(made_here[304][: 300 - REVALIDATION_BLOCK])  # those before it: here
     assert len(made_here[200]) == 300 and made_here[200].count(False) > 150  # most in workers
     assert report["requests"]["by_workers"] == made_here[200].count(False)
     assert 1 <= tree.peak <= 4  # pipelined again, never more requests at the server
