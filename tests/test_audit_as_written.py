@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from aiohttp import web
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler.cli import main
@@ -125,7 +125,6 @@ _NAME = st.sampled_from(
 )
 
 
-@settings(deadline=None)  # a timing never decides a test
 @given(st.lists(st.tuples(_NAME, st.text("abc12", max_size=3)), max_size=6))
 def test_params_matching_names_exactly_what_strip_params_removes(pairs):
     query = "&".join(f"{name}={value}" for name, value in pairs)

@@ -109,9 +109,7 @@ def _night(path: Path, published: list[tuple[int, int] | None], *, carry: bool) 
     return carried
 
 
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     published=st.lists(
         st.one_of(st.none(), st.tuples(st.sampled_from([None, 101, 150]), st.integers(0, 300))),

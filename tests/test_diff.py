@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler.cli import main
@@ -69,7 +69,6 @@ def test_crossed_counts_and_shares_of_old() -> None:
     assert str(over) == "added>50% (OLD is empty)"  # not "(inf%)"
 
 
-@settings(deadline=None)  # a timing never decides a test: the machine may be busy
 @given(st.dates(min_value=date(1990, 1, 1)), st.sampled_from(["Z", "+00:00", "+02:00"]))
 def test_a_date_and_its_midnight_are_one_instant(day: date, zone: str) -> None:
     midnight = lastmod_instant(f"{day.isoformat()}T00:00:00{zone}")

@@ -164,7 +164,7 @@ def test_image_heavy_entries_roll_over_before_the_byte_limit(serve, crawl) -> No
 
 
 @given(st.text(alphabet="/.?#=&%:;@!$'()*+,~_-aZ09é \\", max_size=20))
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=3000)
 def test_same_origin_fast_join_is_resolve_or_nothing(href: str) -> None:
     """The string join taken for most images gives exactly what resolve() gives."""
     for base in ("http://127.0.0.1:8795/s01/p/12.html", "https://www.example.com/"):
@@ -190,7 +190,7 @@ def test_same_origin_fast_join_is_resolve_or_nothing(href: str) -> None:
     ),
     st.text(alphabet="/.?#=&%:;@!$'()*+,~_-aZ09é \\", max_size=20),
 )
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=3000)
 def test_same_origin_fast_join_of_absolute_urls_is_resolve_or_nothing(
     origin: str, tail: str
 ) -> None:
@@ -214,7 +214,7 @@ def test_same_origin_fast_join_of_absolute_urls_is_resolve_or_nothing(
         max_size=6,
     )
 )
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=3000)
 def test_plain_images_are_the_same_origin_joins(pairs: list[tuple[str, str]]) -> None:
     """A page's images joined in one test give what _same_origin gives each, or nothing."""
     from crawler.core.page import _plain_images

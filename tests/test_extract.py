@@ -329,7 +329,7 @@ _HEADS = st.tuples(
 ).map(b"".join)  # fmt: skip
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=1500)
 @given(head=_HEADS, cut=st.integers(0, 200))
 @example(head=b'<meta charset="utf-8>', cut=0)
 @example(head=b"<html><meta charset=utf-8/>", cut=0)
@@ -345,7 +345,7 @@ def test_meta_prescan_quick_form_agrees_with_the_tag_by_tag_prescan(head: bytes,
         assert _prescan(text) == _prescan_tags(text)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(head=_HEADS, tail=_HEAD_TAILS | st.binary(max_size=40))
 @example(head=b'<meta charset="utf-8">', tail=b"<meta charset=latin1>")
 @example(head=b"<meta charset=latin1>", tail=b"-->")
@@ -511,7 +511,7 @@ def _anchor(tag: str, attr: str, parts: tuple[str, str, str], rel: str | None) -
     return f"<a{href}{rels}>x</a>"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(_ANCHORS)
 def test_links_agree_with_the_plain_loop(anchors: list[tuple[str, str, tuple, str | None]]) -> None:
     """The anchors' loop skips the strip when neither end needs it and reads rel only when
@@ -739,7 +739,7 @@ def _walked_head_links(parser: LexborHTMLParser) -> list[int]:
     return found
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(html=_HEAD_MARKUP)
 @example(html="<head><noscript><link rel=canonical href=/c></noscript><link href=/d></head>")
 @example(html="<head><noscript><noscript><link href=/n></noscript></noscript></head>")
@@ -925,7 +925,7 @@ _CONTENT_MARKUP = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(html=_CONTENT_MARKUP)
 def test_content_blocks_agree_with_the_selector_reference(html: str) -> None:
     """The root found and the tags stripped by tags() walks are the ones the CSS selectors
@@ -936,7 +936,7 @@ def test_content_blocks_agree_with_the_selector_reference(html: str) -> None:
 # --- Robustness -----------------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(body=st.binary(max_size=2048), content_type=st.none() | st.text(max_size=40))
 def test_extract_page_never_raises_on_arbitrary_bytes(
     body: bytes, content_type: str | None
@@ -980,7 +980,7 @@ _HTMLISH = st.lists(
 ).map(b"".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(body=_HTMLISH)
 def test_extract_page_never_raises_on_html_like_bytes(body: bytes) -> None:
     data = extract_page(body, None, PAGE)

@@ -229,7 +229,7 @@ class _ByFirstLetter:
         return name if name in self.names else DEFAULT_GROUP
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(
     paths=st.sets(st.text("abcd", min_size=1, max_size=6), min_size=1, max_size=60),
     max_urls=st.integers(1, 7),

@@ -124,7 +124,7 @@ other_base = st.sampled_from(
 )
 
 
-@settings(max_examples=400, deadline=None)  # near misses of up to 5 pages
+@settings(max_examples=400)  # near misses of up to 5 pages
 @given(
     pages=st.lists(
         st.tuples(other_base, st.lists(href | inline_forms, max_size=6)), min_size=2, max_size=5

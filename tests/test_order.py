@@ -27,7 +27,7 @@ def _listing(loc: str, detail: str = "") -> Listing:
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(
     st.lists(st.text(max_size=12), unique=True, max_size=60),
     st.integers(1, 7),

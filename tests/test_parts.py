@@ -20,7 +20,7 @@ records = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(records=records, max_urls=st.integers(1, 12), xml=st.booleans(), data=st.data())
 def test_append_rolls_over_where_fits_says(records, max_urls, xml, data) -> None:
     """Parts cut by append() are the greedy cut that fits() describes, and every file is

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from array import array
 
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from crawler.core.decide import HTTP_ERROR, REDIRECT, Decision
@@ -69,7 +69,6 @@ def test_a_link_is_left_out_only_when_it_is_settled_at_its_depth(
     picked=st.lists(st.integers(0, 9), max_size=90),  # 8 and 9: never met
     depth=st.integers(0, 10),
 )
-@settings(deadline=None)  # up to 150 frontier steps an example: no timing, a rule
 # a hushed URL moved up, then taken at its new depth; settled deeper than the links (the
 # look-up by table); hushed deeper, and settled while still queued (not kept: the queue's)
 @example([("add", 0, 2), ("hush", 0, 0), ("lower", 0, 1), ("pop", 0, 0)], [0], 1)

@@ -310,7 +310,7 @@ def test_closed_writer_and_wrong_type(tmp_path: Path) -> None:
     w.abort()  # idempotent
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(
     paths=st.lists(st.integers(min_value=0, max_value=300), min_size=1, max_size=60),
     max_urls=st.integers(min_value=1, max_value=12),
@@ -391,7 +391,7 @@ def test_async_add_rejects_an_entry_that_can_never_fit_at_once(tmp_path, xsd):
     st.lists(st.text(alphabet="a/&'<>\"%2F", max_size=30), max_size=8),
     st.lists(st.text(alphabet="a/&'%2F", max_size=30), max_size=3),
 )
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 def test_size_bound_of_an_extension_entry_is_never_below_its_size(
     images: list[str], alternates: list[str]
 ) -> None:

@@ -264,9 +264,7 @@ def test_a_failed_publish_of_a_stable_layout_leaves_the_previous_set(
     assert sorted(u for p in part_locs(tmp_path, xsd).values() for u in p) == sorted(more)
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.lists(
         st.sets(st.integers(0, 80), max_size=60),
@@ -461,9 +459,7 @@ _LOC_TAIL = st.lists(
 ).map("".join)
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     tails=st.lists(_LOC_TAIL, min_size=1, max_size=8, unique=True),
     when=st.sampled_from([None, day(1), day(2).date()]),

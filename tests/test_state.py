@@ -1180,7 +1180,7 @@ class _Model:
         )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(first=st.lists(_op, max_size=40), second=st.lists(_op, max_size=40))
 def test_state_matches_a_model_at_the_last_checkpoint(
     tmp_path_factory: pytest.TempPathFactory,

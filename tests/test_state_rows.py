@@ -29,7 +29,7 @@ def _tables(width: int) -> sqlite3.Connection:
     return conn
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(
     width=st.integers(1, 13),
     count=st.sampled_from([0, 1, 2, 76, 499, 500, 501, 1201]),

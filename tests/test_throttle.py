@@ -341,7 +341,7 @@ def test_effective_rate_edge_cases() -> None:
     assert th.effective_rate() == math.inf  # two starts in the same instant
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(
     concurrency=st.integers(1, 6),
     interval=st.sampled_from([0.0, 0.05, 0.2, 1.0]),
@@ -551,7 +551,7 @@ def test_no_baseline_no_slow_down_from_timing() -> None:
     assert th.stats["slowdowns"] == 0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(
     concurrency=st.integers(1, 16),
     delay=st.sampled_from([0.0, 0.1, 0.5, 12.0]),
