@@ -72,36 +72,50 @@ def inherited(environ: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in environ.items() if name not in WITHHELD}
 
 
+#: The signals that stop a run: either one kills the command.
+_STOPS: Final = (signal.SIGINT, signal.SIGTERM)
+
+
 def run(
     command: str, env: dict[str, str], *, capture: bool = False, timeout: float = TIMEOUT
 ) -> Outcome:
+    # SIGINT/SIGTERM while the command is being started are held until it exists: one raised
+    # inside Popen, after the fork, would lose the child, which would sleep on holding our
+    # stdout (a container's log, a caller's pipe) after we had gone
+    held: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _: held.append(signum)) for sig in _STOPS}
     try:
-        proc = subprocess.Popen(
-            ["sh", "-c", command],
-            env={**inherited(os.environ), **env},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE if capture else None,
-            stderr=subprocess.STDOUT if capture else None,
-            text=True,
-            errors="replace",
-            start_new_session=True,  # its own group: killed whole at the timeout
-        )
-    except OSError as exc:  # no sh
-        return Outcome(127, [f"cannot run sh: {exc.strerror or exc}"])
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # else the command outlives us
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        code = proc.returncode
-    except subprocess.TimeoutExpired:
-        _kill(proc)
-        out, _ = proc.communicate()
-        code = TIMED_OUT
-    except BaseException:  # interrupted: the command does not outlive the crawler
-        _kill(proc)
-        proc.wait()
-        raise
+        try:
+            proc = subprocess.Popen(
+                ["sh", "-c", command],
+                env={**inherited(os.environ), **env},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE if capture else None,
+                stderr=subprocess.STDOUT if capture else None,
+                text=True,
+                errors="replace",
+                start_new_session=True,  # its own group: killed whole at the timeout
+            )
+        except OSError as exc:  # no sh
+            return Outcome(127, [f"cannot run sh: {exc.strerror or exc}"])
+        try:
+            signal.signal(signal.SIGINT, previous[signal.SIGINT])
+            signal.signal(signal.SIGTERM, _interrupt)  # else the command outlives us
+            if held:
+                raise KeyboardInterrupt
+            out, _ = proc.communicate(timeout=timeout)
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            out, _ = proc.communicate()
+            code = TIMED_OUT
+        except BaseException:  # interrupted: the command does not outlive the crawler
+            _kill(proc)
+            proc.wait()
+            raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return Outcome(code, (out or "").splitlines())
 
 
