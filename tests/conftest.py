@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import gzip
+import importlib.util
 import os
+import shutil
 import ssl
 import threading
 from collections.abc import Callable, Iterator
@@ -17,7 +19,7 @@ from aiohttp import web
 from hypothesis import settings
 from lxml import etree
 
-from tests.procs import SHARED_VARIABLE, shared
+from tests.procs import SHARED_VARIABLE, missing, shared
 
 # a timing never decides a test: hypothesis' 200 ms deadline per example would, on a busy
 # machine or beside the other xdist workers
@@ -40,12 +42,17 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 @pytest.fixture
-def one_browser_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Rendering judges a page on timing, as a crawl must: a quiet network, a scroll's
-    requests beginning. Two rendering tests at once on two cores starve each other's
-    chromium past those waits (an infinite scroll judged finished early: seen under -n 2,
-    and with three such tests run at once). They take turns across the test processes,
-    as they did when the suite ran in one."""
+def a_browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Rendering's tests: playwright and Debian's chromium (skipped without them, failed in
+    CI), one such test at a time. Rendering judges a page on timing, as a crawl must: a
+    quiet network, a scroll's requests beginning. Two rendering tests at once on two cores
+    starve each other's chromium past those waits (an infinite scroll judged finished early:
+    seen under -n 2, and with three such tests run at once). They take turns across the
+    test processes, as they did when the suite ran in one."""
+    if importlib.util.find_spec("playwright") is None or shutil.which("chromium") is None:
+        missing(
+            "playwright and Debian's chromium (pip install -e '.[dev]'; apt-get install chromium)"
+        )
     shared = tmp_path_factory.getbasetemp().parent  # one folder for every test process
     with open(shared / "one-browser.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes

@@ -3,16 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
 from crawler.cli import main
-from tests.procs import missing
 from tests.sites import Page, Site, html
 from tests.spa import spa_app
 
@@ -32,12 +29,8 @@ def _run(tmp_path: Path, *args: str) -> tuple[int, set[tuple[str, str | None]]]:
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.usefixtures("one_browser_at_a_time")
+@pytest.mark.usefixtures("a_browser")
 def test_render_judges_an_app_as_the_rendering_crawl_would(serve, tmp_path):
-    if importlib.util.find_spec("playwright") is None:
-        missing("the playwright package (pip install -e '.[dev]')")
-    if shutil.which("chromium") is None:
-        missing("Debian's chromium (apt-get install chromium)")
     base: list[str] = []
 
     def sitemap(app: web.Application) -> None:

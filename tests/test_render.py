@@ -9,25 +9,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
-from tests.procs import missing
 from tests.sites import assert_spaced
 from tests.spa import FEED_PAGES, as_json, feed_items, paths, spa_app
 
-pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("one_browser_at_a_time")]
-
-
-@pytest.fixture(autouse=True)
-def _need_browser() -> None:
-    if importlib.util.find_spec("playwright") is None:
-        missing("the playwright package (pip install -e '.[dev]')")
-    if shutil.which("chromium") is None:
-        missing("Debian's chromium (apt-get install chromium)")
+pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("a_browser")]
 
 
 def _decisions(path: Path) -> dict[str, dict]:

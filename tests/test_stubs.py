@@ -174,25 +174,10 @@ def test_audit_crawl_no_longer_reports_stubs_as_missing(serve, tmp_path, capsys)
     capsys.readouterr()
 
 
-def _needs_a_browser() -> None:
-    """Rendering's tests need playwright and Debian's chromium: skipped (failed in CI)
-    without them."""
-    import importlib.util
-    import shutil
-
-    from tests.procs import missing
-
-    if importlib.util.find_spec("playwright") is None or shutil.which("chromium") is None:
-        missing(
-            "playwright and Debian's chromium (pip install -e '.[dev]'; apt-get install chromium)"
-        )
-
-
-@pytest.mark.usefixtures("one_browser_at_a_time")
+@pytest.mark.usefixtures("a_browser")
 def test_a_rendered_page_that_navigates_away_is_a_redirect(serve, tmp_path, xsd):
     """A computed location is no raw stub (only a browser knows where it goes); rendered,
     the navigation the browser was refused is the page's redirect."""
-    _needs_a_browser()
     text = "<p>" + "Moved somewhere, computed by a script. " * 10 + "</p>"
     site = Site(
         {
@@ -229,11 +214,10 @@ _NAVIGATES_WHEN_MEASURED = (
 )
 
 
-@pytest.mark.usefixtures("one_browser_at_a_time")
+@pytest.mark.usefixtures("a_browser")
 def test_a_page_that_navigates_while_the_renderer_reads_it_is_a_redirect(serve, tmp_path, xsd):
     """Not an unexpected failure (exit 70): the navigation the browser was refused is the
     page's redirect, as when it navigates while it loads."""
-    _needs_a_browser()
     site = Site({"/": html("/late"), "/late": _NAVIGATES_WHEN_MEASURED, "/target/": html()})
     u = serve(site.app).url
     locs, decisions = _crawl(tmp_path, u + "/", xsd, "--render", "always", "--workers", "0")
@@ -244,11 +228,10 @@ def test_a_page_that_navigates_while_the_renderer_reads_it_is_a_redirect(serve, 
     )
 
 
-@pytest.mark.usefixtures("one_browser_at_a_time")
+@pytest.mark.usefixtures("a_browser")
 def test_a_page_whose_script_breaks_the_renderer_s_reads_is_a_fetch_error(serve, tmp_path, xsd):
     """A page's script that throws when the renderer reads its height costs that page (a
     fetch error naming the browser's message), not the crawl (it was exit 70)."""
-    _needs_a_browser()
     throws = (
         "<html><body><div style='height:5000px'>Tall.</div><script>"
         "Object.defineProperty(document.documentElement, 'scrollHeight', {get() {"
