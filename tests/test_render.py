@@ -154,8 +154,8 @@ def test_auto_stops_rendering_a_server_rendered_site_but_renders_its_app_shells(
 def test_a_browser_crash_costs_one_retry(serve, crawl, tmp_path):
     srv = serve(spa_app(crashes=1))
     decisions = tmp_path / "decisions.jsonl"
-    code, pub, _, err = crawl(
-        srv.url + "/crash", "--render", "always", "--decisions", str(decisions)
+    code, pub, _, err = crawl(  # the crash and the page after it: none of the app's slow ones
+        srv.url + "/crash", "--render", "always", "--decisions", str(decisions), "--max-depth", "1"
     )
     assert code == 0, err
     assert srv.url + "/after-crash" in pub.locs
@@ -166,7 +166,9 @@ def test_a_browser_crash_costs_one_retry(serve, crawl, tmp_path):
 def test_a_browser_crashing_twice_is_a_fetch_error(serve, crawl, tmp_path):
     srv = serve(spa_app(crashes=2))
     decisions = tmp_path / "decisions.jsonl"
-    code, _, _, err = crawl(srv.url + "/crash", "--render", "always", "--decisions", str(decisions))
+    code, _, _, err = crawl(
+        srv.url + "/crash", "--render", "always", "--decisions", str(decisions), "--max-depth", "1"
+    )
     assert code == 3, err  # nothing listed
     crash = _decisions(decisions)["crash"]
     assert crash["reason"] == "fetch_error"
