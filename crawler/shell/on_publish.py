@@ -14,10 +14,12 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from crawler.config import SECRET_KEYS, env_var
 
@@ -75,16 +77,31 @@ def inherited(environ: Mapping[str, str]) -> dict[str, str]:
 #: The signals that stop a run: either one kills the command.
 _STOPS: Final = (signal.SIGINT, signal.SIGTERM)
 
+#: Seconds between looks at the signals held while the command runs: how soon a stop acts.
+_POLL_SECONDS: Final = 0.1
+
 
 def run(
     command: str, env: dict[str, str], *, capture: bool = False, timeout: float = TIMEOUT
 ) -> Outcome:
-    # SIGINT/SIGTERM while the command is being started are held until it exists: one raised
-    # inside Popen, after the fork, would lose the child, which would sleep on holding our
-    # stdout (a container's log, a caller's pipe) after we had gone
+    """Run `command` to its end or `timeout`. A SIGINT or SIGTERM meanwhile kills it (its
+    whole group, as at the timeout) and raises KeyboardInterrupt: it never outlives us.
+
+    Both signals are held from before the command starts until it is gone, and acted on
+    between short waits, never raised inside subprocess's code: raised inside Popen after
+    the fork, one lost the child, which slept on holding our stdout (a container's log, a
+    caller's pipe); raised inside a wait, one could leave its lock taken, and the wait
+    after the kill then waited for ever. A signal ignored (SIG_IGN), or handled by a handler
+    not set from Python, is left as it is."""
     held: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _: held.append(signum)) for sig in _STOPS}
+    previous: dict[signal.Signals, signal.Handlers | Callable[..., Any] | int] = {}
     try:
+        if threading.current_thread() is threading.main_thread():
+            for sig in _STOPS:
+                handler = signal.getsignal(sig)
+                if handler is not None and handler != signal.SIG_IGN:
+                    previous[sig] = handler
+                    signal.signal(sig, lambda signum, _: held.append(signum))
         try:
             proc = subprocess.Popen(
                 ["sh", "-c", command],
@@ -97,29 +114,38 @@ def run(
                 start_new_session=True,  # its own group: killed whole at the timeout
             )
         except OSError as exc:  # no sh
+            if held:
+                raise KeyboardInterrupt from None
             return Outcome(127, [f"cannot run sh: {exc.strerror or exc}"])
         try:
-            signal.signal(signal.SIGINT, previous[signal.SIGINT])
-            signal.signal(signal.SIGTERM, _interrupt)  # else the command outlives us
-            if held:
-                raise KeyboardInterrupt
-            out, _ = proc.communicate(timeout=timeout)
-            code = proc.returncode
-        except subprocess.TimeoutExpired:
+            outcome = _outcome(proc, held, timeout)
+        except BaseException:  # stopped (or failed): the command does not outlive us
             _kill(proc)
-            out, _ = proc.communicate()
-            code = TIMED_OUT
-        except BaseException:  # interrupted: the command does not outlive the crawler
-            _kill(proc)
-            proc.wait()
+            proc.wait()  # no signal raises here: held
             raise
+        if held:  # a stop as it ended, or while it was killed at the timeout: still a stop
+            raise KeyboardInterrupt
+        return outcome
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return Outcome(code, (out or "").splitlines())
 
 
-def _interrupt(signum: int, frame: object) -> None:
+def _outcome(proc: subprocess.Popen[str], held: list[int], timeout: float) -> Outcome:
+    """Wait for the command, looking at the held signals every _POLL_SECONDS (a
+    communicate() timed out is taken up again without losing output)."""
+    deadline = time.monotonic() + timeout
+    while not held:
+        left = deadline - time.monotonic()
+        try:
+            out, _ = proc.communicate(timeout=max(0.0, min(_POLL_SECONDS, left)))
+        except subprocess.TimeoutExpired:
+            if left <= _POLL_SECONDS:
+                _kill(proc)
+                out, _ = proc.communicate()
+                return Outcome(TIMED_OUT, (out or "").splitlines())
+            continue
+        return Outcome(proc.returncode, (out or "").splitlines())
     raise KeyboardInterrupt
 
 

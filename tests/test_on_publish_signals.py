@@ -1,0 +1,163 @@
+"""A stop (SIGTERM, SIGINT) while --on-publish's or --on-failure's command runs
+(crawler.shell.on_publish.run): the command never outlives the crawler, a stop is never
+lost, and the crawler's own handlers are as they were after. The first four put the signal
+in a window where a handler raising KeyboardInterrupt lost the command, hung the crawler
+or dropped the stop: each fails on 35d00db's code or e143cd1's (the first's fix). The last
+keeps a rule the old code had: an ignored SIGINT stays ignored."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from crawler.shell import interrupts, on_publish
+from tests.procs import wait_for
+
+#: The command of these tests: its pid in a file, then a minute's sleep in that process
+SLEEPS = 'echo $$ > "{started}"; exec sleep 60'
+
+
+@pytest.fixture
+def started(tmp_path: Path) -> Iterator[Path]:
+    """Where the command writes its pid; whatever a test's outcome, it does not outlive it."""
+    path = tmp_path / "started"
+    yield path
+    with contextlib.suppress(ValueError, OSError):
+        os.killpg(int(path.read_text()), signal.SIGKILL)
+
+
+@pytest.fixture
+def handlers() -> Iterator[None]:
+    """The test process's own handlers are the same after run() as before."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
+def _after_popen(monkeypatch: pytest.MonkeyPatch, then: Callable[[subprocess.Popen[str]], None]):
+    popen = subprocess.Popen
+
+    def wrapped(*args: object, **kwargs: object) -> subprocess.Popen[str]:
+        proc = popen(*args, **kwargs)  # type: ignore[call-overload]
+        then(proc)
+        return proc
+
+    monkeypatch.setattr(on_publish.subprocess, "Popen", wrapped)
+
+
+def _gone(started: Path) -> bool:
+    """The command is dead and reaped (no zombie left: /proc has no entry for it)."""
+    return not Path(f"/proc/{int(started.read_text())}").exists()
+
+
+def _has_started(started: Path) -> None:
+    wait_for(lambda: started.exists() and started.read_text().strip(), "the command")
+
+
+@pytest.mark.usefixtures("handlers")
+def test_a_stop_as_the_command_starts_still_kills_it(started, monkeypatch):
+    """SIGTERM after the fork, before Popen returns (a container stopped as its hook starts;
+    a loaded machine widens that window): raised there, it lost the child, which slept on
+    holding the crawler's stdout."""
+
+    def stop(proc: subprocess.Popen[str]) -> None:
+        _has_started(started)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    _after_popen(monkeypatch, stop)
+    with interrupts.sigterm_interrupts(), pytest.raises(KeyboardInterrupt):
+        on_publish.run(SLEEPS.format(started=started), {})
+    assert _gone(started)
+
+
+class _SignalsWhenTaken:
+    """subprocess's waitpid lock, which sends this process SIGTERM the first time it is
+    taken: the moment a raising handler left it taken (CPython's Popen._wait takes it
+    before its try), and the wait after the kill then waited for ever."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sent = False
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        taken = self.lock.acquire(blocking, timeout)
+        if taken and not self.sent:
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGTERM)
+        return taken
+
+    def release(self) -> None:
+        self.lock.release()
+
+    def __enter__(self) -> None:
+        if not self.lock.acquire(timeout=10):
+            raise AssertionError("the wait's lock was left taken: the crawler would hang")
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+@pytest.mark.usefixtures("handlers")
+def test_a_stop_inside_the_wait_does_not_hang(started, monkeypatch):
+    def watched(proc: subprocess.Popen[str]) -> None:
+        if not hasattr(proc, "_waitpid_lock"):
+            pytest.skip("this Python's Popen has no waitpid lock")
+        _has_started(started)
+        proc._waitpid_lock = _SignalsWhenTaken()  # type: ignore[attr-defined]
+
+    _after_popen(monkeypatch, watched)
+    with interrupts.sigterm_interrupts(), pytest.raises(KeyboardInterrupt):
+        on_publish.run(SLEEPS.format(started=started), {})
+    assert _gone(started)
+
+
+@pytest.mark.usefixtures("handlers")
+def test_a_second_stop_while_it_is_killed_still_kills_it(started, monkeypatch):
+    """A double Ctrl-C, or SIGTERM then the container's next: the second came while the
+    first's kill was under way, raised before the kill, and left the command running."""
+    kill = on_publish._kill
+
+    def stopped_again(proc: subprocess.Popen[str]) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        kill(proc)
+
+    monkeypatch.setattr(on_publish, "_kill", stopped_again)
+    command = f'echo $$ > "{started}"; kill -TERM $PPID; exec sleep 60'
+    with interrupts.sigterm_interrupts(), pytest.raises(KeyboardInterrupt):
+        on_publish.run(command, {})
+    assert _gone(started)
+
+
+@pytest.mark.usefixtures("handlers")
+def test_a_stop_as_sh_fails_to_start_is_still_a_stop(monkeypatch):
+    """Held while Popen ran, then Popen failed (no sh): the stop stands, the run does not
+    go on to its next step as if the command had merely failed."""
+
+    def no_sh(*args: object, **kwargs: object) -> subprocess.Popen[str]:
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr(on_publish.subprocess, "Popen", no_sh)
+    with interrupts.sigterm_interrupts(), pytest.raises(KeyboardInterrupt):
+        on_publish.run("true", {})
+
+
+@pytest.mark.usefixtures("handlers")
+def test_an_ignored_sigint_stays_ignored(started):
+    """A crawler started in the background by a non-interactive shell ignores SIGINT: the
+    command is not killed by one, and inherits it ignored."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        outcome = on_publish.run(
+            f'echo $$ > "{started}"; kill -INT $PPID; sleep 0.3; echo done', {}, capture=True
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert outcome.ok and outcome.output == ["done"]
