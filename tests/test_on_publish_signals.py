@@ -1,9 +1,10 @@
 """A stop (SIGTERM, SIGINT) while --on-publish's or --on-failure's command runs
 (crawler.shell.on_publish.run): the command never outlives the crawler, a stop is never
-lost, and the crawler's own handlers are as they were after. The first four put the signal
-in a window where a handler raising KeyboardInterrupt lost the command, hung the crawler
-or dropped the stop: each fails on 35d00db's code or e143cd1's (the first's fix). The last
-keeps a rule the old code had: an ignored SIGINT stays ignored."""
+lost, and the crawler's own handlers are as they were after. Each test but the last puts
+the signal in a window where a handler raising KeyboardInterrupt lost the command, hung the
+crawler, dropped the stop or left a handler changed: each fails on one of run()'s earlier
+versions (35d00db's, e143cd1's, c0ecf23's). The last keeps a rule the old code had: an ignored
+SIGINT stays ignored."""
 
 from __future__ import annotations
 
@@ -147,6 +148,27 @@ def test_a_stop_as_sh_fails_to_start_is_still_a_stop(monkeypatch):
     monkeypatch.setattr(on_publish.subprocess, "Popen", no_sh)
     with interrupts.sigterm_interrupts(), pytest.raises(KeyboardInterrupt):
         on_publish.run("true", {})
+
+
+@pytest.mark.usefixtures("handlers")
+def test_a_stop_as_the_handlers_are_put_back_leaves_none_changed(monkeypatch):
+    """Ctrl-C as the command ends, between putting back SIGINT's handler and SIGTERM's:
+    raised there, it left SIGTERM recorded and never acted on for the rest of the run (a
+    container's stop ignored). Now it waits for the swap and stops the run after it."""
+    swap, sigint = signal.signal, signal.getsignal(signal.SIGINT)
+
+    def put_back(sig: int, handler: object) -> object:
+        before = swap(sig, handler)  # type: ignore[arg-type]
+        if sig == signal.SIGINT and handler is sigint:
+            os.kill(os.getpid(), signal.SIGINT)
+        return before
+
+    monkeypatch.setattr(on_publish.signal, "signal", put_back)
+    with interrupts.sigterm_interrupts():
+        during = signal.getsignal(signal.SIGTERM)
+        with pytest.raises(KeyboardInterrupt):
+            on_publish.run("true", {})
+        assert signal.getsignal(signal.SIGTERM) is during
 
 
 @pytest.mark.usefixtures("handlers")

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -85,50 +85,71 @@ def run(
     command: str, env: dict[str, str], *, capture: bool = False, timeout: float = TIMEOUT
 ) -> Outcome:
     """Run `command` to its end or `timeout`. A SIGINT or SIGTERM meanwhile kills it (its
-    whole group, as at the timeout) and raises KeyboardInterrupt: it never outlives us.
+    whole group, as at the timeout) and raises KeyboardInterrupt: it never outlives us,
+    and the stop is never lost.
 
-    Both signals are held from before the command starts until it is gone, and acted on
-    between short waits, never raised inside subprocess's code: raised inside Popen after
-    the fork, one lost the child, which slept on holding our stdout (a container's log, a
-    caller's pipe); raised inside a wait, one could leave its lock taken, and the wait
-    after the kill then waited for ever. A signal ignored (SIG_IGN), or handled by a handler
-    not set from Python, is left as it is."""
+    Both signals are held (recorded, not acted on) from before the command starts until it
+    is gone, and looked at between short waits, never raised inside subprocess's code:
+    raised inside Popen after the fork, one lost the child, which slept on holding our
+    stdout (a container's log, a caller's pipe); raised inside a wait, one could leave its
+    lock taken, and the wait after the kill then waited for ever. The handlers are swapped
+    with the signals blocked, so that none arrives between two swaps. A signal ignored
+    (SIG_IGN), or handled by a handler not set from Python, is left as it is."""
     held: list[int] = []
     previous: dict[signal.Signals, signal.Handlers | Callable[..., Any] | int] = {}
+    main = threading.current_thread() is threading.main_thread()
     try:
-        if threading.current_thread() is threading.main_thread():
-            for sig in _STOPS:
-                handler = signal.getsignal(sig)
-                if handler is not None and handler != signal.SIG_IGN:
-                    previous[sig] = handler
-                    signal.signal(sig, lambda signum, _: held.append(signum))
-        try:
-            proc = subprocess.Popen(
-                ["sh", "-c", command],
-                env={**inherited(os.environ), **env},
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE if capture else None,
-                stderr=subprocess.STDOUT if capture else None,
-                text=True,
-                errors="replace",
-                start_new_session=True,  # its own group: killed whole at the timeout
-            )
-        except OSError as exc:  # no sh
-            if held:
-                raise KeyboardInterrupt from None
-            return Outcome(127, [f"cannot run sh: {exc.strerror or exc}"])
-        try:
-            outcome = _outcome(proc, held, timeout)
-        except BaseException:  # stopped (or failed): the command does not outlive us
-            _kill(proc)
-            proc.wait()  # no signal raises here: held
-            raise
-        if held:  # a stop as it ended, or while it was killed at the timeout: still a stop
-            raise KeyboardInterrupt
-        return outcome
+        if main:
+            with _blocked():
+                for sig in _STOPS:
+                    handler = signal.getsignal(sig)
+                    if handler is not None and handler != signal.SIG_IGN:
+                        previous[sig] = handler
+                        signal.signal(sig, lambda signum, _: held.append(signum))
+        outcome = _started(command, env, capture, timeout, held)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        if previous:
+            with _blocked():  # a signal the swap held for is held, acted on below
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+    if held:  # a stop as the command ended, or while it was killed at its timeout
+        raise KeyboardInterrupt
+    return outcome
+
+
+@contextlib.contextmanager
+def _blocked() -> Iterator[None]:
+    """SIGINT and SIGTERM wait (pending) while the handlers are swapped: one in between
+    would run a handler that was just put back, or find the other's half changed."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _started(
+    command: str, env: dict[str, str], capture: bool, timeout: float, held: list[int]
+) -> Outcome:
+    try:
+        proc = subprocess.Popen(
+            ["sh", "-c", command],
+            env={**inherited(os.environ), **env},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if capture else None,
+            stderr=subprocess.STDOUT if capture else None,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # its own group: killed whole at the timeout
+        )
+    except OSError as exc:  # no sh
+        return Outcome(127, [f"cannot run sh: {exc.strerror or exc}"])
+    try:
+        return _outcome(proc, held, timeout)
+    except BaseException:  # stopped (or failed): the command does not outlive us
+        _kill(proc)
+        proc.wait()  # no signal raises here: held
+        raise
 
 
 def _outcome(proc: subprocess.Popen[str], held: list[int], timeout: float) -> Outcome:
