@@ -11,6 +11,7 @@ outcome never touches the published files: the CLI turns a failure into one line
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import subprocess
@@ -80,6 +81,11 @@ _STOPS: Final = (signal.SIGINT, signal.SIGTERM)
 #: Seconds between looks at the signals held while the command runs: how soon a stop acts.
 _POLL_SECONDS: Final = 0.1
 
+#: Seconds the command's output is still read once it has ended or was killed, while a
+#: process it left running holds it open; then the line below ends what was read.
+_DRAIN_SECONDS: Final = 5.0
+HELD_OPEN: Final = "(its output was held open by a process it left running: not read further)"
+
 
 def run(
     command: str, env: dict[str, str], *, capture: bool = False, timeout: float = TIMEOUT
@@ -108,9 +114,13 @@ def run(
                         signal.signal(sig, lambda signum, _: held.append(signum))
         outcome = _started(command, env, capture, timeout, held)
     finally:
-        if previous:
+        try:
             with _blocked():  # a signal the swap held for is held, acted on below
                 for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+        finally:  # the mask is this thread's: another may take a stop, which the handler
+            for sig, handler in previous.items():  # just put back raises mid-swap
+                if signal.getsignal(sig) is not handler:
                     signal.signal(sig, handler)
     if held:  # a stop as the command ended, or while it was killed at its timeout
         raise KeyboardInterrupt
@@ -121,8 +131,9 @@ def run(
 def _blocked() -> Iterator[None]:
     """SIGINT and SIGTERM wait (pending) while the handlers are swapped: one in between
     would run a handler that was just put back, or find the other's half changed."""
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
-    try:
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, ())  # read: a handler raising in
+    try:  # the call that changes it would lose the mask to put back
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
@@ -148,26 +159,43 @@ def _started(
         return _outcome(proc, held, timeout)
     except BaseException:  # stopped (or failed): the command does not outlive us
         _kill(proc)
-        proc.wait()  # no signal raises here: held
+        _close(proc)
         raise
 
 
 def _outcome(proc: subprocess.Popen[str], held: list[int], timeout: float) -> Outcome:
     """Wait for the command, looking at the held signals every _POLL_SECONDS (a
-    communicate() timed out is taken up again without losing output)."""
+    communicate() timed out is taken up again without losing output). Its output is read
+    for at most _DRAIN_SECONDS more once it has ended or been killed at its timeout: a
+    process it left running (`setsid ... &`, `ssh -f`) may hold it open for ever."""
     deadline = time.monotonic() + timeout
+    code: int | None = None  # once the command has ended, or was killed: its exit code
+    drained = math.inf
     while not held:
-        left = deadline - time.monotonic()
         try:
-            out, _ = proc.communicate(timeout=max(0.0, min(_POLL_SECONDS, left)))
-        except subprocess.TimeoutExpired:
-            if left <= _POLL_SECONDS:
-                _kill(proc)
-                out, _ = proc.communicate()
-                return Outcome(TIMED_OUT, (out or "").splitlines())
+            out, _ = proc.communicate(timeout=_POLL_SECONDS)
+        except subprocess.TimeoutExpired as exc:
+            now = time.monotonic()
+            if code is None:
+                if now >= deadline:
+                    _kill(proc)
+                    code, drained = TIMED_OUT, now + _DRAIN_SECONDS
+                elif proc.poll() is not None:  # ended, its output held open by another
+                    code, drained = proc.returncode, now + _DRAIN_SECONDS
+            elif now >= drained:
+                _close(proc)
+                text = exc.output.decode("utf-8", "replace") if exc.output else ""
+                return Outcome(code, [*text.splitlines(), HELD_OPEN])
             continue
-        return Outcome(proc.returncode, (out or "").splitlines())
+        return Outcome(proc.returncode if code is None else code, (out or "").splitlines())
     raise KeyboardInterrupt
+
+
+def _close(proc: subprocess.Popen[str]) -> None:
+    """The command reaped (it has ended, or been killed) and its output's pipe closed."""
+    proc.wait()  # no signal raises here: held
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:
