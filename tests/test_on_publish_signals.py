@@ -238,3 +238,16 @@ def test_an_ignored_sigint_stays_ignored(started):
     assert outcome.ok and outcome.output[-1] == "done"
     ignored = int(outcome.output[0], 16)  # the command's SigIgn: a bit a signal, from 1
     assert ignored & 1 << (signal.SIGINT - 1)  # inherited ignored, as before
+
+
+@pytest.mark.usefixtures("handlers")
+def test_off_the_main_thread_it_runs_and_touches_no_handler():
+    """Handlers are the main thread's to set: from another thread the command runs as it is
+    (the stops are the main thread's to act on)."""
+    outcomes: list[on_publish.Outcome] = []
+    thread = threading.Thread(
+        target=lambda: outcomes.append(on_publish.run("echo hi", {}, capture=True))
+    )
+    thread.start()
+    thread.join(30)
+    assert [outcome.output for outcome in outcomes] == [["hi"]]

@@ -99,8 +99,8 @@ def run(
     raised inside Popen after the fork, one lost the child, which slept on holding our
     stdout (a container's log, a caller's pipe); raised inside a wait, one could leave its
     lock taken, and the wait after the kill then waited for ever. The handlers are swapped
-    with the signals blocked, so that none arrives between two swaps. A signal ignored
-    (SIG_IGN), or handled by a handler not set from Python, is left as it is."""
+    with the signals blocked (_blocked, _put_back). A signal ignored (SIG_IGN), or handled
+    by a handler not set from Python, is left as it is; off the main thread, both are."""
     held: list[int] = []
     previous: dict[signal.Signals, signal.Handlers | Callable[..., Any] | int] = {}
     main = threading.current_thread() is threading.main_thread()
@@ -114,17 +114,25 @@ def run(
                         signal.signal(sig, lambda signum, _: held.append(signum))
         outcome = _started(command, env, capture, timeout, held)
     finally:
-        try:
-            with _blocked():  # a signal the swap held for is held, acted on below
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
-        finally:  # the mask is this thread's: another may take a stop, which the handler
-            for sig, handler in previous.items():  # just put back raises mid-swap
-                if signal.getsignal(sig) is not handler:
-                    signal.signal(sig, handler)
+        if previous:
+            _put_back(previous)
     if held:  # a stop as the command ended, or while it was killed at its timeout
         raise KeyboardInterrupt
     return outcome
+
+
+def _put_back(previous: dict[signal.Signals, signal.Handlers | Callable[..., Any] | int]) -> None:
+    """The handlers found, all of them: a stop during the swap waits for its end (the
+    mask), and one another thread takes (the mask is this thread's), run by a handler just
+    put back, raises only once the rest are back too."""
+    try:
+        with _blocked():
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    finally:
+        for sig, handler in previous.items():
+            if signal.getsignal(sig) is not handler:
+                signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
