@@ -1,10 +1,11 @@
 """A stop (SIGTERM, SIGINT) while --on-publish's or --on-failure's command runs
 (crawler.shell.on_publish.run): the command never outlives the crawler, a stop is never
 lost, the crawler's own handlers are as they were after, and output a process the command
-left running holds open is not waited on for ever. Each test but the last puts the signal
-(or the open output) where run() lost the command, hung, dropped the stop or left a handler
-changed: each fails on one of its earlier versions (35d00db's, e143cd1's, c0ecf23's,
-eb911a8's). The last keeps a rule the old code had: an ignored SIGINT stays ignored."""
+left running holds open is not waited on for ever. Each test but the last two puts the
+signal (or the open output) where run() lost the command, hung, dropped the stop or left a
+handler changed: each fails on one of its earlier versions (35d00db's, e143cd1's,
+c0ecf23's, eb911a8's). The last two keep rules the old code had: an ignored SIGINT stays
+ignored, and off the main thread the command runs with no handler touched."""
 
 from __future__ import annotations
 
