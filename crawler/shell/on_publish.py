@@ -78,6 +78,9 @@ def inherited(environ: Mapping[str, str]) -> dict[str, str]:
 #: The signals that stop a run: either one kills the command.
 _STOPS: Final = (signal.SIGINT, signal.SIGTERM)
 
+#: The handlers run() found, each put back as it was.
+_Handlers = dict[signal.Signals, signal.Handlers | Callable[..., Any] | int]
+
 #: Seconds between looks at the signals held while the command runs: how soon a stop acts.
 _POLL_SECONDS: Final = 0.1
 
@@ -102,10 +105,9 @@ def run(
     with the signals blocked (_blocked, _put_back). A signal ignored (SIG_IGN), or handled
     by a handler not set from Python, is left as it is; off the main thread, both are."""
     held: list[int] = []
-    previous: dict[signal.Signals, signal.Handlers | Callable[..., Any] | int] = {}
-    main = threading.current_thread() is threading.main_thread()
+    previous: _Handlers = {}
     try:
-        if main:
+        if threading.current_thread() is threading.main_thread():
             with _blocked():
                 for sig in _STOPS:
                     handler = signal.getsignal(sig)
@@ -121,7 +123,7 @@ def run(
     return outcome
 
 
-def _put_back(previous: dict[signal.Signals, signal.Handlers | Callable[..., Any] | int]) -> None:
+def _put_back(previous: _Handlers) -> None:
     """The handlers found, all of them: a stop during the swap waits for its end (the
     mask), and one another thread takes (the mask is this thread's), run by a handler just
     put back, raises only once the rest are back too."""
