@@ -18,11 +18,11 @@ from crawler.core.decide import (
     TOO_LONG,
     TRAP,
     Decision,
+    SegmentRepeats,
     TrapBudgets,
     engine_detail,
     included,
     not_included,
-    repeats_segment,
 )
 from crawler.core.hosts import AllowedHosts
 from crawler.core.patterns import NO_PATTERNS, Patterns, path_and_query
@@ -197,7 +197,7 @@ class Screen:
         self.budgets = budgets
         self._agent = user_agent
         self._length = max_url_length
-        self._repeats = max_segment_repeats
+        self._repeats = SegmentRepeats(max_segment_repeats)
         self._depth = max_depth
         # An out-of-scope verdict's text is the plan's, the same for every URL: one frozen
         # Decision each, not one made a URL (most sites link out more than they list, #26);
@@ -224,8 +224,8 @@ class Screen:
             if chosen is not None:
                 return chosen
         path = url.split("?", 1)[0]
-        if repeats_segment(path, self._repeats):
-            return Decision(TRAP, f"a path segment repeats more than {self._repeats} times")
+        if self._repeats(path):
+            return Decision(TRAP, f"a path segment repeats more than {self._repeats.limit} times")
         denied = self.robots_denial(url)
         if denied is not None:
             return denied
