@@ -152,6 +152,7 @@ class Screen:
 
     __slots__ = (
         "_agent",
+        "_chooses",
         "_depth",
         "_engines",
         "_length",
@@ -189,6 +190,9 @@ class Screen:
         self.include = include
         self.listing_only = listing_only
         self.exclude = exclude
+        # whether the user's patterns choose at all: asked of every URL in scope, where
+        # each Patterns' truth is a call (#26)
+        self._chooses = bool(include or exclude)
         self.seeds = seeds
         self.robots = RobotsTxt.allow_all()  # until the crawl has read the site's
         # allowed_hosts: each other host's robots.txt, by origin, once read (before its first
@@ -219,7 +223,7 @@ class Screen:
             return self._unmapped
         if len(public) > self._length or len(url) > self._length:
             return Decision(TOO_LONG, f"{len(public)} characters")
-        if self.exclude or self.include:
+        if self._chooses:
             chosen = self._chosen(url, public)
             if chosen is not None:
                 return chosen
