@@ -23,6 +23,7 @@ from crawler.core.decide import (
     Decision,
     PageFacts,
     Policy,
+    SegmentRepeats,
     TrapBudgets,
     decide_page,
 )
@@ -156,6 +157,35 @@ def test_a_star_matches_any_insertion(pieces, data):
     fillers = [data.draw(st.text(max_size=5)) for _ in pieces[1:]]  # any text, / ? * too
     path = "/" + pieces[0] + "".join(f + p for f, p in zip(fillers, pieces[1:], strict=True))
     assert Patterns.compile([glob]).match(path) == glob
+
+
+def _repeats_as_counted(path: str, limit: int) -> bool:
+    """The trap rule, plainly: a non-empty segment met more than limit times."""
+    segments = [segment for segment in path.split("/") if segment]
+    return any(segments.count(segment) > limit for segment in segments)
+
+
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["", "a", "b", "ab", "http:", "h:1"]), max_size=8).map("/".join),
+        max_size=12,
+    ),
+    st.integers(1, 4),
+)
+def test_a_repeated_segment_is_found_as_counting_finds_it(paths, limit):
+    """#26: the rule answered by folder (paths of one folder in a row, empty segments and
+    trailing slashes included) is the count of every segment of each path."""
+    repeats = SegmentRepeats(limit)
+    for path in paths:
+        assert repeats(path) == _repeats_as_counted(path, limit), path
+
+
+def test_the_folders_kept_for_the_segment_rule_are_bounded():
+    repeats = SegmentRepeats(1)
+    for i in range(5000):
+        assert not repeats(f"http://example.com/f{i}/p")
+    assert len(repeats._folders) <= 4096
+    assert repeats("http://example.com/f1/f1") and not repeats("http://example.com/f1/g")
 
 
 # -- the screen and the decision -------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Final
 from urllib.parse import urlsplit
 
 from crawler.core.access import AUTH_ENV
@@ -285,15 +286,51 @@ def nofollow_links(
     return nofollow
 
 
-def repeats_segment(path: str, limit: int) -> bool:
-    """True when one path segment occurs more than limit times: /a/b/a/b/a/b/a/ loops."""
+def _segment_counts(path: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for segment in path.split("/"):
         if segment:
-            counts[segment] = n = counts.get(segment, 0) + 1
-            if n > limit:
-                return True
-    return False
+            counts[segment] = counts.get(segment, 0) + 1
+    return counts
+
+
+class SegmentRepeats:
+    """Whether one segment of a path occurs more than `limit` times (/a/b/a/b/a/b/a/
+    loops), answered by folder: a site's URLs share a few folders, whose segments each of
+    their URLs repeats, and counting them all cost about 7 k instructions a URL, for every
+    URL met (a night of 304s meets them all again, #26). A folder is kept with the segments
+    one more would take past the limit, or True when it has one past it already: a path
+    then costs a look-up and a test of its last segment."""
+
+    __slots__ = ("_folders", "limit")
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:  # the config's floor: a segment met once is never past the limit
+            raise ValueError(f"a segment limit of at least 1, not {limit}")
+        self.limit = limit
+        self._folders: dict[str, frozenset[str] | bool] = {}
+
+    def __call__(self, path: str) -> bool:
+        folder, _, name = path.rpartition("/")
+        known = self._folders.get(folder)
+        if known is None:
+            known = self._counted(folder)
+        return known is True or name in known  # type: ignore[operator]
+
+    def _counted(self, folder: str) -> frozenset[str] | bool:
+        """Kept for the next paths in folder, up to _FOLDERS folders."""
+        counts = _segment_counts(folder)
+        known: frozenset[str] | bool = max(counts.values(), default=0) > self.limit or (
+            frozenset(segment for segment, n in counts.items() if n == self.limit)
+        )
+        if len(self._folders) >= _FOLDERS:
+            self._folders.clear()  # a trap's endless folders: the memory stays bounded
+        self._folders[folder] = known
+        return known
+
+
+#: folders SegmentRepeats keeps at most (a site has a few hundred; a trap, no end of them)
+_FOLDERS: Final = 4_096
 
 
 class TrapBudgets:

@@ -18,11 +18,11 @@ from crawler.core.decide import (
     TOO_LONG,
     TRAP,
     Decision,
+    SegmentRepeats,
     TrapBudgets,
     engine_detail,
     included,
     not_included,
-    repeats_segment,
 )
 from crawler.core.hosts import AllowedHosts
 from crawler.core.patterns import NO_PATTERNS, Patterns, path_and_query
@@ -152,6 +152,7 @@ class Screen:
 
     __slots__ = (
         "_agent",
+        "_chooses",
         "_depth",
         "_engines",
         "_length",
@@ -189,6 +190,9 @@ class Screen:
         self.include = include
         self.listing_only = listing_only
         self.exclude = exclude
+        # whether the user's patterns choose at all: asked of every URL in scope, where
+        # each Patterns' truth is a call (#26)
+        self._chooses = bool(include or exclude)
         self.seeds = seeds
         self.robots = RobotsTxt.allow_all()  # until the crawl has read the site's
         # allowed_hosts: each other host's robots.txt, by origin, once read (before its first
@@ -197,7 +201,7 @@ class Screen:
         self.budgets = budgets
         self._agent = user_agent
         self._length = max_url_length
-        self._repeats = max_segment_repeats
+        self._repeats = SegmentRepeats(max_segment_repeats)
         self._depth = max_depth
         # An out-of-scope verdict's text is the plan's, the same for every URL: one frozen
         # Decision each, not one made a URL (most sites link out more than they list, #26);
@@ -219,13 +223,13 @@ class Screen:
             return self._unmapped
         if len(public) > self._length or len(url) > self._length:
             return Decision(TOO_LONG, f"{len(public)} characters")
-        if self.exclude or self.include:
+        if self._chooses:
             chosen = self._chosen(url, public)
             if chosen is not None:
                 return chosen
         path = url.split("?", 1)[0]
-        if repeats_segment(path, self._repeats):
-            return Decision(TRAP, f"a path segment repeats more than {self._repeats} times")
+        if self._repeats(path):
+            return Decision(TRAP, f"a path segment repeats more than {self._repeats.limit} times")
         denied = self.robots_denial(url)
         if denied is not None:
             return denied
