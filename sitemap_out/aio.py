@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -98,6 +98,16 @@ class AsyncSitemapWriter:
     def check(self, entry: Entry) -> None:
         """Raise EntryError now if entry could never be written (SitemapWriter.check)."""
         self._writer.check(entry)
+
+    def check_plain(
+        self,
+        loc: str,
+        lastmod: datetime | date | None = None,
+        changefreq: str | None = None,
+        priority: float | None = None,
+    ) -> None:
+        """SitemapWriter.check_plain."""
+        self._writer.check_plain(loc, lastmod, changefreq, priority)
 
     async def add(self, entry: Entry) -> None:
         if not isinstance(entry, Entry):

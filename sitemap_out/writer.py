@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Final, Literal
@@ -351,14 +351,33 @@ class SitemapWriter:
         """Raise EntryError now if entry could never be written (too big even for a file of
         its own), so a caller that batches entries learns it at that entry, not a later one."""
         ns = entry.namespaces
-        if not ns and self._max_bytes - self._fixed[0] >= _PLAIN_ENTRY_BOUND:
-            return  # a loc of at most 2,048 characters and three short fields always fits
+        if not ns and self._plain_fits():
+            return
         bound = _size_bound(entry) if ns else None
         if bound is not None and self._max_bytes - self._fixed[ns] >= bound:
             return  # not serialised twice: add() does it, and most entries fit with room
         size = len(self._serialise(entry).encode())
         if self._fixed[ns] + size > self._max_bytes:
             self._too_big(entry, size)
+
+    def check_plain(
+        self,
+        loc: str,
+        lastmod: datetime | date | None = None,
+        changefreq: str | None = None,
+        priority: float | None = None,
+    ) -> None:
+        """``check(Entry(loc, lastmod, changefreq, priority))``, the entry made only when a
+        plain one might not fit (a tiny max_bytes): for a caller that checks each entry's
+        values when it decides them and writes the entry later (Entry.check_values)."""
+        Entry.check_values(loc, lastmod, changefreq, priority)
+        if not self._plain_fits():
+            self.check(Entry.normalised(loc, lastmod, changefreq, priority))
+
+    def _plain_fits(self) -> bool:
+        """Whether any entry without extensions fits a file: a loc of at most 2,048
+        characters and three short fields always does, but in a tiny max_bytes."""
+        return self._max_bytes - self._fixed[0] >= _PLAIN_ENTRY_BOUND
 
     def add_many(self, entries: Iterable[Entry]) -> None:
         """``add`` for each entry; lets the async wrapper cross into a thread once per batch."""
