@@ -106,8 +106,14 @@ class AsyncSitemapWriter:
         changefreq: str | None = None,
         priority: float | None = None,
     ) -> None:
-        """SitemapWriter.check_plain."""
-        self._writer.check_plain(loc, lastmod, changefreq, priority)
+        """``check(Entry(loc, lastmod, changefreq, priority))``, the entry made only when a
+        plain one may not fit (SitemapWriter.plain_fits: a tiny max_bytes): for a caller
+        that checks each entry's values when it decides them and writes the entry later (a
+        crawl checks a page when it lists it: Entry.check_values, #26)."""
+        Entry.check_values(loc, lastmod, changefreq, priority)
+        writer = self._writer
+        if not writer.plain_fits:
+            writer.check(Entry.normalised(loc, lastmod, changefreq, priority))
 
     async def add(self, entry: Entry) -> None:
         if not isinstance(entry, Entry):

@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Final, Literal
@@ -234,9 +234,9 @@ class SitemapWriter:
         self._parts = parts = self._groups[DEFAULT_GROUP]
         self._serialise = parts.serialise
         self._fixed = parts.fixed
-        # any entry without extensions fits a file: a loc of at most 2,048 characters and
-        # three short fields always does, but in a tiny max_bytes (check, check_plain)
-        self._plain_fits = max_bytes - self._fixed[0] >= _PLAIN_ENTRY_BOUND
+        #: whether any entry without extensions fits a file (a loc of at most 2,048
+        #: characters and three short fields does, but in a tiny max_bytes): check() trusts it
+        self.plain_fits = max_bytes - self._fixed[0] >= _PLAIN_ENTRY_BOUND
         self._news = NewsSitemap(parts)
         self._stable = stable
         if stable and changes is None:
@@ -354,7 +354,7 @@ class SitemapWriter:
         """Raise EntryError now if entry could never be written (too big even for a file of
         its own), so a caller that batches entries learns it at that entry, not a later one."""
         ns = entry.namespaces
-        if not ns and self._plain_fits:
+        if not ns and self.plain_fits:
             return
         bound = _size_bound(entry) if ns else None
         if bound is not None and self._max_bytes - self._fixed[ns] >= bound:
@@ -362,20 +362,6 @@ class SitemapWriter:
         size = len(self._serialise(entry).encode())
         if self._fixed[ns] + size > self._max_bytes:
             self._too_big(entry, size)
-
-    def check_plain(
-        self,
-        loc: str,
-        lastmod: datetime | date | None = None,
-        changefreq: str | None = None,
-        priority: float | None = None,
-    ) -> None:
-        """``check(Entry(loc, lastmod, changefreq, priority))``, the entry made only when a
-        plain one might not fit (a tiny max_bytes): for a caller that checks each entry's
-        values when it decides them and writes the entry later (Entry.check_values)."""
-        Entry.check_values(loc, lastmod, changefreq, priority)
-        if not self._plain_fits:
-            self.check(Entry.normalised(loc, lastmod, changefreq, priority))
 
     def add_many(self, entries: Iterable[Entry]) -> None:
         """``add`` for each entry; lets the async wrapper cross into a thread once per batch."""
