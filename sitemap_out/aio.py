@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -98,6 +98,22 @@ class AsyncSitemapWriter:
     def check(self, entry: Entry) -> None:
         """Raise EntryError now if entry could never be written (SitemapWriter.check)."""
         self._writer.check(entry)
+
+    def check_plain(
+        self,
+        loc: str,
+        lastmod: datetime | date | None = None,
+        changefreq: str | None = None,
+        priority: float | None = None,
+    ) -> None:
+        """``check(Entry(loc, lastmod, changefreq, priority))``, the entry made only when a
+        plain one may not fit (SitemapWriter.plain_fits: a tiny max_bytes): for a caller
+        that checks each entry's values when it decides them and writes the entry later (a
+        crawl checks a page when it lists it: Entry.check_values, #26)."""
+        Entry.check_values(loc, lastmod, changefreq, priority)
+        writer = self._writer
+        if not writer.plain_fits:
+            writer.check(Entry.normalised(loc, lastmod, changefreq, priority))
 
     async def add(self, entry: Entry) -> None:
         if not isinstance(entry, Entry):

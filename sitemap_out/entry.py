@@ -172,6 +172,25 @@ def _check_lastmod(loc: str, value: object) -> None:
         raise EntryError(loc, "lastmod", f"must be a datetime or date, not {type(value).__name__}")
 
 
+def _check_scalars(
+    loc: str, lastmod: object, changefreq: str | None, priority: float | None
+) -> None:
+    """An entry's single values, checked (Entry's constructor, normalised, check_values)."""
+    problem = check_uri(loc, min_chars=MIN_LOC_CHARS)
+    if problem is not None:
+        raise EntryError(str(loc), "loc", problem)
+    if lastmod is not None:
+        _check_lastmod(loc, lastmod)
+    if changefreq is not None and changefreq not in CHANGEFREQS:
+        raise EntryError(loc, "changefreq", f"{changefreq!r} is not one of {sorted(CHANGEFREQS)}")
+    if priority is not None:
+        p = priority
+        if isinstance(p, bool) or not isinstance(p, _NUMBER) or not 0.0 <= p <= 1.0:
+            raise EntryError(loc, "priority", f"{p!r} is not a number from 0.0 to 1.0")
+        if isinstance(p, float) and math.isnan(p):  # pragma: no cover - NaN fails the range
+            raise EntryError(loc, "priority", "NaN")
+
+
 @dataclass(frozen=True, slots=True)
 class Alternate:
     """A language version of the page (``xhtml:link rel="alternate"``)."""
@@ -371,23 +390,22 @@ class Entry:
         set_news(entry, None)
         return entry
 
+    @staticmethod
+    def check_values(
+        loc: str,
+        lastmod: datetime | date | None = None,
+        changefreq: str | None = None,
+        priority: float | None = None,
+    ) -> None:
+        """Raise the EntryError ``Entry(loc, lastmod, changefreq, priority)`` would raise,
+        without making the entry: for a caller that checks an entry's values when it decides
+        them and makes the entry later (a crawl checks a page when it lists it, and writes
+        it once the crawl is over). Making a frozen Entry only to drop it cost more than
+        checking it (#26)."""
+        _check_scalars(loc, lastmod, changefreq, priority)
+
     def _check_scalars(self) -> None:
-        loc = self.loc
-        problem = check_uri(loc, min_chars=MIN_LOC_CHARS)
-        if problem is not None:
-            raise EntryError(str(loc), "loc", problem)
-        if self.lastmod is not None:
-            _check_lastmod(loc, self.lastmod)
-        if self.changefreq is not None and self.changefreq not in CHANGEFREQS:
-            raise EntryError(
-                loc, "changefreq", f"{self.changefreq!r} is not one of {sorted(CHANGEFREQS)}"
-            )
-        if self.priority is not None:
-            p = self.priority
-            if isinstance(p, bool) or not isinstance(p, _NUMBER) or not 0.0 <= p <= 1.0:
-                raise EntryError(loc, "priority", f"{p!r} is not a number from 0.0 to 1.0")
-            if isinstance(p, float) and math.isnan(p):  # pragma: no cover - NaN fails the range
-                raise EntryError(loc, "priority", "NaN")
+        _check_scalars(self.loc, self.lastmod, self.changefreq, self.priority)
 
     def _check_videos(self) -> None:
         videos = self.videos if type(self.videos) is tuple else tuple(self.videos)

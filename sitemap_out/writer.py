@@ -234,6 +234,9 @@ class SitemapWriter:
         self._parts = parts = self._groups[DEFAULT_GROUP]
         self._serialise = parts.serialise
         self._fixed = parts.fixed
+        #: whether any entry without extensions fits a file (a loc of at most 2,048
+        #: characters and three short fields does, but in a tiny max_bytes): check() trusts it
+        self.plain_fits = max_bytes - self._fixed[0] >= _PLAIN_ENTRY_BOUND
         self._news = NewsSitemap(parts)
         self._stable = stable
         if stable and changes is None:
@@ -351,8 +354,8 @@ class SitemapWriter:
         """Raise EntryError now if entry could never be written (too big even for a file of
         its own), so a caller that batches entries learns it at that entry, not a later one."""
         ns = entry.namespaces
-        if not ns and self._max_bytes - self._fixed[0] >= _PLAIN_ENTRY_BOUND:
-            return  # a loc of at most 2,048 characters and three short fields always fits
+        if not ns and self.plain_fits:
+            return
         bound = _size_bound(entry) if ns else None
         if bound is not None and self._max_bytes - self._fixed[ns] >= bound:
             return  # not serialised twice: add() does it, and most entries fit with room

@@ -244,3 +244,37 @@ def test_an_entry_s_namespaces_are_the_extensions_it_carries(bits: int) -> None:
         news=news,
     )
     assert entry.namespaces == bits
+
+
+def test_checked_values_raise_what_the_constructor_raises() -> None:
+    """#26: Entry.check_values (the crawl's check of a page when it is listed, without
+    making the entry) refuses exactly what Entry(loc, lastmod, changefreq, priority) does,
+    with the same field and words, and accepts what it accepts."""
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    cases = [
+        (OK, None, None, None),
+        (OK, when, "daily", 0.5),
+        (OK, date(2026, 1, 2), "never", 1),
+        (OK, when.astimezone(timezone(timedelta(hours=2))), None, 0.0),
+        ("http://a.io", when, None, None),
+        ("https://example.com/a b", None, None, None),
+        ("https://example.com/100%", None, None, None),
+        ("https://example.com/" + "a" * 2029, None, None, None),
+        (OK, when.replace(tzinfo=None), None, None),
+        (OK, "2026-01-02", None, None),
+        (OK, when, "sometimes", None),
+        (OK, when, None, 1.5),
+        (OK, when, None, True),
+        (OK, when, None, "0.5"),
+    ]
+    for args in cases:
+        try:
+            Entry(*args)  # type: ignore[arg-type]
+        except EntryError as exc:
+            with pytest.raises(EntryError) as caught:
+                Entry.check_values(*args)  # type: ignore[arg-type]
+            assert (caught.value.loc, caught.value.field, str(caught.value)) == (
+                exc.loc, exc.field, str(exc),
+            ), args  # fmt: skip
+        else:
+            Entry.check_values(*args)  # type: ignore[arg-type]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import tempfile
 from collections import Counter
@@ -422,3 +423,34 @@ def test_check_still_refuses_an_extension_entry_too_big_for_any_file(tmp_path) -
             writer.check(Entry("https://example.com/page", images=images))
         writer.check(Entry("https://example.com/page", images=images[:2]))
         writer.add(Entry("https://example.com/page", images=images[:2]))
+
+
+def test_check_plain_is_the_check_of_the_entry_it_would_make(tmp_path) -> None:
+    """#26: check_plain (the crawl's check when a page is listed, the entry not made unless
+    a plain one may not fit) raises where check(Entry(...)) or the Entry itself does: a bad
+    value at any size, and at a tiny max_bytes a loc that fits only without its lastmod."""
+    from sitemap_out import AsyncSitemapWriter
+
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    locs = ["https://example.com/page"] + [
+        "https://example.com/" + "a" * n for n in (700, 780, 850)
+    ]
+    for max_bytes in (1024, 50_000):
+        writer = AsyncSitemapWriter(tmp_path / str(max_bytes), BASE, max_bytes=max_bytes)
+        assert writer._writer.plain_fits == (max_bytes == 50_000)
+        for loc in locs:
+            for lastmod in (None, when):
+                try:
+                    writer.check(Entry(loc, lastmod, "daily", 0.5))
+                except EntryError as exc:
+                    with pytest.raises(EntryError) as caught:
+                        writer.check_plain(loc, lastmod, "daily", 0.5)
+                    assert str(caught.value) == str(exc)
+                else:
+                    writer.check_plain(loc, lastmod, "daily", 0.5)
+        with pytest.raises(EntryError) as caught:
+            writer.check_plain("http://a.io", when)
+        assert caught.value.field == "loc"
+        with pytest.raises(EntryError):
+            writer.check_plain("https://example.com/page", when, "sometimes")
+        asyncio.run(writer.abort())

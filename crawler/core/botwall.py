@@ -117,7 +117,9 @@ def bot_wall(status: int, headers: Headers, body: bytes) -> str | None:
         return AWS_WAF
     if status >= 400 and headers.get("x-dd-b") is not None:
         return DATADOME
-    if _through_imperva(headers) and _imperva(body):
+    # (a body first: none has no marker, and a 304, every page of an unchanged night,
+    # has none: then not five more header look-ups, #26)
+    if body and _through_imperva(headers) and _imperva(body):
         return IMPERVA
     if status not in _SCANNED:
         return None

@@ -203,16 +203,18 @@ def revive(
         canonical, in_html = prior.canonical, prior.canonical_in_html
     else:
         canonical, in_html = answer.canonical, False
-    return PageResult(
+    return PageResult(  # every field by position: keywords cost a third more (#26)
         answer.mime or prior.mime,
         answer.header if header_given else prior.header,
         prior.meta,
         canonical,
         targets,
         prior.body_key,
-        extras=None if prior.extras is None else unpack(PageExtras, prior.extras),
-        blocks=prior.blocks,
-        not_modified=True,
-        nofollow=nofollow or [],
-        canonical_in_html=in_html,
+        None if prior.extras is None else unpack(PageExtras, prior.extras),  # extras
+        prior.blocks,
+        True,  # not_modified
+        None,  # moved_to: a stub keeps no validators, so is never revived
+        "",  # moved_by
+        nofollow or [],
+        in_html,  # canonical_in_html
     )

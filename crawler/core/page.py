@@ -116,7 +116,9 @@ def analyse(
         header = _header(headers, policy)
         raw = link_header_canonical(headers.getall("Link", ()))
         canonical = resolve(url, raw, policy.strip_params) if raw else None
-        return PageResult(mime, header, canonical=canonical, not_modified=True)
+        # (positional, the lists given: keywords and default factories made this
+        # bodiless answer's record twice as dear, and every 304 makes one, #26)
+        return PageResult(mime, header, NO_DIRECTIVES, canonical, [], None, None, None, True)
     if status != 200 or truncated:
         return PageResult(mime)
     header = _header(headers, policy)

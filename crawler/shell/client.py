@@ -8,6 +8,7 @@ import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
 
 from crawler.config import Config
 from crawler.core.history import Validators
@@ -139,7 +140,7 @@ class PoliteClient:
         """One plain GET (robots.txt, a sitemap) through the throttle and the retries."""
         assert self.pages is not None
         pages = self.pages
-        fetched = await self._retried(url, lambda: _as_fetched(pages.get(url, max_bytes)))
+        fetched = await self._retried(url, _as_fetched, pages, url, max_bytes)
         return fetched.response
 
     def fetch(
@@ -150,7 +151,7 @@ class PoliteClient:
         request itself, not a coroutine around it: a page's every await passes each layer."""
         pages = self.pages
         assert pages is not None
-        return self._retried(url, lambda: pages.fetch(url, depth, validators))
+        return self._retried(url, pages.fetch, url, depth, validators)
 
     async def unthrottled(self, url: str, max_bytes: int) -> Response:
         """A GET of another host's (--robots-from URL): with retries, outside the site's
@@ -176,13 +177,25 @@ class PoliteClient:
         except ThrottleClosed as closed:
             return Response(url, error=str(closed))
 
-    async def _retried(self, url: str, fetch: Callable[[], Awaitable[Fetched]]) -> Fetched:
+    async def _retried(
+        self, url: str, fetch: Callable[..., Awaitable[Fetched]], *args: Any
+    ) -> Fetched:
+        """fetch(*args) through url's throttle, retried as the policy says. Its first try is
+        made here, not by _attempt nor by fetch_with_retries: one coroutine fewer, and no
+        closure made, for every request, whose every await passes each layer (#26);
+        fetch_with_retries takes a retried one."""
         throttle = self.throttle_for(url)
-        # the first try made here rather than in fetch_with_retries: one coroutine fewer
-        # that every await of every request passes; fetch_with_retries takes a retried one
         first: Fetched | Raised
         try:
-            fetched = await self._attempt(throttle, fetch)
+            # the slot as `throttle.slot()` holds it, without its two coroutines when free
+            if not throttle.admit():
+                await throttle.wait()
+            try:
+                started = time.monotonic()
+                fetched = await fetch(*args)
+            finally:
+                throttle.release()
+            self._observe(throttle, fetched, started)
         except Exception as exc:
             if not (self.retry.retries and isinstance(exc, connection_errors())):
                 raise
@@ -192,7 +205,7 @@ class PoliteClient:
                 return fetched
             first = fetched
         fetched, notes = await fetch_with_retries(
-            functools.partial(self._attempt, throttle, fetch),
+            functools.partial(self._attempt, throttle, fetch, args),
             self.retry,
             status_of=_retry_status,
             retry_after_of=_retry_after,
@@ -204,22 +217,29 @@ class PoliteClient:
         return fetched
 
     async def _attempt(
-        self, throttle: Throttle, fetch: Callable[[], Awaitable[Fetched]]
+        self,
+        throttle: Throttle,
+        fetch: Callable[..., Awaitable[Fetched]],
+        args: tuple[Any, ...],
     ) -> Fetched:
-        """One try in a throttle's slot, its outcome observed."""
-        # the slot as `throttle.slot()` holds it, without its two coroutines when free
+        """A retry: one more try in a throttle's slot, its outcome observed (as _retried's
+        first)."""
         if not throttle.admit():
             await throttle.wait()
         try:
             started = time.monotonic()
-            fetched = await fetch()
+            fetched = await fetch(*args)
         finally:
             throttle.release()
+        self._observe(throttle, fetched, started)
+        return fetched
+
+    def _observe(self, throttle: Throttle, fetched: Fetched, started: float) -> None:
+        """A try's outcome to its throttle; an outage it finds, to the loop."""
         resp = fetched.response
         seconds = resp.seconds if resp.seconds is not None else time.monotonic() - started
         if (outage := throttle.observe(resp.status or None, seconds, resp.error)) is not None:
             self.on_outage(outage)
-        return fetched
 
 
 def _retry_status(fetched: Fetched) -> int | None:
@@ -238,5 +258,6 @@ def _error(fetched: Fetched) -> str | None:
     return fetched.response.error
 
 
-async def _as_fetched(response: Awaitable[Response]) -> Fetched:
-    return Fetched(await response, None)
+async def _as_fetched(pages: Pages, url: str, max_bytes: int | None) -> Fetched:
+    """A plain GET's answer as a page's, unanalysed (robots.txt, a sitemap)."""
+    return Fetched(await pages.get(url, max_bytes), None)

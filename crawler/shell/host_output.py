@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,15 @@ class HostWriters:
 
     def check(self, entry: Entry) -> None:
         self._for(entry.loc).check(entry)
+
+    def check_plain(
+        self,
+        loc: str,
+        lastmod: datetime | None = None,
+        changefreq: str | None = None,
+        priority: float | None = None,
+    ) -> None:
+        self._for(loc).check_plain(loc, lastmod, changefreq, priority)
 
     async def add(self, entry: Entry) -> None:
         await self._for(entry.loc).add(entry)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from datetime import datetime
 from functools import lru_cache
 
 from crawler.config import Config
@@ -60,7 +61,9 @@ Judged = tuple[str, PageFacts, PageResult, Decision]
 
 class PageJudge:
     """Fetch (or revive), render when asked, analyse, decide, list. `check_entry`: raises
-    EntryError for a listing the sitemap cannot hold (the writer's check, when publishing)."""
+    EntryError for a listing the sitemap cannot hold, given its entry's loc, lastmod,
+    changefreq and priority (the writer's check_plain when publishing, else the entry's
+    own rules)."""
 
     def __init__(
         self,
@@ -71,7 +74,9 @@ class PageJudge:
         loop: CrawlLoop,
         revalidation: Revalidation,
         renderer: PageRenderer,
-        check_entry: Callable[[Entry], None] = lambda _: None,
+        check_entry: Callable[
+            [str, datetime | None, str | None, float | None], None
+        ] = Entry.check_values,
         hosts: HostGate | None = None,
     ) -> None:
         self.config = config
@@ -307,8 +312,8 @@ class PageJudge:
             page.blocks,
             answer.stamped,
         )
-        try:  # checked now, so the decision says it
-            self.check_entry(listing.entry(when))
+        try:  # checked now, so the decision says it (the entry is made at the publish)
+            self.check_entry(listing.loc, when, listing.changefreq, listing.priority)
         except EntryError as exc:  # a URL the protocol cannot hold (e.g. under 12 chars)
             return Decision(FETCH_ERROR, f"cannot be listed: {exc}")
         return listing

@@ -99,10 +99,11 @@ class Listing:
 
     def entry(self, dated: datetime | None = None) -> Entry:
         """The sitemap entry, dated by its Last-Modified header, checked in full (built by
-        `normalised` only to skip the dataclass's generic steps): the judge builds it when
-        the page is listed, replay when a resumed crawl reads a listing back, so that a
-        listing the protocol cannot hold is known then. `dated`: the lastmod as the datetime
-        the caller parsed it to (the judge), which from_micros would make again."""
+        `normalised` only to skip the dataclass's generic steps): replay builds it when a
+        resumed crawl reads a listing back (the judge checks the same values when the page
+        is listed, with the writer's check_plain, without making it), so that a listing the
+        protocol cannot hold is known then. `dated`: the lastmod as the datetime the caller
+        parsed it to, which from_micros would make again."""
         when = dated if dated is not None else from_micros(self.lastmod)
         return Entry.normalised(self.loc, when, self.changefreq, self.priority)
 
