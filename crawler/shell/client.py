@@ -180,22 +180,14 @@ class PoliteClient:
     async def _retried(
         self, url: str, fetch: Callable[..., Awaitable[Fetched]], *args: Any
     ) -> Fetched:
-        """fetch(*args) through url's throttle, retried as the policy says. Its first try is
-        made here, not by _attempt nor by fetch_with_retries: one coroutine fewer, and no
-        closure made, for every request, whose every await passes each layer (#26);
-        fetch_with_retries takes a retried one."""
+        """fetch(*args) through url's throttle, retried as the policy says; fetch given with
+        its arguments, not in a closure made for every request (#26)."""
         throttle = self.throttle_for(url)
+        # the first try made here rather than in fetch_with_retries: one coroutine fewer
+        # that every await of every request passes; fetch_with_retries takes a retried one
         first: Fetched | Raised
         try:
-            # the slot as `throttle.slot()` holds it, without its two coroutines when free
-            if not throttle.admit():
-                await throttle.wait()
-            try:
-                started = time.monotonic()
-                fetched = await fetch(*args)
-            finally:
-                throttle.release()
-            self._observe(throttle, fetched, started)
+            fetched = await self._attempt(throttle, fetch, args)
         except Exception as exc:
             if not (self.retry.retries and isinstance(exc, connection_errors())):
                 raise
@@ -222,8 +214,8 @@ class PoliteClient:
         fetch: Callable[..., Awaitable[Fetched]],
         args: tuple[Any, ...],
     ) -> Fetched:
-        """A retry: one more try in a throttle's slot, its outcome observed (as _retried's
-        first)."""
+        """One try in a throttle's slot, its outcome observed."""
+        # the slot as `throttle.slot()` holds it, without its two coroutines when free
         if not throttle.admit():
             await throttle.wait()
         try:
@@ -231,15 +223,11 @@ class PoliteClient:
             fetched = await fetch(*args)
         finally:
             throttle.release()
-        self._observe(throttle, fetched, started)
-        return fetched
-
-    def _observe(self, throttle: Throttle, fetched: Fetched, started: float) -> None:
-        """A try's outcome to its throttle; an outage it finds, to the loop."""
         resp = fetched.response
         seconds = resp.seconds if resp.seconds is not None else time.monotonic() - started
         if (outage := throttle.observe(resp.status or None, seconds, resp.error)) is not None:
             self.on_outage(outage)
+        return fetched
 
 
 def _retry_status(fetched: Fetched) -> int | None:
