@@ -25,7 +25,14 @@ from typing import Any, Final, TypeVar
 
 from crawler.core.report import DecisionRecord
 from crawler.shell.listings import Listing
-from crawler.shell.state_file import DONE, QUEUED, StateError, read_only, write_rows
+from crawler.shell.state_file import (
+    DONE,
+    QUEUED,
+    StateError,
+    insert_rows,
+    read_only,
+    write_rows,
+)
 from sitemap_out import EntryError
 
 #: The URLs queued ahead of the crawl whose order is kept for the history's reads, at most
@@ -83,6 +90,9 @@ _DECIDED: Final = ("url", "status", "reason", "detail", "depth", "referrer")
 if sorted(_DECIDED) != sorted(_DECISION_FIELDS):
     raise TypeError(f"decided() writes {_DECIDED}, a DecisionRecord has {_DECISION_FIELDS}")
 _DECISION_INSERT: Final = f"INSERT INTO decisions ({', '.join(_DECIDED)}) VALUES {{}}"
+#: A new URL's row, as _add() buffers it
+_URLS_COLUMNS: Final = ("id", "url", "state", "depth", "referrer", "qseq")
+_URLS_INSERT: Final = f"INSERT INTO urls ({', '.join(_URLS_COLUMNS)}) VALUES {{}}"
 
 
 @dataclass(slots=True, frozen=True)
@@ -331,12 +341,7 @@ class ResumeQueue:
         statement for hundreds of rows (state_file.write_rows); the updates of rows on disk
         that differ row by row (requeued, lowered) by executemany."""
         if self._new:
-            write_rows(
-                conn,
-                "INSERT INTO urls (id, url, state, depth, referrer, qseq) VALUES {}",
-                6,
-                self._new.values(),
-            )
+            insert_rows(conn, _URLS_INSERT, _URLS_COLUMNS, self._new.values())
         if self._requeue:
             conn.executemany(
                 f"UPDATE urls SET state = {QUEUED}, depth = ?, referrer = ?, qseq = ? WHERE id = ?",
@@ -351,9 +356,9 @@ class ResumeQueue:
         if self._done:
             write_rows(conn, f"UPDATE urls SET state = {DONE} WHERE id IN ({{}})", 1, self._done)
         if self._decisions:
-            write_rows(conn, _DECISION_INSERT, len(_DECIDED), self._decisions)
+            insert_rows(conn, _DECISION_INSERT, _DECIDED, self._decisions)
         if self._listings:
-            write_rows(conn, _LISTING_INSERT, len(_LISTING_STORED), self._listings)
+            insert_rows(conn, _LISTING_INSERT, _LISTING_STORED, self._listings)
         if self._unlisted:
             conn.executemany("DELETE FROM listings WHERE url = ?", self._unlisted)
         if self._referrers:
