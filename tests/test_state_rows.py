@@ -178,3 +178,36 @@ def test_decided_takes_its_values_in_the_order_its_row_is_written() -> None:
 
     parameters = tuple(inspect.signature(state_queue.ResumeQueue.decided).parameters)
     assert parameters[1:] == state_queue._DECIDED
+
+
+def test_urls_queued_again_are_updated_as_one_update_a_row_updates_them(tmp_path: Path) -> None:
+    """#26: the URLs of an earlier run queued again (ResumeQueue.write, an upsert many a
+    statement) get the state, depth, referrer and queue place an UPDATE by id gives them,
+    every other column and row left as it was: no row added, no URL rewritten."""
+    path = tmp_path / "state.sqlite"
+    start = "http://example.com/"
+    urls = [f"{start}p{i}" for i in range(150)]
+    with CrawlState.open(path, fingerprint="fp", start_url=start, resume=False) as state:
+        for url in urls:
+            state.queued(url, 1, None)
+            state.decided(url, 404, "http_error", "HTTP 404", 1, None)
+        state.finish()
+    with CrawlState.open(path, fingerprint="fp", start_url=start, resume=False) as state:
+        conn = state._open_conn()
+        before = conn.execute("SELECT * FROM urls ORDER BY id").fetchall()
+        requeued = [
+            (url, i % 5, None if i % 7 == 0 else urls[i // 2]) for i, url in enumerate(urls)
+        ]
+        for url, depth, referrer in requeued[::2] + requeued[1::2]:  # ids out of order
+            state.queued(url, depth, referrer)
+        expected = {row[0]: list(row) for row in before}
+        for depth, referrer, qseq, uid in state._queue._requeue:
+            expected[uid][2:] = [0, depth, referrer, qseq]
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        state.checkpoint()
+        conn.set_trace_callback(None)
+        after = conn.execute("SELECT * FROM urls ORDER BY id").fetchall()
+    assert [list(row) for row in after] == list(expected.values())
+    assert any(row[4] is None for row in after) and any(row[4] for row in after)
+    assert len([s for s in statements if s.startswith("INSERT INTO urls")]) == 5  # 64+64+16+4+2

@@ -329,7 +329,12 @@ STATE_CACHE_KIB: Final = 16384
 
 
 def write_rows(
-    conn: sqlite3.Connection, statement: str, width: int, rows: Collection[Sequence[object]]
+    conn: sqlite3.Connection,
+    statement: str,
+    width: int,
+    rows: Collection[Sequence[object]],
+    *,
+    group: str = "",
 ) -> None:
     """`rows`, of `width` values each, written by `statement`, in which `{}` stands for a
     list of rows ("INSERT ... VALUES {}", "UPDATE ... WHERE id IN ({})"), up to
@@ -337,9 +342,10 @@ def write_rows(
     statement's start and end cost SQLite more than a small row (the listings'
     AUTOINCREMENT writes its counter at each end): a checkpoint's rows in 25 to 55% fewer
     instructions. The rows left over go by powers of two, so that a few statements of
-    fixed sizes serve every checkpoint."""
+    fixed sizes serve every checkpoint. `group`: a row in the statement, `width` marks
+    and any constants ("(?, ?, 0)"), by default the marks alone."""
     most = min(_MOST_PARAMETERS // width, _MOST_ROWS)
-    group = f"({', '.join('?' * width)})"
+    group = group or f"({', '.join('?' * width)})"
     listed = rows if isinstance(rows, list) else list(rows)
     at, count = 0, len(listed)
     while at < count:

@@ -90,6 +90,17 @@ _DECIDED: Final = ("url", "status", "reason", "detail", "depth", "referrer")
 if sorted(_DECIDED) != sorted(_DECISION_FIELDS):
     raise TypeError(f"decided() writes {_DECIDED}, a DecisionRecord has {_DECISION_FIELDS}")
 _DECISION_INSERT: Final = f"INSERT INTO decisions ({', '.join(_DECIDED)}) VALUES {{}}"
+#: URLs on disk queued again (queued(): depth, referrer, qseq, id), many a statement as an
+#: upsert of rows that are there (UPSERT: SQLite 3.24), which updates them as the UPDATE
+#: by id executemany ran once a row did, in half the instructions; the url in the row
+#: proposed ('') is never written, as the id is always taken: only ids read from the file or
+#: written by a checkpoint are in the list
+_REQUEUE: Final = (
+    "INSERT INTO urls (depth, referrer, qseq, id, url, state) VALUES {} ON CONFLICT (id)"
+    " DO UPDATE SET state = excluded.state, depth = excluded.depth,"
+    " referrer = excluded.referrer, qseq = excluded.qseq"
+)
+_REQUEUE_GROUP: Final = f"(?, ?, ?, ?, '', {QUEUED})"
 #: A new URL's row, as _add() buffers it
 _URLS_COLUMNS: Final = ("id", "url", "state", "depth", "referrer", "qseq")
 _URLS_INSERT: Final = f"INSERT INTO urls ({', '.join(_URLS_COLUMNS)}) VALUES {{}}"
@@ -343,10 +354,7 @@ class ResumeQueue:
         if self._new:
             insert_rows(conn, _URLS_INSERT, _URLS_COLUMNS, self._new.values())
         if self._requeue:
-            conn.executemany(
-                f"UPDATE urls SET state = {QUEUED}, depth = ?, referrer = ?, qseq = ? WHERE id = ?",
-                self._requeue,
-            )
+            write_rows(conn, _REQUEUE, 4, self._requeue, group=_REQUEUE_GROUP)
         if self._lower:
             conn.executemany(
                 "UPDATE urls SET depth = ?, referrer = coalesce(?, referrer), qseq = ?"
