@@ -211,3 +211,32 @@ def test_urls_queued_again_are_updated_as_one_update_a_row_updates_them(tmp_path
     assert [list(row) for row in after] == list(expected.values())
     assert any(row[4] is None for row in after) and any(row[4] for row in after)
     assert len([s for s in statements if s.startswith("INSERT INTO urls")]) == 5  # 64+64+16+4+2
+
+
+def test_a_finish_keeps_the_history_of_the_urls_met_and_only_theirs(tmp_path: Path) -> None:
+    """#26: the finish drops the history rows of URLs this run did not meet (NOT EXISTS,
+    a look-up by id a row): a URL fetched or only queued (a limit came first) keeps its
+    row, one never met or only named as a referrer loses it."""
+    path = tmp_path / "state.sqlite"
+    start = "http://example.com/"
+    urls = [f"{start}p{i}" for i in range(6)]
+    with CrawlState.open(path, fingerprint="fp", start_url=start, resume=False) as state:
+        for url in urls:
+            state.queued(url, 1, None)
+            state.page(url, None, etag=None, modified=None, status=404, reason="http_error",
+                       result=None)  # fmt: skip
+            state.decided(url, 404, "http_error", "HTTP 404", 1, None)
+        state.finish()
+    with CrawlState.open(path, fingerprint="fp", start_url=start, resume=False) as state:
+        state.queued(urls[0], 1, None)
+        state.decided(urls[0], 404, "http_error", "HTTP 404", 1, urls[3])  # p3: named only
+        state.page(urls[0], None, etag=None, modified=None, status=404, reason="http_error",
+                   result=None)  # fmt: skip
+        state.queued(urls[1], 1, None)  # met, never fetched
+        state.decided(urls[4], None, "robots_txt", "", 1, None)  # met, screened out
+        state.finish()
+        conn = state._open_conn()
+        kept = conn.execute(
+            "SELECT u.url FROM history h JOIN urls u ON u.id = h.url ORDER BY h.url"
+        ).fetchall()
+    assert [url for (url,) in kept] == [urls[0], urls[1], urls[4]]

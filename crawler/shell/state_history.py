@@ -408,9 +408,11 @@ class HistoryStore:
         self._links.clear()
         # A URL this run met but did not fetch (a limit came first) keeps its row; one it
         # never met (no link leads there any more) leaves the history, which so follows the
-        # site instead of growing for ever
+        # site instead of growing for ever. NOT EXISTS, a look-up by id a row, not NOT IN,
+        # which first builds an index of every URL met (ids are never NULL: the same rows)
         conn.execute(
-            "DELETE FROM history WHERE url NOT IN (SELECT id FROM urls WHERE state IS NOT NULL)"
+            "DELETE FROM history WHERE NOT EXISTS"
+            " (SELECT 1 FROM urls WHERE urls.id = history.url AND urls.state IS NOT NULL)"
         )
         # A carried row stays, its published columns rewritten only where they changed (on
         # an unchanged night, none); then this run's rows replace theirs, published joined
