@@ -91,10 +91,14 @@ if sorted(_DECIDED) != sorted(_DECISION_FIELDS):
     raise TypeError(f"decided() writes {_DECIDED}, a DecisionRecord has {_DECISION_FIELDS}")
 _DECISION_INSERT: Final = f"INSERT INTO decisions ({', '.join(_DECIDED)}) VALUES {{}}"
 #: URLs on disk queued again (queued(): depth, referrer, qseq, id), many a statement as an
-#: upsert of rows that are there (UPSERT: SQLite 3.24), which updates them as the UPDATE
-#: by id executemany ran once a row did, in half the instructions; the url in the row
-#: proposed ('') is never written, as the id is always taken: only ids read from the file or
-#: written by a checkpoint are in the list
+#: upsert of rows that are there, which updates them as the UPDATE by id executemany ran
+#: once a row did, in half the instructions; the url in the row proposed ('') is never
+#: written, as the id is always taken: only ids read from the file or written by a
+#: checkpoint are in the list. UPSERT needs SQLite 3.24 (2018): an older one runs the UPDATE
+_UPSERT: Final = sqlite3.sqlite_version_info >= (3, 24, 0)
+_REQUEUE_UPDATE: Final = (
+    f"UPDATE urls SET state = {QUEUED}, depth = ?, referrer = ?, qseq = ? WHERE id = ?"
+)
 _REQUEUE: Final = (
     "INSERT INTO urls (depth, referrer, qseq, id, url, state) VALUES {} ON CONFLICT (id)"
     " DO UPDATE SET state = excluded.state, depth = excluded.depth,"
@@ -349,12 +353,15 @@ class ResumeQueue:
 
     def write(self, conn: sqlite3.Connection) -> None:
         """Everything buffered, inside the checkpoint's transaction (the caller's), a
-        statement for hundreds of rows (state_file.write_rows); the updates of rows on disk
-        that differ row by row (requeued, lowered) by executemany."""
+        statement for hundreds of rows (state_file.write_rows); the URLs on disk queued
+        again as an upsert (_REQUEUE), and those lowered, rarer, by executemany."""
         if self._new:
             insert_rows(conn, _URLS_INSERT, _URLS_COLUMNS, self._new.values())
         if self._requeue:
-            write_rows(conn, _REQUEUE, 4, self._requeue, group=_REQUEUE_GROUP)
+            if _UPSERT:
+                write_rows(conn, _REQUEUE, 4, self._requeue, group=_REQUEUE_GROUP)
+            else:
+                conn.executemany(_REQUEUE_UPDATE, self._requeue)
         if self._lower:
             conn.executemany(
                 "UPDATE urls SET depth = ?, referrer = coalesce(?, referrer), qseq = ?"
