@@ -8,16 +8,21 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from crawler.shell import state_file, state_queue
 from crawler.shell.state import CrawlState
-from crawler.shell.state_file import STATE_CACHE_KIB, write_rows
+from crawler.shell.state_file import STATE_CACHE_KIB, insert_rows, write_rows
 
 _VALUES = st.one_of(
     st.none(), st.integers(-(2**63), 2**63 - 1), st.text(max_size=5), st.binary(max_size=5),
     st.floats(allow_nan=False), st.booleans(),
 )  # fmt: skip
+
+
+_FILLED = _VALUES.filter(lambda value: value is not None)
 
 
 def _tables(width: int) -> sqlite3.Connection:
@@ -66,6 +71,70 @@ def test_rows_written_many_a_statement_are_those_written_one_a_statement(
     )
 
 
+@settings(max_examples=60)
+@given(
+    width=st.integers(1, 13),
+    count=st.sampled_from([1, 2, 3, 63, 64, 65, 200]),
+    data=st.data(),
+)
+def test_rows_inserted_with_their_empty_columns_left_out_are_those_written_whole(
+    width: int, count: int, data: st.DataObject
+) -> None:
+    """#26: insert_rows leaves out of a statement a column None in each of its rows (no
+    None bound) and writes every other value as executemany does: the same rows, keys in
+    the same order (AUTOINCREMENT), the same winner of OR REPLACE, and NULL where a column
+    was left out; no statement names a column left empty."""
+    conn = _tables(width)
+    columns = tuple(f"c{i}" for i in range(width))
+    empty = data.draw(st.lists(st.booleans(), min_size=width, max_size=width))
+    firm = empty.index(False) if False in empty else -1  # never None: a column is named
+    some = [
+        tuple(
+            None if empty[i] else data.draw(_FILLED if i == firm else _VALUES) for i in range(width)
+        )
+        for _ in range(min(count, 20))
+    ]
+    rows = (some * (count // len(some) + 1))[:count]
+    marks = ", ".join("?" * width)
+    conn.executemany(f"INSERT INTO one ({', '.join(columns)}) VALUES ({marks})", rows)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    insert_rows(conn, f"INSERT INTO many ({', '.join(columns)}) VALUES {{}}", columns, rows)
+    conn.set_trace_callback(None)
+    assert (
+        conn.execute("SELECT * FROM many").fetchall()
+        == conn.execute("SELECT * FROM one").fetchall()
+    )
+    left_out = [c for c, e in zip(columns, empty, strict=True) if e]
+    named = [s[s.index("(") + 1 : s.index(")")].split(", ") for s in statements]
+    assert len(named) == len(statements) > 0
+    if len(left_out) < width:  # a statement names one column at least
+        assert not any(set(left_out) & set(names) for names in named)
+    keyed = [(data.draw(st.integers(0, 20)), None if empty[0] else i) for i in range(count)]
+    conn.executemany("INSERT OR REPLACE INTO one_keyed (k, v) VALUES (?, ?)", keyed)
+    insert_rows(conn, "INSERT OR REPLACE INTO many_keyed (k, v) VALUES {}", ("k", "v"), keyed)
+    assert (
+        conn.execute("SELECT * FROM many_keyed ORDER BY k").fetchall()
+        == conn.execute("SELECT * FROM one_keyed ORDER BY k").fetchall()
+    )
+
+
+def test_no_column_of_the_state_has_a_default() -> None:
+    """insert_rows leaves out a column None in every row: it comes out NULL only because
+    no column of the state has a DEFAULT (a column added with one would need None bound)."""
+    conn = sqlite3.connect(":memory:")
+    for statement in state_file._SCHEMA.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    tables = [
+        name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")
+    ]
+    assert len(tables) >= 10
+    for table in tables:
+        for _, name, _, _, default, _ in conn.execute(f"PRAGMA table_info({table})"):
+            assert default is None, (table, name)
+
+
 @given(st.lists(_VALUES, min_size=1, max_size=6))
 def test_the_adapters_registered_bind_what_sqlite3_binds_unadapted(values: list[object]) -> None:
     """state_file registers adapters for None, bytes and bool (found at once, where
@@ -110,3 +179,71 @@ def test_decided_takes_its_values_in_the_order_its_row_is_written() -> None:
 
     parameters = tuple(inspect.signature(state_queue.ResumeQueue.decided).parameters)
     assert parameters[1:] == state_queue._DECIDED
+
+
+@pytest.mark.parametrize("upsert", [True, False])
+def test_urls_queued_again_are_updated_as_one_update_a_row_updates_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, upsert: bool
+) -> None:
+    """#26: the URLs of an earlier run queued again (ResumeQueue.write, an upsert many a
+    statement) get the state, depth, referrer and queue place an UPDATE by id gives them,
+    every other column and row left as it was: no row added, no URL rewritten. (With a
+    SQLite before 3.24, no upsert: the UPDATE by id a row.)"""
+    monkeypatch.setattr(state_queue, "_UPSERT", upsert)
+    path = tmp_path / "state.sqlite"
+    start = "http://example.com/"
+    urls = [f"{start}p{i}" for i in range(150)]
+    with CrawlState.open(path, fingerprint="fp", start_url=start, resume=False) as state:
+        for url in urls:
+            state.queued(url, 1, None)
+            state.decided(url, 404, "http_error", "HTTP 404", 1, None)
+        state.finish()
+    with CrawlState.open(path, fingerprint="fp", start_url=start, resume=False) as state:
+        conn = state._open_conn()
+        before = conn.execute("SELECT * FROM urls ORDER BY id").fetchall()
+        requeued = [
+            (url, i % 5, None if i % 7 == 0 else urls[i // 2]) for i, url in enumerate(urls)
+        ]
+        for url, depth, referrer in requeued[::2] + requeued[1::2]:  # ids out of order
+            state.queued(url, depth, referrer)
+        expected = {row[0]: list(row) for row in before}
+        for depth, referrer, qseq, uid in state._queue._requeue:
+            expected[uid][2:] = [0, depth, referrer, qseq]
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        state.checkpoint()
+        conn.set_trace_callback(None)
+        after = conn.execute("SELECT * FROM urls ORDER BY id").fetchall()
+    assert [list(row) for row in after] == list(expected.values())
+    assert any(row[4] is None for row in after) and any(row[4] for row in after)
+    upserts = [s for s in statements if s.startswith("INSERT INTO urls")]
+    assert len(upserts) == (5 if upsert else 0)  # 64+64+16+4+2
+
+
+def test_a_finish_keeps_the_history_of_the_urls_met_and_only_theirs(tmp_path: Path) -> None:
+    """#26: the finish drops the history rows of URLs this run did not meet (NOT EXISTS,
+    a look-up by id a row): a URL fetched or only queued (a limit came first) keeps its
+    row, one never met or only named as a referrer loses it."""
+    path = tmp_path / "state.sqlite"
+    start = "http://example.com/"
+    urls = [f"{start}p{i}" for i in range(6)]
+    with CrawlState.open(path, fingerprint="fp", start_url=start, resume=False) as state:
+        for url in urls:
+            state.queued(url, 1, None)
+            state.page(url, None, etag=None, modified=None, status=404, reason="http_error",
+                       result=None)  # fmt: skip
+            state.decided(url, 404, "http_error", "HTTP 404", 1, None)
+        state.finish()
+    with CrawlState.open(path, fingerprint="fp", start_url=start, resume=False) as state:
+        state.queued(urls[0], 1, None)
+        state.decided(urls[0], 404, "http_error", "HTTP 404", 1, urls[3])  # p3: named only
+        state.page(urls[0], None, etag=None, modified=None, status=404, reason="http_error",
+                   result=None)  # fmt: skip
+        state.queued(urls[1], 1, None)  # met, never fetched
+        state.decided(urls[4], None, "robots_txt", "", 1, None)  # met, screened out
+        state.finish()
+        conn = state._open_conn()
+        kept = conn.execute(
+            "SELECT u.url FROM history h JOIN urls u ON u.id = h.url ORDER BY h.url"
+        ).fetchall()
+    assert [url for (url,) in kept] == [urls[0], urls[1], urls[4]]

@@ -34,7 +34,7 @@ from crawler.core.history import HistoryLinks, HistoryRow, Prior
 from crawler.core.lastmod import LastRun, pack_blocks, unpack_blocks
 from crawler.core.page import PageResult
 from crawler.core.wire import pack, unpack
-from crawler.shell.state_file import HISTORY_NAMES, StateError, write_rows
+from crawler.shell.state_file import HISTORY_NAMES, StateError, insert_rows, write_rows
 from crawler.shell.state_queue import UPCOMING_MOST, ResumeQueue
 
 __all__ = ["HistoryStore"]
@@ -64,11 +64,12 @@ _LAST_RUN: Final = "blocks, changed, lastmod, source"
 WARM_CHUNK: Final = 256
 #: The lastmods published, by URL (the table `published`): joined to this run's rows and
 #: to the rows carried as they are copied into the history at the finish
+_PUBLISHED_COLUMNS: Final = ("changed", "lastmod", "source", "url")
 _PUBLISHED_INSERT: Final = (
-    "INSERT OR REPLACE INTO published (changed, lastmod, source, url) VALUES {}"
+    f"INSERT OR REPLACE INTO published ({', '.join(_PUBLISHED_COLUMNS)}) VALUES {{}}"
 )
 #: What published() gives (published() appends in this order)
-_PUBLISHED: Final = ("changed", "lastmod", "source")
+_PUBLISHED: Final = _PUBLISHED_COLUMNS[:3]
 #: fresh_history into history, a listed page's published columns (all three, NULLs
 #: included) taken from `published`
 _HISTORY_COPY: Final = (
@@ -395,11 +396,11 @@ class HistoryStore:
         `finished`, this run's rows become the baseline of the next, and `common` its
         template."""
         if self._rows:
-            write_rows(conn, _FRESH_INSERT, len(HISTORY_NAMES), self._rows.values())
+            insert_rows(conn, _FRESH_INSERT, HISTORY_NAMES, self._rows.values())
         if self._carried:
             write_rows(conn, "INSERT OR IGNORE INTO carried (url) VALUES {}", 1, self._carried)
         if self._published:
-            write_rows(conn, _PUBLISHED_INSERT, 4, self._published)
+            insert_rows(conn, _PUBLISHED_INSERT, _PUBLISHED_COLUMNS, self._published)
         if not finished:
             return
         self._ahead, self._ahead_from, self._ahead_to = {}, 0, 0  # the history changes now
@@ -407,9 +408,11 @@ class HistoryStore:
         self._links.clear()
         # A URL this run met but did not fetch (a limit came first) keeps its row; one it
         # never met (no link leads there any more) leaves the history, which so follows the
-        # site instead of growing for ever
+        # site instead of growing for ever. NOT EXISTS, a look-up by id a row, not NOT IN,
+        # which first builds an index of every URL met (ids are never NULL: the same rows)
         conn.execute(
-            "DELETE FROM history WHERE url NOT IN (SELECT id FROM urls WHERE state IS NOT NULL)"
+            "DELETE FROM history WHERE NOT EXISTS"
+            " (SELECT 1 FROM urls WHERE urls.id = history.url AND urls.state IS NOT NULL)"
         )
         # A carried row stays, its published columns rewritten only where they changed (on
         # an unchanged night, none); then this run's rows replace theirs, published joined

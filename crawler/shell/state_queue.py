@@ -25,7 +25,14 @@ from typing import Any, Final, TypeVar
 
 from crawler.core.report import DecisionRecord
 from crawler.shell.listings import Listing
-from crawler.shell.state_file import DONE, QUEUED, StateError, read_only, write_rows
+from crawler.shell.state_file import (
+    DONE,
+    QUEUED,
+    StateError,
+    insert_rows,
+    read_only,
+    write_rows,
+)
 from sitemap_out import EntryError
 
 #: The URLs queued ahead of the crawl whose order is kept for the history's reads, at most
@@ -83,6 +90,24 @@ _DECIDED: Final = ("url", "status", "reason", "detail", "depth", "referrer")
 if sorted(_DECIDED) != sorted(_DECISION_FIELDS):
     raise TypeError(f"decided() writes {_DECIDED}, a DecisionRecord has {_DECISION_FIELDS}")
 _DECISION_INSERT: Final = f"INSERT INTO decisions ({', '.join(_DECIDED)}) VALUES {{}}"
+#: URLs on disk queued again (queued(): depth, referrer, qseq, id), many a statement as an
+#: upsert of rows that are there, which updates them as the UPDATE by id executemany ran
+#: once a row did, in half the instructions; the url in the row proposed ('') is never
+#: written, as the id is always taken: only ids read from the file or written by a
+#: checkpoint are in the list. UPSERT needs SQLite 3.24 (2018): an older one runs the UPDATE
+_UPSERT: Final = sqlite3.sqlite_version_info >= (3, 24, 0)
+_REQUEUE_UPDATE: Final = (
+    f"UPDATE urls SET state = {QUEUED}, depth = ?, referrer = ?, qseq = ? WHERE id = ?"
+)
+_REQUEUE: Final = (
+    "INSERT INTO urls (depth, referrer, qseq, id, url, state) VALUES {} ON CONFLICT (id)"
+    " DO UPDATE SET state = excluded.state, depth = excluded.depth,"
+    " referrer = excluded.referrer, qseq = excluded.qseq"
+)
+_REQUEUE_GROUP: Final = f"(?, ?, ?, ?, '', {QUEUED})"
+#: A new URL's row, as _add() buffers it
+_URLS_COLUMNS: Final = ("id", "url", "state", "depth", "referrer", "qseq")
+_URLS_INSERT: Final = f"INSERT INTO urls ({', '.join(_URLS_COLUMNS)}) VALUES {{}}"
 
 
 @dataclass(slots=True, frozen=True)
@@ -328,20 +353,15 @@ class ResumeQueue:
 
     def write(self, conn: sqlite3.Connection) -> None:
         """Everything buffered, inside the checkpoint's transaction (the caller's), a
-        statement for hundreds of rows (state_file.write_rows); the updates of rows on disk
-        that differ row by row (requeued, lowered) by executemany."""
+        statement for hundreds of rows (state_file.write_rows); the URLs on disk queued
+        again as an upsert (_REQUEUE), and those lowered, rarer, by executemany."""
         if self._new:
-            write_rows(
-                conn,
-                "INSERT INTO urls (id, url, state, depth, referrer, qseq) VALUES {}",
-                6,
-                self._new.values(),
-            )
+            insert_rows(conn, _URLS_INSERT, _URLS_COLUMNS, self._new.values())
         if self._requeue:
-            conn.executemany(
-                f"UPDATE urls SET state = {QUEUED}, depth = ?, referrer = ?, qseq = ? WHERE id = ?",
-                self._requeue,
-            )
+            if _UPSERT:
+                write_rows(conn, _REQUEUE, 4, self._requeue, group=_REQUEUE_GROUP)
+            else:
+                conn.executemany(_REQUEUE_UPDATE, self._requeue)
         if self._lower:
             conn.executemany(
                 "UPDATE urls SET depth = ?, referrer = coalesce(?, referrer), qseq = ?"
@@ -351,9 +371,9 @@ class ResumeQueue:
         if self._done:
             write_rows(conn, f"UPDATE urls SET state = {DONE} WHERE id IN ({{}})", 1, self._done)
         if self._decisions:
-            write_rows(conn, _DECISION_INSERT, len(_DECIDED), self._decisions)
+            insert_rows(conn, _DECISION_INSERT, _DECIDED, self._decisions)
         if self._listings:
-            write_rows(conn, _LISTING_INSERT, len(_LISTING_STORED), self._listings)
+            insert_rows(conn, _LISTING_INSERT, _LISTING_STORED, self._listings)
         if self._unlisted:
             conn.executemany("DELETE FROM listings WHERE url = ?", self._unlisted)
         if self._referrers:
