@@ -181,6 +181,19 @@ def test_decided_takes_its_values_in_the_order_its_row_is_written() -> None:
     assert parameters[1:] == state_queue._DECIDED
 
 
+def _finished(path: Path, start: str, urls: list[str], *, pages: bool) -> None:
+    """A finished run in which every one of urls answered 404 (with its history row when
+    `pages`)."""
+    with CrawlState.open(path, fingerprint="fp", start_url=start, resume=False) as state:
+        for url in urls:
+            state.queued(url, 1, None)
+            if pages:
+                state.page(url, None, etag=None, modified=None, status=404,
+                           reason="http_error", result=None)  # fmt: skip
+            state.decided(url, 404, "http_error", "HTTP 404", 1, None)
+        state.finish()
+
+
 @pytest.mark.parametrize("upsert", [True, False])
 def test_urls_queued_again_are_updated_as_one_update_a_row_updates_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, upsert: bool
@@ -193,11 +206,7 @@ def test_urls_queued_again_are_updated_as_one_update_a_row_updates_them(
     path = tmp_path / "state.sqlite"
     start = "http://example.com/"
     urls = [f"{start}p{i}" for i in range(150)]
-    with CrawlState.open(path, fingerprint="fp", start_url=start, resume=False) as state:
-        for url in urls:
-            state.queued(url, 1, None)
-            state.decided(url, 404, "http_error", "HTTP 404", 1, None)
-        state.finish()
+    _finished(path, start, urls, pages=False)
     with CrawlState.open(path, fingerprint="fp", start_url=start, resume=False) as state:
         conn = state._open_conn()
         before = conn.execute("SELECT * FROM urls ORDER BY id").fetchall()
@@ -227,13 +236,7 @@ def test_a_finish_keeps_the_history_of_the_urls_met_and_only_theirs(tmp_path: Pa
     path = tmp_path / "state.sqlite"
     start = "http://example.com/"
     urls = [f"{start}p{i}" for i in range(6)]
-    with CrawlState.open(path, fingerprint="fp", start_url=start, resume=False) as state:
-        for url in urls:
-            state.queued(url, 1, None)
-            state.page(url, None, etag=None, modified=None, status=404, reason="http_error",
-                       result=None)  # fmt: skip
-            state.decided(url, 404, "http_error", "HTTP 404", 1, None)
-        state.finish()
+    _finished(path, start, urls, pages=True)
     with CrawlState.open(path, fingerprint="fp", start_url=start, resume=False) as state:
         state.queued(urls[0], 1, None)
         state.decided(urls[0], 404, "http_error", "HTTP 404", 1, urls[3])  # p3: named only
