@@ -5,6 +5,7 @@ that records every request, so that "never requested" is checked where it happen
 from __future__ import annotations
 
 import re
+import tracemalloc
 
 import pytest
 from hypothesis import given
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from crawler.cli import main
 from crawler.config import build
+from crawler.core import decide
 from crawler.core.decide import (
     EXCLUDED_BY_PATTERN,
     LISTED,
@@ -181,11 +183,35 @@ def test_a_repeated_segment_is_found_as_counting_finds_it(paths, limit):
 
 
 def test_the_folders_kept_for_the_segment_rule_are_bounded():
+    """#26: however many folders, and however long, what the rule keeps stays about
+    _KEPT_MOST (a hostile page's 4,096 URLs of 2 KB, each of a thousand distinct segments,
+    kept 89 MB whole at the default limit, 282 MB at 1)."""
     repeats = SegmentRepeats(1)
     for i in range(5000):
         assert not repeats(f"http://example.com/f{i}/p")
-    assert len(repeats._folders) <= 4096
     assert repeats("http://example.com/f1/f1") and not repeats("http://example.com/f1/g")
+    tracemalloc.start()
+    try:
+        for limit in (1, 3):
+            repeats = SegmentRepeats(limit)
+            for i in range(300):  # each kept costs ~34 KB: the bound is met every ~30
+                segments = "/".join(f"{i:x}{j:x}" for j in range(300))
+                assert not repeats(f"/{segments}/p"[:2048])
+            assert repeats._kept <= decide._KEPT_MOST
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * decide._KEPT_MOST
+
+
+def test_a_site_whose_urls_end_in_a_slash_shares_its_folders():
+    """#26: /blog/post-1/ is post-1 in /blog: the folder is kept once for all its posts,
+    not once a URL (then every URL was counted whole, four times the old rule's cost)."""
+    repeats = SegmentRepeats(3)
+    for i in range(1000):
+        assert not repeats(f"/blog/2026/post-{i}/")
+    assert list(repeats._folders) == ["/blog/2026"]
+    assert repeats("/a/a/a/a/") and not repeats("/a/a/a/")
 
 
 # -- the screen and the decision -------------------------------------------------------------

@@ -299,38 +299,49 @@ class SegmentRepeats:
     loops), answered by folder: a site's URLs share a few folders, whose segments each of
     their URLs repeats, and counting them all cost about 7 k instructions a URL, for every
     URL met (a night of 304s meets them all again, #26). A folder is kept with the segments
-    one more would take past the limit, or True when it has one past it already: a path
-    then costs a look-up and a test of its last segment."""
+    one more would take past the limit, or None when it has one past it already: a path
+    then costs a look-up and a test of its last segment. A trailing slash is not a
+    segment (empty ones never count): /blog/post/ is post in /blog, so the folders of a
+    site whose URLs end in a slash are shared too."""
 
-    __slots__ = ("_folders", "limit")
+    __slots__ = ("_folders", "_kept", "limit")
 
     def __init__(self, limit: int) -> None:
         if limit < 1:  # the config's floor: a segment met once is never past the limit
             raise ValueError(f"a segment limit of at least 1, not {limit}")
         self.limit = limit
-        self._folders: dict[str, frozenset[str] | bool] = {}
+        self._folders: dict[str, frozenset[str] | None] = {}
+        self._kept = 0  # what the folders kept hold, about in bytes (_KEPT_MOST)
 
     def __call__(self, path: str) -> bool:
-        folder, _, name = path.rpartition("/")
-        known = self._folders.get(folder)
-        if known is None:
-            known = self._counted(folder)
-        return known is True or name in known  # type: ignore[operator]
+        folder, _, name = path.rstrip("/").rpartition("/")
+        folders = self._folders
+        known = folders[folder] if folder in folders else self._counted(folder)
+        return known is None or name in known
 
-    def _counted(self, folder: str) -> frozenset[str] | bool:
-        """Kept for the next paths in folder, up to _FOLDERS folders."""
+    def _counted(self, folder: str) -> frozenset[str] | None:
+        """Kept for the next paths in folder, within _KEPT_MOST."""
         counts = _segment_counts(folder)
-        known: frozenset[str] | bool = max(counts.values(), default=0) > self.limit or (
-            frozenset(segment for segment, n in counts.items() if n == self.limit)
+        limit = self.limit
+        known = (
+            None
+            if max(counts.values(), default=0) > limit
+            else frozenset(segment for segment, n in counts.items() if n == limit)
         )
-        if len(self._folders) >= _FOLDERS:
+        size = _KEPT_EACH + len(folder) + sum(_KEPT_EACH + len(s) for s in known or ())
+        if self._kept + size > _KEPT_MOST:
             self._folders.clear()  # a trap's endless folders: the memory stays bounded
+            self._kept = 0
         self._folders[folder] = known
+        self._kept += size
         return known
 
 
-#: folders SegmentRepeats keeps at most (a site has a few hundred; a trap, no end of them)
-_FOLDERS: Final = 4_096
+#: about what the folders SegmentRepeats keeps may hold, in bytes (a site has a few hundred
+#: folders, a few KB; a trap or a hostile page, no end of long ones, #26), and what each
+#: folder and each of its segments kept costs beyond its characters (the string, its slot)
+_KEPT_MOST: Final = 1 << 20
+_KEPT_EACH: Final = 100
 
 
 class TrapBudgets:
