@@ -4,6 +4,7 @@ the publish guard compares parts with parts. Real servers on 127.0.0.1."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shutil
 from datetime import UTC, datetime, timedelta
@@ -12,6 +13,8 @@ from pathlib import Path
 from aiohttp import web
 
 from crawler.cli import main
+from crawler.core.page import PageResult
+from crawler.shell.revalidation import Answer
 from tests.sites import html, read_decisions, read_published
 
 CAP = 200_000
@@ -178,3 +181,17 @@ def test_a_news_site_run_twice_with_a_tight_max_shrink_publishes_both_times(serv
         assert code == 0, err
         assert {p.name for p in pub.files} == {"sitemap.xml", "sitemap-1.xml", "sitemap-news.xml"}
         assert len(pub.locs) == 5 + 3
+
+
+def test_the_records_a_304_makes_by_position_keep_their_fields_order() -> None:
+    """#26: a 304's PageResult (core.page.analyse, core.history.revive) and its Answer
+    (Revalidation.answer) are made by position, the cheaper call on every page of an
+    unchanged night: a field moved or added in between must fail here, not shift those
+    values into the wrong fields unseen (several are bools or None alike)."""
+    assert [f.name for f in dataclasses.fields(PageResult)] == [
+        "mime", "header", "meta", "canonical", "targets", "body_key", "extras", "blocks",
+        "not_modified", "moved_to", "moved_by", "nofollow", "canonical_in_html",
+    ]  # fmt: skip
+    assert [f.name for f in dataclasses.fields(Answer)] == [
+        "page", "status", "etag", "modified", "stamped", "too_large", "revived",
+    ]  # fmt: skip

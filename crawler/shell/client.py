@@ -8,7 +8,7 @@ import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any
+from typing import TypeVarTuple
 
 from crawler.config import Config
 from crawler.core.history import Validators
@@ -31,6 +31,9 @@ from crawler.shell.transports import crawl_transport
 #: send delayed by a busy machine must not bring two requests closer than --delay at the
 #: server (5% of 0.2 s is 10 ms).
 SPACING_MARGIN = 0.05
+
+#: what a fetch given to _retried takes, checked against the arguments given with it
+_Args = TypeVarTuple("_Args")
 
 
 class PoliteClient:
@@ -178,7 +181,7 @@ class PoliteClient:
             return Response(url, error=str(closed))
 
     async def _retried(
-        self, url: str, fetch: Callable[..., Awaitable[Fetched]], *args: Any
+        self, url: str, fetch: Callable[[*_Args], Awaitable[Fetched]], *args: *_Args
     ) -> Fetched:
         """fetch(*args) through url's throttle, retried as the policy says; fetch given with
         its arguments, not in a closure made for every request (#26)."""
@@ -211,8 +214,8 @@ class PoliteClient:
     async def _attempt(
         self,
         throttle: Throttle,
-        fetch: Callable[..., Awaitable[Fetched]],
-        args: tuple[Any, ...],
+        fetch: Callable[[*_Args], Awaitable[Fetched]],
+        args: tuple[*_Args],
     ) -> Fetched:
         """One try in a throttle's slot, its outcome observed."""
         # the slot as `throttle.slot()` holds it, without its two coroutines when free

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +94,7 @@ class HostWriters:
     def check_plain(
         self,
         loc: str,
-        lastmod: datetime | None = None,
+        lastmod: datetime | date | None = None,
         changefreq: str | None = None,
         priority: float | None = None,
     ) -> None:

@@ -372,6 +372,8 @@ def insert_rows(
     width = len(columns)
     most = min(_MOST_PARAMETERS // width, _MOST_ROWS)
     named = ", ".join(columns)
+    if named not in statement:  # else a statement leaving one out would name them all
+        raise ValueError(f"{statement!r} does not name the columns {named}")
     listed = rows if isinstance(rows, list) else list(rows)
     at, count = 0, len(listed)
     while at < count:
@@ -470,8 +472,9 @@ def discard_unused(path: Path) -> None:
 #: value what sqlite3 binds for it anyway (None: NULL; bytes: the blob; bool: the int),
 #: so nothing written changes, here or in any other sqlite3 file of the process: the
 #: registry is the module's, process-wide. (A checkpoint's rows in a third fewer
-#: instructions; NULL written into the statement saved more in SQLite but cost more in
-#: Python to find: bench/README.md.)
+#: instructions. A NULL written into the statement for each None saved more in SQLite but
+#: cost more in Python to find, bench/README.md; insert_rows leaves out only a column None
+#: in every row of a statement, found in C.)
 sqlite3.register_adapter(type(None), cast("Callable[[None], None]", {}.get))  # C: no frame
 sqlite3.register_adapter(bytes, bytes)
 sqlite3.register_adapter(bool, int)
