@@ -23,7 +23,7 @@ import dataclasses
 import itertools
 import json
 import sqlite3
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -344,14 +344,21 @@ def write_rows(
     instructions. The rows left over go by powers of two, so that a few statements of
     fixed sizes serve every checkpoint. `group`: a row in the statement, `width` marks
     and any constants ("(?, ?, 0)"), by default the marks alone."""
-    most = min(_MOST_PARAMETERS // width, _MOST_ROWS)
     group = group or f"({', '.join('?' * width)})"
+    for batch in _batches(rows, width):
+        values = list(itertools.chain.from_iterable(batch))
+        conn.execute(statement.format(", ".join([group] * len(batch))), values)
+
+
+def _batches(rows: Collection[Sequence[object]], width: int) -> Iterator[list[Sequence[object]]]:
+    """`rows` a statement's worth at a time (write_rows): up to _MOST_ROWS, within SQLite's
+    limit of parameters, the rest by powers of two."""
+    most = min(_MOST_PARAMETERS // width, _MOST_ROWS)
     listed = rows if isinstance(rows, list) else list(rows)
     at, count = 0, len(listed)
     while at < count:
         size = min(most, 1 << ((count - at).bit_length() - 1))
-        values = list(itertools.chain.from_iterable(listed[at : at + size]))
-        conn.execute(statement.format(", ".join([group] * size)), values)
+        yield listed[at : at + size]
         at += size
 
 
@@ -370,16 +377,11 @@ def insert_rows(
     listing row and its published row in a fifth fewer instructions. A column is looked
     at only where the statement's first row holds None."""
     width = len(columns)
-    most = min(_MOST_PARAMETERS // width, _MOST_ROWS)
     named = ", ".join(columns)
     if named not in statement:  # else a statement leaving one out would name them all
         raise ValueError(f"{statement!r} does not name the columns {named}")
-    listed = rows if isinstance(rows, list) else list(rows)
-    at, count = 0, len(listed)
-    while at < count:
-        size = min(most, 1 << ((count - at).bit_length() - 1))
-        batch = listed[at : at + size]
-        at += size
+    for batch in _batches(rows, width):
+        size = len(batch)
         values = list(itertools.chain.from_iterable(batch))
         keep = [
             value is not None or values[i::width].count(None) < size
