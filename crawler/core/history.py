@@ -178,6 +178,10 @@ class Prior:
     nofollow: bytes | None = None
     status: int | None = None
     reason: str | None = None
+    # the lastmod it was published with and that lastmod's source (crawler.core.lastmod),
+    # kept with `changed` for the publish when its blocks are tonight's page's
+    lastmod: int | None = None
+    source: str | None = None
 
     @property
     def validators(self) -> Validators | None:
