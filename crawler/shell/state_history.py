@@ -244,16 +244,22 @@ class HistoryStore:
         row = self._upcoming_row(uid)
         if row is None:
             return None
-        _, etag, modified, mime, meta, header, canonical, body, blocks, first = row[:10]
-        changed, extras, stamped, in_html, targets, nofollow, status, reason = row[10:18]
+        # one unpacking of the row, the directives unpacked here (no slices, no calls: a
+        # page's row is decoded once a night, #26)
+        (
+            _, etag, modified, mime, meta, header, canonical, body, blocks, first, changed,
+            extras, stamped, in_html, targets, nofollow, status, reason, lastmod, source,
+        ) = row  # fmt: skip
         kept = self._links
         if len(kept) >= _LINKS_KEPT:
             kept.clear()  # answers that never came to outlinks() (any but a 304)
         kept[url] = targets, nofollow
         return Prior(
-            etag, modified, mime or "", _directives(meta), _directives(header), canonical,
-            bool(in_html), body, blocks, first, changed, extras, bool(stamped), targets,
-            nofollow, status, reason, row[18], row[19],
+            etag, modified, mime or "",
+            NO_DIRECTIVES if meta is None else unpack(Directives, meta),
+            NO_DIRECTIVES if header is None else unpack(Directives, header),
+            canonical, bool(in_html), body, blocks, first, changed, extras, bool(stamped),
+            targets, nofollow, status, reason, lastmod, source,
         )  # fmt: skip
 
     def _upcoming_row(self, uid: int) -> tuple[Any, ...] | None:
@@ -535,7 +541,3 @@ def _packed_ids(links: Sequence[str]) -> bytes | None:
 
 def _packed(directives: Directives) -> bytes | None:
     return None if directives == NO_DIRECTIVES else pack(directives)
-
-
-def _directives(packed: bytes | None) -> Directives:
-    return NO_DIRECTIVES if packed is None else unpack(Directives, packed)
