@@ -121,14 +121,14 @@ class _LastDates:
 
     def keep(self, uid: int, prior: Prior) -> None:
         """The page recorded this run had the blocks of `prior`, uid's row: its facts."""
-        code = _SOURCE_CODES.get(prior.source, 0)
         changed, lastmod = prior.changed, prior.lastmod
         try:
             self._changed[uid] = _NULL if changed is None else changed
             self._lastmod[uid] = _NULL if lastmod is None else lastmod
-        except (IndexError, TypeError, OverflowError):  # past the history's ids, not an int64
+            code = _SOURCE_CODES[prior.source]
+        except (IndexError, KeyError, TypeError, OverflowError):  # not to be held exactly
             code = 0
-        if code and (changed == _NULL or lastmod == _NULL):
+        if changed == _NULL or lastmod == _NULL:
             code = 0
         if uid < len(self._codes):
             self._codes[uid] = code
@@ -140,8 +140,10 @@ class _LastDates:
 
     def of(self, uid: int, blocks: bytes | None) -> LastRun | None:
         """uid's LastRun, its blocks given as the page's recorded ones; None: not known."""
-        codes = self._codes
-        code = codes[uid] if uid < len(codes) else 0
+        try:
+            code = self._codes[uid]
+        except IndexError:
+            return None
         if not code:
             return None
         changed, lastmod = self._changed[uid], self._lastmod[uid]
