@@ -167,3 +167,59 @@ def test_rows_read_for_urls_never_asked_for_are_dropped_oldest_first(
             assert (prior.etag if prior else None) == (row[0] if row else None), url
             assert len(state._history._upcoming) <= 300 + UPCOMING_READ
         assert len(reads) <= -(-len(urls) // UPCOMING_READ)
+
+
+def test_a_page_recorded_with_its_rows_blocks_is_dated_without_reading_its_row(
+    tmp_path: Path,
+) -> None:
+    """The publish's last_run_of() gives what last_run() reads: for a page this run recorded
+    with its row's own blocks (carried, or written with the same bytes) from the facts
+    prior() read, without a read; for a page recorded with other blocks, not recorded, or
+    whose row holds a source the store cannot keep, by reading its row, as before."""
+    path = tmp_path / "state.sqlite"
+    urls = [f"{START}p{i}" for i in range(40)]
+    sources = ["header", "content", "none", None, ""]  # None: never published; "": unknown
+    with _open(path) as state:
+        for i, url in enumerate(urls):
+            state.queued(url, 1, None)
+            blocks = None if i % 7 == 0 else bytes([i, 1, 2, 3]) * 3
+            result = PageResult("text/html", blocks=blocks)
+            state.page(url, None, etag=f'"e{i}"', modified=None, status=200,
+                       reason="listed", result=result)  # fmt: skip
+            source = sources[i % len(sources)]
+            if source is not None:
+                state.published(url, None if i % 3 else i, None if i % 4 else 10 * i, source)
+        state.finish()
+    with _open(path) as state:
+        expected = {url: state.last_run(url) for url in urls}
+    with _open(path) as state:
+        for url in urls:
+            state.queued(url, 1, None)
+        given: dict[str, bytes | None] = {}
+        for i, url in enumerate(urls):
+            prior = state.prior(url)
+            assert prior is not None
+            held = None if prior.blocks is None else bytes(bytearray(prior.blocks))  # a copy
+            if i % 4 == 0:
+                state.carry(url, prior)
+                given[url] = held
+            elif i % 4 in (1, 2):
+                other = i % 4 == 2
+                blocks = b"\x09" * 8 if other else held
+                result = PageResult("text/html", blocks=blocks)
+                state.page(url, prior, etag=prior.etag, modified=None, status=200,
+                           reason="listed", result=result)  # fmt: skip
+                given[url] = blocks
+            else:  # not recorded tonight (a replayed listing): its blocks are the row's
+                given[url] = held
+        reads: list[str] = []
+        state._open_conn().set_trace_callback(
+            lambda sql: reads.append(sql) if "FROM history" in sql else None
+        )
+        state.warm(urls)
+        for url in urls:
+            assert state.last_run_of(url, given[url]) == expected[url], url
+        assert len(reads) == 1  # the warm of those recorded otherwise, or unknown
+        kept = [i for i in range(40) if i % 4 in (0, 1) and sources[i % 5] != ""]
+        assert reads[0].split(" IN (")[1].count(",") + 1 == 40 - len(kept)
+        assert state.last_run(urls[0]) == expected[urls[0]]  # the row itself: a read

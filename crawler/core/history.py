@@ -28,10 +28,12 @@ from crawler.core.wire import unpack
 __all__ = ["HistoryLinks", "HistoryRow", "Prior", "Validators", "revive"]
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Validators:
     """What a conditional request sends: If-None-Match, If-Modified-Since (either may be
-    missing). Crosses to worker processes in their job messages."""
+    missing). Crosses to worker processes in their job messages. Never changed once made,
+    but not frozen: one is made for every page asked again (Prior.validators), and a frozen
+    class's __init__ (an object.__setattr__ a field) costs about twice a plain one's."""
 
     etag: str | None = None
     modified: str | None = None
@@ -178,6 +180,10 @@ class Prior:
     nofollow: bytes | None = None
     status: int | None = None
     reason: str | None = None
+    # the lastmod it was published with and that lastmod's source (crawler.core.lastmod),
+    # kept with `changed` for the publish when its blocks are tonight's page's
+    lastmod: int | None = None
+    source: str | None = None
 
     @property
     def validators(self) -> Validators | None:

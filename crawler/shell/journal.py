@@ -496,7 +496,7 @@ class Dating:
     def passed(self, listing: Listing) -> None:
         """A listing not dated (a twin's loser): the template is counted on it too."""
         if self.state is not None:
-            self._noted(listing, self.state.last_run(listing.url))
+            self._noted(listing, self.state.last_run_of(listing.url, listing.blocks))
 
     def _noted(self, listing: Listing, before: LastRun | None) -> None:
         state = self.state
@@ -523,7 +523,7 @@ class Dating:
         state = self.state
         before = None
         if state is not None:
-            before = state.last_run(listing.url)
+            before = state.last_run_of(listing.url, listing.blocks)
             self._noted(listing, before)
         dated = date_page(
             self.mode,

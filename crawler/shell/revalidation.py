@@ -122,7 +122,7 @@ class Revalidation:
         if state is None:
             return
         if prior is not None and answer.revived and carries(prior, answer, reason):
-            state.carry(url)
+            state.carry(url, prior)
             return
         keep = keeps_validators(answer)
         state.page(

@@ -94,6 +94,7 @@ class CrawlState:
         self.prior = history.prior
         self.outlinks = history.outlinks
         self.last_run = history.last_run
+        self.last_run_of = history.last_run_of
         self.warm = history.warm
         self.page = history.page
         self.carry = history.carry
