@@ -200,6 +200,23 @@ class Journal:
             return len(refs) == EARLY_REFERRERS
         return False
 
+    def early_referrers(self, urls: Iterable[str], referrer: str) -> list[str]:
+        """One page, `referrer`, links to each of urls, not yet judged: early_referrer()
+        for each in order, the state's rows in one call (a revived page's links, about 3.7
+        a page on a 304 night: two calls a link were a fifth of an early referrer's cost).
+        The URLs whose early referrers that makes all kept, in order."""
+        refs_of, kept, full = self.refs, [], []
+        for url in urls:
+            refs = refs_of.get(url, ())
+            if len(refs) < EARLY_REFERRERS and referrer not in refs:
+                refs_of[url] = refs = (*refs, referrer)
+                kept.append(url)
+                if len(refs) == EARLY_REFERRERS:
+                    full.append(url)
+        if kept and self.state is not None:
+            self.state.referred_by(kept, referrer)
+        return full
+
     def late_referrer(self, url: str, referrer: str) -> None:
         """Another page links to url, judged already: noted if url is broken."""
         if self.tally.refer_broken(self.public(url), referrer) and self.state is not None:
