@@ -194,7 +194,7 @@ class Journal:
         link to it is news only if it is closer to the start."""
         refs = self.refs.get(url, ())
         if len(refs) < EARLY_REFERRERS and referrer not in refs:
-            self.refs[url] = refs = (*refs, referrer)
+            self.refs[url] = refs = refs + (referrer,)  # noqa: RUF005 - no list first
             if self.state is not None:
                 self.state.referred(url, referrer)
             return len(refs) == EARLY_REFERRERS
@@ -209,7 +209,7 @@ class Journal:
         for url in urls:
             refs = refs_of.get(url, ())
             if len(refs) < EARLY_REFERRERS and referrer not in refs:
-                refs_of[url] = refs = (*refs, referrer)
+                refs_of[url] = refs = refs + (referrer,)  # noqa: RUF005 - no list first
                 kept.append(url)
                 if len(refs) == EARLY_REFERRERS:
                     full.append(url)
