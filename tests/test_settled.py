@@ -271,3 +271,47 @@ def test_a_revived_page_whose_links_are_all_settled_names_none() -> None:
     assert table.asked == set()
     assert ids.unsettled(HistoryLinks(array("I", [1, 7, 2]).tobytes(), table), 3) == [URLS[6]]
     assert table.asked == {7}
+
+
+class _Rows:
+    """A state that notes the referrer rows it is given, one call or a page's at once."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str]] = []
+
+    def referred(self, url: str, referrer: str) -> None:
+        self.rows.append((url, referrer))
+
+    def referred_by(self, urls: list[str], referrer: str) -> None:
+        assert urls  # no call without a row
+        self.rows += [(url, referrer) for url in urls]
+
+    def decided(self, *record: object) -> None:
+        pass  # a URL judged: its early referrers are dropped (not a row here)
+
+
+@given(
+    pages=st.lists(
+        st.tuples(st.lists(st.integers(0, 7), max_size=9), st.integers(0, 6)), max_size=12
+    ),
+    judged=st.lists(st.integers(0, 7), max_size=4),
+)
+def test_a_page_s_early_referrers_kept_at_once_are_those_kept_one_by_one(
+    pages: list[tuple[list[int], int]], judged: list[int]
+) -> None:
+    """#26: early_referrers (a revived page's links to URLs waiting, in one call) keeps the
+    referrers early_referrer keeps called a link at a time, gives the state the same rows in
+    the same order, and names the URLs for which it said True, in order: the broken-links
+    report names the same pages."""
+    one, batch = Journal(lambda url: url, Tally()), Journal(lambda url: url, Tally())
+    one.state, batch.state = _Rows(), _Rows()  # type: ignore[assignment]
+    for n, (linked, referrer) in enumerate(pages):
+        if n == len(pages) // 2:  # some judged midway: their referrers dropped
+            for i in judged:
+                for journal in (one, batch):
+                    journal.record(URLS[i], 200, Decision(REDIRECT, URLS[20]), 1, None)
+        urls = [URLS[i] for i in linked]
+        full = [url for url in urls if one.early_referrer(url, URLS[100 + referrer])]
+        assert batch.early_referrers(urls, URLS[100 + referrer]) == full
+    assert batch.refs == one.refs
+    assert batch.state.rows == one.state.rows  # type: ignore[attr-defined]

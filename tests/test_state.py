@@ -1357,3 +1357,48 @@ def test_a_failed_checkpoint_keeps_its_buffers(path: Path) -> None:
     snap, _, _ = reload(path)
     assert [q.url for q in snap.queued] == [START, "https://example.com/a"]
     assert snap.counters == {"pages": 1}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    queued=st.lists(st.integers(0, 7), unique=True, max_size=8),
+    pages=st.lists(
+        st.tuples(st.lists(st.integers(0, 9), max_size=6), st.integers(0, 11)), max_size=8
+    ),
+)
+def test_a_page_s_referrers_kept_at_once_are_the_rows_and_ids_of_one_at_a_time(
+    tmp_path_factory: pytest.TempPathFactory,
+    queued: list[int],
+    pages: list[tuple[list[int], int]],
+) -> None:
+    """#26: referred_by (a page's early referrers in one call) writes the rows referred
+    writes one call each, in order, and gives the same ids to URLs and referrers met for the
+    first time (a URL never queued, 8 and 9 here, takes referred's own path), so that a
+    state written either way is the same file to read."""
+    urls = [f"https://example.com/u{i}/é" for i in range(10)]
+    refs = [f"https://example.com/r{i}" for i in range(12)]
+    folder = tmp_path_factory.mktemp("referred_by")
+    tables = []
+    for at_once in (False, True):
+        path = folder / f"{at_once}.db"
+        with fresh(path) as state:
+            for i in queued:
+                state.queued(urls[i], 1, START)
+            for linked, referrer in pages:
+                if at_once:
+                    state.referred_by([urls[i] for i in linked], refs[referrer])
+                else:
+                    for i in linked:
+                        state.referred(urls[i], refs[referrer])
+            state.checkpoint()
+        conn = sqlite3.connect(path)
+        try:
+            tables.append(
+                (
+                    conn.execute("SELECT id, url, state FROM urls ORDER BY id").fetchall(),
+                    conn.execute("SELECT seq, url, referrer FROM referrers").fetchall(),
+                )
+            )
+        finally:
+            conn.close()
+    assert tables[1] == tables[0]

@@ -194,11 +194,28 @@ class Journal:
         link to it is news only if it is closer to the start."""
         refs = self.refs.get(url, ())
         if len(refs) < EARLY_REFERRERS and referrer not in refs:
-            self.refs[url] = refs = (*refs, referrer)
+            self.refs[url] = refs = refs + (referrer,)  # noqa: RUF005 - no list first
             if self.state is not None:
                 self.state.referred(url, referrer)
             return len(refs) == EARLY_REFERRERS
         return False
+
+    def early_referrers(self, urls: Iterable[str], referrer: str) -> list[str]:
+        """One page, `referrer`, links to each of urls, not yet judged: early_referrer()
+        for each in order, the state's rows in one call (a revived page's links, about 3.7
+        a page on a 304 night: two calls a link were a fifth of an early referrer's cost).
+        The URLs whose early referrers that makes all kept, in order."""
+        refs_of, kept, full = self.refs, [], []
+        for url in urls:
+            refs = refs_of.get(url, ())
+            if len(refs) < EARLY_REFERRERS and referrer not in refs:
+                refs_of[url] = refs = refs + (referrer,)  # noqa: RUF005 - no list first
+                kept.append(url)
+                if len(refs) == EARLY_REFERRERS:
+                    full.append(url)
+        if kept and self.state is not None:
+            self.state.referred_by(kept, referrer)
+        return full
 
     def late_referrer(self, url: str, referrer: str) -> None:
         """Another page links to url, judged already: noted if url is broken."""

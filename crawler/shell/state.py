@@ -106,6 +106,7 @@ class CrawlState:
         self.listed = queue.listed
         self.unlisted = queue.unlisted
         self.referred = queue.referred
+        self.referred_by = queue.referred_by
         self.body = queue.body
         self.counter = queue.counter
         self.load = queue.load
