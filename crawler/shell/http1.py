@@ -445,9 +445,10 @@ class LeanTransport(BaseTransport):
         if "#" in target:
             target = target.partition("#")[0]
         # printable ASCII without a space has nothing unsafe: string tests before a search
-        safe = target.isascii() and target.isprintable() and " " not in target
-        if not safe and _UNSAFE.search(target):
-            raise Failure(f"invalid URL: {url}")
+        if not (target.isascii() and target.isprintable() and " " not in target):
+            if _UNSAFE.search(target):
+                raise Failure(f"invalid URL: {url}")
+            f"GET {target}".encode()  # one that cannot be sent fails first, in the same words
         if validators is None:
             return origin, f"GET {target} HTTP/1.1\r\n{origin.fields}\r\n".encode()
         fields = conditional(validators)
@@ -459,8 +460,7 @@ class LeanTransport(BaseTransport):
             extra += f"{name}: {value}\r\n"
         try:
             return origin, f"GET {target} HTTP/1.1\r\n{origin.fields}{extra}\r\n".encode()
-        except UnicodeEncodeError:  # said as when each part was encoded alone: the same words
-            f"GET {target}".encode()
+        except UnicodeEncodeError:  # said as when the validators' lines were encoded alone
             extra.encode()
             raise
 
