@@ -120,6 +120,44 @@ def test_keep_alive_reuses_one_connection_and_sends_the_request_as_today():
     assert responses[0].seconds is not None and responses[0].error is None
 
 
+def test_urls_of_two_origins_in_turn_each_go_to_their_own_with_their_own_target():
+    """A URL's origin is taken from the latest request's when the URL starts with it and a
+    slash: one of another origin, a longer port, a query without a path or a fragment must
+    still be told apart (each server sees only its own, with the target as sent before)."""
+    one, two = Raw(lambda n, head: _echo(head)), Raw(lambda n, head: _echo(head))
+
+    async def run() -> list[Response]:
+        first = await asyncio.start_server(one.handle, "127.0.0.1", 0)
+        second = await asyncio.start_server(two.handle, "127.0.0.1", 0)
+        a = f"http://127.0.0.1:{first.sockets[0].getsockname()[1]}"
+        b = f"http://127.0.0.1:{second.sockets[0].getsockname()[1]}"
+        urls = [f"{a}/x", f"{b}/y", f"{b}?q=1", f"{a}#f", f"{a}/z#f", f"{b}/y?q#f", f"{a}?r"]
+        try:
+            async with lean() as client:
+                return [await client.get(url) for url in urls]
+        finally:
+            first.close()
+            second.close()
+
+    responses = asyncio.run(run())
+    assert [(r.status, r.body) for r in responses] == [
+        (200, b) for b in (b"/x", b"/y", b"/?q=1", b"/", b"/z", b"/y?q", b"/?r")
+    ]
+    heads = (
+        [head.split(b"\r\n")[0] for head in one.requests],
+        [head.split(b"\r\n")[0] for head in two.requests],
+    )
+    assert heads == (
+        [b"GET /x HTTP/1.1", b"GET / HTTP/1.1", b"GET /z HTTP/1.1", b"GET /?r HTTP/1.1"],
+        [b"GET /y HTTP/1.1", b"GET /?q=1 HTTP/1.1", b"GET /y?q HTTP/1.1"],
+    )
+    for raw, server in ((one, 0), (two, 1)):
+        hosts = {
+            line for head in raw.requests for line in head.split(b"\r\n") if line[:5] == b"Host:"
+        }
+        assert len(hosts) == 1, (server, hosts)
+
+
 async def _echo(head: bytes) -> bytes:
     path = head.split(b" ")[1]
     return ok(path)

@@ -79,8 +79,8 @@ class _Origin:
     port: int
     address: str | None  # --resolve's pinned address
     tls: ssl.SSLContext | None
-    prefix: bytes  # the request's headers after the request line, this origin's own
-    fields: bytes  # the same without the blank line that ends them: a conditional's go after
+    fields: str  # the request's header lines after the request line, this origin's own
+    root: str  # its key and the path's first slash: a URL starting so is this origin's
     idle: list[_Connection] = field(default_factory=list)
 
 
@@ -366,6 +366,7 @@ class LeanTransport(BaseTransport):
         self._other_headers = _lines(_DEFAULTS)
         self._pinned = {(host, port): address for host, port, address in access.pinned}
         self._origins: dict[str, _Origin] = {}
+        self._recent: _Origin | None = None  # the origin of the latest request's URL
         self._dns: dict[tuple[str, int], tuple[float, list[AddrInfoType]]] = {}
         self._resolving: dict[tuple[str, int], asyncio.Future[list[AddrInfoType]]] = {}
         self._slots = Slots(self.concurrency)
@@ -435,6 +436,36 @@ class LeanTransport(BaseTransport):
         return answer
 
     def _request(self, url: str, validators: Validators | None) -> tuple[_Origin, bytes]:
+        origin = self._recent  # a crawl asks one origin nearly always: its URLs first
+        if origin is not None and url.startswith(origin.root):
+            target = url[len(origin.root) - 1 :]  # what `_parsed` would make of it
+        else:
+            origin, target = self._parsed(url)
+            self._recent = origin
+        if "#" in target:
+            target = target.partition("#")[0]
+        # printable ASCII without a space has nothing unsafe: string tests before a search
+        if not (target.isascii() and target.isprintable() and " " not in target):
+            if _UNSAFE.search(target):
+                raise Failure(f"invalid URL: {url}")
+            f"GET {target}".encode()  # one that cannot be sent fails first, in the same words
+        if validators is None:
+            return origin, f"GET {target} HTTP/1.1\r\n{origin.fields}\r\n".encode()
+        fields = conditional(validators)
+        values = "".join(fields.values())  # NUL, CR or LF in one: in them all
+        if "\r" in values or "\n" in values or "\x00" in values:
+            raise Failure("invalid validators: a line break in a header value")
+        extra = ""  # a loop, not a comprehension's frame nor str's % (#26)
+        for name, value in fields.items():
+            extra += f"{name}: {value}\r\n"
+        try:
+            return origin, f"GET {target} HTTP/1.1\r\n{origin.fields}{extra}\r\n".encode()
+        except UnicodeEncodeError:  # said as when the validators' lines were encoded alone
+            extra.encode()
+            raise
+
+    def _parsed(self, url: str) -> tuple[_Origin, str]:
+        """url's origin (made at its first URL) and its request target, fragment included."""
         scheme_end = url.find("://")
         if scheme_end < 0:
             raise Failure(f"invalid URL: {url}")
@@ -445,23 +476,10 @@ class LeanTransport(BaseTransport):
         key, target = (url, "/") if rest < 0 else (url[:rest], url[rest:])
         if target[0] == "?":
             target = "/" + target
-        target = target.partition("#")[0]
         origin = self._origins.get(key)
         if origin is None:
             origin = self._origins[key] = self._new_origin(key)
-        # printable ASCII without a space has nothing unsafe: string tests before a search
-        safe = target.isascii() and target.isprintable() and " " not in target
-        if not safe and _UNSAFE.search(target):
-            raise Failure(f"invalid URL: {url}")
-        head = f"GET {target} HTTP/1.1\r\n".encode()
-        if validators is None:
-            return origin, head + origin.prefix
-        fields = conditional(validators)
-        values = "".join(fields.values())  # NUL, CR or LF in one: in them all
-        if "\r" in values or "\n" in values or "\x00" in values:
-            raise Failure("invalid validators: a line break in a header value")
-        extra = "".join([f"{name}: {value}\r\n" for name, value in fields.items()])
-        return origin, b"%s%s%s\r\n" % (head, origin.fields, extra.encode())
+        return origin, target
 
     def _new_origin(self, key: str) -> _Origin:
         try:
@@ -476,10 +494,11 @@ class LeanTransport(BaseTransport):
             shown += f":{port}"
         home = self._home == (scheme, parsed.host, port)
         own = self._home_headers if home else self._other_headers
-        prefix = f"Host: {shown}\r\nUser-Agent: {self.user_agent}\r\n{own}\r\n"
+        fields = f"Host: {shown}\r\nUser-Agent: {self.user_agent}\r\n{own}"
+        fields.encode()  # what cannot be sent fails here, at the origin's first URL, as ever
         address = self._pinned.get((host.lower().rstrip("."), port))
         tls = self._trust() if scheme == "https" else None
-        return _Origin(host, port, address, tls, prefix.encode(), prefix[:-2].encode())
+        return _Origin(host, port, address, tls, fields, key + "/")
 
     async def _exchange(
         self, url: str, origin: _Origin, request: bytes, cap: int, started: float

@@ -376,11 +376,9 @@ class Throttle:
         of 429s from eight in-flight requests is one signal, not eight. Only a run of good
         answers undoes one step; errors never make the crawl faster. Returns `outage`.
         """
-        slow = False
-        if status is not None and status not in _BAD_STATUSES and _is_seconds(seconds):
-            slow = self._time_sample(seconds)
-        pressure = status is None or status in PRESSURE_STATUSES or slow
-        failed = status is None or status in _BAD_STATUSES
+        # a good answer (every one, on a good night) tells its status once: no other test
+        good = status is not None and status not in _BAD_STATUSES
+        slow = good and _is_seconds(seconds) and self._time_sample(seconds)
         if status is None:
             if not self._silent:
                 self._silent_since = self._clock()
@@ -388,17 +386,17 @@ class Throttle:
             self._silent_error = error or self._silent_error
         else:
             self._silent, self._silent_error = 0, None
-        if not failed:
+        if good:
             self._failing = 0
         elif self._limit == 1 and self._extra >= max(self._max_crawl_delay, FIRST_EXTRA_DELAY):
             self._failing += 1
-        if pressure:
+        if slow or (not good and (status is None or status in PRESSURE_STATUSES)):
             self._good_streak = 0
             now = self._clock()
             if now - self._last_slowdown >= COOLDOWN:
                 self._last_slowdown = now
                 self._slow_down()
-        elif status in _BAD_STATUSES:
+        elif not good:
             self._good_streak = 0
         else:
             self._good_streak += 1
