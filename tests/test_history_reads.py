@@ -212,6 +212,16 @@ def test_a_page_recorded_with_its_rows_blocks_is_dated_without_reading_its_row(
                 given[url] = blocks
             else:  # not recorded tonight (a replayed listing): its blocks are the row's
                 given[url] = held
+        redone = {1: b"\x0a" * 8, 5: None, 9: b"\x0b" * 8}  # recorded again: other blocks, 404
+        for i, blocks in redone.items():
+            result = None if blocks is None else PageResult("text/html", blocks=blocks)
+            state.page(urls[i], None, etag=None, modified=None, status=200 if blocks else 404,
+                       reason="listed" if blocks else "broken", result=result)  # fmt: skip
+            given[urls[i]] = blocks
+        new = f"{START}new"  # an id past the history's largest
+        state.queued(new, 1, None)
+        state.page(new, None, etag=None, modified=None, status=200, reason="listed",
+                   result=PageResult("text/html", blocks=b"\x0c" * 8))  # fmt: skip
         reads: list[str] = []
         state._open_conn().set_trace_callback(
             lambda sql: reads.append(sql) if "FROM history" in sql else None
@@ -220,6 +230,9 @@ def test_a_page_recorded_with_its_rows_blocks_is_dated_without_reading_its_row(
         for url in urls:
             assert state.last_run_of(url, given[url]) == expected[url], url
         assert len(reads) == 1  # the warm of those recorded otherwise, or unknown
-        kept = [i for i in range(40) if i % 4 in (0, 1) and sources[i % 5] != ""]
+        assert state.last_run_of(new, b"\x0c" * 8) is None
+        kept = [
+            i for i in range(40) if i % 4 in (0, 1) and sources[i % 5] != "" and i not in redone
+        ]
         assert reads[0].split(" IN (")[1].count(",") + 1 == 40 - len(kept)
         assert state.last_run(urls[0]) == expected[urls[0]]  # the row itself: a read

@@ -19,7 +19,7 @@ from aiohttp import web
 from crawler.core.access import Access
 from crawler.core.history import Validators
 from crawler.shell.fetch import HttpTransport, Response
-from crawler.shell.http1 import LeanTransport, Slots
+from crawler.shell.http1 import Failure, LeanTransport, Slots
 from crawler.shell.transports import crawl_transport
 from tests.procs import imports_of_a_crawl
 
@@ -120,10 +120,52 @@ def test_keep_alive_reuses_one_connection_and_sends_the_request_as_today():
     assert responses[0].seconds is not None and responses[0].error is None
 
 
+def test_a_request_head_is_the_full_parses_whichever_origin_was_asked_before():
+    """_request takes a URL's origin from the latest one's when the URL starts with it and a
+    slash: after any URL, every URL's head (or error's words) must be what a transport that
+    never took the shortcut makes: a port extending another's, a query or fragment right
+    after the host, a default port, userinfo, case, validators with a line break. And the
+    shortcut is taken: the same origin twice is parsed once."""
+    urls = [
+        "http://h:8/x", "http://h:8080/x", "http://h:8/x?q#f", "http://h:8?q", "http://h:8#f",
+        "http://h/x", "http://h:80/x", "http://H/x", "http://u@h/x", "http://h:8/a//b",
+        "http://h:8/\u00e9", "http://h:8/a b", "http://h:8/a\r\nb", "http://[::1]:8/x", "h/x",
+    ]  # fmt: skip
+    validator_sets = [
+        None,
+        Validators('"e"', None),
+        Validators(None, "Sat, 01 Jan 2000 00:00:00 GMT"),
+        Validators('"a\r\nb"', None),
+    ]
+
+    def head(transport: LeanTransport, url: str, validators: Validators | None) -> object:
+        try:
+            return transport._request(url, validators)[1]
+        except Failure as failure:
+            return str(failure)
+
+    for validators in validator_sets:
+        for previous in urls:
+            for url in urls:
+                warm = lean()
+                head(warm, previous, validators)
+                assert head(warm, url, validators) == head(lean(), url, validators), (
+                    previous,
+                    url,
+                    validators,
+                )
+    transport, parsed = lean(), []
+    full = transport._parsed
+    transport._parsed = lambda url: parsed.append(url) or full(url)  # type: ignore[method-assign]
+    for url in ("http://h:8/x", "http://h:8/y?q", "http://h:8080/x", "http://h:8080/z"):
+        head(transport, url, None)
+    assert parsed == ["http://h:8/x", "http://h:8080/x"]
+
+
 def test_urls_of_two_origins_in_turn_each_go_to_their_own_with_their_own_target():
     """A URL's origin is taken from the latest request's when the URL starts with it and a
-    slash: one of another origin, a longer port, a query without a path or a fragment must
-    still be told apart (each server sees only its own, with the target as sent before)."""
+    slash: one of another origin, a query without a path or a fragment must still be told
+    apart (each server sees only its own, with the target as sent before)."""
     one, two = Raw(lambda n, head: _echo(head)), Raw(lambda n, head: _echo(head))
 
     async def run() -> list[Response]:

@@ -61,6 +61,7 @@ __all__ = [
     "HEADER",
     "MODES",
     "NONE",
+    "SOURCES",
     "Blocks",
     "Dated",
     "HeavyHitters",
@@ -86,8 +87,10 @@ AUTO: Final = "auto"
 HEADER: Final = "header"
 CONTENT: Final = "content"
 NONE: Final = "none"
-#: The `lastmod` setting's values; HEADER, CONTENT and NONE are also a lastmod's source.
-MODES: Final = (AUTO, HEADER, CONTENT, NONE)
+#: A lastmod's sources (a published lastmod is stored with its source)
+SOURCES: Final = (HEADER, CONTENT, NONE)
+#: The `lastmod` setting's values: AUTO, or one source for every page.
+MODES: Final = (AUTO, *SOURCES)
 
 #: A block is template when it is on more than this share of the listed pages ("most").
 COMMON_SHARE: Final = 0.5

@@ -436,7 +436,12 @@ class LeanTransport(BaseTransport):
         return answer
 
     def _request(self, url: str, validators: Validators | None) -> tuple[_Origin, bytes]:
-        origin = self._recent  # a crawl asks one origin nearly always: its URLs first
+        """url's origin and the bytes of its GET. A crawl asks one origin nearly always, so
+        the latest origin is tried first: one `startswith` instead of the parse (#26)."""
+        # Exact because an origin's key (`_parsed`) holds no "/" or "?" after its "://",
+        # so a URL starting with key + "/" parses to that key and the rest, and because
+        # `_origins` only ever grows: an origin once made is the one its URLs get.
+        origin = self._recent
         if origin is not None and url.startswith(origin.root):
             target = url[len(origin.root) - 1 :]  # what `_parsed` would make of it
         else:
@@ -455,14 +460,14 @@ class LeanTransport(BaseTransport):
         values = "".join(fields.values())  # NUL, CR or LF in one: in them all
         if "\r" in values or "\n" in values or "\x00" in values:
             raise Failure("invalid validators: a line break in a header value")
-        extra = ""  # a loop, not a comprehension's frame nor str's % (#26)
+        extra = ""  # a loop, not a comprehension's frame (3.11) nor str's % (#26)
         for name, value in fields.items():
             extra += f"{name}: {value}\r\n"
         try:
             return origin, f"GET {target} HTTP/1.1\r\n{origin.fields}{extra}\r\n".encode()
-        except UnicodeEncodeError:  # said as when the validators' lines were encoded alone
-            extra.encode()
-            raise
+        except UnicodeEncodeError:  # said as when the validators' lines were encoded alone:
+            extra.encode()  # the target and the origin's fields are encodable (checked), so
+            raise  # this raises; the bare raise is never reached
 
     def _parsed(self, url: str) -> tuple[_Origin, str]:
         """url's origin (made at its first URL) and its request target, fragment included."""

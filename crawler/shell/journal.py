@@ -192,19 +192,13 @@ class Journal:
         """Another page links to url, not yet judged: kept in case it turns out broken.
         True when that makes all the early referrers kept: until url is judged, another
         link to it is news only if it is closer to the start."""
-        refs = self.refs.get(url, ())
-        if len(refs) < EARLY_REFERRERS and referrer not in refs:
-            self.refs[url] = refs = refs + (referrer,)  # noqa: RUF005 - no list first
-            if self.state is not None:
-                self.state.referred(url, referrer)
-            return len(refs) == EARLY_REFERRERS
-        return False
+        return bool(self.early_referrers((url,), referrer))
 
     def early_referrers(self, urls: Iterable[str], referrer: str) -> list[str]:
-        """One page, `referrer`, links to each of urls, not yet judged: early_referrer()
-        for each in order, the state's rows in one call (a revived page's links, about 3.7
-        a page on a 304 night: two calls a link were a fifth of an early referrer's cost).
-        The URLs whose early referrers that makes all kept, in order."""
+        """One page, `referrer`, links to each of urls, not yet judged: each kept as
+        early_referrer() says, in order, the state's rows in one call (a revived page's
+        links, about 3.7 a page on a 304 night: two calls a link were a fifth of an early
+        referrer's cost). The URLs whose early referrers that makes all kept, in order."""
         refs_of, kept, full = self.refs, [], []
         for url in urls:
             refs = refs_of.get(url, ())

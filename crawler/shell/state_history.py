@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from crawler.core.directives import NO_DIRECTIVES, Directives
 from crawler.core.history import HistoryLinks, HistoryRow, Prior
-from crawler.core.lastmod import CONTENT, HEADER, NONE, LastRun, pack_blocks, unpack_blocks
+from crawler.core.lastmod import SOURCES, LastRun, pack_blocks, unpack_blocks
 from crawler.core.page import PageResult
 from crawler.core.wire import pack, unpack
 from crawler.shell.state_file import HISTORY_NAMES, StateError, insert_rows, write_rows
@@ -101,22 +101,31 @@ _CARRIED_PUBLISHED: Final = (
 _LINKS_KEPT: Final = 4096
 
 
+#: _LastDates' codes of the published lastmod's sources, by index (0: not known, 1: no
+#: source recorded), from their owner's list; an int64 no microsecond date is, for NULL
+_SOURCES: Final = (None, None, *SOURCES)
+_SOURCE_CODES: Final = {source: code for code, source in enumerate(_SOURCES) if code}
+_NULL: Final = -(2**63)
+
+
 class _LastDates:
     """The dating facts of the history rows of the pages this run recorded with the row's
     own blocks (their content date, the lastmod published and its source, as prior() read
     them), by URL id, for last_run_of(): the publish then dates such a page without reading
     its row a second time (the blocks, about 290 bytes a page on the bench, are the one fact
-    too large to keep: the listing's are the same bytes). 17 bytes an id up to the
-    history's largest (two int64s and a byte: 17 MB at 1M URLs, against the frontier's 170
-    to 200 bytes a URL), none without a history. A fact it cannot hold exactly (a source it
-    does not know, an int out of range) leaves the id unknown: its row is read again."""
+    too large to keep: the listing's are the same bytes). 17 bytes a URL id up to the
+    history's largest (two int64s and a byte; ids are every URL the state ever named, so
+    17 MB at 1M of them, a tenth of the URL-to-id map the state already holds, against the
+    frontier's 170 to 200 bytes a URL), none without a history. A fact it cannot hold
+    exactly (a source it does not know, an int out of range) leaves the id unknown: its
+    row is read again."""
 
     __slots__ = ("_changed", "_codes", "_lastmod")
 
     def __init__(self, largest: int) -> None:
         size = largest + 1
-        self._changed = array("q", bytes(8 * size))
-        self._lastmod = array("q", bytes(8 * size))
+        self._changed = array("q", (0,)) * size  # no temporary bytes of the same size
+        self._lastmod = array("q", (0,)) * size
         self._codes = bytearray(size)  # _SOURCE_CODES', 0: not known
 
     def keep(self, uid: int, prior: Prior) -> None:
@@ -156,13 +165,6 @@ class _LastDates:
         """The ids of `uids` of() does not know."""
         codes, size = self._codes, len(self._codes)
         return [uid for uid in uids if uid >= size or not codes[uid]]
-
-
-#: _LastDates' codes of the published lastmod's sources (0: not known); an int64 no
-#: microsecond date is, for NULL
-_SOURCES: Final = (None, None, HEADER, CONTENT, NONE)
-_SOURCE_CODES: Final = {None: 1, HEADER: 2, CONTENT: 3, NONE: 4}
-_NULL: Final = -(2**63)
 
 
 class HistoryStore:
