@@ -10,6 +10,7 @@ Runs the code PYTHONPATH names, so one script measures base and a branch.
 Run: PYTHONPATH=CODE python3 bench/request_cost.py --origin http://127.0.0.1:18766/ \
         --urls /work/sx/site3000/expected.txt --requests 2800
      valgrind --tool=callgrind python3 bench/request_cost.py ... --requests 700
+     python3 bench/request_cost.py --layers floor ...   (the floor, the same arguments)
 
 The URLs are the site's expected list, asked in order (and again from the start when
 --requests is larger), `--concurrency` (8, the crawl's default) in flight; `--conditional`
@@ -58,7 +59,16 @@ class _Floor(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        self.parser.feed_data(data)
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self.connection_lost(exc)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The server closed (or sent what does not parse): the request waiting fails, not
+        hangs (nginx closes a connection after `keepalive_requests`)."""
+        if self.done is not None and not self.done.done():
+            self.done.set_exception(exc or ConnectionError("connection closed by the server"))
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.fields.append((name.decode(), value.decode()))
@@ -88,9 +98,13 @@ async def _floor(args: argparse.Namespace, urls: list[str]) -> None:
         return conn
 
     def head(url: str) -> bytes:
-        target = url[len(split.scheme) + 3 + len(split.netloc) :] or "/"
+        target = url[len(split.scheme) + 3 + len(split.netloc) :].partition("#")[0] or "/"
         return f"GET {target} HTTP/1.1\r\n{base}{conditions.get(url, '')}\r\n".encode()
 
+    root = f"{split.scheme}://{split.netloc}"
+    strange = [url for url in urls if url != root and not url.startswith(root + "/")]
+    if strange:
+        raise SystemExit(f"not of --origin {args.origin}: {strange[0]}")
     conns = [await connection() for _ in range(args.concurrency)]
     if args.conditional:
         for url in dict.fromkeys(urls):

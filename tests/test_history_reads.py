@@ -212,7 +212,7 @@ def test_a_page_recorded_with_its_rows_blocks_is_dated_without_reading_its_row(
                 given[url] = blocks
             else:  # not recorded tonight (a replayed listing): its blocks are the row's
                 given[url] = held
-        redone = {1: b"\x0a" * 8, 5: None, 9: b"\x0b" * 8}  # recorded again: other blocks, 404
+        redone = {1: b"\x0a" * 8, 5: None, 8: b"\x0b" * 8}  # recorded again: other blocks, 404
         for i, blocks in redone.items():
             result = None if blocks is None else PageResult("text/html", blocks=blocks)
             state.page(urls[i], None, etag=None, modified=None, status=200 if blocks else 404,

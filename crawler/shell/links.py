@@ -132,24 +132,24 @@ class Links:
                 if depth >= queued.start:  # append instead of four calls
                     waiting.append(url)
                 else:
-                    self._early(waiting, referrer)  # the rows in order: before refer()'s
+                    if waiting:  # the rows in order: before refer()'s
+                        self._early(waiting, referrer)
                     refer(url, referrer, depth)  # moves it up
             elif broken or url in active:
-                self._early(waiting, referrer)
+                if waiting:
+                    self._early(waiting, referrer)
                 refer(url, referrer, depth)  # which also brings a listed twin closer
             elif depth < depths.get(url, depth):
                 self.journal.closer(url, depth)
-        self._early(waiting, referrer)
+        if waiting:
+            self._early(waiting, referrer)
 
     def _early(self, waiting: list[str], referrer: str) -> None:
         """referrer links to the URLs `waiting` (never in flight: DONE): kept as early
         referrers; one whose referrers are then all kept is hushed (a link to it at its
-        depth or deeper skips it) until it is judged. `waiting` is emptied. (Each URL's
-        referrers come in the same order either way; what keeping the rows before a
-        refer()'s keeps is the order of the state's referrer rows as one-call-a-link made
-        them.)"""
-        if not waiting:
-            return
+        depth or deeper skips it) until it is judged. `waiting` is emptied. Called before
+        any refer() of the page, so that the state's referrer rows keep the order a call a
+        link gave them (each URL's own referrers are in order either way)."""
         full = self.journal.early_referrers(waiting, referrer)
         waiting.clear()
         hush = None if self.settled is None else self.settled.hush
