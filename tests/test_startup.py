@@ -32,6 +32,8 @@ _UNUSED = (
     "crawler.shell.browser",
     "importlib.resources",
     "sitemap_out.feed",  # --feed's (changes.atom): its name is the manifest's
+    "crawler.core.llms",  # llms_txt's
+    "crawler.core.nothing",  # a crawl that listed nothing: its message
 )
 
 
