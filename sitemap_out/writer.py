@@ -244,11 +244,6 @@ class SitemapWriter:
         self._stable = stable
         if stable and changes is None:
             changes = ChangeLog()
-        if changes is not None and feed_days is not None:
-            from sitemap_out.feed import MAX_ENTRIES  # here: a set without a feed, as a
-            # nightly crawl without --feed, never loads the feed's module (#26)
-
-            changes.keep = max(changes.keep, MAX_ENTRIES)
         if changes is not None and groups is not None:
             changes.groups = {name: dict.fromkeys(KINDS, 0) for name in names}
         self._changes = changes
@@ -272,9 +267,10 @@ class SitemapWriter:
         layout can be kept."""
         assert self._changes is not None
         folder = self._staging.path
-        if feed_days is not None:
-            from sitemap_out.feed import FeedWindow  # with a feed only, as MAX_ENTRIES
+        if feed_days is not None:  # the feed's module is imported here only (#26)
+            from sitemap_out.feed import MAX_ENTRIES, FeedWindow
 
+            self._changes.keep = max(self._changes.keep, MAX_ENTRIES)
             self._feed = FeedWindow(self._out, feed_days, self._now)
         previous = self._previous = read_previous(self._out, folder, self._settings())
         self._comparison = Comparison(
