@@ -198,7 +198,11 @@ examples:
 """ + help_text("audit")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; given `command` (_asked), only that command's parser gets
+    its options: the others are there for the top level's help and its choice of command,
+    and a run parses one command (#26: every command's options are 27 M instructions, 1% of
+    a 3,000-page 304 night)."""
     top = _Parser(
         prog="sitemap-crawler",
         description="Crawl a website and publish its XML sitemap.",
@@ -218,14 +222,15 @@ def _parser() -> argparse.ArgumentParser:
         "folder. More URLs seed the same crawl. Every option can also be set in a TOML file "
         "(-c), same names with underscores; the command line wins.",
     )
-    crawl.add_argument(
-        "url",
-        nargs="*",
-        metavar="URL",
-        help="start URL; its folder is the scope (more URLs: more places to start from)",
-    )
-    _config_file_option(crawl)
-    _add_config_options(crawl)
+    if command in (None, "crawl"):
+        crawl.add_argument(
+            "url",
+            nargs="*",
+            metavar="URL",
+            help="start URL; its folder is the scope (more URLs: more places to start from)",
+        )
+        _config_file_option(crawl)
+        _add_config_options(crawl)
     explain = commands.add_parser(
         "explain",
         help="say whether one URL would be listed, and why",
@@ -239,15 +244,22 @@ def _parser() -> argparse.ArgumentParser:
         "the options that change a decision are taken; a config file's other keys are "
         "ignored.",
     )
-    explain.add_argument("target", metavar="URL", help="the URL to judge")
-    _config_file_option(explain)
-    _add_config_options(explain, only=EXPLAIN_OPTIONS)
-    _add_robots_command(commands)
-    _add_audit_parser(commands)
-    _add_diff_parser(commands)
-    _add_job_parser(commands)
-    _add_submit_parser(commands)
+    if command in (None, "explain"):
+        explain.add_argument("target", metavar="URL", help="the URL to judge")
+        _config_file_option(explain)
+        _add_config_options(explain, only=EXPLAIN_OPTIONS)
+    _add_robots_command(commands, command in (None, "robots"))
+    _add_audit_parser(commands, command in (None, "audit"))
+    _add_diff_parser(commands, command in (None, "diff"))
+    _add_job_parser(commands, command in (None, "job"))
+    _add_submit_parser(commands, command in (None, "submit"))
     return top
+
+
+def _asked(argv: Sequence[str]) -> str | None:
+    """The command argv names: its first word that is not an option, as argparse reads it
+    (the top level's options, --help and --version, take no value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def _config_file_option(parser: argparse.ArgumentParser) -> None:
@@ -274,7 +286,7 @@ layout: DIR/out (published), DIR/state/crawl.sqlite, DIR/state/last-report.json,
 """ + help_text("job")
 
 
-def _add_job_parser(commands: Any) -> None:
+def _add_job_parser(commands: Any, whole: bool = True) -> None:
     job = commands.add_parser(
         "job",
         help="the nightly job: resume a stopped crawl, else crawl afresh, under one folder",
@@ -289,6 +301,8 @@ def _add_job_parser(commands: Any) -> None:
         f"variables over the config file (-c, $SITEMAP_CRAWLER_CONFIG, else {JOB_CONFIG} "
         "when present).",
     )
+    if not whole:  # not the command asked: its line in the top level's help only
+        return
     job.add_argument("url", nargs="*", metavar="URL", help="start URL (and more seeds)")
     _config_file_option(job)
     only = job.add_argument_group("job")
@@ -383,7 +397,7 @@ def _job(args: argparse.Namespace, secrets: list[str]) -> int:
         raise InterruptedCrawl(text.removesuffix(hint) + "; the next job run resumes it") from None
 
 
-def _add_robots_command(commands: Any) -> None:
+def _add_robots_command(commands: Any, whole: bool = True) -> None:
     robots = commands.add_parser(
         "robots",
         help="test URLs against robots.txt: allowed or blocked, by which group and line",
@@ -397,6 +411,8 @@ def _add_robots_command(commands: Any) -> None:
         "line; then each robots.txt's Crawl-delay and Sitemap lines. Only the URLs' origins "
         "are contacted; credentials go to the first URL's origin only.",
     )
+    if not whole:  # not the command asked: its line in the top level's help only
+        return
     robots.add_argument("target", nargs="+", metavar="URL", help="absolute http(s) URL to test")
     robots.add_argument(
         "--token",
@@ -416,7 +432,7 @@ def _add_robots_command(commands: Any) -> None:
     _old_spelling(robots, "--robots", "--robots-from", dest="robots_from")
 
 
-def _add_audit_parser(commands: Any) -> None:
+def _add_audit_parser(commands: Any, whole: bool = True) -> None:
     audit = commands.add_parser(
         "audit",
         help="check a site's sitemaps before a search engine does",
@@ -429,6 +445,8 @@ def _add_audit_parser(commands: Any) -> None:
         "sitemap.xml.gz, sitemap.txt) and report what a search engine would complain about: "
         "the files, then the URLs they list, fetched politely like a crawl.",
     )
+    if not whole:  # not the command asked: its line in the top level's help only
+        return
     audit.add_argument("target", metavar="TARGET", help="a sitemap file or URL, or a site URL")
     _config_file_option(audit)
     only = audit.add_argument_group("audit")
@@ -679,7 +697,7 @@ def _writable_folder(folder: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+    parser = _parser(_asked(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -859,7 +877,7 @@ examples:
 """ + help_text("submit")
 
 
-def _add_submit_parser(commands: Any) -> None:
+def _add_submit_parser(commands: Any, whole: bool = True) -> None:
     submit = commands.add_parser(
         "submit",
         help="submit a published sitemap to Google Search Console and Bing Webmaster Tools, "
@@ -873,6 +891,8 @@ def _add_submit_parser(commands: Any) -> None:
         "an API key), or with --status print what each last said about it: when it was read, "
         "errors, warnings, URLs per type. The sitemap must be published (served) already.",
     )
+    if not whole:  # not the command asked: its line in the top level's help only
+        return
     submit.add_argument(
         "sitemaps", nargs="*", metavar="SITEMAP_URL",
         help="the published sitemap's public URL (default: the config's sitemap_url, else "
@@ -1204,7 +1224,7 @@ examples:
 """ + help_text("diff")
 
 
-def _add_diff_parser(commands: Any) -> None:
+def _add_diff_parser(commands: Any, whole: bool = True) -> None:
     diff = commands.add_parser(
         "diff",
         help="compare two sitemaps: URLs added, removed, lastmod moved (release gates)",
@@ -1219,6 +1239,8 @@ def _add_diff_parser(commands: Any) -> None:
         "parameters as written. Prints the counts, then the URLs removed, added and with "
         "another lastmod, sorted; --report and --html list them all.",
     )
+    if not whole:  # not the command asked: its line in the top level's help only
+        return
     diff.add_argument("old", metavar="OLD", help="the set before: file, URL, folder or decisions")
     diff.add_argument("new", metavar="NEW", help="the set after, as OLD")
     _config_file_option(diff)

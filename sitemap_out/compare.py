@@ -13,14 +13,17 @@ import heapq
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sitemap_out.changes import ChangeLog
 from sitemap_out.entry import Entry, format_lastmod, lastmod_key
 from sitemap_out.errors import SitemapOutError
-from sitemap_out.feed import FeedWindow
 from sitemap_out.groups import DEFAULT_GROUP
 from sitemap_out.previous import OldPart, PreviousSet, old_locs
 from sitemap_out.scratch import CHUNK
+
+if TYPE_CHECKING:  # made by the writer with a feed only: a set without one never loads it
+    from sitemap_out.feed import FeedWindow
 
 __all__ = ["Comparison"]
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
+from sitemap_out.manifest import FEED_NAME
 from sitemap_out.xml import XML_DECLARATION, escape
 
 if TYPE_CHECKING:
@@ -44,7 +45,6 @@ __all__ = [
 ]
 
 ATOM_NS: Final = "http://www.w3.org/2005/Atom"
-FEED_NAME: Final = "changes.atom"
 MAX_ENTRIES: Final = 1000
 #: A feed of MAX_ENTRIES entries of 2,048-character URLs is under 10 MB; more is not ours.
 MAX_FEED_BYTES: Final = 16 << 20

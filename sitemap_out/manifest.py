@@ -18,6 +18,7 @@ from typing import Final
 from sitemap_out.groups import PART_RE
 
 __all__ = [
+    "FEED_NAME",
     "LLMS_NAME",
     "LOCK_NAME",
     "MANIFEST_NAME",
@@ -36,6 +37,9 @@ MANIFEST_NAME: Final = ".sitemap-manifest.json"
 STAGING_PREFIX: Final = ".sitemap-staging-"
 #: llms.txt (llmstxt.org), published with the set when the caller gives its text
 LLMS_NAME: Final = "llms.txt"
+#: the Atom feed of the changes (sitemap_out.feed): named here, where every publish looks for
+#: it, so that a set published without a feed does not load the feed's module (#26)
+FEED_NAME: Final = "changes.atom"
 _OWN_NAME: Final = re.compile(
     r"sitemap(?:-news)?\.(?:xml|txt)(?:\.gz)?|changes\.atom|llms\.txt|sitemap\.xsl"
 )

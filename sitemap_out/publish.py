@@ -27,9 +27,14 @@ from pathlib import Path
 
 from sitemap_out.changes import ChangeLog
 from sitemap_out.errors import IndexLimitError
-from sitemap_out.feed import FEED_NAME
 from sitemap_out.limits import MAX_BYTES
-from sitemap_out.manifest import LLMS_NAME, fsync_dir, read_manifest, write_manifest
+from sitemap_out.manifest import (
+    FEED_NAME,
+    LLMS_NAME,
+    fsync_dir,
+    read_manifest,
+    write_manifest,
+)
 from sitemap_out.parts import COPY_CHUNK, PartInfo
 from sitemap_out.stylesheet import XSL_NAME
 from sitemap_out.xml import index_close, index_entry, index_open

@@ -38,17 +38,17 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from sitemap_out.changes import KINDS, ChangeLog
 from sitemap_out.compare import Comparison
 from sitemap_out.entry import Entry, check_uri
 from sitemap_out.errors import EmptySitemapError, EntryError, IndexLimitError, SitemapOutError
-from sitemap_out.feed import FEED_NAME, MAX_ENTRIES, FeedWindow
 from sitemap_out.groups import DEFAULT_GROUP, MAX_GROUPS, Grouping, name_problem
 from sitemap_out.layout import StableLayout
 from sitemap_out.limits import MAX_BYTES, MAX_NEWS_URLS, MAX_SITEMAPS_PER_INDEX, MAX_URLS
 from sitemap_out.manifest import (
+    FEED_NAME,
     LLMS_NAME,
     LOCK_NAME,
     MANIFEST_NAME,
@@ -63,6 +63,9 @@ from sitemap_out.publish import ChangeCounts, GroupInfo, PublishResult, install,
 from sitemap_out.scratch import CHUNK, MAX_OPEN, Scratch
 from sitemap_out.staging import Staging
 from sitemap_out.stylesheet import XSL_NAME, check_href, stage_xsl
+
+if TYPE_CHECKING:  # made with a feed only (_start_stable): a set without one never loads it
+    from sitemap_out.feed import FeedWindow
 
 __all__ = [
     "LOCK_NAME",
@@ -241,8 +244,6 @@ class SitemapWriter:
         self._stable = stable
         if stable and changes is None:
             changes = ChangeLog()
-        if changes is not None and feed_days is not None:
-            changes.keep = max(changes.keep, MAX_ENTRIES)
         if changes is not None and groups is not None:
             changes.groups = {name: dict.fromkeys(KINDS, 0) for name in names}
         self._changes = changes
@@ -266,7 +267,10 @@ class SitemapWriter:
         layout can be kept."""
         assert self._changes is not None
         folder = self._staging.path
-        if feed_days is not None:
+        if feed_days is not None:  # the feed's module is imported here only (#26)
+            from sitemap_out.feed import MAX_ENTRIES, FeedWindow
+
+            self._changes.keep = max(self._changes.keep, MAX_ENTRIES)
             self._feed = FeedWindow(self._out, feed_days, self._now)
         previous = self._previous = read_previous(self._out, folder, self._settings())
         self._comparison = Comparison(

@@ -44,9 +44,12 @@ DONE: Final = 0  # the value of a met URL that is not (or no longer) queued, nor
 _SETTLED_BELOW: Final = 256
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Task:
-    """A URL to fetch: its depth limits the crawl, its referrer names where it was found."""
+    """A URL to fetch: its depth limits the crawl, its referrer names where it was found.
+    Plain, not frozen (#26), as the other records made for every URL: a frozen class's
+    __init__ sets each field through object.__setattr__, and nothing hashes or changes a
+    Task once popped."""
 
     url: str
     depth: int

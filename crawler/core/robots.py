@@ -203,7 +203,7 @@ class UserAgentGroup:
     """The line of each of ``agents``' ``User-agent`` lines: a tester names the group."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # plain, not frozen: a RobotsTxt's cached value, never hashed (#26)
 class _Matcher:
     """The rules that apply to one product token, compiled into a single regex.
 

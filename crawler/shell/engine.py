@@ -27,8 +27,6 @@ from crawler.core.decide import (
 from crawler.core.frontier import Frontier, Task
 from crawler.core.groups import Groups
 from crawler.core.lastmod import AUTO, CONTENT
-from crawler.core.llms import LlmsFile
-from crawler.core.nothing import NothingFacts, why_nothing
 from crawler.core.page import PagePolicy
 from crawler.core.patterns import Patterns
 from crawler.core.report import Tally
@@ -68,6 +66,7 @@ from crawler.shell.throttle import MAX_TIME, ThrottleClosed
 from sitemap_out import PublishResult
 
 if TYPE_CHECKING:
+    from crawler.core.llms import LlmsFile
     from crawler.core.url_checks import Checked
 
 __all__ = ["SPACING_MARGIN", "STOP_GRACE_SECONDS", "Crawl", "CrawlResult", "Robots"]
@@ -176,12 +175,7 @@ class Crawl:
             journal.sink = writer
             journal.extensions = Extensions(self.tally.extensions, self._news(), datetime.now(UTC))
             if config.llms_txt:
-                journal.llms = LlmsFile(
-                    plan.scope.root,
-                    plan.public(plan.start),
-                    config.llms_txt_max_links,
-                    (groups.names, groups.group_of) if groups else None,
-                )
+                journal.llms = _llms_file(config, plan, groups)
             journal.decisions_path = config.decisions  # opened at the first decision
             if config.state is not None:
                 self._use_state(
@@ -473,6 +467,8 @@ class Crawl:
         return self.page_judge.walls.answered(service, self.plan.public(url))
 
     def _why_nothing(self) -> str:
+        from crawler.core.nothing import NothingFacts, why_nothing  # only when nothing listed
+
         plan, config = self.plan, self.config
         start = plan.start
         if not self.identity:  # a message names the host that answered, and the sitemap's
@@ -484,6 +480,15 @@ class Crawl:
         )  # fmt: skip
         hint = self.tally.foreign.hint()  # #24: a crawl of a copy of a site
         return why_nothing(facts) + (f"; {hint}" if hint else "")
+
+
+def _llms_file(config: Config, plan: Plan, groups: Groups) -> LlmsFile:
+    """The llms.txt of the run (llms_txt): its module is imported here, so that a crawl
+    without llms.txt does not load it at start (#26)."""
+    from crawler.core.llms import LlmsFile
+
+    grouping = (groups.names, groups.group_of) if groups else None
+    return LlmsFile(plan.scope.root, plan.public(plan.start), config.llms_txt_max_links, grouping)
 
 
 def _stopped(

@@ -23,7 +23,7 @@ from collections.abc import Callable, Container, Iterable, Iterator
 from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
 
 from crawler.core.canonicals import BrokenCanonical, Canonicals
 from crawler.core.decide import (
@@ -48,7 +48,6 @@ from crawler.core.lastmod import (
     has_bit,
     set_bit,
 )
-from crawler.core.llms import LlmsFile
 from crawler.core.report import DecisionRecord, Tally, is_broken
 from crawler.core.urls import UNSETTLED
 from crawler.errors import OutputError
@@ -57,6 +56,9 @@ from crawler.shell.listings import Listing, Spool
 from crawler.shell.state import CrawlState
 from crawler.shell.state_history import WARM_CHUNK
 from sitemap_out import Entry, EntryError
+
+if TYPE_CHECKING:  # made by the engine with llms_txt only: a crawl without it never loads it
+    from crawler.core.llms import LlmsFile
 
 __all__ = ["EARLY_REFERRERS", "Journal"]
 

@@ -19,7 +19,7 @@ TTY_INTERVAL = 0.5
 LOG_INTERVAL = 10.0
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # plain, not frozen: nothing hashes or changes it (#26)
 class ProgressFigures:
     """What one progress line shows: taken at once, so the figures agree."""
 

@@ -31,7 +31,7 @@ from sitemap_out import EntryError
 _SCREEN_REASONS = frozenset({OUT_OF_SCOPE, TOO_LONG, TRAP, ROBOTS_TXT, LIMIT, EXCLUDED_BY_PATTERN})
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # plain, not frozen: nothing hashes or changes it (#26)
 class Replayed:
     """What the loop goes on from: requests made before, and whether the seed sitemaps were
     read and handed to the frontier already."""

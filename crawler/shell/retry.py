@@ -224,7 +224,7 @@ def needs_retry(policy: RetryPolicy, status: int | None) -> bool:
     return policy.retries != 0 and is_retryable(status)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # plain, not frozen: nothing hashes or changes it (#26)
 class Raised:
     """The first attempt's exception, kept to be replayed inside tenacity."""
 
@@ -244,7 +244,7 @@ def _secs(seconds: float) -> str:
     return f"{seconds:.2f}" if seconds >= 0.01 else f"{seconds:.3f}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # plain, not frozen: nothing hashes or changes it (#26)
 class Reply:
     """An API's answer to one request, after the retries (`call`)."""
 

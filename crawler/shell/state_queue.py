@@ -131,7 +131,7 @@ _URLS_QSEQ: Final = operator.itemgetter(2)
 _QUEUED_REFERRER: Final = _QUEUED_FIELDS.index("referrer")
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # plain, not frozen: nothing hashes or changes it (#26)
 class SavedCrawl:
     """Everything the engine needs to rebuild its memory, as of the last checkpoint.
 
