@@ -305,7 +305,7 @@ class Journal:
             )
             return
         self.spool.add(listing)
-        self.canonicals.judged(listing.url, LISTED, listing.status)
+        self.canonicals.listed(listing.url)
         if self.extensions is not None:
             self.extensions.noted(listing)
         self.dating.saw(listing)
