@@ -351,10 +351,12 @@ class Journal:
                         ext.decided(listing.loc, DUPLICATE_OF, self.public(best))
 
             ext.prepare(winners())
+        contested = self.contested  # (settled above: no claim is made past this point)
         for listing in dating.warmed(self.spool):
             url = listing.url
-            winner = url if listing.body is None else twins.winner(listing.body)
-            # (None when nothing was contested: every listing is its own body's winner)
+            # uncontested, nothing was claimed: every listing is its own body's winner
+            # (twins.winner would say None for each, a call a listing for nothing, #26)
+            winner = url if listing.body is None or not contested else twins.winner(listing.body)
             if winner is None or winner == url:
                 lastmod, source = dating.date(listing)
                 self.tally.lastmods[source] += 1
