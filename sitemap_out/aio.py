@@ -115,6 +115,13 @@ class AsyncSitemapWriter:
         if not writer.plain_fits:
             writer.check(Entry.normalised(loc, lastmod, changefreq, priority))
 
+    def plain_checker(self) -> Callable[[str, datetime | None, str | None, float | None], None]:
+        """check_plain, or the function it comes to when a plain entry always fits
+        (Entry.check_values; SitemapWriter.plain_fits is known when the writer is made): a
+        crawl checks every page it lists with it, and the layer between was two calls a
+        page (#26)."""
+        return Entry.check_values if self._writer.plain_fits else self.check_plain
+
     async def add(self, entry: Entry) -> None:
         if not isinstance(entry, Entry):
             raise TypeError(f"expected an Entry, got {type(entry).__name__}")

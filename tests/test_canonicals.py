@@ -10,12 +10,15 @@ import json
 
 import pytest
 from aiohttp import web
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crawler.cli import main
 from crawler.core.canonicals import BrokenCanonical, Canonicals, broken_target
 from crawler.core.decide import (
     CANONICALISED,
     LISTED,
+    REASONS,
     Decision,
     PageFacts,
     Policy,
@@ -53,6 +56,35 @@ def test_pages_wait_for_their_targets_whichever_comes_first():
         ("http://h/later", "page-a", ("it is noindex", 200)),
     ]
     assert len(canonicals) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    before=st.lists(
+        st.tuples(
+            st.sampled_from(["http://h/a", "http://h/b", "http://h/c"]),
+            st.sampled_from(REASONS),
+            st.one_of(st.none(), st.integers(100, 599)),
+        ),
+        max_size=6,
+    ),
+    url=st.sampled_from(["http://h/a", "http://h/b", "http://h/d"]),
+    status=st.one_of(st.none(), st.integers(100, 599)),
+)
+def test_a_listing_is_judged_listed(
+    before: list[tuple[str, str, int | None]], url: str, status: int | None
+) -> None:
+    """#26: listed(url), the journal's call for a page that would be listed, leaves the
+    table judged(url, LISTED, status) leaves, whatever was judged before."""
+    by_reason: Canonicals[str] = Canonicals()
+    by_listing: Canonicals[str] = Canonicals()
+    for target, reason, code in before:
+        by_reason.judged(target, reason, code)
+        by_listing.judged(target, reason, code)
+    by_reason.judged(url, LISTED, status)
+    by_listing.listed(url)
+    assert by_listing._decided == by_reason._decided
+    assert by_listing._broken == by_reason._broken
 
 
 def test_only_a_page_listable_on_its_own_awaits_its_canonical():

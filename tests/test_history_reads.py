@@ -227,8 +227,12 @@ def test_a_page_recorded_with_its_rows_blocks_is_dated_without_reading_its_row(
             lambda sql: reads.append(sql) if "FROM history" in sql else None
         )
         state.warm(urls)
-        for url in urls:
-            assert state.last_run_of(url, given[url]) == expected[url], url
+        ids = state.url_ids()
+        for i, url in enumerate(urls):
+            if i % 2:
+                assert state.last_run_of(url, given[url]) == expected[url], url
+            else:  # the publish's, by the id it looked up (#26): the same, as few reads
+                assert state.last_run_by(ids.get(url), url, given[url]) == expected[url], url
         assert len(reads) == 1  # the warm of those recorded otherwise, or unknown
         assert state.last_run_of(new, b"\x0c" * 8) is None
         kept = [
@@ -236,3 +240,36 @@ def test_a_page_recorded_with_its_rows_blocks_is_dated_without_reading_its_row(
         ]
         assert reads[0].split(" IN (")[1].count(",") + 1 == 40 - len(kept)
         assert state.last_run(urls[0]) == expected[urls[0]]  # the row itself: a read
+
+
+def test_published_by_id_is_published_by_url(tmp_path: Path) -> None:
+    """#26: the publish looks a listing's URL id up once and records its lastmod by it
+    (published_by): the rows are those published() by URL writes, and a URL without an id
+    (None) records nothing, as published() of a URL never interned."""
+    written = {}
+    for by_id in (False, True):
+        path = tmp_path / f"{by_id}.sqlite"
+        with _open(path) as state:
+            urls = [f"{START}p{i}" for i in range(12)]
+            for i, url in enumerate(urls):
+                state.queued(url, 1, None)
+                state.page(url, None, etag=f'"e{i}"', modified=None, status=200,
+                           reason="listed", result=PageResult("text/html"))  # fmt: skip
+            ids = state.url_ids()
+            for i, url in enumerate([*urls, f"{START}never"]):
+                facts = (None if i % 3 else i, None if i % 4 else 10 * i, "header")
+                if by_id:
+                    state.published_by(ids.get(url), *facts)
+                else:
+                    state.published(url, *facts)
+            state.finish()
+        conn = sqlite3.connect(path)
+        try:
+            written[by_id] = conn.execute(
+                "SELECT u.url, h.changed, h.lastmod, h.source FROM history h"
+                " JOIN urls u ON u.id = h.url ORDER BY u.url"
+            ).fetchall()
+        finally:
+            conn.close()
+    assert written[True] == written[False]
+    assert len(written[False]) == 12 and any(row[2] is not None for row in written[False])

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
 from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sitemap_out import Alternate, Entry, EntryError, encode_uri, format_lastmod
 from sitemap_out.entry import News, Video
@@ -278,3 +282,51 @@ def test_checked_values_raise_what_the_constructor_raises() -> None:
             ), args  # fmt: skip
         else:
             Entry.check_values(*args)  # type: ignore[arg-type]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    loc=st.sampled_from([OK, "https://example.com/a?b=c#d", "http://h.example/" + "x" * 40]),
+    lastmod=st.one_of(
+        st.none(),
+        st.dates(),
+        st.datetimes(timezones=st.sampled_from([UTC, timezone(timedelta(hours=2))])),
+    ),
+    changefreq=st.sampled_from([None, "daily", "never"]),
+    priority=st.one_of(st.none(), st.floats(0.0, 1.0)),
+    images=st.lists(st.sampled_from([OK + ".jpg", "https://example.com/b.png"]), max_size=2),
+)
+def test_an_entry_made_unchecked_is_the_constructor_s(
+    loc: str,
+    lastmod: datetime | date | None,
+    changefreq: str | None,
+    priority: float | None,
+    images: list[str],
+) -> None:
+    """#26: normalised and redated fill an Entry's settable twin and make it an Entry: it
+    is one (type, equality, hash, repr, pickling) and stays frozen, as the constructor's."""
+    made = Entry(loc, lastmod, changefreq, priority, images=tuple(images))
+    for entry in (
+        Entry.normalised(loc, lastmod, changefreq, priority, images=tuple(images)),
+        Entry.redated(loc, lastmod, changefreq, priority) if not images else made,
+    ):
+        assert type(entry) is Entry
+        assert entry == made and hash(entry) == hash(made) and repr(entry) == repr(made)
+        assert pickle.loads(pickle.dumps(entry)) == made
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            entry.loc = OK  # type: ignore[misc]
+
+
+def test_a_subclass_s_unchecked_entry_is_of_the_subclass() -> None:
+    """#26: the twin has Entry's layout only; a subclass's entry is made field by field."""
+
+    class Dated(Entry):
+        pass
+
+    when = datetime(2026, 1, 2, tzinfo=UTC)
+    entry = Dated.redated(OK, when, "daily")
+    assert type(entry) is Dated and (entry.loc, entry.lastmod, entry.changefreq) == (
+        OK,
+        when,
+        "daily",
+    )

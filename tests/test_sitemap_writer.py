@@ -428,7 +428,9 @@ def test_check_still_refuses_an_extension_entry_too_big_for_any_file(tmp_path) -
 def test_check_plain_is_the_check_of_the_entry_it_would_make(tmp_path) -> None:
     """#26: check_plain (the crawl's check when a page is listed, the entry not made unless
     a plain one may not fit) raises where check(Entry(...)) or the Entry itself does: a bad
-    value at any size, and at a tiny max_bytes a loc that fits only without its lastmod."""
+    value at any size, and at a tiny max_bytes a loc that fits only without its lastmod; and
+    so does plain_checker(), what the crawl calls (Entry.check_values when plain entries
+    always fit)."""
     from sitemap_out import AsyncSitemapWriter
 
     when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -440,17 +442,19 @@ def test_check_plain_is_the_check_of_the_entry_it_would_make(tmp_path) -> None:
         assert writer._writer.plain_fits == (max_bytes == 50_000)
         for loc in locs:
             for lastmod in (None, when):
-                try:
-                    writer.check(Entry(loc, lastmod, "daily", 0.5))
-                except EntryError as exc:
-                    with pytest.raises(EntryError) as caught:
-                        writer.check_plain(loc, lastmod, "daily", 0.5)
-                    assert str(caught.value) == str(exc)
-                else:
-                    writer.check_plain(loc, lastmod, "daily", 0.5)
-        with pytest.raises(EntryError) as caught:
-            writer.check_plain("http://a.io", when)
-        assert caught.value.field == "loc"
-        with pytest.raises(EntryError):
-            writer.check_plain("https://example.com/page", when, "sometimes")
+                for check in (writer.check_plain, writer.plain_checker()):
+                    try:
+                        writer.check(Entry(loc, lastmod, "daily", 0.5))
+                    except EntryError as exc:
+                        with pytest.raises(EntryError) as caught:
+                            check(loc, lastmod, "daily", 0.5)
+                        assert str(caught.value) == str(exc)
+                    else:
+                        check(loc, lastmod, "daily", 0.5)
+        for check in (writer.check_plain, writer.plain_checker()):  # the crawl's: #26
+            with pytest.raises(EntryError) as caught:
+                check("http://a.io", when, None, None)
+            assert caught.value.field == "loc"
+            with pytest.raises(EntryError):
+                check("https://example.com/page", when, "sometimes", None)
         asyncio.run(writer.abort())

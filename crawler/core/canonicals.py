@@ -110,6 +110,12 @@ class Canonicals(Generic[T]):
         if why is not None:
             self._broken[url] = (why, status)
 
+    def listed(self, url: str) -> None:
+        """``judged(url, LISTED, status)``: a listing is never a broken target (whatever
+        else it loses to, broken_target says None for it), so only its decision is kept:
+        one call a listed page, not two (#26)."""
+        self._decided.add(url)
+
     def decided(self, url: str) -> bool:
         """Whether url (crawl space) has its final decision: a page naming it need not wait."""
         return url in self._decided

@@ -169,7 +169,7 @@ class Crawl:
         changes = change_log(config)
         groups = Groups.parse(config.groups)
         writer = open_output(config, plan, changes, groups)
-        self.page_judge.check_entry = writer.check_plain
+        self.page_judge.check_entry = writer.plain_checker()
         try:
             journal.spool = Spool(config.output)
             journal.sink = writer

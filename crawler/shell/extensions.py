@@ -235,6 +235,8 @@ class Extensions:
     def entry(self, listing: Listing, base: Entry) -> Entry:
         """base, the listing's sitemap entry as dated at publish time, with its images,
         videos and listed alternates."""
+        if listing.extras is None and self._edges is None:
+            return base  # most pages: no extras to unpack, no alternates to look for (#26)
         extras = listing.page_extras()
         alternates: tuple[Alternate, ...] = ()
         if self._edges is not None:

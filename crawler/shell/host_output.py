@@ -100,6 +100,10 @@ class HostWriters:
     ) -> None:
         self._for(loc).check_plain(loc, lastmod, changefreq, priority)
 
+    def plain_checker(self) -> Callable[[str, datetime | None, str | None, float | None], None]:
+        """check_plain: each host's writer is made at its first listing."""
+        return self.check_plain
+
     async def add(self, entry: Entry) -> None:
         await self._for(entry.loc).add(entry)
 

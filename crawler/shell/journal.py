@@ -307,7 +307,7 @@ class Journal:
             )
             return
         self.spool.add(listing)
-        self.canonicals.judged(listing.url, LISTED, listing.status)
+        self.canonicals.listed(listing.url)
         if self.extensions is not None:
             self.extensions.noted(listing)
         self.dating.saw(listing)
@@ -353,10 +353,12 @@ class Journal:
                         ext.decided(listing.loc, DUPLICATE_OF, self.public(best))
 
             ext.prepare(winners())
+        contested = self.contested  # (settled above: no claim is made past this point)
         for listing in dating.warmed(self.spool):
             url = listing.url
-            winner = url if listing.body is None else twins.winner(listing.body)
-            # (None when nothing was contested: every listing is its own body's winner)
+            # uncontested, nothing was claimed: every listing is its own body's winner
+            # (twins.winner would say None for each, a call a listing for nothing, #26)
+            winner = url if listing.body is None or not contested else twins.winner(listing.body)
             if winner is None or winner == url:
                 lastmod, source = dating.date(listing)
                 self.tally.lastmods[source] += 1
@@ -448,6 +450,16 @@ class Dating:
         self._fed: bytearray | None = None
         if state is not None and state.counted_before is not None:
             self._fed = bytearray()
+        # the state's URL ids, asked once: it keeps one dict for the run (ResumeQueue.ids),
+        # and saw() and date() asked for it again for every listing (#26)
+        self._table: dict[str, int] | None = None
+        self._started = 0  # the run's start, the date a content change is given (settle)
+
+    def _ids(self, state: CrawlState) -> dict[str, int]:
+        table = self._table
+        if table is None:
+            table = self._table = state.url_ids()
+        return table
 
     def saw(self, listing: Listing) -> None:
         """A listing waits in the spool (replayed ones too: the figures are rebuilt)."""
@@ -458,7 +470,7 @@ class Dating:
         if fed is None:  # it will be counted: fed now
             self.summary.add_page(listing.blocks)
         elif self.summary.offered() and listing.blocks:
-            uid = state.url_ids().get(listing.url)
+            uid = self._ids(state).get(listing.url)
             if uid is None:  # not interned (never, as listed URLs are): fed now
                 self.summary.feed(listing.blocks)
                 return
@@ -472,6 +484,7 @@ class Dating:
         if state is None:
             return
         self.template = self._ignored = state.template_before
+        self._started = state.run_started  # (a property of the state's: once, not a listing)
         self._uncounted = listings
         if state.counted_before is None:  # the last run's pages are not known: now
             self._count()
@@ -484,7 +497,7 @@ class Dating:
             return
         if fed is not None:  # the pages chosen as they arrived, fed in loc order
             self._fed = None
-            ids, feed = state.url_ids(), self.summary.feed
+            ids, feed = self._ids(state), self.summary.feed
             for listing in listings:
                 uid, blocks = ids.get(listing.url, -1), listing.blocks
                 if blocks and has_bit(fed, uid):
@@ -508,13 +521,12 @@ class Dating:
 
     def passed(self, listing: Listing) -> None:
         """A listing not dated (a twin's loser): the template is counted on it too."""
-        if self.state is not None:
-            self._noted(listing, self.state.last_run_of(listing.url, listing.blocks))
-
-    def _noted(self, listing: Listing, before: LastRun | None) -> None:
         state = self.state
-        assert state is not None
-        uid = state.url_ids().get(listing.url)
+        if state is not None:
+            uid = self._ids(state).get(listing.url)
+            self._noted(uid, listing, state.last_run_by(uid, listing.url, listing.blocks))
+
+    def _noted(self, uid: int | None, listing: Listing, before: LastRun | None) -> None:
         needed = self._night.page(uid, listing.blocks, None if before is None else before.blocks)
         if needed and self._uncounted is not None:  # a lastmod depends on it: count it now
             self._count()
@@ -534,10 +546,11 @@ class Dating:
         """The listing's lastmod (microseconds, or None) and its source: the rule is
         crawler.core.lastmod's; this feeds it the page's facts and the history's row."""
         state = self.state
-        before = None
-        if state is not None:
-            before = state.last_run_of(listing.url, listing.blocks)
-            self._noted(listing, before)
+        before = uid = None
+        if state is not None:  # url's id looked up once (#26), the state's by it
+            uid = self._ids(state).get(listing.url)
+            before = state.last_run_by(uid, listing.url, listing.blocks)
+            self._noted(uid, listing, before)
         dated = date_page(
             self.mode,
             header=listing.lastmod,
@@ -546,10 +559,10 @@ class Dating:
             before=before,
             template=self._ignored,
             believable=self.site.believable,
-            started=state.run_started if state is not None else 0,
+            started=self._started,
         )
         if state is not None:
-            state.published(listing.url, dated.changed, dated.lastmod, dated.source)
+            state.published_by(uid, dated.changed, dated.lastmod, dated.source)
         return dated.lastmod, dated.source
 
 

@@ -95,10 +95,12 @@ class CrawlState:
         self.outlinks = history.outlinks
         self.last_run = history.last_run
         self.last_run_of = history.last_run_of
+        self.last_run_by = history.last_run_by
         self.warm = history.warm
         self.page = history.page
         self.carry = history.carry
         self.published = history.published
+        self.published_by = history.published_by
         # The crawl's record (crawler.shell.state_queue), memory only until a checkpoint.
         self.queued = queue.queued
         self.lowered = queue.lowered

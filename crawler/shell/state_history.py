@@ -372,6 +372,16 @@ class HistoryStore:
                     return before
         return self.last_run(url)
 
+    def last_run_by(self, uid: int | None, url: str, blocks: bytes | None) -> LastRun | None:
+        """last_run_of(url, blocks) for a caller that looked url's id up already (`uid`,
+        None when it has none): the publish asks for it, then publishes by it (#26)."""
+        dates = self._dates
+        if dates is not None and uid is not None:
+            before = dates.of(uid, blocks)
+            if before is not None:
+                return before
+        return self.last_run(url)
+
     def warm(self, urls: list[str]) -> None:
         """Read the last_run() rows of the URLs asked for next (the listings being dated at
         the end of the crawl, WARM_CHUNK at most) in one statement, not one each."""
@@ -488,7 +498,12 @@ class HistoryStore:
     def published(self, url: str, changed: int | None, lastmod: int | None, source: str) -> None:
         """The lastmod a listed page was published with, and its content date, decided at
         the end of the crawl (crawler.core.lastmod)."""
-        uid = self._urls.ids().get(url)
+        self.published_by(self._urls.ids().get(url), changed, lastmod, source)
+
+    def published_by(
+        self, uid: int | None, changed: int | None, lastmod: int | None, source: str
+    ) -> None:
+        """published() for a caller that looked the URL's id up already (None: it has none)."""
         if uid is not None:
             self._published.append((changed, lastmod, source, uid))
             self.ops += 1
