@@ -418,6 +418,7 @@ class PoolPages(LocalPages):
                 finally:
                     self._local -= 1
                     self._deepen()
+        assert fetched is not None  # made by one of the ways above (mypy loses it in the try)
         if validators is not None and self._revalidations.answered(fetched.response.status):
             self._deepen()  # back to the workers: pipeline them again
         return fetched
