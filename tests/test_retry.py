@@ -568,3 +568,41 @@ def test_help_says_retries_not_attempts(capsys: Any) -> None:
     assert "after the first try" in help_line
     assert "(0: no retry) (default: 2)" in help_line
     assert "attempt" not in help_line
+
+
+def test_the_clients_page_retried_each_try_in_the_throttle_notes_on_the_last(
+    serve: Any,
+) -> None:
+    """The crawl's client makes a page's first try as its own coroutine and hands a 503 to
+    the retries (#26): each try is one request at the server and one the throttle counts,
+    the retries make no retries of their own, and the notes land on the answer kept."""
+    from crawler.config import Config
+    from crawler.core.page import PagePolicy
+    from crawler.shell.client import PoliteClient
+
+    hits: list[int] = []
+
+    async def page(request: web.Request) -> web.Response:
+        hits.append(1)
+        if len(hits) < 3:
+            return web.Response(status=503, headers={"Retry-After": "0"})
+        return web.Response(text="<html><body>ok</body></html>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/", page)
+    server = serve(app)
+    url = server.url + "/"
+    config = Config(url=url, retries=2).validate()
+    client = PoliteClient(config, url, PagePolicy("sitemap-crawler"))
+
+    async def main() -> Any:
+        async with client.opened({}):
+            return await client.fetch(url, 1)
+
+    fetched = asyncio.run(main())
+    assert fetched.response.status == 200 and fetched.page is not None
+    assert len(hits) == 3 and client.throttle._requests == 3
+    assert fetched.response.notes == (
+        "attempt 1: HTTP 503, retried after 0.0 s (Retry-After)",
+        "attempt 2: HTTP 503, retried after 0.0 s (Retry-After)",
+    )

@@ -180,25 +180,54 @@ class PoliteClient:
         except ThrottleClosed as closed:
             return Response(url, error=str(closed))
 
-    async def _retried(
+    def _retried(
         self, url: str, fetch: Callable[[*_Args], Awaitable[Fetched]], *args: *_Args
-    ) -> Fetched:
+    ) -> Awaitable[Fetched]:
         """fetch(*args) through url's throttle, retried as the policy says; fetch given with
-        its arguments, not in a closure made for every request (#26)."""
-        throttle = self.throttle_for(url)
-        # the first try made here rather than in fetch_with_retries: one coroutine fewer
-        # that every await of every request passes; fetch_with_retries takes a retried one
-        first: Fetched | Raised
+        its arguments, not in a closure made for every request (#26). The first try itself,
+        not a coroutine around it: every await of every request passes each layer."""
+        return self._attempt(self.throttle_for(url), fetch, args, retried=True)
+
+    async def _attempt(
+        self,
+        throttle: Throttle,
+        fetch: Callable[[*_Args], Awaitable[Fetched]],
+        args: tuple[*_Args],
+        *,
+        retried: bool = False,
+    ) -> Fetched:
+        """One try in a throttle's slot, its outcome observed. `retried`: the first try,
+        which hands an outcome to be retried (`needs_retry`, or a connection error raised)
+        to fetch_with_retries; the retries it makes are tries of their own."""
         try:
-            fetched = await self._attempt(throttle, fetch, args)
+            # the slot as `throttle.slot()` holds it, without its two coroutines when free
+            if not throttle.admit():
+                await throttle.wait()
+            try:
+                started = time.monotonic()
+                fetched = await fetch(*args)
+            finally:
+                throttle.release()
+            resp = fetched.response
+            seconds = resp.seconds if resp.seconds is not None else time.monotonic() - started
+            if (outage := throttle.observe(resp.status or None, seconds, resp.error)) is not None:
+                self.on_outage(outage)
         except Exception as exc:
-            if not (self.retry.retries and isinstance(exc, connection_errors())):
+            if not (retried and self.retry.retries and isinstance(exc, connection_errors())):
                 raise
-            first = Raised(exc)
-        else:
-            if not needs_retry(self.retry, _retry_status(fetched)):
-                return fetched
-            first = fetched
+            return await self._retry(throttle, fetch, args, Raised(exc))
+        if retried and needs_retry(self.retry, _retry_status(fetched)):
+            return await self._retry(throttle, fetch, args, fetched)
+        return fetched
+
+    async def _retry(
+        self,
+        throttle: Throttle,
+        fetch: Callable[[*_Args], Awaitable[Fetched]],
+        args: tuple[*_Args],
+        first: Fetched | Raised,
+    ) -> Fetched:
+        """The tries after a first one whose outcome is to be retried, as the policy says."""
         fetched, notes = await fetch_with_retries(
             functools.partial(self._attempt, throttle, fetch, args),
             self.retry,
@@ -209,27 +238,6 @@ class PoliteClient:
         )
         if notes:
             fetched.response.notes = tuple(notes)
-        return fetched
-
-    async def _attempt(
-        self,
-        throttle: Throttle,
-        fetch: Callable[[*_Args], Awaitable[Fetched]],
-        args: tuple[*_Args],
-    ) -> Fetched:
-        """One try in a throttle's slot, its outcome observed."""
-        # the slot as `throttle.slot()` holds it, without its two coroutines when free
-        if not throttle.admit():
-            await throttle.wait()
-        try:
-            started = time.monotonic()
-            fetched = await fetch(*args)
-        finally:
-            throttle.release()
-        resp = fetched.response
-        seconds = resp.seconds if resp.seconds is not None else time.monotonic() - started
-        if (outage := throttle.observe(resp.status or None, seconds, resp.error)) is not None:
-            self.on_outage(outage)
         return fetched
 
 

@@ -40,9 +40,9 @@ import signal
 import struct
 import sys
 import time
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
@@ -375,54 +375,53 @@ class PoolPages(LocalPages):
         """Workers started (alive or not): the crawl report's figure."""
         return len(self._workers)
 
-    def fetch(
+    async def fetch(
         self, url: str, depth: int = 0, validators: Validators | None = None
-    ) -> Coroutine[Any, Any, Fetched]:
-        """A page's fetch itself, not a coroutine around it, when it is asked whole: a
-        page's await passes every layer, and this one did nothing on the way back."""
-        if validators is None:
-            return self._fetch(url, depth, None)
-        return self._revalidated(url, depth, validators)
-
-    async def _revalidated(self, url: str, depth: int, validators: Validators) -> Fetched:
-        fetched = await self._fetch(url, depth, validators)
-        if self._revalidations.answered(fetched.response.status):
-            self._deepen()  # back to the workers: pipeline them again
-        return fetched
-
-    async def _fetch(self, url: str, depth: int, validators: Validators | None) -> Fetched:
+    ) -> Fetched:
+        """A page, made where it costs the crawl least. One coroutine, whatever the way: a
+        page's every await passes each layer (#26). A conditional request's answer is
+        counted wherever it was made (`_Revalidations`)."""
         here = self._here
         if here is not None and here.take():  # a slot of our share is free: ours, at once
             try:
-                return await super().fetch(url, depth, validators)
+                fetched = await super().fetch(url, depth, validators)
             finally:
                 here.give()
-        if validators is None or not self._revalidating_here():
-            while (worker := self._pick()) is not None:
-                try:  # not contextlib.suppress: three calls a page handed over, for nothing
-                    fetched = await worker.fetch(url, depth, validators)
-                except WorkerLost:  # then the next worker, or this process
-                    continue
-                self.worker_requests += 1
-                return fetched
-            if here is not None and all(w.lost for w in self._workers):
-                # the crawl may hold 2x concurrency slots for a while: our share, grown by
-                # the lost workers' shares to all of --concurrency, bounds the requests
-                await here.wait()
+        else:
+            fetched = None
+            if validators is None or not self._revalidating_here():
+                while (worker := self._pick()) is not None:
+                    try:  # not contextlib.suppress: three calls a page handed over, for nothing
+                        fetched = await worker.fetch(url, depth, validators)
+                    except WorkerLost:  # then the next worker, or this process
+                        continue
+                    self.worker_requests += 1
+                    break
+                else:
+                    if here is not None and all(w.lost for w in self._workers):
+                        # the crawl may hold 2x concurrency slots for a while: our share,
+                        # grown by the lost workers' shares to all of --concurrency, bounds
+                        # the requests
+                        await here.wait()
+                        try:
+                            fetched = await super().fetch(url, depth, validators)
+                        finally:
+                            here.give()
+                    elif self._allowed and not self._workers:
+                        self._fetched += 1
+                        if self._fetched >= START_AFTER:
+                            self._start()
+            if fetched is None:
+                self._local += 1
                 try:
-                    return await super().fetch(url, depth, validators)
+                    fetched = await super().fetch(url, depth, validators)
                 finally:
-                    here.give()
-            if self._allowed and not self._workers:
-                self._fetched += 1
-                if self._fetched >= START_AFTER:
-                    self._start()
-        self._local += 1
-        try:
-            return await super().fetch(url, depth, validators)
-        finally:
-            self._local -= 1
-            self._deepen()
+                    self._local -= 1
+                    self._deepen()
+        assert fetched is not None  # made by one of the ways above (mypy loses it in the try)
+        if validators is not None and self._revalidations.answered(fetched.response.status):
+            self._deepen()  # back to the workers: pipeline them again
+        return fetched
 
     def _revalidating_here(self) -> bool:
         """Whether this conditional request is made here (`revalidate_here`), outside our
