@@ -439,19 +439,20 @@ def insert_rows(
 
 def _numbered(key: tuple[str, tuple[str | None, ...], int], columns: Sequence[str]) -> str:
     """insert_rows()' statement of `size` rows that binds the values marked "=" once, as
-    ?1, ?2, ... in every row, and those marked "?" a row, numbered after them; kept."""
+    ?1, ?2, ... in every row, and those marked "?" a row, numbered after them; kept. A
+    row's group is made once and numbered by one format of all rows (a number made a
+    value in a generator cost as much as preparing the statement)."""
     statement, marks, size = key
     text = statement.replace(", ".join(columns), ", ".join(itertools.compress(columns, marks)), 1)
     once = {i: n for n, i in enumerate((i for i, m in enumerate(marks) if m == "="), 1)}
-    each = [i for i, mark in enumerate(marks) if mark]
-    number = itertools.count(len(once) + 1)
-    groups = (
-        "(" + ", ".join(f"?{once[i]}" if i in once else f"?{next(number)}" for i in each) + ")"
-        for _ in range(size)
+    group = ", ".join(f"?{once[i]}" if i in once else "?{}" for i, m in enumerate(marks) if m)
+    each = marks.count("?")
+    groups = ", ".join([f"({group})"] * size).format(
+        *range(len(once) + 1, len(once) + 1 + each * size)
     )
     if len(_NUMBERED) >= 256:  # never on a crawl's few tables; bounded all the same
         _NUMBERED.clear()
-    _NUMBERED[key] = text = text.format(", ".join(groups))
+    _NUMBERED[key] = text = text.format(groups)
     return text
 
 
