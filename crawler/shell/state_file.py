@@ -396,7 +396,7 @@ def insert_rows(
     reason and detail): in a statement of the most rows (_CONSTANT_ROWS, fewer where
     SQLite's limit of parameters comes first) whose rows all hold it, it is bound once,
     as a numbered parameter every row names (?1), not once a row. A text bound costs
-    sqlite3 about 950 instructions, an int 330, a bool 1,900 (#26). Not a column whose
+    sqlite3 about 850 instructions, an int 250, a bool 1,900 (#26). Not a column whose
     shared value changes from statement to statement (a depth): each pattern of shared
     columns is a statement of its own to prepare."""
     width = len(columns)
