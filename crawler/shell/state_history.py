@@ -44,8 +44,8 @@ _history_values: Final = operator.attrgetter(*HISTORY_NAMES)
 _FRESH_INSERT: Final = (
     f"INSERT OR REPLACE INTO fresh_history ({', '.join(HISTORY_NAMES)}) VALUES {{}}"
 )
-#: The columns whose value, when every row of a statement holds it, is written into the
-#: statement instead of bound (state_file.insert_rows' constants; INTEGER or TEXT columns)
+#: The columns whose value, when every row of a statement holds it, is bound once a
+#: statement, not a row (state_file.insert_rows' constants: INTEGER columns or texts)
 _FRESH_CONSTANTS: Final = (
     "mime", "status", "reason", "first_seen", "stamped", "canonical_in_html", "source",
 )  # fmt: skip

@@ -109,8 +109,8 @@ _REQUEUE_GROUP: Final = f"(?, ?, ?, ?, '', {QUEUED})"
 #: A new URL's row, as _add() buffers it
 _URLS_COLUMNS: Final = ("id", "url", "state", "depth", "referrer", "qseq")
 _URLS_INSERT: Final = f"INSERT INTO urls ({', '.join(_URLS_COLUMNS)}) VALUES {{}}"
-#: The columns whose value, when every row of a statement holds it, is written into the
-#: statement instead of bound (state_file.insert_rows' constants; INTEGER or TEXT columns)
+#: The columns whose value, when every row of a statement holds it, is bound once a
+#: statement, not a row (state_file.insert_rows' constants: INTEGER columns or texts)
 _URLS_CONSTANTS: Final = ("state",)
 _DECISION_CONSTANTS: Final = ("status", "reason", "detail")
 _LISTING_CONSTANTS: Final = ("status", "detail", "stamped")
