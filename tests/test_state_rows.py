@@ -6,6 +6,7 @@ last), whatever the count against the statement's limits."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler.shell import state_file, state_queue
+from crawler.shell.listings import Listing
 from crawler.shell.state import CrawlState
 from crawler.shell.state_file import STATE_CACHE_KIB, insert_rows, write_rows
 
@@ -116,6 +118,98 @@ def test_rows_inserted_with_their_empty_columns_left_out_are_those_written_whole
     assert (
         conn.execute("SELECT * FROM many_keyed ORDER BY k").fetchall()
         == conn.execute("SELECT * FROM one_keyed ORDER BY k").fetchall()
+    )
+
+
+#: values of an INTEGER and a TEXT column, few so that a statement's rows share them: ints
+#: and what equals them (a bool, a float), texts a literal must quote or cannot hold
+_INTEGERS = st.sampled_from([0, 1, 200, -(2**63), 2**63 - 1, True, False, 1.0, 2.5, None])
+_TEXTS = st.sampled_from(
+    ["", "out_of_scope", "it's", "''", "é", "a\x00b", "x" * 64, "y" * 65, "1", None]
+)
+
+
+class _Recorded(sqlite3.Connection):
+    """A connection that keeps the text of each statement it is given (the trace callback
+    shows them with their values in place)."""
+
+    texts: list[str]
+    bound: list[int]
+
+    def execute(
+        self, sql: str, parameters: Sequence[object] | Mapping[str, object] = (), /
+    ) -> sqlite3.Cursor:
+        self.texts.append(sql)
+        self.bound.append(len(parameters))
+        return super().execute(sql, parameters)
+
+
+def _recorded(path: str = ":memory:") -> _Recorded:
+    conn = sqlite3.connect(path, isolation_level=None, factory=_Recorded)
+    conn.texts, conn.bound = [], []
+    return conn
+
+
+@settings(max_examples=60)
+@given(count=st.sampled_from([1, 31, 32, 33, 64, 65, 97, 200]), data=st.data())
+def test_values_written_into_the_statement_store_what_binding_them_stores(
+    count: int, data: st.DataObject
+) -> None:
+    """#26: insert_rows binds a column's value once when every row of a statement of 64
+    rows holds it (constants), a numbered parameter each row names: the rows stored are
+    executemany's, value and type (an equal bool or float in an INTEGER column stores as
+    the first row's value does), and such a value is bound once a statement."""
+    conn = _recorded()
+    for name in ("one", "many"):
+        conn.execute(
+            f"CREATE TABLE {name} (seq INTEGER PRIMARY KEY AUTOINCREMENT, i INTEGER, t TEXT,"
+            " k INTEGER)"
+        )
+    firm = data.draw(st.tuples(_INTEGERS, _TEXTS))  # most rows hold these
+    rows = [
+        (
+            data.draw(_INTEGERS) if data.draw(st.integers(0, 9)) == 0 else firm[0],
+            data.draw(_TEXTS) if data.draw(st.integers(0, 9)) == 0 else firm[1],
+            n,
+        )
+        for n in range(count)
+    ]
+    conn.executemany("INSERT INTO one (i, t, k) VALUES (?, ?, ?)", rows)
+    conn.texts.clear()
+    conn.bound.clear()
+    insert_rows(
+        conn, "INSERT INTO many (i, t, k) VALUES {}", ("i", "t", "k"), rows, constants=("i", "t")
+    )
+    read = "SELECT seq, i, typeof(i), t, typeof(t), k FROM {}"
+    assert (
+        conn.execute(read.format("many")).fetchall() == conn.execute(read.format("one")).fetchall()
+    )
+    shared = type(firm[0]) in (int, bool) and type(firm[1]) is str
+    if count >= 64 and shared and all(row[:2] == firm for row in rows[:64]):
+        groups = ", ".join(f"(?1, ?2, ?{n})" for n in range(3, 64 + 3))
+        assert conn.texts[0].endswith(f"VALUES {groups}")
+        assert conn.bound[0] == 2 + 64
+
+
+def test_a_listing_statement_holds_the_values_its_rows_share(tmp_path: Path) -> None:
+    """#26: a checkpoint's listings of one status, detail and stamp bind what differs a
+    row (url, depth, referrer, lastmod, body key) a row, and those once a statement."""
+    path = tmp_path / "s.db"
+    with CrawlState.open(path, fingerprint="f", start_url="http://a.test/", resume=False) as state:
+        queue = state._queue
+        for n in range(64):
+            url = f"http://a.test/{n}"
+            state.listed(Listing(url, url, 200, "", 2, "http://a.test/", n, None, None, n))
+        conn = _recorded(str(path))
+        conn.execute("BEGIN IMMEDIATE")
+        queue.write(conn)
+        conn.execute("ROLLBACK")
+        conn.close()
+    at = next(i for i, s in enumerate(conn.texts) if s.startswith("INSERT INTO listings"))
+    insert = conn.texts[at]
+    assert conn.bound[at] == 3 + 64 * 5, insert[:200]
+    assert (
+        "VALUES (?4, ?1, ?2, ?5, ?6, ?7, ?8, ?3), (?9, ?1, ?2, ?10, ?11, ?12, ?13, ?3)," in insert
     )
 
 
@@ -250,3 +344,31 @@ def test_a_finish_keeps_the_history_of_the_urls_met_and_only_theirs(tmp_path: Pa
             "SELECT u.url FROM history h JOIN urls u ON u.id = h.url ORDER BY h.url"
         ).fetchall()
     assert [url for (url,) in kept] == [urls[0], urls[1], urls[4]]
+
+
+def test_a_body_key_is_bound_as_the_blob_it_is_without_the_adapters(tmp_path: Path) -> None:
+    """#26: a page's body key (a 304 night records one a page) is kept as a bytearray,
+    which sqlite3 binds as it is: no adapter is looked up for it, and the file holds the
+    blob bytes would give, which a resume reads back as bytes."""
+    path = tmp_path / "s.db"
+    adapted: list[object] = []
+
+    def counted(value: bytes) -> bytes:
+        adapted.append(value)
+        return value
+
+    keys = [n.to_bytes(8, "little", signed=True) for n in (-1, 0, 7, 2**40)]
+    with CrawlState.open(path, fingerprint="f", start_url="http://a.test/", resume=False) as state:
+        for n, key in enumerate(keys):
+            state.queued(f"http://a.test/{n}", 1, None)
+            state.body(key, f"http://a.test/{n}")
+        sqlite3.register_adapter(bytes, counted)
+        try:
+            state.checkpoint()
+        finally:
+            sqlite3.register_adapter(bytes, bytes)
+        stored = state._open_conn().execute("SELECT typeof(digest), digest FROM bodies").fetchall()
+        saved = state.load()
+    assert adapted == []
+    assert sorted(stored) == sorted(("blob", key) for key in keys)
+    assert saved.bodies == {key: f"http://a.test/{n}" for n, key in enumerate(keys)}

@@ -362,11 +362,25 @@ def _batches(rows: Collection[Sequence[object]], width: int) -> Iterator[list[Se
         at += size
 
 
+#: The rows of a statement whose shared values insert_rows() binds once (constants): each
+#: pattern of them is a statement sqlite3 prepares (about 1.1 M instructions for 64 rows:
+#: what about 500 rows save), so only the largest size has them: a few texts more in
+#: its cache of 128
+_CONSTANT_ROWS: Final = 64
+#: The values insert_rows() binds once: a value equal to one of these types' binds as it
+#: does in an INTEGER column (1.0 and True as 1) or a TEXT one (only a text equals a text)
+_CONSTANT_TYPES: Final = frozenset({int, str, bool})
+#: insert_rows()'s statements with shared values, by statement, marks and rows: made once
+_NUMBERED: dict[tuple[str, tuple[str | None, ...], int], str] = {}
+
+
 def insert_rows(
     conn: sqlite3.Connection,
     statement: str,
     columns: Sequence[str],
     rows: Collection[Sequence[object]],
+    *,
+    constants: Collection[str] = (),
 ) -> None:
     """`rows` written as write_rows() writes them by `statement`, an insert naming
     `columns` in this order ("INSERT INTO t (a, b) VALUES {}"), but for a column that is
@@ -375,25 +389,71 @@ def insert_rows(
     None bound. sqlite3 binds a None through the adapters (about 1,000 instructions with
     ours, below), and a listing row holds four, the columns a sitemap seldom sets: a
     listing row and its published row in a fifth fewer instructions. A column is looked
-    at only where the statement's first row holds None."""
+    at only where the statement's first row holds None.
+
+    `constants`: INTEGER columns, or columns of texts, whose value is often the same in
+    every row of a statement (a listing's status, detail and stamp; a screened URL's
+    reason and detail): in a statement of the most rows (_CONSTANT_ROWS, fewer where
+    SQLite's limit of parameters comes first) whose rows all hold it, it is bound once,
+    as a numbered parameter every row names (?1), not once a row. A text bound costs
+    sqlite3 about 850 instructions, an int 250, a bool 1,900 (#26). Not a column whose
+    shared value changes from statement to statement (a depth): each pattern of shared
+    columns is a statement of its own to prepare."""
     width = len(columns)
     named = ", ".join(columns)
     if named not in statement:  # else a statement leaving one out would name them all
         raise ValueError(f"{statement!r} does not name the columns {named}")
+    fixed = [i for i, name in enumerate(columns) if name in constants]
+    full = min(_CONSTANT_ROWS, _MOST_PARAMETERS // width)  # the largest statement's rows
     for batch in _batches(rows, width):
         size = len(batch)
         values = list(itertools.chain.from_iterable(batch))
-        keep = [
-            value is not None or values[i::width].count(None) < size
-            for i, value in enumerate(batch[0])
-        ]
-        text, kept = statement, width
-        if not all(keep) and any(keep):  # a statement names one column at least
-            kept = sum(keep)
-            text = statement.replace(named, ", ".join(itertools.compress(columns, keep)), 1)
-            values = list(itertools.compress(values, itertools.cycle(keep)))
-        group = f"({', '.join('?' * kept)})"
-        conn.execute(text.format(", ".join([group] * size)), values)
+        first = batch[0]
+        marks: list[str | None] = ["?"] * width  # None: left out; "=": bound once
+        for i, value in enumerate(first):
+            if value is None and values[i::width].count(None) == size:
+                marks[i] = None
+        if size == full:
+            for i in fixed:
+                value = first[i]
+                if type(value) in _CONSTANT_TYPES and values[i::width].count(value) == size:
+                    marks[i] = "="
+        if marks.count(None) == width:  # a statement names one column at least
+            marks = ["?"] * width
+        if "=" in marks:
+            shared = [first[i] for i, mark in enumerate(marks) if mark == "="]
+            values = shared + list(itertools.compress(values, itertools.cycle(
+                [mark == "?" for mark in marks]
+            )))  # fmt: skip
+            key = (statement, tuple(marks), size)
+            text = _NUMBERED.get(key) or _numbered(key, columns)
+        else:
+            text = statement
+            if None in marks:
+                text = statement.replace(named, ", ".join(itertools.compress(columns, marks)), 1)
+                values = list(itertools.compress(values, itertools.cycle(marks)))
+            group = f"({', '.join(mark for mark in marks if mark)})"
+            text = text.format(", ".join([group] * size))
+        conn.execute(text, values)
+
+
+def _numbered(key: tuple[str, tuple[str | None, ...], int], columns: Sequence[str]) -> str:
+    """insert_rows()' statement of `size` rows that binds the values marked "=" once, as
+    ?1, ?2, ... in every row, and those marked "?" a row, numbered after them; kept. A
+    row's group is made once and numbered by one format of all rows (a number made a
+    value in a generator cost as much as preparing the statement)."""
+    statement, marks, size = key
+    text = statement.replace(", ".join(columns), ", ".join(itertools.compress(columns, marks)), 1)
+    once = {i: n for n, i in enumerate((i for i, m in enumerate(marks) if m == "="), 1)}
+    group = ", ".join(f"?{once[i]}" if i in once else "?{}" for i, m in enumerate(marks) if m)
+    each = marks.count("?")
+    groups = ", ".join([f"({group})"] * size).format(
+        *range(len(once) + 1, len(once) + 1 + each * size)
+    )
+    if len(_NUMBERED) >= 256:  # never on a crawl's few tables; bounded all the same
+        _NUMBERED.clear()
+    _NUMBERED[key] = text = text.format(groups)
+    return text
 
 
 def now_iso(*, precise: bool = False) -> str:

@@ -44,6 +44,11 @@ _history_values: Final = operator.attrgetter(*HISTORY_NAMES)
 _FRESH_INSERT: Final = (
     f"INSERT OR REPLACE INTO fresh_history ({', '.join(HISTORY_NAMES)}) VALUES {{}}"
 )
+#: The columns whose value, when every row of a statement holds it, is bound once a
+#: statement, not a row (state_file.insert_rows' constants: INTEGER columns or texts)
+_FRESH_CONSTANTS: Final = (
+    "mime", "status", "reason", "first_seen", "stamped", "canonical_in_html", "source",
+)  # fmt: skip
 #: prior()'s columns, in the order prior() takes them (with the lastmod published, kept
 #: with `changed` for the publish's dating: _LastDates)
 _PRIOR_COLUMNS: Final = (
@@ -513,11 +518,15 @@ class HistoryStore:
         `finished`, this run's rows become the baseline of the next, and `common` its
         template."""
         if self._rows:
-            insert_rows(conn, _FRESH_INSERT, HISTORY_NAMES, self._rows.values())
+            insert_rows(
+                conn, _FRESH_INSERT, HISTORY_NAMES, self._rows.values(), constants=_FRESH_CONSTANTS
+            )
         if self._carried:
             write_rows(conn, "INSERT OR IGNORE INTO carried (url) VALUES {}", 1, self._carried)
         if self._published:
-            insert_rows(conn, _PUBLISHED_INSERT, _PUBLISHED_COLUMNS, self._published)
+            insert_rows(
+                conn, _PUBLISHED_INSERT, _PUBLISHED_COLUMNS, self._published, constants=("source",)
+            )
         if not finished:
             return
         self._ahead, self._ahead_from, self._ahead_to = {}, 0, 0  # the history changes now
