@@ -44,9 +44,9 @@ NOTIFY_FORMATS = ("json", "slack")
 #: The search engines `submit` knows (IndexNow is not one: it takes URLs, not sitemaps).
 SUBMIT_ENGINES = ("google", "bing")
 # Compiled (and cached by re) when the option is given: a start without it pays no compile
-_IMAGE_HOST_RE = r"\*|(?:\*?\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?"
+_IMAGE_HOST_PATTERN = r"\*|(?:\*?\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?"
 # Google News: ISO 639 two or three letters, and zh-cn / zh-tw
-_NEWS_LANGUAGE_RE = r"[a-z]{2,3}|zh-cn|zh-tw"
+_NEWS_LANGUAGE_PATTERN = r"[a-z]{2,3}|zh-cn|zh-tw"
 
 
 def _opt(
@@ -498,7 +498,7 @@ def _validate(self: Config) -> Config:
             "dates are kept (without it, every run is fresh)"
         )
     for host in self.image_hosts:
-        if not re.fullmatch(_IMAGE_HOST_RE, host):
+        if not re.fullmatch(_IMAGE_HOST_PATTERN, host):
             raise ConfigError(
                 f"image_hosts: {host!r} is not a host, .host or *.host pattern (or *)"
             )
@@ -630,7 +630,7 @@ def _check_news(config: Config) -> None:
             "(news_name, news_language, news_articles)"
         )
     language = config.news_language
-    if language is not None and not re.fullmatch(_NEWS_LANGUAGE_RE, language):
+    if language is not None and not re.fullmatch(_NEWS_LANGUAGE_PATTERN, language):
         raise ConfigError(
             f"news_language must be an ISO 639 code (en, de, zh-cn, zh-tw), "
             f"got {config.news_language!r}"

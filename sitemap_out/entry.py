@@ -172,13 +172,14 @@ def _check_lastmod(loc: str, value: object) -> None:
         raise EntryError(loc, "lastmod", f"must be a datetime or date, not {type(value).__name__}")
 
 
-def _check_scalars(
+def _check_values(
     loc: str,
-    lastmod: object = None,
+    lastmod: datetime | date | None = None,
     changefreq: str | None = None,
     priority: float | None = None,
 ) -> None:
-    """An entry's single values, checked (Entry's constructor, normalised, check_values)."""
+    """Raise the EntryError ``Entry(loc, lastmod, changefreq, priority)`` would raise,
+    without making the entry (Entry's constructor, normalised, and Entry.check_values)."""
     problem = check_uri(loc, min_chars=MIN_LOC_CHARS)
     if problem is not None:
         raise EntryError(str(loc), "loc", problem)
@@ -414,10 +415,10 @@ class Entry:
     #: later (a crawl checks a page when it lists it, and writes it once the crawl is over).
     #: Making a frozen Entry only to drop it cost more than checking it (#26); the rule's
     #: own function, not a method calling it: one call a listed page less.
-    check_values = staticmethod(_check_scalars)
+    check_values = staticmethod(_check_values)
 
     def _check_scalars(self) -> None:
-        _check_scalars(self.loc, self.lastmod, self.changefreq, self.priority)
+        _check_values(self.loc, self.lastmod, self.changefreq, self.priority)
 
     def _check_videos(self) -> None:
         videos = self.videos if type(self.videos) is tuple else tuple(self.videos)
@@ -482,8 +483,8 @@ class Entry:
 
 class _Fields:
     """Entry's slots, settable: Entry._unchecked fills one and makes it the Entry it is
-    laid out as. Made from Entry's own __slots__, so a field added, renamed or reordered
-    is one here too."""
+    laid out as. Made from Entry's own __slots__, so the two layouts are one; a field added
+    to Entry must also be set by _unchecked (tests/test_sitemap_entry.py holds the eight)."""
 
     __slots__ = Entry.__slots__
     loc: str

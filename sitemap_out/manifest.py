@@ -41,7 +41,8 @@ LLMS_NAME: Final = "llms.txt"
 #: it, so that a set published without a feed does not load the feed's module (#26)
 FEED_NAME: Final = "changes.atom"
 _OWN_NAME: Final = re.compile(
-    r"sitemap(?:-news)?\.(?:xml|txt)(?:\.gz)?|changes\.atom|llms\.txt|sitemap\.xsl"
+    rf"sitemap(?:-news)?\.(?:xml|txt)(?:\.gz)?|{re.escape(FEED_NAME)}|{re.escape(LLMS_NAME)}"
+    r"|sitemap\.xsl"
 )
 
 

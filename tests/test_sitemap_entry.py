@@ -305,16 +305,27 @@ def test_an_entry_made_unchecked_is_the_constructor_s(
 ) -> None:
     """#26: normalised and redated fill an Entry's settable twin and make it an Entry: it
     is one (type, equality, hash, repr, pickling) and stays frozen, as the constructor's."""
-    made = Entry(loc, lastmod, changefreq, priority, images=tuple(images))
-    for entry in (
-        Entry.normalised(loc, lastmod, changefreq, priority, images=tuple(images)),
-        Entry.redated(loc, lastmod, changefreq, priority) if not images else made,
+    with_images = Entry(loc, lastmod, changefreq, priority, images=tuple(images))
+    for entry, made in (
+        (Entry.normalised(loc, lastmod, changefreq, priority, images=tuple(images)), with_images),
+        (
+            Entry.redated(loc, lastmod, changefreq, priority),
+            Entry(loc, lastmod, changefreq, priority),
+        ),
     ):
         assert type(entry) is Entry
         assert entry == made and hash(entry) == hash(made) and repr(entry) == repr(made)
         assert pickle.loads(pickle.dumps(entry)) == made
         with pytest.raises(dataclasses.FrozenInstanceError):
             entry.loc = OK  # type: ignore[misc]
+
+
+def test_entry_has_the_eight_fields_unchecked_sets() -> None:
+    """Entry._unchecked sets these eight slots by name (its fast path): a field added to
+    Entry must be set there too, or an entry made unchecked would lack it."""
+    assert [f.name for f in dataclasses.fields(Entry)] == [
+        "loc", "lastmod", "changefreq", "priority", "images", "alternates", "videos", "news",
+    ]  # fmt: skip
 
 
 def test_a_subclass_s_unchecked_entry_is_of_the_subclass() -> None:

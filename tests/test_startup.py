@@ -118,7 +118,7 @@ def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPar
     return dict(action.choices)
 
 
-def test_a_run_gives_options_to_the_command_it_asks_only():
+def test_a_run_gives_options_to_the_command_it_asks_only(capsys):
     """Every command's options made at each start were 27 M instructions, 1% of a 3,000-page
     304 night: a run builds its own command's, and every help and error reads as before."""
     from crawler.cli import _asked, _parser
@@ -133,3 +133,16 @@ def test_a_run_gives_options_to_the_command_it_asks_only():
         assert [n for n, p in built.items() if len(p._actions) > 1] == [name]  # others: -h
     assert _asked(["--version"]) is None and _asked([]) is None
     assert _asked(["-h", "audit", "x"]) == "audit"
+    errors = [
+        ["crawl", "--no-such-option"], ["crawl", "--concurrency", "many"], ["explain"],
+        ["robots"], ["audit"], ["nosuchcommand"], ["diff", "a"], ["job", "--retries"],
+        ["submit", "--bogus"], ["--bogus", "crawl"], ["crawl", "-", "--", "-x"],
+    ]  # fmt: skip
+    for argv in errors:
+        said = []
+        for parser in (whole, _parser(_asked(argv))):
+            try:
+                said.append(vars(parser.parse_args(argv)))
+            except SystemExit as stopped:
+                said.append((stopped.code, capsys.readouterr()))
+        assert said[0] == said[1], argv

@@ -240,20 +240,20 @@ def host_accepted(host: str, page_host: str, patterns: tuple[str, ...]) -> bool:
 
 # The players' and the duration's patterns are compiled (and cached by re) at a page's first
 # video: most sites have none, and a start pays no compile for them (#26)
-_YOUTUBE_RE: Final = (
+_YOUTUBE_PATTERN: Final = (
     r"https?://(?:www\.)?(?:youtube\.com|youtube-nocookie\.com)/embed/([A-Za-z0-9_-]{6,})"
 )
-_VIMEO_RE: Final = r"https?://player\.vimeo\.com/video/([0-9]+)"
+_VIMEO_PATTERN: Final = r"https?://player\.vimeo\.com/video/([0-9]+)"
 
 
 def player_video(src: str, title: str | None) -> RawVideo | None:
     """A video embedded from a known host (YouTube, Vimeo) by an ``<iframe src>`` (absolute),
     or None. YouTube's thumbnail follows from the video id; Vimeo's does not."""
-    match = re.match(_YOUTUBE_RE, src)
+    match = re.match(_YOUTUBE_PATTERN, src)
     if match is not None:
         thumbnail = f"https://i.ytimg.com/vi/{match.group(1)}/hqdefault.jpg"
         return RawVideo(thumbnail, title, player=src)
-    if re.match(_VIMEO_RE, src) is not None:
+    if re.match(_VIMEO_PATTERN, src) is not None:
         return RawVideo(title=title, player=src)
     return None
 
@@ -267,14 +267,14 @@ def missing_video_field(video: RawVideo) -> str | None:
     return None
 
 
-_DURATION_RE: Final = (
+_DURATION_PATTERN: Final = (
     r"P(?:([0-9]+)D)?(?:T(?:([0-9]+)H)?(?:([0-9]+)M)?(?:([0-9]+(?:\.[0-9]+)?)S)?)?"
 )
 
 
 def iso_duration(text: str) -> int | None:
     """Seconds of an ISO 8601 duration (``PT1M33S``, as schema.org gives it), or None."""
-    match = re.fullmatch(_DURATION_RE, text.strip().upper())
+    match = re.fullmatch(_DURATION_PATTERN, text.strip().upper())
     if match is None or not any(match.groups()):
         return None
     days, hours, minutes, seconds = match.groups()

@@ -53,12 +53,12 @@ _HTML_SPACE = "\t\n\f\r "
 # for them (#26: 4 M instructions)
 # HTML's shared declarative refresh steps: a whole number of seconds ("1.5" is read as 1),
 # then ";" or "," and an optional "url=" before the URL
-_DELAY_RE = r"[\t\n\f\r ]*(\d*)[\d.]*"
-_URL_PREFIX_RE = r"[\t\n\f\r ]*[;,]?[\t\n\f\r ]*(?:url[\t\n\f\r ]*=[\t\n\f\r ]*)?"
+_DELAY_PATTERN = r"[\t\n\f\r ]*(\d*)[\d.]*"
+_URL_PREFIX_PATTERN = r"(?i)[\t\n\f\r ]*[;,]?[\t\n\f\r ]*(?:url[\t\n\f\r ]*=[\t\n\f\r ]*)?"
 _STRING = r"""(?:"(?P<dq>[^"\\\n]*)"|'(?P<sq>[^'\\\n]*)')"""
 _LOCATION = r"(?:(?:window|document|self|top)\s*\.\s*)?location"
-_ASSIGN_RE = rf"\s*{_LOCATION}(?P<href>\s*\.\s*href)?\s*=\s*{_STRING}\s*;?\s*"
-_CALL_RE = rf"\s*{_LOCATION}\s*\.\s*(?P<call>replace|assign)\s*\(\s*{_STRING}\s*\)\s*;?\s*"
+_ASSIGN_PATTERN = rf"\s*{_LOCATION}(?P<href>\s*\.\s*href)?\s*=\s*{_STRING}\s*;?\s*"
+_CALL_PATTERN = rf"\s*{_LOCATION}\s*\.\s*(?P<call>replace|assign)\s*\(\s*{_STRING}\s*\)\s*;?\s*"
 
 
 def refresh_target(content: str | None) -> tuple[int, str] | None:
@@ -66,7 +66,7 @@ def refresh_target(content: str | None) -> tuple[int, str] | None:
     its delay is at most REFRESH_MAX_DELAY; None for a plain reload or a longer delay."""
     if not content:
         return None
-    match = re.match(_DELAY_RE, content)
+    match = re.match(_DELAY_PATTERN, content)
     assert match is not None  # every part is optional
     if match.end() == 0 or match.group(0).strip(_HTML_SPACE) == "":
         return None  # no delay at all: the spec reads no refresh
@@ -76,7 +76,7 @@ def refresh_target(content: str | None) -> tuple[int, str] | None:
     rest = content[match.end() :]
     if rest and rest[0] not in _HTML_SPACE + ";,":
         return None  # "5abc": not a refresh the spec reads
-    prefix = re.match(_URL_PREFIX_RE, rest, re.IGNORECASE)
+    prefix = re.match(_URL_PREFIX_PATTERN, rest)
     assert prefix is not None
     rest = rest[prefix.end() :]
     if rest[:1] in ("'", '"'):
@@ -89,7 +89,7 @@ def refresh_target(content: str | None) -> tuple[int, str] | None:
 def script_target(script: str) -> tuple[str, str] | None:
     """(raw URL, what the script does, e.g. ``sets location.href``) when the script is nothing but
     a location assignment of a string literal (see the module's list); None otherwise."""
-    for regex in (_ASSIGN_RE, _CALL_RE):
+    for regex in (_ASSIGN_PATTERN, _CALL_PATTERN):
         match = re.fullmatch(regex, script)
         if match is None:
             continue

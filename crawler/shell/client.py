@@ -186,7 +186,7 @@ class PoliteClient:
         """fetch(*args) through url's throttle, retried as the policy says; fetch given with
         its arguments, not in a closure made for every request (#26). The first try itself,
         not a coroutine around it: every await of every request passes each layer."""
-        return self._attempt(self.throttle_for(url), fetch, args, retried=True)
+        return self._attempt(self.throttle_for(url), fetch, args, first=True)
 
     async def _attempt(
         self,
@@ -194,11 +194,12 @@ class PoliteClient:
         fetch: Callable[[*_Args], Awaitable[Fetched]],
         args: tuple[*_Args],
         *,
-        retried: bool = False,
+        first: bool = False,
     ) -> Fetched:
-        """One try in a throttle's slot, its outcome observed. `retried`: the first try,
-        which hands an outcome to be retried (`needs_retry`, or a connection error raised)
-        to fetch_with_retries; the retries it makes are tries of their own."""
+        """One try in a throttle's slot, its outcome observed. `first`: the request's first
+        try, which hands an outcome to be retried (`needs_retry`, or a connection error
+        raised) to fetch_with_retries; the retries it makes are tries of their own."""
+        raised: Raised | None = None
         try:
             # the slot as `throttle.slot()` holds it, without its two coroutines when free
             if not throttle.admit():
@@ -213,10 +214,12 @@ class PoliteClient:
             if (outage := throttle.observe(resp.status or None, seconds, resp.error)) is not None:
                 self.on_outage(outage)
         except Exception as exc:
-            if not (retried and self.retry.retries and isinstance(exc, connection_errors())):
+            if not (first and self.retry.retries and isinstance(exc, connection_errors())):
                 raise
-            return await self._retry(throttle, fetch, args, Raised(exc))
-        if retried and needs_retry(self.retry, _retry_status(fetched)):
+            raised = Raised(exc)  # retried outside the handler: no error chained to the retries'
+        if raised is not None:
+            return await self._retry(throttle, fetch, args, raised)
+        if first and needs_retry(self.retry, _retry_status(fetched)):
             return await self._retry(throttle, fetch, args, fetched)
         return fetched
 

@@ -353,7 +353,7 @@ def write_rows(
 def _batches(rows: Collection[Sequence[object]], width: int) -> Iterator[list[Sequence[object]]]:
     """`rows` a statement's worth at a time (write_rows): up to _MOST_ROWS, within SQLite's
     limit of parameters, the rest by powers of two."""
-    most = min(_MOST_PARAMETERS // width, _MOST_ROWS)
+    most = _most_rows(width)
     listed = rows if isinstance(rows, list) else list(rows)
     at, count = 0, len(listed)
     while at < count:
@@ -362,13 +362,15 @@ def _batches(rows: Collection[Sequence[object]], width: int) -> Iterator[list[Se
         at += size
 
 
-#: The rows of a statement whose shared values insert_rows() binds once (constants): each
-#: pattern of them is a statement sqlite3 prepares (about 1.1 M instructions for 64 rows:
-#: what about 500 rows save), so only the largest size has them: a few texts more in
-#: its cache of 128
-_CONSTANT_ROWS: Final = 64
-#: The values insert_rows() binds once: a value equal to one of these types' binds as it
-#: does in an INTEGER column (1.0 and True as 1) or a TEXT one (only a text equals a text)
+def _most_rows(width: int) -> int:
+    """The rows of write_rows()' largest statement of rows `width` values wide."""
+    return min(_MOST_PARAMETERS // width, _MOST_ROWS)
+
+
+#: The values insert_rows() binds once. Its callers' precondition, not checked: only
+#: INTEGER columns, or columns holding texts alone, where a value equal to the one bound
+#: is stored as it is (1.0 and True as 1 in an INTEGER column; in an untyped or TEXT
+#: column 1 and 1.0 are equal yet stored apart)
 _CONSTANT_TYPES: Final = frozenset({int, str, bool})
 #: insert_rows()'s statements with shared values, by statement, marks and rows: made once
 _NUMBERED: dict[tuple[str, tuple[str | None, ...], int], str] = {}
@@ -393,18 +395,20 @@ def insert_rows(
 
     `constants`: INTEGER columns, or columns of texts, whose value is often the same in
     every row of a statement (a listing's status, detail and stamp; a screened URL's
-    reason and detail): in a statement of the most rows (_CONSTANT_ROWS, fewer where
+    reason and detail): in a statement of the most rows (write_rows' largest, 64, fewer where
     SQLite's limit of parameters comes first) whose rows all hold it, it is bound once,
     as a numbered parameter every row names (?1), not once a row. A text bound costs
-    sqlite3 about 850 instructions, an int 250, a bool 1,900 (#26). Not a column whose
-    shared value changes from statement to statement (a depth): each pattern of shared
-    columns is a statement of its own to prepare."""
+    sqlite3 about 850 instructions, an int 250, a bool 1,900 (#26). Only the largest
+    statements bind values once: each pattern of shared columns is a statement of its own
+    to prepare (about 1.1 M instructions for 64 rows, what about 500 rows save; sqlite3
+    keeps 128), so a column that is shared in some statements and not in others (a
+    depth) costs a statement more, not less."""
     width = len(columns)
     named = ", ".join(columns)
     if named not in statement:  # else a statement leaving one out would name them all
         raise ValueError(f"{statement!r} does not name the columns {named}")
     fixed = [i for i, name in enumerate(columns) if name in constants]
-    full = min(_CONSTANT_ROWS, _MOST_PARAMETERS // width)  # the largest statement's rows
+    full = _most_rows(width)  # the largest statement's rows
     for batch in _batches(rows, width):
         size = len(batch)
         values = list(itertools.chain.from_iterable(batch))

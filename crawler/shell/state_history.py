@@ -44,11 +44,11 @@ _history_values: Final = operator.attrgetter(*HISTORY_NAMES)
 _FRESH_INSERT: Final = (
     f"INSERT OR REPLACE INTO fresh_history ({', '.join(HISTORY_NAMES)}) VALUES {{}}"
 )
-#: The columns whose value, when every row of a statement holds it, is bound once a
-#: statement, not a row (state_file.insert_rows' constants: INTEGER columns or texts)
-_FRESH_CONSTANTS: Final = (
-    "mime", "status", "reason", "first_seen", "stamped", "canonical_in_html", "source",
-)  # fmt: skip
+#: published rows' column bound once a statement when every row holds it (as
+#: crawler.shell.state_queue's constants; fresh_history has none: on a night of changes
+#: its columns are shared in some statements and not others, each pattern one more
+#: statement to prepare, and the 304 night writes no fresh rows)
+_PUBLISHED_CONSTANTS: Final = ("source",)
 #: prior()'s columns, in the order prior() takes them (with the lastmod published, kept
 #: with `changed` for the publish's dating: _LastDates)
 _PRIOR_COLUMNS: Final = (
@@ -368,14 +368,8 @@ class HistoryStore:
         """last_run(url) for a listing: `blocks` are its page's as this run recorded it.
         When that record found them the row's own, the row is not read again (prior() read
         it for the request): its dating facts were kept, and its blocks are these."""
-        dates = self._dates
-        if dates is not None:
-            uid = self._urls.ids().get(url)
-            if uid is not None:
-                before = dates.of(uid, blocks)
-                if before is not None:
-                    return before
-        return self.last_run(url)
+        uid = None if self._dates is None else self._urls.ids().get(url)
+        return self.last_run_by(uid, url, blocks)
 
     def last_run_by(self, uid: int | None, url: str, blocks: bytes | None) -> LastRun | None:
         """last_run_of(url, blocks) for a caller that looked url's id up already (`uid`,
@@ -518,14 +512,16 @@ class HistoryStore:
         `finished`, this run's rows become the baseline of the next, and `common` its
         template."""
         if self._rows:
-            insert_rows(
-                conn, _FRESH_INSERT, HISTORY_NAMES, self._rows.values(), constants=_FRESH_CONSTANTS
-            )
+            insert_rows(conn, _FRESH_INSERT, HISTORY_NAMES, self._rows.values())
         if self._carried:
             write_rows(conn, "INSERT OR IGNORE INTO carried (url) VALUES {}", 1, self._carried)
         if self._published:
             insert_rows(
-                conn, _PUBLISHED_INSERT, _PUBLISHED_COLUMNS, self._published, constants=("source",)
+                conn,
+                _PUBLISHED_INSERT,
+                _PUBLISHED_COLUMNS,
+                self._published,
+                constants=_PUBLISHED_CONSTANTS,
             )
         if not finished:
             return
