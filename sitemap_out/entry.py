@@ -484,7 +484,7 @@ class Entry:
 class _Fields:
     """Entry's slots, settable: Entry._unchecked fills one and makes it the Entry it is
     laid out as. Made from Entry's own __slots__, so the two layouts are one; a field added
-    to Entry must also be set by _unchecked (tests/test_sitemap_entry.py holds the eight)."""
+    to Entry must also be set by _unchecked (a test checks every slot is set)."""
 
     __slots__ = Entry.__slots__
     loc: str

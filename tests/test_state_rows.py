@@ -73,8 +73,8 @@ def test_rows_written_many_a_statement_are_those_written_one_a_statement(
     )
 
 
-# up to 200 rows of 13 drawn values: a draw may run out of hypothesis' buffer or time on a
-# busy machine, which is no finding
+# up to 20 rows of 13 drawn values each (the rest copies) and 200 keys: a draw that runs out
+# of hypothesis' buffer, or is slow to make, is no finding
 @settings(max_examples=60, suppress_health_check=[HealthCheck.data_too_large, HealthCheck.too_slow])
 @given(
     width=st.integers(1, 13),

@@ -21,8 +21,8 @@ _IMF = re.compile(  # Sun, 06 Nov 1994 08:49:37 GMT
 )
 # The obsolete forms, as patterns compiled (and cached by re) at the first date in them: a
 # server sends IMF dates, so nearly every run never needs them (#26: a start pays no compile)
-_RFC850 = r"^[A-Za-z]{6,9}, (\d{2})-([A-Za-z]{3})-(\d{2}) (\d{2}):(\d{2}):(\d{2}) GMT$"
-_ASCTIME = r"^[A-Za-z]{3} ([A-Za-z]{3}) ([ \d]\d) (\d{2}):(\d{2}):(\d{2}) (\d{4})$"
+_RFC850_PATTERN = r"^[A-Za-z]{6,9}, (\d{2})-([A-Za-z]{3})-(\d{2}) (\d{2}):(\d{2}):(\d{2}) GMT$"
+_ASCTIME_PATTERN = r"^[A-Za-z]{3} ([A-Za-z]{3}) ([ \d]\d) (\d{2}):(\d{2}):(\d{2}) (\d{4})$"
 
 
 def parse_http_date(value: str | None, *, now: datetime | None = None) -> datetime | None:
@@ -34,14 +34,14 @@ def parse_http_date(value: str | None, *, now: datetime | None = None) -> dateti
     if imf is not _NOT_IMF:
         return imf
     try:
-        if m := re.match(_RFC850, text):  # Sunday, 06-Nov-94 08:49:37 GMT
+        if m := re.match(_RFC850_PATTERN, text):  # Sunday, 06-Nov-94 08:49:37 GMT
             day, mon, yy, hh, mm, ss = m.groups()
             # RFC 9110: a two-digit year more than 50 years in the future is in the past.
             year = 2000 + int(yy)
             current = (now or datetime.now(UTC)).year
             if year > current + 50:
                 year -= 100
-        elif m := re.match(_ASCTIME, text):  # Sun Nov  6 08:49:37 1994
+        elif m := re.match(_ASCTIME_PATTERN, text):  # Sun Nov  6 08:49:37 1994
             mon, day, hh, mm, ss, digits = m.groups()
             year = int(digits)
         else:

@@ -199,7 +199,6 @@ class PoliteClient:
         """One try in a throttle's slot, its outcome observed. `first`: the request's first
         try, which hands an outcome to be retried (`needs_retry`, or a connection error
         raised) to fetch_with_retries; the retries it makes are tries of their own."""
-        raised: Raised | None = None
         try:
             # the slot as `throttle.slot()` holds it, without its two coroutines when free
             if not throttle.admit():
@@ -216,12 +215,13 @@ class PoliteClient:
         except Exception as exc:
             if not (first and self.retry.retries and isinstance(exc, connection_errors())):
                 raise
-            raised = Raised(exc)  # retried outside the handler: no error chained to the retries'
-        if raised is not None:
-            return await self._retry(throttle, fetch, args, raised)
-        if first and needs_retry(self.retry, _retry_status(fetched)):
-            return await self._retry(throttle, fetch, args, fetched)
-        return fetched
+            raised = Raised(exc)
+        else:
+            if first and needs_retry(self.retry, _retry_status(fetched)):
+                return await self._retry(throttle, fetch, args, fetched)
+            return fetched
+        # retried outside the handler: a retry's own error is not chained to the first one's
+        return await self._retry(throttle, fetch, args, raised)
 
     async def _retry(
         self,
