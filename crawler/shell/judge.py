@@ -139,7 +139,8 @@ class PageJudge:
         if resp.notes:
             decision = Decision(decision.reason, _with_notes(decision.detail, resp))
         self.revalidation.record(url, prior, answer, decision.reason)
-        if decision.listed or awaits:
+        listed = decision.listed
+        if listed or awaits:
             made = self._listing(url, facts, task, answer, "" if awaits else decision.detail)
             if awaits:
                 if isinstance(made, Listing):  # the journal counts it as foreign or not
@@ -148,11 +149,12 @@ class PageJudge:
                 self.tally.foreign.saw(facts.public or url, facts.canonical_public)
             elif isinstance(made, Decision):
                 decision = made
+                listed = decision.listed
             else:
                 if facts.twin_of is not None:
                     self.journal.contested = True
                 self.journal.listing(made)
-        if not decision.listed:
+        if not listed:
             self.links.record(url, answer.status, decision, task)  # a 304's: the page's, 200
         llms = self.journal.llms
         if llms is not None and task.url == self.links.plan.start and task.referrer is None:

@@ -169,8 +169,10 @@ def carries(prior: Prior, answer: Answer, reason: str) -> bool:
         and answer.stamped == prior.stamped
         and bool(prior.mime)
         and page.mime == prior.mime
-        and _same(page.header, prior.header)
-        and _same(page.meta, prior.meta)
+        # (at once when revive took the history's own, the usual case: a dataclass's
+        # __eq__ is a Python call; so was a helper saying so, twice a page, #26)
+        and (page.header is prior.header or page.header == prior.header)
+        and (page.meta is prior.meta or page.meta == prior.meta)
         and page.canonical == prior.canonical
         and page.canonical_in_html == prior.canonical_in_html
         and page.body_key == prior.body_key
@@ -181,12 +183,6 @@ def carries(prior: Prior, answer: Answer, reason: str) -> bool:
         and _as_held(page.targets, prior.targets)
         and _as_held(page.nofollow, prior.nofollow)
     )
-
-
-def _same(value: object, held: object) -> bool:
-    """value == held, at once when revive took the history's own (the usual case): a
-    dataclass's __eq__ is a Python call, two of them on every revived page."""
-    return value is held or value == held
 
 
 def _as_held(links: Sequence[str], held: bytes | None) -> bool:
