@@ -193,5 +193,5 @@ def test_the_records_a_304_makes_by_position_keep_their_fields_order() -> None:
         "not_modified", "moved_to", "moved_by", "nofollow", "canonical_in_html",
     ]  # fmt: skip
     assert [f.name for f in dataclasses.fields(Answer)] == [
-        "page", "status", "etag", "modified", "stamped", "too_large", "revived",
+        "page", "status", "etag", "modified", "modified_at", "stamped", "too_large", "revived",
     ]  # fmt: skip

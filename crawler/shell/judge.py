@@ -30,7 +30,6 @@ from crawler.core.decide import (
 )
 from crawler.core.frontier import Task
 from crawler.core.history import Prior
-from crawler.core.httpdate import parse_http_date
 from crawler.core.media import PageExtras
 from crawler.core.page import PageResult
 from crawler.core.wire import pack
@@ -292,7 +291,7 @@ class PageJudge:
         lastmod is the Last-Modified header's for now; the one published is decided when
         the crawl is over (journal.Dating), from what the whole site says."""
         config, page = self.config, answer.page
-        when = parse_http_date(answer.modified)
+        when = answer.modified_at
         lastmod = _header_micros(when)
         if lastmod is not None and lastmod > time.time_ns() // 1000 + _DAY_MICROS:
             lastmod = when = None  # a date in the future is a server clock error, not a lastmod
