@@ -35,7 +35,7 @@ from crawler.core.page import PageResult
 from crawler.core.wire import pack
 from crawler.shell.client import PoliteClient
 from crawler.shell.fetch import REDIRECT_STATUSES, Response
-from crawler.shell.hosts import HostGate, OneHost
+from crawler.shell.hosts import HostGate
 from crawler.shell.links import Links
 from crawler.shell.listings import Listing, to_micros
 from crawler.shell.loop import CrawlLoop
@@ -86,7 +86,7 @@ class PageJudge:
         self.revalidation = revalidation
         self.renderer = renderer
         self.check_entry = check_entry
-        self.hosts: HostGate = hosts or OneHost()  # allowed_hosts: their robots.txt
+        self.hosts = hosts  # allowed_hosts: their robots.txt (None: one host, read already)
         self.journal = links.journal
         self.tally = links.tally
         self.walls = Walls(config.max_bot_blocked, config.user_agent)
@@ -232,16 +232,17 @@ class PageJudge:
         url = task.url
         chain = [url]
         links, loop, frontier = self.links, self.loop, self.links.frontier
-        record = links.record
+        record, hosts = links.record, self.hosts
         for _ in range(self.config.max_redirects + 1):
-            try:
-                denied = await self.hosts.admit(url)  # another host's robots.txt, once read
-            except ThrottleClosed:
-                record(url, None, Decision(LIMIT, "max_time reached"), task)
-                return None, url, None
-            if denied is not None:
-                record(url, None, denied, task)
-                return None, url, None
+            if hosts is not None:  # another host's robots.txt, once read
+                try:
+                    denied = await hosts.admit(url)
+                except ThrottleClosed:
+                    record(url, None, Decision(LIMIT, "max_time reached"), task)
+                    return None, url, None
+                if denied is not None:
+                    record(url, None, denied, task)
+                    return None, url, None
             loop.requested += 1  # before the await: max_pages counts requests in flight
             prior, validators = self.revalidation.ask(url)
             try:
