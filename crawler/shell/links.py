@@ -43,6 +43,7 @@ class Links:
         self.screen = screen
         self.policy = policy
         self.frontier = frontier
+        self.seen = frontier.seen  # every URL met: the frontier's own dict (a property call)
         self.journal = journal
         self.tally = tally
         self.active = active
@@ -117,7 +118,7 @@ class Links:
         one): the journal's and state's call a link were a fifth of one's cost (#26)."""
         if self.settled is not None:  # only the links that may change something
             targets = self.settled.unsettled(targets, depth)
-        new, refer, met = self._new, self.refer, self.frontier.seen.get
+        new, refer, met = self._new, self.refer, self.seen.get
         active, broken = self.active, self.tally.broken
         depths = self.journal.depths  # listings that may have twins: a closer link counts
         to_crawl = None if self.identity else self.plan.origins.to_crawl
@@ -153,7 +154,7 @@ class Links:
         waiting.clear()
         hush = None if self.settled is None else self.settled.hush
         if full and hush is not None:
-            met = self.frontier.seen
+            met = self.seen
             for url in full:
                 hush(url, met[url].start)  # type: ignore[union-attr]  # waiting: a range
 
@@ -179,7 +180,7 @@ class Links:
         self.queued()
 
     def met(self, url: str) -> bool:
-        return url in self.frontier.seen
+        return url in self.seen
 
     def late_seed(self, url: str, sitemap: str) -> None:
         """A seed sitemap lists a URL met already: noted when it is broken."""
