@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Final, cast
+from typing import Final
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from sitemap_out.errors import EntryError
@@ -393,7 +393,7 @@ class Entry:
             draft.videos = videos
             draft.news = None
             draft.__class__ = Entry  # type: ignore[assignment]
-            return cast(Entry, draft)
+            return draft  # type: ignore[return-value]  # an Entry now (typing.cast: a call)
         entry = object.__new__(cls)
         (
             set_loc, set_lastmod, set_changefreq, set_priority,

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from crawler.cli import main
 from crawler.core.directives import NO_DIRECTIVES, Directives
 from crawler.core.history import revive
+from crawler.core.httpdate import parse_http_date
 from crawler.core.media import PageExtras
 from crawler.core.page import PageResult
 from crawler.core.wire import pack
@@ -90,7 +91,10 @@ def _night(path: Path, published: list[tuple[int, int] | None], *, carry: bool) 
             targets, nofollow = state.outlinks(url)
             page = revive(prior, PageResult("", not_modified=True), header_given=False,
                           targets=targets, nofollow=nofollow)  # fmt: skip
-            answer = Answer(page, 200, prior.etag, prior.modified, prior.stamped, False, True)
+            answer = Answer(
+                page, 200, prior.etag, prior.modified, parse_http_date(prior.modified),
+                prior.stamped, False, True,
+            )  # fmt: skip
             reason = "listed" if i % 7 != 3 else "noindex"
             carried += carries(prior, answer, reason)
             if carry:
@@ -149,7 +153,10 @@ def test_the_rule_carries_a_page_only_as_its_row_holds_it(tmp_path: Path) -> Non
         def answer(**changes: object) -> Answer:
             page = revive(prior, PageResult("", not_modified=True), header_given=False,
                           targets=targets, nofollow=nofollow)  # fmt: skip
-            fields = {"etag": prior.etag, "modified": prior.modified, "stamped": prior.stamped}
+            fields = {
+                "etag": prior.etag, "modified": prior.modified,
+                "modified_at": parse_http_date(prior.modified), "stamped": prior.stamped,
+            }  # fmt: skip
             for name, value in changes.items():
                 if name in fields:
                     fields[name] = value

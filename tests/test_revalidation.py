@@ -11,9 +11,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from aiohttp import web
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawler.cli import main
-from crawler.core.page import PageResult
+from crawler.core.page import PagePolicy, PageResult, analyse
 from crawler.shell.revalidation import Answer
 from tests.sites import html, read_decisions, read_published
 
@@ -183,6 +184,29 @@ def test_a_news_site_run_twice_with_a_tight_max_shrink_publishes_both_times(serv
         assert len(pub.locs) == 5 + 3
 
 
+def test_a_304_that_names_nothing_is_the_bodiless_record_the_constructor_makes() -> None:
+    """#26: the usual 304 (no Content-Type, X-Robots-Tag nor Link) gets one shared record,
+    not one made a page: it must be the record analyse made before, field for field, and
+    a 304 that names any of the three still gets its own."""
+    policy = PagePolicy("sitemap-crawler")
+    made = PageResult("", targets=[], not_modified=True)
+    for names in (
+        {},
+        {"Server": "nginx", "ETag": '"x"', "Last-Modified": "Mon, 01 Jan 2024 00:00:00 GMT"},
+    ):
+        page = analyse("http://h/p", 304, CIMultiDictProxy(CIMultiDict(names)), b"", False, policy)
+        assert page == made and dataclasses.astuple(page) == dataclasses.astuple(made)
+        assert type(page) is PageResult
+    assert analyse("http://h/p", 304, CIMultiDict(), b"", False, policy) is page  # shared
+    for names in (
+        {"Content-Type": "text/html"},
+        {"X-Robots-Tag": "noindex"},
+        {"Link": '<http://h/c>; rel="canonical"'},
+    ):
+        own = analyse("http://h/p", 304, CIMultiDict(names), b"", False, policy)
+        assert own is not page and own != made
+
+
 def test_the_records_a_304_makes_by_position_keep_their_fields_order() -> None:
     """#26: a 304's PageResult (core.page.analyse, core.history.revive) and its Answer
     (Revalidation.answer) are made by position, the cheaper call on every page of an
@@ -193,5 +217,5 @@ def test_the_records_a_304_makes_by_position_keep_their_fields_order() -> None:
         "not_modified", "moved_to", "moved_by", "nofollow", "canonical_in_html",
     ]  # fmt: skip
     assert [f.name for f in dataclasses.fields(Answer)] == [
-        "page", "status", "etag", "modified", "stamped", "too_large", "revived",
+        "page", "status", "etag", "modified", "modified_at", "stamped", "too_large", "revived",
     ]  # fmt: skip

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -136,6 +136,12 @@ class Policy:
     # but listed only if it matches; exclude_listing_only pages are fetched, never listed
     include: Patterns = NO_PATTERNS
     exclude_listing_only: Patterns = NO_PATTERNS
+    # whether those patterns may leave a listable page out: asked of every page judged,
+    # where each Patterns' truth is a call (#26), so kept, as Plan.identity is
+    unlists: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "unlists", bool(self.include or self.exclude_listing_only))
 
 
 @dataclass(slots=True)
@@ -191,7 +197,7 @@ def decide_page(facts: PageFacts, policy: Policy) -> Decision:
         where = "" if facts.canonical_in_scope else " (out of scope)"
         named = facts.canonical_public or facts.canonical
         return Decision(CANONICALISED, f"canonical is {named}{where}")
-    if policy.include or policy.exclude_listing_only:
+    if policy.unlists:
         unlisted = _unlisted_by_pattern(facts.public or facts.url, policy)
         if unlisted is not None:
             return unlisted

@@ -335,7 +335,8 @@ class RobotsTxt:
             return _NO_RULE
         if self.denial is not None:
             return Verdict(False, self.denial, None)
-        return self._matcher(user_agent).verdict(target)
+        # the cache's hit without a call, as _plans' below (a URL screened, a page judged)
+        return (self._cache.get(user_agent) or self._matcher(user_agent)).verdict(target)
 
     def verdicts(self, url: str, user_agents: tuple[str, ...]) -> tuple[Verdict, ...]:
         """:meth:`verdict` for each of user_agents (ours and the search engines', #24) in one
@@ -369,7 +370,7 @@ class RobotsTxt:
         if self.denial is not None:
             return False  # nothing is allowed to anyone: no verdict to share
         plan = self._plans.get(user_agents) or self._plan(user_agents)
-        return plan is self._matcher(user_agent)
+        return plan is (self._cache.get(user_agent) or self._matcher(user_agent))
 
     def matching_rules(self, url: str, user_agent: str) -> tuple[RobotsRule, ...]:
         """Every rule of the applied groups that matches ``url``, in precedence order: the

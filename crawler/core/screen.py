@@ -214,7 +214,7 @@ class Screen:
         """Why url (crawl space), found `depth` links from the start, is not fetched; None
         when it may be."""
         plan = self.plan
-        public = plan.public(url)
+        public = url if plan.identity else plan.public(url)  # (as Links does: a call a URL)
         if not plan.in_scope(public):
             return self._outside
         if not plan.identity and not url.startswith(plan.origins.crawl.root):

@@ -209,7 +209,8 @@ class Crawl:
                             self.links.discover(url, 0, None)
                     if config.seed_sitemaps and not self.seeds.done and not loop.timed_out:
                         await loop.cuttable(self._read_seed_sitemaps())
-                    after = self._checkpoint if self.state is not None else _nothing
+                    # (the state's own, no layer a page: #26)
+                    after = self.state.maybe_checkpoint if self.state is not None else _nothing
                     with loop.showing(self.progress, started), fewer_gc_pauses():
                         await loop.run(self._crawl_page, self._release_seeds, after)
                 clock.close()  # the crawl is over: publishing is not cut by max_time
@@ -279,10 +280,6 @@ class Crawl:
         judged = await self.page_judge.judge(task)
         if judged is not None:
             self.links.follow_page(task, *judged)
-
-    def _checkpoint(self) -> None:
-        assert self.state is not None
-        self.state.maybe_checkpoint()
 
     def _use_state(self, state: CrawlState) -> None:
         self.state = self.journal.state = self.links.state = self.revalidation.state = state

@@ -14,20 +14,15 @@ from crawler.core.urls import join_parts
 from crawler.shell.client import PoliteClient
 from crawler.shell.sources import read_own_robots
 
-__all__ = ["HostGate", "HostRules", "OneHost"]
+__all__ = ["HostGate", "HostRules"]
 
 
 class HostGate(Protocol):
-    """What the page judge asks before a request: may this host's robots.txt have it."""
+    """What the page judge asks before a request: may this host's robots.txt have it. The
+    usual crawl has none: one host, whose robots.txt was read before the crawl (the judge
+    then asks nothing: an await a page that always said yes, #26)."""
 
     async def admit(self, url: str) -> Decision | None: ...
-
-
-class OneHost:
-    """The usual crawl: one host, whose robots.txt was read before the crawl."""
-
-    async def admit(self, url: str) -> Decision | None:
-        return None
 
 
 class HostRules:

@@ -454,6 +454,9 @@ class Dating:
         # and saw() and date() asked for it again for every listing (#26)
         self._table: dict[str, int] | None = None
         self._started = 0  # the run's start, the date a content change is given (settle)
+        # whether the site's Last-Modified headers are believable: known once every listing
+        # is in (settle), the same for every listing then dated (a property call each, #26)
+        self._believable = True
 
     def _ids(self, state: CrawlState) -> dict[str, int]:
         table = self._table
@@ -480,6 +483,7 @@ class Dating:
         """Every listing is in: the template, the blocks on most pages, is counted once a
         lastmod needs it, or at the end unless it is the last run's (NightTemplate; see
         crawler.core.lastmod). `listings` are read again then."""
+        self._believable = self.site.believable
         state = self.state
         if state is None:
             return
@@ -558,7 +562,7 @@ class Dating:
             blocks=listing.blocks,
             before=before,
             template=self._ignored,
-            believable=self.site.believable,
+            believable=self._believable,
             started=self._started,
         )
         if state is not None:

@@ -30,13 +30,12 @@ from crawler.core.decide import (
 )
 from crawler.core.frontier import Task
 from crawler.core.history import Prior
-from crawler.core.httpdate import parse_http_date
 from crawler.core.media import PageExtras
 from crawler.core.page import PageResult
 from crawler.core.wire import pack
 from crawler.shell.client import PoliteClient
 from crawler.shell.fetch import REDIRECT_STATUSES, Response
-from crawler.shell.hosts import HostGate, OneHost
+from crawler.shell.hosts import HostGate
 from crawler.shell.links import Links
 from crawler.shell.listings import Listing, to_micros
 from crawler.shell.loop import CrawlLoop
@@ -87,7 +86,7 @@ class PageJudge:
         self.revalidation = revalidation
         self.renderer = renderer
         self.check_entry = check_entry
-        self.hosts: HostGate = hosts or OneHost()  # allowed_hosts: their robots.txt
+        self.hosts = hosts  # allowed_hosts: their robots.txt (None: one host, read already)
         self.journal = links.journal
         self.tally = links.tally
         self.walls = Walls(config.max_bot_blocked, config.user_agent)
@@ -139,7 +138,8 @@ class PageJudge:
         if resp.notes:
             decision = Decision(decision.reason, _with_notes(decision.detail, resp))
         self.revalidation.record(url, prior, answer, decision.reason)
-        if decision.listed or awaits:
+        listed = decision.listed
+        if listed or awaits:
             made = self._listing(url, facts, task, answer, "" if awaits else decision.detail)
             if awaits:
                 if isinstance(made, Listing):  # the journal counts it as foreign or not
@@ -148,11 +148,12 @@ class PageJudge:
                 self.tally.foreign.saw(facts.public or url, facts.canonical_public)
             elif isinstance(made, Decision):
                 decision = made
+                listed = decision.listed
             else:
                 if facts.twin_of is not None:
                     self.journal.contested = True
                 self.journal.listing(made)
-        if not decision.listed:
+        if not listed:
             self.links.record(url, answer.status, decision, task)  # a 304's: the page's, 200
         llms = self.journal.llms
         if llms is not None and task.url == self.links.plan.start and task.referrer is None:
@@ -231,16 +232,17 @@ class PageJudge:
         url = task.url
         chain = [url]
         links, loop, frontier = self.links, self.loop, self.links.frontier
-        record = links.record
+        record, hosts = links.record, self.hosts
         for _ in range(self.config.max_redirects + 1):
-            try:
-                denied = await self.hosts.admit(url)  # another host's robots.txt, once read
-            except ThrottleClosed:
-                record(url, None, Decision(LIMIT, "max_time reached"), task)
-                return None, url, None
-            if denied is not None:
-                record(url, None, denied, task)
-                return None, url, None
+            if hosts is not None:  # another host's robots.txt, once read
+                try:
+                    denied = await hosts.admit(url)
+                except ThrottleClosed:
+                    record(url, None, Decision(LIMIT, "max_time reached"), task)
+                    return None, url, None
+                if denied is not None:
+                    record(url, None, denied, task)
+                    return None, url, None
             loop.requested += 1  # before the await: max_pages counts requests in flight
             prior, validators = self.revalidation.ask(url)
             try:
@@ -290,7 +292,7 @@ class PageJudge:
         lastmod is the Last-Modified header's for now; the one published is decided when
         the crawl is over (journal.Dating), from what the whole site says."""
         config, page = self.config, answer.page
-        when = parse_http_date(answer.modified)
+        when = answer.modified_at
         lastmod = _header_micros(when)
         if lastmod is not None and lastmod > time.time_ns() // 1000 + _DAY_MICROS:
             lastmod = when = None  # a date in the future is a server clock error, not a lastmod

@@ -43,6 +43,7 @@ class Links:
         self.screen = screen
         self.policy = policy
         self.frontier = frontier
+        self.seen = frontier.seen  # every URL met: the frontier's own dict (a property call)
         self.journal = journal
         self.tally = tally
         self.active = active
@@ -50,6 +51,10 @@ class Links:
         self.strip_params = strip_params
         self.state: CrawlState | None = None
         self.identity = plan.identity
+        # a URL as the sitemap names it, and in crawl space: the plan's own, bound (asked
+        # for twice a judged page and for each redirect hop: a layer a call, #26)
+        self.public: Callable[[str], str] = plan.public
+        self.to_crawl: Callable[[str], str] = plan.to_crawl
         # settled URLs (crawler.shell.settled): by id, with a history to revive pages from
         # (the engine sets it then), else by name while links are in the space the journal
         # settles URLs in; the journal tells them (and the workers, crawler.shell.settled.told)
@@ -59,12 +64,6 @@ class Links:
             journal.settle = self.settled.settle
         # the start URL's decisions, each hop of its redirects: why nothing was listed
         self.start_chain: list[DecisionRecord] = []
-
-    def public(self, url: str) -> str:
-        return self.plan.public(url)
-
-    def to_crawl(self, url: str) -> str:
-        return self.plan.to_crawl(url)
 
     def resolve(self, url: str, location: str) -> str | None:
         """A redirect's target, in crawl space; None when it is no usable URL."""
@@ -97,17 +96,18 @@ class Links:
         """Follow where a judged page leads: its canonical (when it is not listed itself)
         and its links (unless its directives say not to)."""
         self.active.pop(task.url, None)  # judged: a link to it from its own page is no news
+        public = facts.public or self.public(url)  # the judge named it (PageJudge._facts)
         if facts.canonical and not decision.listed and facts.canonical_in_scope:
-            self.discover(facts.canonical, task.depth + 1, self.public(url))
+            self.discover(facts.canonical, task.depth + 1, public)
         if page.targets and follows_links(facts, self.policy):
-            self.follow_targets(page.targets, task.depth + 1, self.public(url))
+            self.follow_targets(page.targets, task.depth + 1, public)
         if page.moved_to is not None and decision.reason == REDIRECT:  # #24: a stub's target
-            self.discover(page.moved_to, task.depth, self.public(url))
+            self.discover(page.moved_to, task.depth, public)
         unfollowed = nofollow_links(facts, page.targets, page.nofollow, self.policy)  # #24
         if unfollowed:
             # in crawl space, as the frontier knows them (links may name the public origin)
             met = [u for u in map(self.to_crawl, unfollowed) if u not in self.frontier]
-            self.journal.nofollow_links(met, self.public(url), task.depth + 1)
+            self.journal.nofollow_links(met, public, task.depth + 1)
 
     def follow_targets(self, targets: Sequence[str], depth: int, referrer: str) -> None:
         """Discover the links of a page: the crawl's hottest loop. Most lead to URLs met
@@ -118,7 +118,7 @@ class Links:
         one): the journal's and state's call a link were a fifth of one's cost (#26)."""
         if self.settled is not None:  # only the links that may change something
             targets = self.settled.unsettled(targets, depth)
-        new, refer, met = self._new, self.refer, self.frontier.seen.get
+        new, refer, met = self._new, self.refer, self.seen.get
         active, broken = self.active, self.tally.broken
         depths = self.journal.depths  # listings that may have twins: a closer link counts
         to_crawl = None if self.identity else self.plan.origins.to_crawl
@@ -154,7 +154,7 @@ class Links:
         waiting.clear()
         hush = None if self.settled is None else self.settled.hush
         if full and hush is not None:
-            met = self.frontier.seen
+            met = self.seen
             for url in full:
                 hush(url, met[url].start)  # type: ignore[union-attr]  # waiting: a range
 
@@ -180,7 +180,7 @@ class Links:
         self.queued()
 
     def met(self, url: str) -> bool:
-        return url in self.frontier.seen
+        return url in self.seen
 
     def late_seed(self, url: str, sitemap: str) -> None:
         """A seed sitemap lists a URL met already: noted when it is broken."""

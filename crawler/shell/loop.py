@@ -56,6 +56,9 @@ class CrawlLoop:
         # URLs being worked on now -> the fewest links from the start found to them so far
         self.active: dict[str, int] = {}
         self.changed = asyncio.Event()
+        #: a URL was added to the frontier: idle workers look again (the event's own, bound:
+        #: a layer fewer for every URL queued, #26)
+        self.queued: Callable[[], None] = self.changed.set
         self.stop_signal: int | None = None
         self.timed_out = False  # max_time is up
         self.outage: str | None = None  # why the site looks down, when it does
@@ -92,10 +95,6 @@ class CrawlLoop:
             self.blocked = why
             self.throttle.close(WALLED)  # requests waiting their turn are not sent
             self.changed.set()
-
-    def queued(self) -> None:
-        """A URL was added to the frontier: idle workers look again."""
-        self.changed.set()
 
     async def run(
         self,

@@ -20,6 +20,7 @@ import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from typing import Final
 
@@ -57,6 +58,9 @@ class Answer:
     status: int
     etag: str | None
     modified: str | None  # Last-Modified as sent
+    # modified as a date (parse_http_date), None when it is none: parsed here for the
+    # stamp, and the judge's lastmod is the same date (parsed once, not twice a page, #26)
+    modified_at: datetime | None
     stamped: bool  # Last-Modified was the response's Date: not a believable date
     too_large: bool  # the body passed max_page_bytes
     revived: bool = False
@@ -98,11 +102,15 @@ class Revalidation:
         # a 304 need not repeat Last-Modified (RFC 9110 15.4.5): then last night's stamp,
         # compared with tonight's Date, would pass for a believable date
         if modified is not None:
-            is_stamped = _stamped(parse_http_date(modified), parse_http_date(headers.get("Date")))
+            modified_at = parse_http_date(modified)
+            is_stamped = _stamped(modified_at, parse_http_date(headers.get("Date")))
         else:
+            modified_at = None
             is_stamped = page.not_modified and prior is not None and prior.stamped
         if not page.not_modified or ((prior is None or self.state is None) and asked_whole):
-            return Answer(page, resp.status, etag, modified, is_stamped, resp.truncated)
+            return Answer(
+                page, resp.status, etag, modified, modified_at, is_stamped, resp.truncated
+            )
         if prior is None or self.state is None:
             return None
         # no body: the page is the history's, its links followed as the full answer's; a
@@ -112,8 +120,13 @@ class Revalidation:
             prior, page, header_given="X-Robots-Tag" in headers, targets=targets,
             nofollow=nofollow,
         )  # fmt: skip
-        etag, modified = etag or prior.etag, modified or prior.modified
-        return Answer(page, 200, etag, modified, is_stamped, False, True)  # too_large, revived
+        if not modified:  # the history's Last-Modified, and its date
+            modified = prior.modified
+            modified_at = parse_http_date(modified)
+        etag = etag or prior.etag
+        return Answer(
+            page, 200, etag, modified, modified_at, is_stamped, False, True
+        )  # too_large, revived
 
     def record(self, url: str, prior: Prior | None, answer: Answer, reason: str) -> None:
         """The page's history row: its facts, and validators only when a 304 can revive it
@@ -169,8 +182,10 @@ def carries(prior: Prior, answer: Answer, reason: str) -> bool:
         and answer.stamped == prior.stamped
         and bool(prior.mime)
         and page.mime == prior.mime
-        and _same(page.header, prior.header)
-        and _same(page.meta, prior.meta)
+        # (at once when revive took the history's own, the usual case: a dataclass's
+        # __eq__ is a Python call; so was a helper saying so, twice a page, #26)
+        and (page.header is prior.header or page.header == prior.header)
+        and (page.meta is prior.meta or page.meta == prior.meta)
         and page.canonical == prior.canonical
         and page.canonical_in_html == prior.canonical_in_html
         and page.body_key == prior.body_key
@@ -181,12 +196,6 @@ def carries(prior: Prior, answer: Answer, reason: str) -> bool:
         and _as_held(page.targets, prior.targets)
         and _as_held(page.nofollow, prior.nofollow)
     )
-
-
-def _same(value: object, held: object) -> bool:
-    """value == held, at once when revive took the history's own (the usual case): a
-    dataclass's __eq__ is a Python call, two of them on every revived page."""
-    return value is held or value == held
 
 
 def _as_held(links: Sequence[str], held: bytes | None) -> bool:
