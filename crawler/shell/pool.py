@@ -260,6 +260,8 @@ def forked(count: int) -> Iterator[list[Spare]]:
     when their job pipe closes, at the end of the block at the latest, where they are reaped.
     """
     spares: list[Spare] = []
+    if count:  # the loop's module imported here, once: its code shared, not a worker's own
+        eventloop.loop_factory()
     try:
         for _ in range(count):
             spare = _fork(spares)
