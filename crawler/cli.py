@@ -5,7 +5,6 @@ one table of crawler/exit_codes.py (which --help shows, command by command).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import dataclasses
 import json
@@ -1369,10 +1368,11 @@ def _replace(path: Path, text: str) -> None:
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
-    """asyncio's own loop: uvloop was measured to bring no gain for this workload, where
-    aiohttp's C parser and our own code dominate, so it is not offered."""
-    with asyncio.Runner() as runner:
-        return runner.run(coro)
+    """On uvloop where installed (crawler.shell.eventloop says why): since the crawl has its
+    own HTTP/1.1 client, the loop is a measured share of a page's CPU (#26)."""
+    from crawler.shell import eventloop
+
+    return eventloop.run(coro)
 
 
 def _write_json(path: Path, data: dict[str, Any], *, usage: bool = False) -> None:

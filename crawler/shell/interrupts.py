@@ -10,13 +10,15 @@ from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from crawler.shell import eventloop
+
 T = TypeVar("T")
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run `coro` on a loop of its own; SIGTERM cancels it as SIGINT does (asyncio's
-    Runner), and either is a KeyboardInterrupt here once the request in flight returns or
-    is cancelled. The SIGTERM handler in place before is in place after."""
+    """Run `coro` on a loop of its own (crawler.shell.eventloop's); SIGTERM cancels it as
+    SIGINT does (asyncio's Runner), and either is a KeyboardInterrupt here once the request
+    in flight returns or is cancelled. The SIGTERM handler in place before is in place after."""
 
     async def main() -> T:
         task = asyncio.current_task()
@@ -29,10 +31,10 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
             raise KeyboardInterrupt from None
 
     if threading.current_thread() is not threading.main_thread():
-        return asyncio.run(coro)
+        return eventloop.run(coro)
     previous = signal.getsignal(signal.SIGTERM)
     try:
-        with asyncio.Runner() as runner:
+        with eventloop.runner() as runner:
             return runner.run(main())
     finally:
         signal.signal(signal.SIGTERM, previous)

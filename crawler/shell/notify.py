@@ -14,7 +14,6 @@ environment, killed at its timeout), told the exit code, the reason and a summar
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -27,6 +26,7 @@ from urllib.parse import urlsplit
 
 from crawler.config import NOTIFY_FORMATS, coerce, env_var, from_env, robots_from_is_url
 from crawler.errors import SitemapCrawlerError
+from crawler.shell import eventloop
 from crawler.shell.retry import RetryPolicy, call
 
 if TYPE_CHECKING:  # the telling's own modules are loaded when a run is told: few are
@@ -124,7 +124,7 @@ def tell(settings: Settings, ending: Ending, say: Callable[[str], None], capture
 
     if settings.url and (not ending.ok or settings.on_success):
         data = encode(body(ending, settings.format, settings.secrets))
-        failed = asyncio.run(post(settings.url.strip(), data))
+        failed = eventloop.run(post(settings.url.strip(), data))
         if failed is not None:
             say(
                 f"warning: the notification to {where(settings.url)} failed: {failed} "

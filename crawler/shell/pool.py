@@ -51,6 +51,7 @@ from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.urls import LinkResolver
 from crawler.core.wire import pack, unpack, unpack_any
+from crawler.shell import eventloop
 from crawler.shell.fetch import Response
 from crawler.shell.http1 import Slots
 from crawler.shell.pages import Fetched, LocalPages
@@ -259,6 +260,8 @@ def forked(count: int) -> Iterator[list[Spare]]:
     when their job pipe closes, at the end of the block at the latest, where they are reaped.
     """
     spares: list[Spare] = []
+    if count:  # the loop's module imported here, once: its code shared, not a worker's own
+        eventloop.loop_factory()
     try:
         for _ in range(count):
             spare = _fork(spares)
@@ -828,7 +831,7 @@ def _worker_main(jobs_fd: int, results_fd: int) -> NoReturn:
         if settings is not None:
             gc.freeze()  # as the crawl does: few cycles, millions of short-lived objects
             gc.set_threshold(50_000, 20, 20)
-            asyncio.run(_serve(settings, jobs_fd, results_fd))
+            eventloop.run(_serve(settings, jobs_fd, results_fd))  # the crawl's loop
     except (BrokenPipeError, ConnectionError):
         pass  # the crawl has gone; nobody is left to read our results
     except BaseException as exc:  # one line, never a traceback: the crawl carries on without us
