@@ -88,8 +88,10 @@ def _night(
     """A 304 night: every page revived from its row and recorded (by Revalidation.record,
     which carries a row where the rule says so; or, `carry` off, written again as before
     #26), then the lastmods `published` (None: the page is not listed). `listed`: each page
-    published is listed first (its listing saved), as in a crawl. The rows carried."""
+    published is listed first (its listing saved) and dated by its last run (last_run_of)
+    before its lastmod is published, as in a crawl. The rows carried."""
     carried = 0
+    blocks: list[bytes | None] = []
     with _open(path, 3) as state:
         revalidation = Revalidation(state)
         for i in range(PAGES):
@@ -101,6 +103,7 @@ def _night(
             page = revive(prior, PageResult("", not_modified=True), header_given=False,
                           targets=targets, nofollow=nofollow)  # fmt: skip
             answer = Answer(page, 200, prior.etag, prior.modified, prior.stamped, False, True)
+            blocks.append(page.blocks)
             reason = "listed" if i % 7 != 3 else "noindex"
             carried += carries(prior, answer, reason)
             if carry:
@@ -114,6 +117,8 @@ def _night(
                 state.checkpoint()  # published values and rows over several checkpoints
         for i, dates in enumerate(published):
             if dates is not None:
+                if listed:
+                    state.last_run_of(f"{START}p{i}", blocks[i])
                 state.published(f"{START}p{i}", dates[0], dates[1], "content")
             if i % 5 == 0:
                 state.checkpoint()

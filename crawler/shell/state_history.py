@@ -132,13 +132,18 @@ class _LastDates:
     exactly (a source it does not know, an int out of range) leaves the id unknown: its
     row is read again."""
 
-    __slots__ = ("_changed", "_codes", "_lastmod")
+    __slots__ = ("_changed", "_codes", "_lastmod", "given")
 
     def __init__(self, largest: int) -> None:
         size = largest + 1
         self._changed = array("q", (0,)) * size  # no temporary bytes of the same size
         self._lastmod = array("q", (0,)) * size
         self._codes = bytearray(size)  # _SOURCE_CODES', 0: not known
+        #: the id and facts (changed, lastmod, source) of() gave last for a row carried
+        #: this run, None when it gave none since: the publish dates a listing by them
+        #: (last_run_by) and then publishes its lastmod (published_by), which so compares
+        #: one tuple (the facts read again from the arrays cost as much as the row saved)
+        self.given: tuple[int, int | None, int | None, str | None] | None = None
 
     def keep(self, uid: int, prior: Prior, carried: int = 0) -> None:
         """The page recorded this run had the blocks of `prior`, uid's row: its facts.
@@ -154,11 +159,13 @@ class _LastDates:
             code = 0
         if uid < len(self._codes):
             self._codes[uid] = code
+        self.given = None
 
     def drop(self, uid: int) -> None:
         """The page recorded this run (again) had other blocks than its row's."""
         if uid < len(self._codes):
             self._codes[uid] = 0
+        self.given = None
 
     def of(self, uid: int, blocks: bytes | None) -> LastRun | None:
         """uid's LastRun, its blocks given as the page's recorded ones; None: not known."""
@@ -169,25 +176,14 @@ class _LastDates:
         if not code:
             return None
         changed, lastmod = self._changed[uid], self._lastmod[uid]
-        return LastRun(
-            blocks, None if changed == _NULL else changed, None if lastmod == _NULL else lastmod,
-            _SOURCES[code & ~_CARRIED],
-        )  # fmt: skip
-
-    def carried_as(self, uid: int, changed: int | None, lastmod: int | None, source: str) -> bool:
-        """Whether uid's row is carried this run and holds these published facts already."""
-        try:
-            code = self._codes[uid]
-        except IndexError:
-            return False
-        return (
-            code > _CARRIED  # carried, its facts known
-            and _SOURCES[code & ~_CARRIED] == source
-            and self._changed[uid] == (_NULL if changed is None else changed)
-            and self._lastmod[uid] == (_NULL if lastmod is None else lastmod)
-            and changed != _NULL
-            and lastmod != _NULL
-        )
+        if changed == _NULL:
+            changed = None
+        if lastmod == _NULL:
+            lastmod = None
+        source = _SOURCES[code & ~_CARRIED]
+        if code > _CARRIED:  # carried, its facts known (an id's facts hold until kept again)
+            self.given = (uid, changed, lastmod, source)
+        return LastRun(blocks, changed, lastmod, source)
 
     def unknown(self, uids: list[int]) -> list[int]:
         """The ids of `uids` of() does not know."""
@@ -532,15 +528,11 @@ class HistoryStore:
         it is (_CARRIED_PUBLISHED), which is what the row would set (on an unchanged night,
         every page: a row a page written, then joined, for nothing, #26)."""
         if uid is not None:
-            dates, listed = self._dates, self._urls.listed_ids
-            if (
-                dates is not None
-                and listed is not None
-                and uid < len(listed)
-                and listed[uid]
-                and dates.carried_as(uid, changed, lastmod, source)
-            ):
-                return
+            dates = self._dates
+            if dates is not None and dates.given == (uid, changed, lastmod, source):
+                listed = self._urls.listed_ids
+                if listed is not None and uid < len(listed) and listed[uid]:
+                    return
             self._published.append((changed, lastmod, source, uid))
             self.ops += 1
 
