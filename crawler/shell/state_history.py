@@ -175,11 +175,9 @@ class _LastDates:
             return None
         if not code:
             return None
-        changed, lastmod = self._changed[uid], self._lastmod[uid]
-        if changed == _NULL:
-            changed = None
-        if lastmod == _NULL:
-            lastmod = None
+        held, kept = self._changed[uid], self._lastmod[uid]
+        changed = None if held == _NULL else held
+        lastmod = None if kept == _NULL else kept
         source = _SOURCES[code & ~_CARRIED]
         if code > _CARRIED:  # carried, its facts known (an id's facts hold until kept again)
             self.given = (uid, changed, lastmod, source)
