@@ -9,6 +9,7 @@ import hashlib
 import shutil
 import signal
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from crawler.core.httpdate import parse_http_date
 from crawler.core.media import PageExtras
 from crawler.core.page import PageResult
 from crawler.core.wire import pack
+from crawler.shell.listings import Listing
 from crawler.shell.revalidation import Answer, Revalidation, carries
 from crawler.shell.state import CrawlState
 from tests.procs import wait_for
@@ -76,11 +78,21 @@ def _rows(path: Path) -> list[tuple[object, ...]]:
         return conn.execute("SELECT * FROM history ORDER BY url").fetchall()
 
 
-def _night(path: Path, published: list[tuple[int, int] | None], *, carry: bool) -> int:
+def _night(
+    path: Path,
+    published: list[tuple[int, int] | None],
+    *,
+    carry: bool,
+    listed: bool = False,
+    before_finish: Callable[[], object] = lambda: None,
+) -> int:
     """A 304 night: every page revived from its row and recorded (by Revalidation.record,
     which carries a row where the rule says so; or, `carry` off, written again as before
-    #26), then the lastmods `published` (None: the page is not listed). The rows carried."""
+    #26), then the lastmods `published` (None: the page is not listed). `listed`: each page
+    published is listed first (its listing saved) and dated by its last run (last_run_of)
+    before its lastmod is published, as in a crawl. The rows carried."""
     carried = 0
+    blocks: list[bytes | None] = []
     with _open(path, 3) as state:
         revalidation = Revalidation(state)
         for i in range(PAGES):
@@ -95,6 +107,7 @@ def _night(path: Path, published: list[tuple[int, int] | None], *, carry: bool) 
                 page, 200, prior.etag, prior.modified, parse_http_date(prior.modified),
                 prior.stamped, False, True,
             )  # fmt: skip
+            blocks.append(page.blocks)
             reason = "listed" if i % 7 != 3 else "noindex"
             carried += carries(prior, answer, reason)
             if carry:
@@ -102,13 +115,19 @@ def _night(path: Path, published: list[tuple[int, int] | None], *, carry: bool) 
             else:
                 state.page(url, prior, etag=answer.etag, modified=answer.modified, status=200,
                            reason=reason, result=page, stamped=answer.stamped)  # fmt: skip
+            if listed and published[i] is not None:
+                state.listed(Listing(url, url, 200, "", 1, None, None, None, None, None))
             if i % 4 == 0:
                 state.checkpoint()  # published values and rows over several checkpoints
         for i, dates in enumerate(published):
             if dates is not None:
+                if listed:
+                    state.last_run_of(f"{START}p{i}", blocks[i])
                 state.published(f"{START}p{i}", dates[0], dates[1], "content")
             if i % 5 == 0:
                 state.checkpoint()
+        state.checkpoint()
+        before_finish()
         state.finish()
     return carried
 
@@ -139,6 +158,44 @@ def test_a_night_that_carries_rows_leaves_the_history_one_that_writes_them_does(
     with sqlite3.connect(carried) as conn:
         assert conn.execute("SELECT count(*) FROM carried").fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM published").fetchone() == (0,)
+
+
+def test_a_listed_page_carried_with_the_lastmod_its_row_holds_writes_no_published_row(
+    tmp_path: Path,
+) -> None:
+    """#26: a carried page listed with the lastmod its row holds already (every page of an
+    unchanged night) writes no `published` row, and the finish keeps its row as it is: the
+    history is the one a night writing every row leaves. A page listed with another lastmod,
+    or not listed (its row's lastmod emptied), or not carried, is published as before."""
+    base = tmp_path / "base.sqlite"
+    _history(base)  # pages i % 3 != 0 published with (100 + i, 200 + i), "content"
+    published: list[tuple[int, int] | None] = [
+        (150, 7) if i % 4 == 1 else (100 + i, 200 + i) if i % 3 else None for i in range(PAGES)
+    ]
+    written, carried = tmp_path / "written.sqlite", tmp_path / "carried.sqlite"
+    shutil.copy(base, written)
+    shutil.copy(base, carried)
+    counts: list[int] = []
+
+    def count() -> None:
+        with sqlite3.connect(carried) as conn:
+            counts.append(conn.execute("SELECT count(*) FROM published").fetchone()[0])
+
+    assert _night(written, published, carry=False, listed=True) == _night(
+        carried, published, carry=True, listed=True, before_finish=count
+    )
+    assert _rows(carried) == _rows(written)
+    with _open(base, 3) as state:  # which pages the rule carries, and with what lastmod
+        held = [
+            (prior := state.prior(f"{START}p{i}")) is not None
+            and (prior.changed, prior.lastmod) == published[i]
+            and prior.blocks is not None
+            and bool(prior.mime)
+            for i in range(PAGES)
+        ]
+    skipped = sum(held)
+    assert skipped >= 3
+    assert counts == [sum(1 for dates in published if dates is not None) - skipped]
 
 
 def test_the_rule_carries_a_page_only_as_its_row_holds_it(tmp_path: Path) -> None:

@@ -91,15 +91,18 @@ _HISTORY_COPY: Final = (
 )
 #: A carried row's published columns, where they differ from what it holds: the lastmod
 #: published, or none for a page not listed tonight (as a row page() writes has none). A
-#: row-value subquery (SQLite 3.15), not UPDATE ... FROM, which needs 3.33 (2020): Pythons
-#: linked against an older SQLite (RHEL 8, Ubuntu 20.04) would fail every finish
+#: listed page (it has a listing row) without a published row is one whose row held the
+#: lastmod published already (HistoryStore.published_by; a version before never leaves
+#: one without): kept as it is. A row-value subquery (SQLite 3.15), not UPDATE ... FROM,
+#: which needs 3.33 (2020): Pythons linked against an older SQLite (RHEL 8, Ubuntu 20.04)
+#: would fail every finish
 _CARRIED_PUBLISHED: Final = (
     f"UPDATE history SET ({', '.join(_PUBLISHED)}) = (SELECT"
     f" {', '.join(f'p.{n}' for n in _PUBLISHED)} FROM published p WHERE p.url = history.url)"
     " WHERE url IN (SELECT c.url FROM carried c JOIN history h ON h.url = c.url"
-    " LEFT JOIN published p ON p.url = c.url WHERE "
+    " LEFT JOIN published p ON p.url = c.url WHERE ("
     + " OR ".join(f"h.{n} IS NOT p.{n}" for n in _PUBLISHED)
-    + ")"
+    + ") AND (p.url IS NOT NULL OR NOT EXISTS (SELECT 1 FROM listings l WHERE l.url = c.url)))"
 )
 #: URLs whose links prior() keeps for outlinks(): more than the pages a crawl has in flight
 #: (concurrency x pipeline); past it they are dropped, and outlinks() asks the file again
@@ -111,6 +114,10 @@ _LINKS_KEPT: Final = 4096
 _SOURCES: Final = (None, None, *SOURCES)
 _SOURCE_CODES: Final = {source: code for code, source in enumerate(_SOURCES) if code}
 _NULL: Final = -(2**63)
+#: _LastDates' mark, beside a code, of a row carried this run (HistoryStore.carry)
+_CARRIED: Final = 0x80
+if len(_SOURCES) >= _CARRIED:
+    raise TypeError("too many lastmod sources for _LastDates' codes")
 
 
 class _LastDates:
@@ -125,32 +132,40 @@ class _LastDates:
     exactly (a source it does not know, an int out of range) leaves the id unknown: its
     row is read again."""
 
-    __slots__ = ("_changed", "_codes", "_lastmod")
+    __slots__ = ("_changed", "_codes", "_lastmod", "given")
 
     def __init__(self, largest: int) -> None:
         size = largest + 1
         self._changed = array("q", (0,)) * size  # no temporary bytes of the same size
         self._lastmod = array("q", (0,)) * size
         self._codes = bytearray(size)  # _SOURCE_CODES', 0: not known
+        #: the id and facts (changed, lastmod, source) of() gave last for a row carried
+        #: this run, None when it gave none since: the publish dates a listing by them
+        #: (last_run_by) and then publishes its lastmod (published_by), which so compares
+        #: one tuple (the facts read again from the arrays cost as much as the row saved)
+        self.given: tuple[int, int | None, int | None, str | None] | None = None
 
-    def keep(self, uid: int, prior: Prior) -> None:
-        """The page recorded this run had the blocks of `prior`, uid's row: its facts."""
+    def keep(self, uid: int, prior: Prior, carried: int = 0) -> None:
+        """The page recorded this run had the blocks of `prior`, uid's row: its facts.
+        `carried`: _CARRIED when its row is carried as it is (HistoryStore.carry), else 0."""
         changed, lastmod = prior.changed, prior.lastmod
         try:
             self._changed[uid] = _NULL if changed is None else changed
             self._lastmod[uid] = _NULL if lastmod is None else lastmod
-            code = _SOURCE_CODES[prior.source]
+            code = _SOURCE_CODES[prior.source] | carried
         except (IndexError, KeyError, TypeError, OverflowError):  # not to be held exactly
             code = 0
         if changed == _NULL or lastmod == _NULL:
             code = 0
         if uid < len(self._codes):
             self._codes[uid] = code
+        self.given = None
 
     def drop(self, uid: int) -> None:
         """The page recorded this run (again) had other blocks than its row's."""
         if uid < len(self._codes):
             self._codes[uid] = 0
+        self.given = None
 
     def of(self, uid: int, blocks: bytes | None) -> LastRun | None:
         """uid's LastRun, its blocks given as the page's recorded ones; None: not known."""
@@ -160,11 +175,13 @@ class _LastDates:
             return None
         if not code:
             return None
-        changed, lastmod = self._changed[uid], self._lastmod[uid]
-        return LastRun(
-            blocks, None if changed == _NULL else changed, None if lastmod == _NULL else lastmod,
-            _SOURCES[code],
-        )  # fmt: skip
+        held, kept = self._changed[uid], self._lastmod[uid]
+        changed = None if held == _NULL else held
+        lastmod = None if kept == _NULL else kept
+        source = _SOURCES[code & ~_CARRIED]
+        if code > _CARRIED:  # carried, its facts known (an id's facts hold until kept again)
+            self.given = (uid, changed, lastmod, source)
+        return LastRun(blocks, changed, lastmod, source)
 
     def unknown(self, uids: list[int]) -> list[int]:
         """The ids of `uids` of() does not know."""
@@ -239,6 +256,7 @@ class HistoryStore:
         if has:
             self._urls.upcoming = deque()
             self._dates = _LastDates(largest)
+            self._urls.listed_ids = bytearray(largest + 1)  # only a row's page is carried
 
     # -- the baseline --------------------------------------------------------------------
 
@@ -476,7 +494,7 @@ class HistoryStore:
         if uid is None:  # revived from a row, so interned: never here
             raise StateError(f"no history row to carry for {url}")
         if self._dates is not None:  # carries() found its blocks prior's, the row's
-            self._dates.keep(uid, prior)
+            self._dates.keep(uid, prior, _CARRIED)
         self._carried.append((uid,))
         self.ops += 1
 
@@ -502,8 +520,17 @@ class HistoryStore:
     def published_by(
         self, uid: int | None, changed: int | None, lastmod: int | None, source: str
     ) -> None:
-        """published() for a caller that looked the URL's id up already (None: it has none)."""
+        """published() for a caller that looked the URL's id up already (None: it has none).
+        A page listed and carried this run whose row holds these facts already writes no
+        row: the finish keeps a carried row of a listed page (a listing row) without one as
+        it is (_CARRIED_PUBLISHED), which is what the row would set (on an unchanged night,
+        every page: a row a page written, then joined, for nothing, #26)."""
         if uid is not None:
+            dates = self._dates
+            if dates is not None and dates.given == (uid, changed, lastmod, source):
+                listed = self._urls.listed_ids
+                if listed is not None and uid < len(listed) and listed[uid]:
+                    return
             self._published.append((changed, lastmod, source, uid))
             self.ops += 1
 
@@ -528,7 +555,7 @@ class HistoryStore:
         self._ahead, self._ahead_from, self._ahead_to = {}, 0, 0  # the history changes now
         self._upcoming, self._urls.upcoming = {}, None
         self._links.clear()
-        self._dates = None
+        self._dates = self._urls.listed_ids = None
         # A URL this run met but did not fetch (a limit came first) keeps its row; one it
         # never met (no link leads there any more) leaves the history, which so follows the
         # site instead of growing for ever. NOT EXISTS, a look-up by id a row, not NOT IN,

@@ -183,6 +183,11 @@ class ResumeQueue:
         #: the frontier asks for them), for the history to read their rows in that order
         #: (state_history.HistoryStore.prior); None when it has no use for them
         self.upcoming: deque[int] | None = None
+        #: the URL ids listed by this process and not unlisted, a byte each, up to the
+        #: history's largest (the history's pages only are carried, and a carried listed
+        #: page's lastmod, when its row holds it, is not written again:
+        #: state_history.HistoryStore.published_by); None when it has no use for them
+        self.listed_ids: bytearray | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -324,7 +329,9 @@ class ResumeQueue:
         the queue with its listing, which a resumed crawl puts back in the spool."""
         stored = list(_listing_values(listing))
         url = listing.url
-        stored[_AT_URL] = self._done_id(self.ids(), url)
+        stored[_AT_URL] = uid = self._done_id(self.ids(), url)
+        if (marks := self.listed_ids) is not None and uid < len(marks):
+            marks[uid] = 1
         if listing.loc == url:  # the same, mostly
             stored[_AT_LOC] = None
         if listing.referrer is not None:  # interned after the URL, as ids are given in order
@@ -334,7 +341,9 @@ class ResumeQueue:
 
     def unlisted(self, url: str) -> None:
         """A listing lost to a better twin (its decision follows, with :meth:`decided`)."""
-        self._unlisted.append((self.intern(url),))
+        self._unlisted.append((uid := self.intern(url),))
+        if (marks := self.listed_ids) is not None and uid < len(marks):
+            marks[uid] = 0
         self.ops += 1
 
     def referred(self, url: str, referrer: str) -> None:
