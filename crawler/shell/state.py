@@ -257,6 +257,9 @@ class CrawlState:
         queue = self._queue
         try:
             conn.execute("BEGIN IMMEDIATE")
+            # The queue's rows first: the finish's SQL keeps a carried row whose page has a
+            # listing row and no published row (state_history._CARRIED_PUBLISHED), so a
+            # twin's listing deleted in this checkpoint must be gone before it runs
             queue.write(conn)
             self._history.write(conn, finished=finished, common=common)
             updated = now_iso(precise=finished)  # a finish's stamp: state_file._restart

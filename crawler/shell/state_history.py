@@ -179,7 +179,7 @@ class _LastDates:
         changed = None if held == _NULL else held
         lastmod = None if kept == _NULL else kept
         source = _SOURCES[code & ~_CARRIED]
-        if code > _CARRIED:  # carried, its facts known (an id's facts hold until kept again)
+        if code & _CARRIED:  # carried, its facts known (an id's facts hold until kept again)
             self.given = (uid, changed, lastmod, source)
         return LastRun(blocks, changed, lastmod, source)
 
