@@ -12,6 +12,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from crawler.config import build
 from crawler.core.history import Validators
 from crawler.core.report import DecisionRecord
+from crawler.shell import eventloop
 from crawler.shell.engine import Crawl, CrawlResult
 from crawler.shell.fetch import Response
 
@@ -57,7 +58,7 @@ def crawl(
     engine = Crawl(config, transport=transport)
     records: list[DecisionRecord] = []
     engine.journal.echo = records.append
-    result = asyncio.run(engine.run())
+    result = eventloop.run(engine.run())
     return result, transport, {r.url: (r.reason, r.detail) for r in records}
 
 
@@ -85,7 +86,7 @@ def crawl_until_crash(
 
     transport.get = get  # type: ignore[method-assign]
     try:
-        asyncio.run(engine.run())
+        eventloop.run(engine.run())
     except Crash:
         return transport
     raise AssertionError(f"{crash_at} was never requested")

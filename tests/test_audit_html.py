@@ -9,7 +9,6 @@ sorts, filters and reads the table as a user would.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections import Counter
@@ -20,6 +19,7 @@ import pytest
 
 from crawler.core.audit_html import PAGE_ROWS, render_html
 from crawler.core.findings import CODES, AuditSummary, Finding, ordered
+from crawler.shell import eventloop
 from tests import browser
 from tests.browser import Chromium
 
@@ -314,7 +314,7 @@ def test_the_page_in_chromium(tmp_path: Path) -> None:
     big_summary = AuditSummary(target=SITE)
     big_summary.count(many)
     big.write_text(render_html(big_summary, many), encoding="utf-8")
-    asyncio.run(_drive(tmp_path, report, evil, big, summary, findings))
+    eventloop.run(_drive(tmp_path, report, evil, big, summary, findings))
 
 
 async def _drive(

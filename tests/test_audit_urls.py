@@ -4,7 +4,6 @@ on exactly the faulty URL, politeness as a crawl's, --public-url, workers, and -
 
 from __future__ import annotations
 
-import asyncio
 import multiprocessing
 from datetime import UTC, datetime
 from email.utils import formatdate
@@ -15,6 +14,7 @@ from aiohttp import web
 from crawler.config import Config
 from crawler.core.findings import Finding, ListedUrl
 from crawler.core.url_checks import Checked, PageSeen, lastmod_findings, parse_w3c
+from crawler.shell import eventloop
 from crawler.shell.audit_urls import SOFT_404_SUFFIX, check_urls, compare_with_crawl
 from crawler.shell.engine import Crawl
 from crawler.shell.pool import START_AFTER, forked
@@ -38,7 +38,7 @@ def listed(base: str, *paths: str, lastmod: str | None = None) -> list[ListedUrl
 
 
 def check(conf: Config, items: list[ListedUrl], **kw: object) -> tuple[list[Finding], int]:
-    result = asyncio.run(check_urls(conf, items, log=lambda _: None, progress=None, **kw))  # type: ignore[arg-type]
+    result = eventloop.run(check_urls(conf, items, log=lambda _: None, progress=None, **kw))  # type: ignore[arg-type]
     return result.findings, result.checked
 
 
@@ -316,7 +316,7 @@ def test_workers_give_the_same_findings_as_none(serve):
     with forked(1) as spares:
         crawl = Crawl(config(srv.url))
         keys = {srv.url + p: srv.url + p for p in paths}
-        pooled = asyncio.run(crawl.check(list(keys), spares))
+        pooled = eventloop.run(crawl.check(list(keys), spares))
         assert crawl._pages is not None and crawl._pages.worker_requests > 0
     with forked(1) as spares:
         together, checked_together = check(config(srv.url), items, workers=spares)
@@ -347,7 +347,7 @@ def test_crawl_finds_missing_and_orphan_pages(serve):
     )
     srv = serve(site.app)
     items = listed(srv.url, "/", "/a", "/t", "/c", "/lonely")
-    findings = asyncio.run(
+    findings = eventloop.run(
         compare_with_crawl(config(srv.url), items, log=lambda _: None, progress=None)
     )
     assert codes(findings) == {

@@ -11,6 +11,7 @@ from pathlib import Path
 from crawler.config import build
 from crawler.core.frontier import Frontier
 from crawler.core.report import Tally
+from crawler.shell import eventloop
 from crawler.shell.engine import Crawl
 from crawler.shell.explain import explain
 from crawler.shell.loop import CrawlLoop
@@ -47,7 +48,7 @@ def test_the_crawl_driver_follows_links_and_publishes(tmp_path):
 def test_the_check_driver_judges_the_urls_given_and_follows_nothing(tmp_path):
     engine, transport = _engine(tmp_path)
     urls = [SITE + "a", SITE + "b", SITE + "moved"]
-    checked = asyncio.run(engine.check(urls))
+    checked = eventloop.run(engine.check(urls))
     assert checked.decisions[SITE + "a"].reason == "listed"
     assert checked.decisions[SITE + "b"].reason == "header_noindex"
     assert checked.decisions[SITE + "moved"].reason == "redirect"
@@ -59,7 +60,7 @@ def test_the_check_driver_judges_the_urls_given_and_follows_nothing(tmp_path):
 
 def test_the_check_driver_with_follow_crawls_from_the_urls(tmp_path):
     engine, _ = _engine(tmp_path)
-    checked = asyncio.run(engine.check([SITE], follow=True))
+    checked = eventloop.run(engine.check([SITE], follow=True))
     assert checked.decisions[SITE + "a/deeper"].reason == "listed"
     assert SITE + "a/deeper" in checked.reached
     assert not (tmp_path / "out").exists()
@@ -67,7 +68,7 @@ def test_the_check_driver_with_follow_crawls_from_the_urls(tmp_path):
 
 def test_the_judge_driver_judges_one_url_and_follows_nothing(tmp_path):
     engine, transport = _engine(tmp_path)
-    records = asyncio.run(explain(engine, SITE + "moved"))
+    records = eventloop.run(explain(engine, SITE + "moved"))
     assert [(r.url, r.reason) for r in records] == [
         (SITE + "moved", "redirect"),
         (SITE + "a", "listed"),
@@ -85,7 +86,7 @@ def test_the_stop_grace_timer_ends_with_the_run():
             assert grace is not None and not grace.cancelled()
         return grace
 
-    grace = asyncio.run(run())
+    grace = eventloop.run(run())
     assert grace is not None and grace.cancelled()
 
 

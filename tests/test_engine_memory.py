@@ -13,6 +13,7 @@ from lxml import etree
 
 from crawler.config import build
 from crawler.errors import PublishRefused
+from crawler.shell import eventloop
 from crawler.shell.engine import Crawl
 from crawler.shell.fetch import Response
 from crawler.shell.state import StateError
@@ -184,7 +185,7 @@ def test_a_queued_url_moved_up_keeps_its_depth_across_a_crash(tmp_path, xsd):
 
     transport.get = get  # type: ignore[method-assign]
     with pytest.raises(Crash):
-        asyncio.run(engine.run())
+        eventloop.run(engine.run())
     # /u may be in flight when the crawl dies, but it has no decision: the state holds it
     # queued, at the depth it moved up to
     _, resumed, _ = crawl(pages, tmp_path / "o", resume=True, **options)
@@ -236,7 +237,7 @@ def test_twins_are_ranked_by_their_fewest_links_from_the_start(tmp_path, slow):
     engine = Crawl(config, transport=transport)
     records: list = []
     engine.journal.echo = records.append
-    asyncio.run(engine.run())
+    eventloop.run(engine.run())
     decided = {r.url: (r.reason, r.detail) for r in records}
     assert decided[SITE + "t"] == ("listed", "")
     assert decided[SITE + "longer-twin"] == ("duplicate_of", SITE + "t")
@@ -271,7 +272,7 @@ def _twin_decisions(pages: dict, delays: dict[str, float], out: Path) -> dict:
     engine = Crawl(config, transport=transport)
     records: list = []
     engine.journal.echo = records.append
-    asyncio.run(engine.run())
+    eventloop.run(engine.run())
     return {r.url: (r.reason, r.detail) for r in records}
 
 

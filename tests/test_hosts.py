@@ -21,6 +21,7 @@ from crawler.core.hosts import AllowedHosts, parse_host_pattern, parse_resolve
 from crawler.core.screen import Plan
 from crawler.core.urls import Scope
 from crawler.errors import ConfigError
+from crawler.shell import eventloop
 from tests.sites import Page, Site, html, read_decisions, read_published
 
 START = Scope.from_url("https://www.example.com/docs/")
@@ -344,7 +345,6 @@ def test_each_host_has_its_own_throttle_closed_with_the_start() -> None:
 
 
 def test_another_hosts_crawl_delay_paces_that_host_only(serve, tmp_path: Path) -> None:
-    import asyncio
 
     from crawler.config import Config
     from crawler.shell.engine import Crawl
@@ -360,7 +360,7 @@ def test_another_hosts_crawl_delay_paces_that_host_only(serve, tmp_path: Path) -
         quiet=True,
     ).validate()
     crawl = Crawl(config)
-    asyncio.run(crawl.run())
+    eventloop.run(crawl.run())
     blog = crawl.client.throttle_for(f"http://blog.example.test:{port}/")
     assert blog.requested_interval == pytest.approx(0.1)
     assert crawl.client.throttle.requested_interval == 0

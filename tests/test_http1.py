@@ -18,6 +18,7 @@ from aiohttp import web
 
 from crawler.core.access import Access
 from crawler.core.history import Validators
+from crawler.shell import eventloop
 from crawler.shell.fetch import HttpTransport, Response
 from crawler.shell.http1 import Failure, LeanTransport, Slots
 from crawler.shell.transports import crawl_transport
@@ -39,7 +40,7 @@ def get(transport: LeanTransport, *urls: str, **kwargs: object) -> list[Response
         async with transport:
             return [await transport.get(url, **kwargs) for url in urls]  # type: ignore[arg-type]
 
-    return asyncio.run(run())
+    return eventloop.run(run())
 
 
 class Raw:
@@ -88,7 +89,7 @@ def raw_get(raw: Raw, paths: list[str], transport: LeanTransport | None = None, 
         finally:
             server.close()
 
-    return asyncio.run(run())
+    return eventloop.run(run())
 
 
 def ok(body: bytes, extra: str = "") -> bytes:
@@ -181,7 +182,7 @@ def test_urls_of_two_origins_in_turn_each_go_to_their_own_with_their_own_target(
             first.close()
             second.close()
 
-    responses = asyncio.run(run())
+    responses = eventloop.run(run())
     assert [(r.status, r.body) for r in responses] == [
         (200, b) for b in (b"/x", b"/y", b"/?q=1", b"/", b"/z", b"/y?q", b"/?r")
     ]
@@ -229,7 +230,7 @@ def test_a_kept_alive_connection_closed_before_the_request_is_retried_at_once():
         server.close()
         return [first, second]
 
-    responses = asyncio.run(run())
+    responses = eventloop.run(run())
     assert [(r.status, r.error) for r in responses] == [(200, None), (200, None)]
 
 
@@ -419,7 +420,7 @@ def test_each_exchange_times_out_at_its_own_deadline_under_one_alarm():
         finally:
             server.close()
 
-    early, late, answered, after = asyncio.run(run())
+    early, late, answered, after = eventloop.run(run())
     assert answered.status == 200 and answered.body == b"fine"
     for resp in (early, late, after):
         assert resp.error == "no complete response within 0.6 s"
@@ -524,7 +525,7 @@ def test_the_same_answers_as_aiohttp(serve):
         async with HttpTransport(**kw) as old, LeanTransport(**kw) as new:  # type: ignore[arg-type]
             return await old.get(srv.url + "/"), await new.get(srv.url + "/")
 
-    old, new = asyncio.run(both())
+    old, new = eventloop.run(both())
     assert (old.status, old.body, old.truncated, old.error) == (
         new.status,
         new.body,
@@ -568,7 +569,7 @@ def test_a_header_of_the_users_replaces_ours_on_its_origin_only():
             await client.get(f"http://other.test:{port}/")  # another origin: ours only
         server.close()
 
-    asyncio.run(run())
+    eventloop.run(run())
     home, other = (head.decode().lower().split("\r\n") for head in raw.requests)
     assert [line for line in home if line.startswith("accept:")] == ["accept: text/html"]
     assert [line for line in other if line.startswith("accept:")] == ["accept: */*"]
@@ -737,7 +738,7 @@ def test_after_close_nothing_is_sent_again_and_no_connection_stays_open():
         server.close()
         return first, after, client
 
-    first, after, client = asyncio.run(run())
+    first, after, client = eventloop.run(run())
     assert first.error == after.error == "transport closed"
     paths = [head.split(b" ")[1] for head in raw.requests]
     assert paths == [b"/warm", b"/inflight"]  # each once, nothing after the close
@@ -783,7 +784,7 @@ def test_a_host_of_several_addresses_falls_to_the_next_one_that_answers():
         return out
 
     try:
-        responses = asyncio.run(run())
+        responses = eventloop.run(run())
     finally:
         for sock in [hole, closed, *fillers]:
             sock.close()
@@ -811,7 +812,7 @@ def test_requests_to_a_host_not_yet_resolved_share_one_lookup():
         server.close()
         return list(out)
 
-    responses = asyncio.run(run())
+    responses = eventloop.run(run())
     assert [r.body for r in responses] == [b"/0", b"/1", b"/2", b"/3"]
     assert lookups == ["site.test"]
 
@@ -844,7 +845,7 @@ def test_an_idle_connection_is_closed_after_its_idle_time(monkeypatch):
         server.close()
         return client
 
-    client = asyncio.run(run())
+    client = eventloop.run(run())
     assert raw.connections == 2 and not client._open
 
 
@@ -876,7 +877,7 @@ def test_requests_in_flight_never_exceed_the_total_limit_and_a_cancelled_wait_fr
         server.close()
         return [r for r in done if isinstance(r, Response)], free
 
-    responses, free = asyncio.run(run())
+    responses, free = eventloop.run(run())
     assert sorted(r.body for r in responses) == [b"/0", b"/1", b"/2", b"/3", b"/4", b"/6"]
     assert all(r.status == 200 and r.error is None for r in responses)
     assert now[1] == 2 and free
@@ -901,5 +902,5 @@ def test_a_slot_handed_to_a_waiter_cancelled_in_the_same_step_passes_to_the_next
         slots.give()
         return first.cancelled(), taken, slots.free
 
-    cancelled, taken, free = asyncio.run(run())
+    cancelled, taken, free = eventloop.run(run())
     assert cancelled and taken == 0 and free == 1

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from crawler.core.access import secrets_of
 from crawler.core.notice import Ending, body, scrub
+from crawler.shell import eventloop
 from crawler.shell.notify import post, where
 from tests.procs import CLI, child_env, interrupted
 from tests.sites import Page, Site, read_published, tree_site
@@ -155,10 +156,10 @@ def test_a_busy_webhook_is_retried_then_taken(serve, tmp_path):
 def test_retries_are_bounded_and_a_slow_webhook_is_cut_off(serve):
     hook = Hook(statuses=(503,) * 10)
     url = _hook(serve, hook)
-    assert asyncio.run(post(url, b"{}", retries=2)) == "HTTP 503 after 3 tries"
+    assert eventloop.run(post(url, b"{}", retries=2)) == "HTTP 503 after 3 tries"
     assert len(hook.bodies) == 3
     slow = Hook(delay=5)
-    failed = asyncio.run(post(_hook(serve, slow), b"{}", retries=0, timeout=0.3))
+    failed = eventloop.run(post(_hook(serve, slow), b"{}", retries=0, timeout=0.3))
     assert failed == "no answer (TimeoutError)" or failed.startswith("no answer")
     assert where("https://hooks.slack.com/services/T/B/secret") == "https://hooks.slack.com"
 

@@ -31,7 +31,7 @@ from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.urls import LinkResolver, resolve, resolve_links
 from crawler.core.wire import WireError, pack, unpack, unpack_any
-from crawler.shell import pool
+from crawler.shell import eventloop, pool
 from crawler.shell.fetch import HttpTransport, Response
 from crawler.shell.pages import Fetched
 from crawler.shell.pool import (
@@ -309,7 +309,7 @@ def test_a_worker_parks_its_runners_between_jobs_rather_than_make_a_task_a_job(s
         loop.set_task_factory(None)
         return made, statuses
 
-    made, statuses = asyncio.run(drive())
+    made, statuses = eventloop.run(drive())
     assert statuses == [200] * jobs
     assert made <= 3 + 1, made  # a runner each at most (the share), and one connection's
 
@@ -983,5 +983,5 @@ def test_a_runner_that_fails_gives_its_place_back_and_the_jobs_waiting_are_serve
         os.close(jobs)  # the crawl closes the jobs pipe: the worker ends
         await asyncio.wait_for(worker, 10.0)
 
-    asyncio.run(scenario())
+    eventloop.run(scenario())
     assert sorted(site.paths) == ["/a", "/b", "/big"]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 
 from crawler.cli import main
 from crawler.config import Config
+from crawler.shell import eventloop
 from crawler.shell.engine import Crawl
 from crawler.shell.progress import ProgressFigures, ProgressLine, format_text
 from tests.sites import Page, Site, html, tree_site
@@ -92,7 +92,7 @@ def test_crawl_reports_progress_while_it_runs(serve, tmp_path):
     out = io.StringIO()
     renderer = ProgressLine(out, tty=False, json_lines=True, interval=0.1)
     config = Config(url=srv.url + "/", output=tmp_path / "o", concurrency=2).validate()
-    asyncio.run(Crawl(config, progress=renderer).run())
+    eventloop.run(Crawl(config, progress=renderer).run())
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert len(lines) >= 3
     fetched = [line["fetched"] for line in lines]
@@ -125,7 +125,7 @@ def test_urls_waiting_on_a_crawl_delay_count_as_queued_with_the_time_left(serve,
     out = io.StringIO()
     renderer = ProgressLine(out, tty=False, json_lines=True, interval=0.3)
     config = Config(url=srv.url + "/", output=tmp_path / "o", concurrency=8).validate()
-    asyncio.run(Crawl(config, progress=renderer).run())
+    eventloop.run(Crawl(config, progress=renderer).run())
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     waiting = [line for line in lines if 1 <= line["fetched"] <= 4]
     assert waiting, lines

@@ -5,7 +5,6 @@ Every test uses a fake sleep that records the waits instead of waiting.
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from hypothesis import strategies as st
 
 from crawler.cli import main
 from crawler.errors import ConfigError
+from crawler.shell import eventloop
 from crawler.shell.retry import (
     RETRY_STATUSES,
     Raised,
@@ -84,7 +84,7 @@ def run(
             **kw,
         )
 
-    result, notes = asyncio.run(main())
+    result, notes = eventloop.run(main())
     return result, notes, sleeps.waits
 
 
@@ -445,7 +445,7 @@ def test_against_a_local_server_503_then_200(serve: Any) -> None:
                 sleep=sleeps,
             )
 
-    (status, _), notes = asyncio.run(main())
+    (status, _), notes = eventloop.run(main())
     assert status == 200
     assert len(hits) == 2
     assert sleeps.waits == [1.0]
@@ -599,7 +599,7 @@ def test_the_clients_page_retried_each_try_in_the_throttle_notes_on_the_last(
         async with client.opened({}):
             return await client.fetch(url, 1)
 
-    fetched = asyncio.run(main())
+    fetched = eventloop.run(main())
     assert fetched.response.status == 200 and fetched.page is not None
     assert len(hits) == 3 and client.throttle._requests == 3
     assert fetched.response.notes == (
@@ -630,6 +630,6 @@ def test_an_error_of_a_retry_is_not_chained_to_the_first_try_s() -> None:
         return await client._retried(url, fetch)
 
     with pytest.raises(RuntimeError) as raised:
-        asyncio.run(main())
+        eventloop.run(main())
     assert len(tries) == 2
     assert raised.value.__context__ is None

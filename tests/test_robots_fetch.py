@@ -6,7 +6,6 @@ CLI against two servers on 127.0.0.1, one redirecting its robots.txt to the othe
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from yarl import URL
 from crawler import DEFAULT_USER_AGENT
 from crawler.cli import main
 from crawler.core.robots import RobotsTxt
+from crawler.shell import eventloop
 from crawler.shell.fetch import Response, fetch_robots
 from tests.sites import Page, Site, html, read_decisions, redirect
 
@@ -49,7 +49,7 @@ def _robots(
     page_url: str, answers: dict[str, Response | str | bytes]
 ) -> tuple[RobotsTxt, str, list[str]]:
     requested: list[str] = []
-    robots, note = asyncio.run(fetch_robots(page_url, _fake_get(answers, requested)))
+    robots, note = eventloop.run(fetch_robots(page_url, _fake_get(answers, requested)))
     return robots, note, requested
 
 

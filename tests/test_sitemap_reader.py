@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
+from crawler.shell import eventloop
 from sitemap_out import AsyncSitemapWriter, Entry, read_sitemap
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
@@ -246,7 +247,7 @@ def test_async_writer_round_trip(tmp_path: Path, xsd) -> None:
             f"https://example.com/{k}/{i}" for k in range(3) for i in range(1000)
         )
 
-    asyncio.run(run())
+    eventloop.run(run())
 
 
 def test_async_writer_aborts_on_error(tmp_path: Path) -> None:
@@ -256,6 +257,6 @@ def test_async_writer_aborts_on_error(tmp_path: Path) -> None:
                 await aw.add(Entry("https://example.com/x"))
                 raise RuntimeError
 
-    asyncio.run(run())
+    eventloop.run(run())
     assert not [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
     assert not list(tmp_path.glob(".sitemap-staging-*"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import tempfile
 from collections import Counter
@@ -14,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sitemap_out.writer as writer_mod
+from crawler.shell import eventloop
 from sitemap_out import (
     Alternate,
     EmptySitemapError,
@@ -358,7 +358,6 @@ def test_rollover_arithmetic(
 def test_async_add_rejects_an_entry_that_can_never_fit_at_once(tmp_path, xsd):
     """A batching caller learns of an impossible entry at its own add(), and no entry
     batched before or after it is lost."""
-    import asyncio
 
     from sitemap_out import AsyncSitemapWriter, Entry, EntryError
 
@@ -376,7 +375,7 @@ def test_async_add_rejects_an_entry_that_can_never_fit_at_once(tmp_path, xsd):
         await w.publish()
         return []
 
-    asyncio.run(run())
+    eventloop.run(run())
     locs = []
     for path in sorted((tmp_path / "out").glob("sitemap*.xml")):
         tree = xsd.any(path)
@@ -457,4 +456,4 @@ def test_check_plain_is_the_check_of_the_entry_it_would_make(tmp_path) -> None:
             assert caught.value.field == "loc"
             with pytest.raises(EntryError):
                 check("https://example.com/page", when, "sometimes", None)
-        asyncio.run(writer.abort())
+        eventloop.run(writer.abort())

@@ -8,7 +8,6 @@ without the credentials, so a crawl that lists its pages proves they were sent e
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import re
@@ -30,6 +29,7 @@ from crawler.cli import main
 from crawler.config import Config
 from crawler.core.access import AUTH_ENV, Access, redact, secrets_of
 from crawler.errors import ConfigError
+from crawler.shell import eventloop
 from crawler.shell.fetch import Response, fetch_rules
 from tests.sites import Page, Site, crawl_process, html, read_decisions, tree_site
 
@@ -588,7 +588,7 @@ def test_robots_from_url_follows_redirects_to_any_origin():
             "https://www.a.test/r": Response("https://www.a.test/r", 200, body=rules),
         }
     )
-    robots = asyncio.run(fetch_rules("http://a.test/robots.txt", get))
+    robots = eventloop.run(fetch_rules("http://a.test/robots.txt", get))
     assert asked == ["http://a.test/robots.txt", "https://www.a.test/r"]
     assert not robots.can_fetch("/private/x", "bot") and robots.can_fetch("/x", "bot")
 
@@ -606,7 +606,7 @@ def test_robots_from_url_follows_redirects_to_any_origin():
 def test_robots_from_url_that_cannot_be_read_is_a_config_error(answer, message):
     _, get = _answers({"http://a.test/r": answer})
     with pytest.raises(ConfigError, match=re.escape(message)):
-        asyncio.run(fetch_rules("http://a.test/r", get))
+        eventloop.run(fetch_rules("http://a.test/r", get))
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from crawler.shell import eventloop
 from sitemap_out import Alternate, Entry, SitemapWriter
 from sitemap_out.entry import News
 from sitemap_out.stylesheet import xsl_bytes
@@ -105,7 +106,7 @@ def test_a_published_set_reads_as_tables_in_chromium(tmp_path: Path, serve) -> N
     srv = serve(_app(tmp_path, asked))
     made = _publish(tmp_path, srv.url)
     SHOTS.mkdir(exist_ok=True)
-    asyncio.run(_drive(tmp_path, srv.url, made, asked))
+    eventloop.run(_drive(tmp_path, srv.url, made, asked))
 
 
 async def _rows(page: Page, column: int) -> list[str]:

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler.errors import ConfigError
+from crawler.shell import eventloop
 from crawler.shell.retry import RetryPolicy, fetch_with_retries
 from crawler.shell.throttle import (
     BASELINE_SAMPLES,
@@ -76,7 +77,7 @@ class VirtualTime:
 
 def run(coro_factory: Callable[[VirtualTime], Awaitable[Any]]) -> Any:
     vt = VirtualTime()
-    return asyncio.run(coro_factory(vt))  # type: ignore[arg-type]
+    return eventloop.run(coro_factory(vt))  # type: ignore[arg-type]
 
 
 def throttle(vt: VirtualTime, **kw: Any) -> Throttle:
@@ -195,7 +196,7 @@ def test_fast_path_never_sleeps() -> None:
             th.observe(200, 0.001)
         return tickets
 
-    tickets = asyncio.run(main())
+    tickets = eventloop.run(main())
     assert all(t.waited == 0.0 for t in tickets)
 
 
@@ -335,9 +336,9 @@ def test_effective_rate_edge_cases() -> None:
         async with th.slot():
             pass
 
-    asyncio.run(one())
+    eventloop.run(one())
     assert th.effective_rate() == 0.0  # one start is not a rate
-    asyncio.run(one())
+    eventloop.run(one())
     assert th.effective_rate() == math.inf  # two starts in the same instant
 
 
@@ -621,7 +622,7 @@ def test_spacing_holds_on_the_real_event_loop() -> None:
         th = Throttle(concurrency=4, delay=interval)
         await asyncio.gather(*(request(th) for _ in range(6)))
 
-    asyncio.run(main())
+    eventloop.run(main())
     starts.sort()
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert len(gaps) == 5
@@ -732,7 +733,7 @@ def test_depth_returns_when_the_limit_has_recovered() -> None:
         await vt.gather(*(rec.request(duration=1.0) for _ in range(12)))
         return rec
 
-    assert asyncio.run(main(vt)).peak == 6
+    assert eventloop.run(main(vt)).peak == 6
 
 
 def test_a_site_not_answering_for_a_while_is_an_outage_at_any_rate() -> None:
