@@ -198,6 +198,29 @@ def test_a_listed_page_carried_with_the_lastmod_its_row_holds_writes_no_publishe
     assert counts == [sum(1 for dates in published if dates is not None) - skipped]
 
 
+def test_a_night_after_one_that_wrote_no_published_rows_dates_as_if_it_had(
+    tmp_path: Path,
+) -> None:
+    """#26: after an unchanged night whose listed pages kept their rows (no published row
+    written), the next night moves some lastmods, unlists some pages and keeps the rest: the
+    history is the one two nights writing every row leave (the review's case)."""
+    base = tmp_path / "base.sqlite"
+    _history(base)
+    same = [(100 + i, 200 + i) if i % 3 else None for i in range(PAGES)]
+    moved = [
+        None if i % 5 == 1 else (300 + i, 400 + i) if i % 4 == 2 else dates
+        for i, dates in enumerate(same)
+    ]
+    written, carried = tmp_path / "written.sqlite", tmp_path / "carried.sqlite"
+    shutil.copy(base, written)
+    shutil.copy(base, carried)
+    for published in (same, moved):
+        _night(written, published, carry=False, listed=True)
+        _night(carried, published, carry=True, listed=True)
+        assert _rows(carried) == _rows(written)
+    assert _rows(carried) != _rows(base)
+
+
 def test_the_rule_carries_a_page_only_as_its_row_holds_it(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
     _history(path)
