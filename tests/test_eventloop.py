@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from crawler.shell import eventloop
+from tests.procs import missing
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,8 +30,9 @@ def fresh_factory() -> Iterator[None]:
     eventloop.loop_factory.cache_clear()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("uvloop") is None, reason="uvloop not installed")
 def test_a_run_is_on_uvloop_where_it_is_installed(fresh_factory: None) -> None:
+    if importlib.util.find_spec("uvloop") is None:  # pyproject's marker: Windows, PyPy
+        missing("uvloop is not installed: pip install -e '.[dev]' (or pip install uvloop)")
     assert eventloop.run(_loop_module()).startswith("uvloop")
 
 
