@@ -16,11 +16,12 @@ Workers are forked by `forked()` before the event loop, so they share the import
 inherit no thread or connection. They are an optimisation, never a dependency: before they
 start, when a request needs its body (robots.txt), within its share, and when a worker is
 lost (its share becomes the main process's), the main process fetches the URL itself. They
-start once a crawl has shown it is big (`START_AFTER` pages), and never when requests are
-spaced (--delay, --max-rps, Crawl-delay): a spaced crawl waits, it does not compute. A
-conditional request (validators from the history) goes to them only while the site answers
-such requests with whole pages: while it answers 304s, a worker has nothing to take off the
-main process, and the trip costs more than the request (`revalidate_here`).
+start once a crawl has shown it is big (`START_AFTER` pages they would have taken), and never
+when requests are spaced (--delay, --max-rps, Crawl-delay): a spaced crawl waits, it does not
+compute. A conditional request (validators from the history) goes to them only while the
+site answers such requests with whole pages: while it answers 304s, a worker has nothing to
+take off the main process, and the trip costs more than the request (`revalidate_here`). A
+night starts out as an unchanged one, so an unchanged night starts no worker at all.
 
 Wire format: frames of a 4-byte little-endian length and a record packed by `wire` (the
 dataclasses below, encoded from their fields) over two pipes per worker: `Settings`, `Job`s
@@ -57,7 +58,8 @@ from crawler.shell.http1 import Slots
 from crawler.shell.pages import Fetched, LocalPages
 from crawler.shell.transports import CrawlTransport, crawl_transport
 
-#: Pages a crawl fetches in the main process before it starts its workers.
+#: Pages a crawl fetches in the main process before it starts its workers: pages they would
+#: have taken (a whole page, not a 304 of a night the history revalidates).
 START_AFTER = 100
 
 #: Jobs a crawl keeps in flight per allowed request once workers run: a job also spends
@@ -155,11 +157,16 @@ class _Revalidations:
     from that block's 304s and whole pages (`revalidate_here`): a night that changes
     course changes with it, and one near the line does not flip at every answer."""
 
-    __slots__ = ("_counted", "_not_modified", "_whole", "here")
+    __slots__ = ("_counted", "_not_modified", "_whole", "here", "whole")
 
     def __init__(self) -> None:
-        self.here = False  # until the site's answers say so: the workers, as for any page
+        # A night starts as the job's common one, unchanged: its conditional requests are
+        # made here until a block's answers say otherwise, and no worker is started for
+        # them (on an unchanged night, none at all: a worker had only the URLs settled to
+        # read, 19,000 of them at 20,000 pages, #26)
+        self.here = True
         self._counted = self._not_modified = self._whole = 0
+        self.whole = 0  # conditional requests answered with a whole page, all told
 
     def answered(self, status: int) -> bool:
         """Count one conditional request's answer; True when the place changes."""
@@ -167,6 +174,7 @@ class _Revalidations:
             self._not_modified += 1
         elif status == 200:
             self._whole += 1
+            self.whole += 1
         else:  # a redirect, an error: cheap anywhere, and says nothing of the night
             return False
         self._counted += 1
@@ -370,10 +378,6 @@ class PoolPages(LocalPages):
         return self._allowed
 
     @property
-    def pipeline_depth(self) -> int:
-        return PIPELINE_DEPTH if self._allowed else 1
-
-    @property
     def worker_count(self) -> int:
         """Workers started (alive or not): the crawl report's figure."""
         return len(self._workers)
@@ -411,8 +415,8 @@ class PoolPages(LocalPages):
                         finally:
                             here.give()
                     elif self._allowed and not self._workers:
-                        self._fetched += 1
-                        if self._fetched >= START_AFTER:
+                        self._fetched += 1  # and the whole pages made here before it
+                        if self._fetched + self._revalidations.whole >= START_AFTER:
                             self._start()
             if fetched is None:
                 self._local += 1
@@ -432,7 +436,7 @@ class PoolPages(LocalPages):
         at most per job, wherever it is made. Pipelining ends while the site answers 304s,
         and the jobs over --concurrency drain to the workers meanwhile. `in_flight` is the
         start host's throttle's: another allowed host's never pipelines (one job a request)."""
-        if not self._revalidations.here or not self._workers:
+        if not self._revalidations.here:
             return False
         if self._deep:
             self._deep = False
