@@ -424,7 +424,8 @@ class PoolPages(LocalPages):
                     fetched = await super().fetch(url, depth, validators)
                 finally:
                     self._local -= 1
-                    self._deepen()
+                    if self._workers:  # none yet: nothing to pipeline (a call a 304, #26)
+                        self._deepen()
         assert fetched is not None  # made by one of the ways above (mypy loses it in the try)
         if validators is not None and self._revalidations.answered(fetched.response.status):
             self._deepen()  # back to the workers: pipeline them again
@@ -438,6 +439,8 @@ class PoolPages(LocalPages):
         start host's throttle's: another allowed host's never pipelines (one job a request)."""
         if not self._revalidations.here:
             return False
+        if not self._workers:  # an unchanged night's: no worker to drain to
+            return True
         if self._deep:
             self._deep = False
             self._set_depth(1)
