@@ -41,6 +41,7 @@ import signal
 import struct
 import sys
 import time
+from array import array
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NoReturn
@@ -366,7 +367,10 @@ class PoolPages(LocalPages):
         self._allowed = False
         self._fetched = 0
         self._local = 0  # requests this process has in flight outside its share
-        self._backlog: list[tuple[str, int]] = []  # settled before the workers started
+        # settled before the workers started, handed to them when they do: kept flat (a
+        # name and 8 bytes a URL), as an unchanged night starts none and settles them all
+        self._backlog: list[str] = []
+        self._backlog_depths = array("q")
         # this process's share of --concurrency once workers run; all of it when all are lost
         self._here: Slots | None = None
         self._deep: bool | None = False  # pipelined; None: never again (a worker was lost)
@@ -459,7 +463,8 @@ class PoolPages(LocalPages):
         links to it, except those found at less than `depth` (twins are ranked by it).
         UNSETTLED: judged broken, every link to it is sent (as for a URL not settled)."""
         if not self._workers:
-            self._backlog.append((url, depth))  # handed to the workers when they start
+            self._backlog.append(url)  # handed to the workers when they start
+            self._backlog_depths.append(depth)
         for worker in self._workers:
             worker.settle(url, depth)
 
@@ -481,11 +486,13 @@ class PoolPages(LocalPages):
         for i, spare in enumerate(self._spares):
             # the shares of --concurrency, ours and the workers', add up to it exactly
             share = concurrency // count + (1 if i < concurrency % count else 0)
-            worker = _Worker(spare, share, self._lost, self._deepen, list(self._backlog))
+            settled = list(zip(self._backlog, self._backlog_depths, strict=True))
+            worker = _Worker(spare, share, self._lost, self._deepen, settled)
             self._workers.append(worker)
             self._settings.concurrency = share
             worker.start(pack(self._settings))
         self._backlog = []
+        self._backlog_depths = array("q")
 
     def _deepen(self) -> None:
         """Pipeline jobs once every worker is ready and this process has no request of its
