@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from email.utils import formatdate
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -900,7 +901,17 @@ class ChangingTree(CountingTree):
         self.mark()
 
 
-def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(serve, tmp_path, xsd):
+def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
+    serve, tmp_path, xsd, monkeypatch
+):
+    handed: list[list[tuple[str, int]]] = []  # the URLs settled, as each worker starts
+
+    class Worker(pool._Worker):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            handed.append(list(args[-1]))
+
+    monkeypatch.setattr(pool, "_Worker", Worker)
     tree = ChangingTree(600)
     srv = serve(tree.site.app)
     state = str(tmp_path / "state.db")
@@ -908,6 +919,8 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(serve,
     report, _ = _crawl(srv.url + "/", tmp_path / "full", *args, "--fresh")
     assert report["requests"]["by_workers"] > 300  # a first night: whole pages, in workers
     assert tree.peak <= 4
+    assert len(handed) == 2 and len(handed[0]) < 100  # started at once (START_AFTER)
+    handed.clear()
 
     tree.night(changed=range(0))  # nothing changed: 304s only, all of them made here
     report, _ = _crawl(srv.url + "/", tmp_path / "unchanged", *args)
@@ -916,8 +929,13 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(serve,
     assert len(tree.answers) == 600 and tree.answers == [(304, True)] * 600
     assert 1 <= tree.peak <= 4
 
+    assert not handed  # none started
     tree.night(changed=range(300, 600))  # the later half changed: back to the workers
     report, _ = _crawl(srv.url + "/", tmp_path / "half", *args)
+    # started late, each worker is told every URL settled before it: the early 304s' pages
+    assert len(handed) == 2 and handed[0] == handed[1] and len(handed[0]) > 200
+    assert len({url for url, _ in handed[0]}) == len(handed[0])
+    assert all(url.startswith(srv.url) and depth >= 0 for url, depth in handed[0])
     made_here = {status: [ours for s, ours in tree.answers if s == status] for status in (200, 304)}
     # 304s are made here; the place is chosen a block of answers at a time, and the pages
     # of one depth are asked for in the order their parents answered: the block in which
