@@ -34,6 +34,7 @@ from crawler.core.urls import LinkResolver, resolve, resolve_links
 from crawler.core.wire import WireError, pack, unpack, unpack_any
 from crawler.shell import eventloop, pool
 from crawler.shell.fetch import HttpTransport, Response
+from crawler.shell.loop import CrawlLoop
 from crawler.shell.pages import Fetched
 from crawler.shell.pool import (
     REVALIDATION_BLOCK,
@@ -847,7 +848,7 @@ def test_conditional_requests_are_made_here_once_most_are_answered_304():
 
 def test_the_place_of_conditional_requests_is_chosen_again_each_block():
     revalidations = pool._Revalidations()
-    assert revalidations.here  # a night starts as an unchanged one: here, no worker for it
+    assert revalidations.here is None  # nothing said yet: here while no worker runs
     changes = [revalidations.answered(200) for _ in range(REVALIDATION_BLOCK)]
     assert changes == [False] * (REVALIDATION_BLOCK - 1) + [True] and not revalidations.here
     changes = [revalidations.answered(304) for _ in range(REVALIDATION_BLOCK)]
@@ -912,6 +913,11 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
             handed.append(list(args[-1]))
 
     monkeypatch.setattr(pool, "_Worker", Worker)
+    depths: list[int] = []  # as the pool tells the crawl loop
+    set_depth = CrawlLoop.set_depth
+    monkeypatch.setattr(
+        CrawlLoop, "set_depth", lambda loop, depth: (depths.append(depth), set_depth(loop, depth))
+    )
     tree = ChangingTree(600)
     srv = serve(tree.site.app)
     state = str(tmp_path / "state.db")
@@ -920,7 +926,9 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
     assert report["requests"]["by_workers"] > 300  # a first night: whole pages, in workers
     assert tree.peak <= 4
     assert len(handed) == 2 and len(handed[0]) < 100  # started at once (START_AFTER)
+    assert depths == [2]  # and pipelined, from when both were ready to the end
     handed.clear()
+    depths.clear()
 
     tree.night(changed=range(0))  # nothing changed: 304s only, all of them made here
     report, _ = _crawl(srv.url + "/", tmp_path / "unchanged", *args)
@@ -929,7 +937,7 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
     assert len(tree.answers) == 600 and tree.answers == [(304, True)] * 600
     assert 1 <= tree.peak <= 4
 
-    assert not handed  # none started
+    assert not handed and not depths  # none started, nothing pipelined
     tree.night(changed=range(300, 600))  # the later half changed: back to the workers
     report, _ = _crawl(srv.url + "/", tmp_path / "half", *args)
     # started late, each worker is told every URL settled before it: the early 304s' pages

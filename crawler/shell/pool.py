@@ -161,11 +161,12 @@ class _Revalidations:
     __slots__ = ("_counted", "_not_modified", "_whole", "here", "whole")
 
     def __init__(self) -> None:
-        # A night starts as the job's common one, unchanged: its conditional requests are
-        # made here until a block's answers say otherwise, and no worker is started for
-        # them (on an unchanged night, none at all: a worker had only the URLs settled to
-        # read, 19,000 of them at 20,000 pages, #26)
-        self.here = True
+        # None until a block's answers say: a night starts as the job's common one,
+        # unchanged, its conditional requests made here and no worker started for them (on
+        # an unchanged night, none at all: a worker had only the URLs settled to read,
+        # 19,000 of them at 20,000 pages, #26); once workers run, they make them. Never
+        # True without a block of 304s: pipelining waits for no conditional request.
+        self.here: bool | None = None
         self._counted = self._not_modified = self._whole = 0
         self.whole = 0  # conditional requests answered with a whole page, all told
 
@@ -441,10 +442,11 @@ class PoolPages(LocalPages):
         at most per job, wherever it is made. Pipelining ends while the site answers 304s,
         and the jobs over --concurrency drain to the workers meanwhile. `in_flight` is the
         start host's throttle's: another allowed host's never pipelines (one job a request)."""
-        if not self._revalidations.here:
+        here = self._revalidations.here
+        if not self._workers:  # none started: here, unless the answers said otherwise
+            return here is not False
+        if not here:
             return False
-        if not self._workers:  # an unchanged night's: no worker to drain to
-            return True
         if self._deep:
             self._deep = False
             self._set_depth(1)
