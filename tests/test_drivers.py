@@ -147,9 +147,9 @@ def test_the_loop_takes_as_many_urls_at_once_as_the_depth_admits():
     assert loop._running == 0
 
 
-def test_a_depth_told_while_the_run_ends_starts_no_worker():
+def test_a_depth_told_as_the_run_fails_raises_nothing_there():
     """The pool tells the depth from its own tasks too (a worker process ready): told as
-    the run ends, or as it fails, it starts nothing and raises nothing there."""
+    the run fails, it raises nothing there, and the run ends with the page's error."""
     loop = _loop_with(5, 2)
 
     async def process(task: object) -> None:
