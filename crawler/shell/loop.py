@@ -105,10 +105,11 @@ class CrawlLoop:
         idle: Callable[[], bool] = lambda: False,
         after: Callable[[], None] = lambda: None,
     ) -> None:
-        """concurrency workers until the frontier is empty; one failing cancels the rest, and
-        its error (not an ExceptionGroup) reaches the CLI, which maps it to an exit code.
-        `idle`: the frontier ran out with nothing in flight; True when it queued more (the
-        seed sitemaps). `after`: once per URL worked on (the state's checkpoints)."""
+        """concurrency x depth workers (tasks: set_depth) until the frontier is empty; one
+        failing cancels the rest, and its error (not an ExceptionGroup) reaches the CLI,
+        which maps it to an exit code. `idle`: the frontier ran out with nothing in flight;
+        True when it queued more (the seed sitemaps). `after`: once per URL worked on (the
+        state's checkpoints)."""
         try:
             async with asyncio.TaskGroup() as group:
                 self._group, self._work = group, (process, idle, after)
@@ -124,23 +125,30 @@ class CrawlLoop:
         not (1: none ready, or conditional requests made here). The throttle admits that
         many, and as many workers take URLs. A worker past them would take a URL only to
         wait in the throttle for every one, its page's every frame resumed with it: on an
-        unchanged night, with worker processes allowed, 4% of the night (#26). It stops
-        after its URL instead, and more start when the depth grows again."""
+        unchanged night, with worker processes allowed, most of the 3.5% this and a worker
+        process never started took off it (#26). It stops after its URL instead, and more
+        start when the depth grows again. (A throttle slowed down by the site admits fewer
+        than `concurrency`: the extra workers then wait in it, as before.)"""
         self.throttle.set_depth(depth)
         self._taking = self.concurrency * max(1, depth)
         if self._group is not None:
             self._start_workers()
 
     def _start_workers(self) -> None:
+        """As many workers as the depth admits (set_depth may have grown it), in the run's
+        task group. `_running` counts them from before each starts to its return: only a
+        worker cancelled before its first step (a cut, a failed run) is never counted out,
+        and the run's end sets the count right."""
         assert self._group is not None and self._work is not None
         while self._running < self._taking and not self.stopped:
             work = self._worker(*self._work)
+            self._running += 1
             try:
                 worker = self._group.create_task(work)
             except RuntimeError:  # the run is ending (a worker failed, or all are done)
+                self._running -= 1
                 work.close()
                 return
-            self._running += 1
             self._workers.add(worker)
             worker.add_done_callback(self._workers.discard)
 
