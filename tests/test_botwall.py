@@ -366,12 +366,13 @@ def test_the_nightly_job_starts_afresh_after_a_walled_night(serve, tmp_path, xsd
 
 def test_urls_left_when_a_wall_stops_the_crawl_say_so(serve, tmp_path, capsys):
     """Requests waiting their turn when the wall's verdict came are never sent: their
-    limit is the wall, not max_time."""
+    limit is the wall, not max_time. (Their turn: spaced requests wait for it; the crawl
+    takes no more URLs at once than the throttle admits, #26.)"""
     site = Walled()
     site.wall, site.walled = DATADOME_CAPTCHA, set(site.paths)
     srv = serve(site.app)
     decisions = tmp_path / "d.jsonl"
-    args = ("--concurrency", "4", "--decisions", str(decisions))
+    args = ("--concurrency", "4", "--max-rps", "200", "--decisions", str(decisions))
     assert _crawl(srv.url + "/", tmp_path / "out", *args) == 8
     capsys.readouterr()
     limits = [r["detail"] for r in read_decisions(decisions).values() if r["reason"] == "limit"]

@@ -8,6 +8,8 @@ import asyncio
 import signal
 from pathlib import Path
 
+import pytest
+
 from crawler.config import build
 from crawler.core.frontier import Frontier
 from crawler.core.report import Tally
@@ -100,3 +102,62 @@ def test_a_304_with_no_history_behind_it_is_asked_for_whole(tmp_path):
     _, transport, decided = crawl(pages, tmp_path / "out")
     assert transport.requested.count(SITE + "cached") == 2
     assert decided[SITE + "cached"][0] == "http_error"
+
+
+def _loop_with(urls: int, concurrency: int) -> CrawlLoop:
+    frontier = Frontier()
+    for i in range(urls):
+        frontier.add(f"{SITE}{i}", 1, None)
+    throttle = Throttle(concurrency=concurrency, delay=0.0)
+    return CrawlLoop(frontier, Tally(), throttle, concurrency=concurrency)
+
+
+def test_the_loop_takes_as_many_urls_at_once_as_the_depth_admits():
+    """Workers pipelining (depth 2) double the URLs taken at once; back at depth 1 the
+    workers past --concurrency stop after their URL rather than wait in the throttle for
+    every one (#26), and more start when the depth grows again. Every URL is worked on
+    once, and the run ends."""
+    loop = _loop_with(200, 3)
+    at_once: list[tuple[int, int]] = []  # (depth, URLs worked on at once) as each starts
+    depth, working, done = 1, 0, []
+
+    async def process(task: object) -> None:
+        nonlocal depth, working
+        working += 1
+        at_once.append((depth, working))
+        try:
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+        finally:
+            working -= 1
+        done.append(task)
+        if len(done) in (40, 120):  # deeper, for a while
+            depth = 2
+            loop.set_depth(2)
+        elif len(done) in (80, 160):
+            depth = 1
+            loop.set_depth(1)
+
+    eventloop.run(loop.run(process))
+    assert len(done) == 200 and len({t.url for t in done}) == 200
+    assert max(n for d, n in at_once if d == 1) == 3
+    assert max(n for d, n in at_once if d == 2) == 6
+    assert loop.throttle._depth == 1 and not loop._workers and loop._running == 0
+    loop.set_depth(2)  # after the run: nothing to start, nothing raised
+    assert loop._running == 0
+
+
+def test_a_depth_told_as_the_run_fails_raises_nothing_there():
+    """The pool tells the depth from its own tasks too (a worker process ready): told as
+    the run fails, it raises nothing there, and the run ends with the page's error."""
+    loop = _loop_with(5, 2)
+
+    async def process(task: object) -> None:
+        await asyncio.sleep(0)
+        if task.url.endswith("3"):  # type: ignore[attr-defined]
+            asyncio.get_running_loop().call_soon(loop.set_depth, 2)  # as the group fails
+            raise ValueError("a page's error")
+
+    with pytest.raises(ValueError, match="a page's error"):
+        eventloop.run(loop.run(process))
+    assert loop._running == 0 and not loop._workers

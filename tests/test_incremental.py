@@ -236,8 +236,11 @@ def test_a_304_run_publishes_what_a_full_run_does_without_a_body(
     site_run, tmp_path, monkeypatch, workers, pages
 ):
     # 304s in a worker, as on a night where much changed: the switch that makes them in the
-    # main process while the site answers 304s (pool.revalidate_here) is held off
-    monkeypatch.setattr(pool, "REVALIDATION_BLOCK", 10**9)
+    # main process while the site answers 304s (pool.revalidate_here) says "the workers"
+    # from the first answer on, and they start at once (not after whole pages)
+    monkeypatch.setattr(pool, "REVALIDATION_BLOCK", 1)
+    monkeypatch.setattr(pool, "revalidate_here", lambda not_modified, whole: False)
+    monkeypatch.setattr(pool, "START_AFTER", 0)
     site = HistorySite(pages=pages)
     run = site_run(site)
     first, _ = run("--workers", workers)

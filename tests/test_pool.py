@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from email.utils import formatdate
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -29,10 +30,11 @@ from crawler.core.access import Access
 from crawler.core.directives import NO_DIRECTIVES, Directives
 from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult
-from crawler.core.urls import LinkResolver, resolve, resolve_links
+from crawler.core.urls import UNSETTLED, LinkResolver, resolve, resolve_links
 from crawler.core.wire import WireError, pack, unpack, unpack_any
 from crawler.shell import eventloop, pool
 from crawler.shell.fetch import HttpTransport, Response
+from crawler.shell.loop import CrawlLoop
 from crawler.shell.pages import Fetched
 from crawler.shell.pool import (
     REVALIDATION_BLOCK,
@@ -42,6 +44,7 @@ from crawler.shell.pool import (
     Result,
     Settings,
     Settled,
+    Spare,
     _cgroup_cpus,
     _fetched,
     _frame,
@@ -581,9 +584,61 @@ def test_the_main_process_takes_a_share_only_beside_few_workers():
                 assert main_share(concurrency, workers + 1) <= share  # less with more workers
 
 
+class _Told:
+    """A worker's end as PoolPages makes it, keeping what it is told."""
+
+    def __init__(
+        self, spare: Spare, share: int, on_lost: object, on_ready: object, settled: list
+    ) -> None:
+        self.settled: list[tuple[str, int]] = list(settled)
+        self.alive, self.lost, self.share = True, False, share
+
+    def start(self, settings: bytes) -> None:
+        pass
+
+    def settle(self, url: str, depth: int) -> None:
+        self.settled.append((url, depth))
+
+
+def test_workers_started_late_are_told_the_urls_settled_before_in_order(monkeypatch):
+    """Settled before the workers start, in order, a URL settled twice twice, a broken one
+    as UNSETTLED (-1): each worker is handed them all, then told the later ones itself. No
+    more than a worker keeps (RESOLVER_CAPACITY): the latest."""
+    monkeypatch.setattr(pool, "_Worker", _Told)
+    transport = HttpTransport(user_agent="a", concurrency=4, timeout=1, max_bytes=1)
+    spares = [Spare(1, -1, -1), Spare(2, -1, -1)]
+    fetcher = PoolPages(spares, transport, PagePolicy("a"), set_depth=lambda _: None)
+    for url, depth in (("a", 0), ("b", UNSETTLED), ("a", 3)):
+        fetcher.settle(url, depth)
+    fetcher._start()
+    fetcher.settle("c", 0)
+    told = [w.settled for w in fetcher._workers]  # type: ignore[attr-defined]
+    assert told == [[("a", 0), ("b", UNSETTLED), ("a", 3), ("c", 0)]] * 2
+
+    monkeypatch.setattr(pool, "RESOLVER_CAPACITY", 3)
+    fetcher = PoolPages(spares, transport, PagePolicy("a"), set_depth=lambda _: None)
+    for n in range(8):  # trimmed to the latest 3 at 6, then 5 kept: the latest 3 handed
+        fetcher.settle(f"u{n}", n)
+    fetcher._start()
+    told = [w.settled for w in fetcher._workers]  # type: ignore[attr-defined]
+    assert told == [[("u5", 5), ("u6", 6), ("u7", 7)]] * 2
+
+
+def test_frames_split_however_the_reads_cut_them():
+    """A frame in many reads (the settled URLs handed to a worker: megabytes), several in
+    one, a length cut in two: the payloads come out whole, in order."""
+    payloads = [b"x" * 200_000, b"", b"ab", b"y" * 70_000]
+    stream = b"".join(pool._frame(p) for p in payloads)
+    for cut in (1, 3, 5, 4096, 65_536, len(stream)):
+        frames, got = pool._Frames(), []
+        for at in range(0, len(stream), cut):
+            got += frames.feed(stream[at : at + cut])
+        assert got == payloads and all(type(p) is bytes for p in got)
+
+
 def test_jobs_go_to_the_worker_with_the_most_room_for_its_share():
     transport = HttpTransport(user_agent="a", concurrency=7, timeout=1, max_bytes=1)
-    fetcher = PoolPages([], transport, PagePolicy("a"))
+    fetcher = PoolPages([], transport, PagePolicy("a"), set_depth=lambda _: None)
     big, small, dead = (SimpleNamespace(alive=True, share=4, pending={}),
                         SimpleNamespace(alive=True, share=3, pending={}),
                         SimpleNamespace(alive=False, share=9, pending={}))  # fmt: skip
@@ -846,6 +901,9 @@ def test_conditional_requests_are_made_here_once_most_are_answered_304():
 
 def test_the_place_of_conditional_requests_is_chosen_again_each_block():
     revalidations = pool._Revalidations()
+    assert revalidations.here is None  # nothing said yet: here while no worker runs
+    changes = [revalidations.answered(200) for _ in range(REVALIDATION_BLOCK)]
+    assert changes == [False] * (REVALIDATION_BLOCK - 1) + [True] and not revalidations.here
     changes = [revalidations.answered(304) for _ in range(REVALIDATION_BLOCK)]
     assert changes == [False] * (REVALIDATION_BLOCK - 1) + [True] and revalidations.here
     for status in (301, 404, 503):  # neither a 304 nor a whole page: not counted
@@ -897,7 +955,22 @@ class ChangingTree(CountingTree):
         self.mark()
 
 
-def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(serve, tmp_path, xsd):
+def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
+    serve, tmp_path, xsd, monkeypatch
+):
+    handed: list[list[tuple[str, int]]] = []  # the URLs settled, as each worker starts
+
+    class Worker(pool._Worker):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            handed.append(list(args[-1]))
+
+    monkeypatch.setattr(pool, "_Worker", Worker)
+    depths: list[int] = []  # as the pool tells the crawl loop
+    set_depth = CrawlLoop.set_depth
+    monkeypatch.setattr(
+        CrawlLoop, "set_depth", lambda loop, depth: (depths.append(depth), set_depth(loop, depth))
+    )
     tree = ChangingTree(600)
     srv = serve(tree.site.app)
     state = str(tmp_path / "state.db")
@@ -905,15 +978,24 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(serve,
     report, _ = _crawl(srv.url + "/", tmp_path / "full", *args, "--fresh")
     assert report["requests"]["by_workers"] > 300  # a first night: whole pages, in workers
     assert tree.peak <= 4
+    assert len(handed) == 2 and len(handed[0]) < 2 * START_AFTER  # started at once
+    assert depths == [2]  # and pipelined, from when both were ready to the end
+    handed.clear()
+    depths.clear()
 
     tree.night(changed=range(0))  # nothing changed: 304s only, all of them made here
     report, _ = _crawl(srv.url + "/", tmp_path / "unchanged", *args)
-    assert report["requests"]["workers"] == 2 and report["requests"]["by_workers"] == 0
+    # and no worker started: it would have had nothing to take (#26)
+    assert report["requests"]["workers"] == 0 and report["requests"]["by_workers"] == 0
     assert len(tree.answers) == 600 and tree.answers == [(304, True)] * 600
     assert 1 <= tree.peak <= 4
 
+    assert not handed and not depths  # none started, nothing pipelined
     tree.night(changed=range(300, 600))  # the later half changed: back to the workers
     report, _ = _crawl(srv.url + "/", tmp_path / "half", *args)
+    # started late, each worker is told every URL settled before it: the early 304s' pages
+    assert len(handed) == 2 and handed[0] == handed[1] and len(handed[0]) > 200
+    assert {url for url, _ in handed[0]} <= {f"{srv.url}/{n or ''}" for n in range(600)}
     made_here = {status: [ours for s, ours in tree.answers if s == status] for status in (200, 304)}
     # 304s are made here; the place is chosen a block of answers at a time, and the pages
     # of one depth are asked for in the order their parents answered: the block in which

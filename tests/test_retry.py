@@ -596,7 +596,7 @@ def test_the_clients_page_retried_each_try_in_the_throttle_notes_on_the_last(
     client = PoliteClient(config, url, PagePolicy("sitemap-crawler"))
 
     async def main() -> Any:
-        async with client.opened({}):
+        async with client.opened({}, set_depth=lambda _: None):
             return await client.fetch(url, 1)
 
     fetched = eventloop.run(main())

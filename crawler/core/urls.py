@@ -32,6 +32,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Final
 from urllib.parse import unquote
 
 import idna
@@ -796,6 +797,10 @@ def resolve_links(
     return list(found)
 
 
+#: The URLs a worker's LinkResolver keeps before it forgets them all (bounding its memory)
+RESOLVER_CAPACITY: Final = 200_000
+
+
 class LinkResolver:
     """resolve_links() with a memory of its own, for a worker process, which has no seen set:
     the URLs it has produced are the URLs it knows to be normalised.
@@ -808,7 +813,7 @@ class LinkResolver:
 
     __slots__ = ("_capacity", "known")
 
-    def __init__(self, capacity: int = 200_000) -> None:
+    def __init__(self, capacity: int = RESOLVER_CAPACITY) -> None:
         self._capacity = capacity
         # URL produced -> UNSETTLED, or the depth below which a link to it still matters
         # (0: none does; a listing that may have twins: its depth, which a closer link lowers)

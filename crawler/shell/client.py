@@ -92,10 +92,12 @@ class PoliteClient:
         *,
         log: Callable[[str], None] = lambda _: None,
         all_links: bool = False,
+        set_depth: Callable[[int], None],
     ) -> AsyncIterator[Pages]:
         """The transport and the pages fetched with it (by workers too, when given).
         `known`: the crawl's seen set; `all_links`: workers send every link back (a page's
-        links are its history)."""
+        links are its history); `set_depth`: the crawl loop's (CrawlLoop.set_depth), told
+        the jobs per request the workers pipeline: it runs as many, and tells the throttle."""
         if self._transport is not None:
             self.pages = LocalPages(self._transport, self.page_policy, known)
             try:
@@ -119,7 +121,7 @@ class PoliteClient:
                     self.page_policy,
                     known,
                     log=log,
-                    set_depth=self.throttle.set_depth,
+                    set_depth=set_depth,
                     in_flight=lambda: self.throttle.in_flight,
                     all_links=all_links,
                 )

@@ -294,7 +294,6 @@ class Crawl:
         pages = self._pages
         assert pages is not None
         if self.client.take_workers():
-            self.loop.pipeline_depth = pages.pipeline_depth
             self.loop.on_cut = pages.abort
             if self.identity:  # workers' links are in the space settled URLs are
                 self.journal.settle = told(self.links.settled, pages.settle)
@@ -441,7 +440,10 @@ class Crawl:
         pages are rendered."""
         client = self.client
         all_links = self.state is not None  # a page's links are its history
-        async with client.opened(self.frontier.seen, workers, log=self.log, all_links=all_links):
+        async with client.opened(
+            self.frontier.seen, workers, log=self.log, all_links=all_links,
+            set_depth=self.loop.set_depth,
+        ):  # fmt: skip
             self._pages = client.pages
             origin = join_parts(self.plan.start)[1]
             links = self.links  # the screen's robots.txt, as read by then

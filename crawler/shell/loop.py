@@ -65,9 +65,12 @@ class CrawlLoop:
         self.blocked: str | None = None  # why a bot wall stops the run (crawler.core.botwall)
         self.requested = 0  # page requests started, redirect hops included (max_pages)
         self.done_requests = 0  # requests whose outcome is recorded: the state's "fetched"
-        self.pipeline_depth = 1  # jobs per allowed request (worker processes pipeline)
         self.on_cut: Callable[[], None] = lambda: None  # what else a cut stops (the pool)
-        self._workers: list[asyncio.Task[None]] = []
+        self._workers: set[asyncio.Task[None]] = set()
+        self._taking = concurrency  # workers taking URLs: concurrency x the depth (set_depth)
+        self._running = 0  # workers running now (more than _taking: the extra ones stop)
+        self._group: asyncio.TaskGroup | None = None  # while run() runs
+        self._work: tuple[Process, Callable[[], bool], Callable[[], None]] | None = None
         self._steps: list[asyncio.Future[None]] = []  # what a stop's cut ends before workers
         self._grace: asyncio.TimerHandle | None = None
 
@@ -102,43 +105,82 @@ class CrawlLoop:
         idle: Callable[[], bool] = lambda: False,
         after: Callable[[], None] = lambda: None,
     ) -> None:
-        """concurrency workers until the frontier is empty; one failing cancels the rest, and
-        its error (not an ExceptionGroup) reaches the CLI, which maps it to an exit code.
-        `idle`: the frontier ran out with nothing in flight; True when it queued more (the
-        seed sitemaps). `after`: once per URL worked on (the state's checkpoints)."""
+        """concurrency x depth workers (tasks: set_depth) until the frontier is empty; one
+        failing cancels the rest, and its error (not an ExceptionGroup) reaches the CLI,
+        which maps it to an exit code. `idle`: the frontier ran out with nothing in flight;
+        True when it queued more (the seed sitemaps). `after`: once per URL worked on (the
+        state's checkpoints)."""
         try:
-            async with asyncio.TaskGroup() as workers:
-                count = self.concurrency * self.pipeline_depth
-                self._workers = [
-                    workers.create_task(self._worker(process, idle, after)) for _ in range(count)
-                ]
+            async with asyncio.TaskGroup() as group:
+                self._group, self._work = group, (process, idle, after)
+                self._start_workers()
         except BaseExceptionGroup as group:
             raise group.exceptions[0] from None
+        finally:  # a worker cancelled before it began never counted itself out
+            self._group = self._work = None
+            self._running = 0
+
+    def set_depth(self, depth: int) -> None:
+        """Jobs per allowed request from now on: worker processes pipeline them (2), or
+        not (1: none ready, or conditional requests made here). The throttle admits that
+        many, and as many workers take URLs. A worker past them would take a URL only to
+        wait in the throttle for every one, its page's every frame resumed with it: on an
+        unchanged night, with worker processes allowed, most of the 3.5% this and a worker
+        process never started took off it (#26). It stops after its URL instead, and more
+        start when the depth grows again. (A throttle slowed down by the site admits fewer
+        than `concurrency`: the extra workers then wait in it, as before.)"""
+        self.throttle.set_depth(depth)
+        self._taking = self.concurrency * max(1, depth)
+        if self._group is not None:
+            self._start_workers()
+
+    def _start_workers(self) -> None:
+        """As many workers as the depth admits (set_depth may have grown it), in the run's
+        task group. `_running` counts them from before each starts to its return: only a
+        worker cancelled before its first step (a cut, a failed run) is never counted out,
+        and the run's end sets the count right."""
+        assert self._group is not None and self._work is not None
+        while self._running < self._taking and not self.stopped:
+            work = self._worker(*self._work)
+            self._running += 1
+            try:
+                worker = self._group.create_task(work)
+            except RuntimeError:  # the run is ending (a worker failed, or all are done)
+                self._running -= 1
+                work.close()
+                return
+            self._workers.add(worker)
+            worker.add_done_callback(self._workers.discard)
 
     async def _worker(
         self, process: Process, idle: Callable[[], bool], after: Callable[[], None]
     ) -> None:
         max_pages, frontier, active = self.max_pages, self.frontier, self.active
-        while not self.stopped:
-            if max_pages and self.requested >= max_pages:
-                return
-            task = frontier.pop()
-            if task is None:
-                if not active:
-                    if idle():
-                        continue
-                    self.changed.set()
+        try:
+            while not self.stopped:
+                if max_pages and self.requested >= max_pages:
                     return
-                self.changed.clear()
-                await self.changed.wait()
-                continue
-            active[task.url] = task.depth
-            try:
-                await process(task)
-            finally:
-                active.pop(task.url, None)
-                self.changed.set()
-            after()
+                if self._running > self._taking:  # fewer jobs per request now (set_depth)
+                    return
+                task = frontier.pop()
+                if task is None:
+                    if not active:
+                        if idle():
+                            continue
+                        self.changed.set()
+                        return
+                    self.changed.clear()
+                    await self.changed.wait()
+                    continue
+                active[task.url] = task.depth
+                try:
+                    await process(task)
+                finally:
+                    active.pop(task.url, None)
+                    self.changed.set()
+                after()
+        finally:
+            self._running -= 1
 
     @contextlib.contextmanager
     def showing(self, renderer: ProgressLine | None, started: float) -> Iterator[None]:
@@ -246,7 +288,7 @@ class CrawlLoop:
     def cut(self) -> None:
         for step in self._steps:
             step.cancel()
-        for worker in self._workers:
+        for worker in list(self._workers):
             worker.cancel()
         self.on_cut()
 

@@ -62,9 +62,6 @@ class Pages(Protocol):
     def allow_workers(self) -> bool: ...
 
     @property
-    def pipeline_depth(self) -> int: ...
-
-    @property
     def worker_count(self) -> int: ...
 
     @property
@@ -106,11 +103,6 @@ class LocalPages:
     def allow_workers(self) -> bool:
         """Let worker processes take pages, if there are any (PoolPages); True when so."""
         return False
-
-    @property
-    def pipeline_depth(self) -> int:
-        """Jobs the crawl keeps in flight per allowed request."""
-        return 1
 
     @property
     def worker_count(self) -> int:

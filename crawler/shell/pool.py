@@ -16,11 +16,12 @@ Workers are forked by `forked()` before the event loop, so they share the import
 inherit no thread or connection. They are an optimisation, never a dependency: before they
 start, when a request needs its body (robots.txt), within its share, and when a worker is
 lost (its share becomes the main process's), the main process fetches the URL itself. They
-start once a crawl has shown it is big (`START_AFTER` pages), and never when requests are
-spaced (--delay, --max-rps, Crawl-delay): a spaced crawl waits, it does not compute. A
-conditional request (validators from the history) goes to them only while the site answers
-such requests with whole pages: while it answers 304s, a worker has nothing to take off the
-main process, and the trip costs more than the request (`revalidate_here`).
+start once a crawl has shown it is big (`START_AFTER` pages they would have taken), and never
+when requests are spaced (--delay, --max-rps, Crawl-delay): a spaced crawl waits, it does not
+compute. A conditional request (validators from the history) goes to them only while the
+site answers such requests with whole pages: while it answers 304s, a worker has nothing to
+take off the main process, and the trip costs more than the request (`revalidate_here`). A
+night starts out as an unchanged one, so an unchanged night starts no worker at all.
 
 Wire format: frames of a 4-byte little-endian length and a record packed by `wire` (the
 dataclasses below, encoded from their fields) over two pipes per worker: `Settings`, `Job`s
@@ -40,6 +41,7 @@ import signal
 import struct
 import sys
 import time
+from array import array
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NoReturn
@@ -49,7 +51,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from crawler.core.access import Access
 from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult
-from crawler.core.urls import LinkResolver
+from crawler.core.urls import RESOLVER_CAPACITY, LinkResolver
 from crawler.core.wire import pack, unpack, unpack_any
 from crawler.shell import eventloop
 from crawler.shell.fetch import Response
@@ -57,7 +59,9 @@ from crawler.shell.http1 import Slots
 from crawler.shell.pages import Fetched, LocalPages
 from crawler.shell.transports import CrawlTransport, crawl_transport
 
-#: Pages a crawl fetches in the main process before it starts its workers.
+#: Pages a crawl fetches in the main process before it starts its workers: pages they would
+#: have taken (a whole page answered 200; not a 304, a redirect or an error, nor a
+#: conditional request while the night's answers have it made here).
 START_AFTER = 100
 
 #: Jobs a crawl keeps in flight per allowed request once workers run: a job also spends
@@ -158,7 +162,12 @@ class _Revalidations:
     __slots__ = ("_counted", "_not_modified", "_whole", "here")
 
     def __init__(self) -> None:
-        self.here = False  # until the site's answers say so: the workers, as for any page
+        # None until a block's answers say: a night starts as the job's common one,
+        # unchanged, its conditional requests made here and no worker started for them (on
+        # an unchanged night, none at all: a worker had only the URLs settled to read,
+        # 19,000 of them at 20,000 pages, #26); once workers run, they make them. Never
+        # True without a block of 304s: pipelining waits for no conditional request.
+        self.here: bool | None = None
         self._counted = self._not_modified = self._whole = 0
 
     def answered(self, status: int) -> bool:
@@ -336,13 +345,13 @@ class PoolPages(LocalPages):
         known: Mapping[str, object] | None = None,
         *,
         log: Callable[[str], None] = lambda _: None,
-        set_depth: Callable[[int], None] = lambda _: None,
+        set_depth: Callable[[int], None],
         in_flight: Callable[[], int] = lambda: 0,
         all_links: bool = False,
     ) -> None:
-        """`set_depth`, `in_flight`: the throttle's (the jobs it admits per allowed request,
-        the jobs it holds now); `all_links`: workers send every link of a page back
-        (Settings.all_links)."""
+        """`set_depth`: the crawl loop's (CrawlLoop.set_depth: the jobs per allowed request,
+        told the throttle too); `in_flight`: the throttle's (the jobs it holds now);
+        `all_links`: workers send every link of a page back (Settings.all_links)."""
         super().__init__(transport, policy, known)
         self.log = log
         self.concurrency = concurrency = transport.concurrency
@@ -356,9 +365,14 @@ class PoolPages(LocalPages):
         self._workers: list[_Worker] = []
         self.worker_requests = 0  # GETs the workers made: the crawl report's figure
         self._allowed = False
-        self._fetched = 0
+        self._taken = 0  # whole pages made here while no worker runs (START_AFTER)
         self._local = 0  # requests this process has in flight outside its share
-        self._backlog: list[tuple[str, int]] = []  # settled before the workers started
+        # settled before the workers started, handed to them when they do: kept flat (a
+        # name and 8 bytes a URL), as an unchanged night starts none and settles them all,
+        # and no more than a worker keeps (RESOLVER_CAPACITY, the latest: a 1M-page night
+        # would hand a 55 MB frame, most of it forgotten as it is read)
+        self._backlog: list[str] = []
+        self._backlog_depths = array("q")
         # this process's share of --concurrency once workers run; all of it when all are lost
         self._here: Slots | None = None
         self._deep: bool | None = False  # pipelined; None: never again (a worker was lost)
@@ -368,10 +382,6 @@ class PoolPages(LocalPages):
         """Let the workers start once the crawl passes START_AFTER pages."""
         self._allowed = bool(self._spares)
         return self._allowed
-
-    @property
-    def pipeline_depth(self) -> int:
-        return PIPELINE_DEPTH if self._allowed else 1
 
     @property
     def worker_count(self) -> int:
@@ -410,21 +420,28 @@ class PoolPages(LocalPages):
                             fetched = await super().fetch(url, depth, validators)
                         finally:
                             here.give()
-                    elif self._allowed and not self._workers:
-                        self._fetched += 1
-                        if self._fetched >= START_AFTER:
-                            self._start()
+                    elif self._allowed and not self._workers and self._taken >= START_AFTER:
+                        self._start()
             if fetched is None:
                 self._local += 1
                 try:
                     fetched = await super().fetch(url, depth, validators)
                 finally:
                     self._local -= 1
-                    self._deepen()
+                    if self._workers:  # none yet: nothing to pipeline (a call a 304, #26)
+                        self._deepen()
         assert fetched is not None  # made by one of the ways above (mypy loses it in the try)
-        if validators is not None and self._revalidations.answered(fetched.response.status):
+        status = fetched.response.status
+        if not self._workers and status == 200 and (validators is None or self._taking_whole()):
+            self._taken += 1  # a page the workers would have taken (START_AFTER)
+        if validators is not None and self._revalidations.answered(status):
             self._deepen()  # back to the workers: pipeline them again
         return fetched
+
+    def _taking_whole(self) -> bool:
+        """Whether workers, once started, would make the conditional requests now: not
+        while the answers say they are made here (a night mostly unchanged)."""
+        return self._revalidations.here is not True
 
     def _revalidating_here(self) -> bool:
         """Whether this conditional request is made here (`revalidate_here`), outside our
@@ -432,7 +449,10 @@ class PoolPages(LocalPages):
         at most per job, wherever it is made. Pipelining ends while the site answers 304s,
         and the jobs over --concurrency drain to the workers meanwhile. `in_flight` is the
         start host's throttle's: another allowed host's never pipelines (one job a request)."""
-        if not self._revalidations.here or not self._workers:
+        here = self._revalidations.here
+        if not self._workers:  # none started: here, unless the answers said otherwise
+            return here is not False
+        if not here:
             return False
         if self._deep:
             self._deep = False
@@ -451,8 +471,12 @@ class PoolPages(LocalPages):
         """The crawl has judged url for good, and it is not broken: workers stop sending
         links to it, except those found at less than `depth` (twins are ranked by it).
         UNSETTLED: judged broken, every link to it is sent (as for a URL not settled)."""
-        if not self._workers:
-            self._backlog.append((url, depth))  # handed to the workers when they start
+        if not self._workers:  # handed to the workers when they start
+            backlog, depths = self._backlog, self._backlog_depths
+            backlog.append(url)
+            depths.append(depth)
+            if len(backlog) >= 2 * RESOLVER_CAPACITY:  # a worker keeps no more: the oldest go
+                del backlog[:RESOLVER_CAPACITY], depths[:RESOLVER_CAPACITY]
         for worker in self._workers:
             worker.settle(url, depth)
 
@@ -474,11 +498,14 @@ class PoolPages(LocalPages):
         for i, spare in enumerate(self._spares):
             # the shares of --concurrency, ours and the workers', add up to it exactly
             share = concurrency // count + (1 if i < concurrency % count else 0)
-            worker = _Worker(spare, share, self._lost, self._deepen, list(self._backlog))
+            kept = -RESOLVER_CAPACITY  # the latest a worker keeps (LinkResolver)
+            settled = list(zip(self._backlog[kept:], self._backlog_depths[kept:], strict=True))
+            worker = _Worker(spare, share, self._lost, self._deepen, settled)
             self._workers.append(worker)
             self._settings.concurrency = share
             worker.start(pack(self._settings))
         self._backlog = []
+        self._backlog_depths = array("q")
 
     def _deepen(self) -> None:
         """Pipeline jobs once every worker is ready and this process has no request of its
@@ -638,19 +665,29 @@ class _Frames:
     __slots__ = ("_buffer",)
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._buffer = bytearray()  # a frame begun, not yet whole
 
     def feed(self, data: bytes) -> list[bytes]:
-        buffer = self._buffer + data if self._buffer else data
+        """The payloads `data` completes. A frame longer than a read (the URLs settled
+        before a worker starts: megabytes) grows the buffer in place: joined to it anew at
+        every read, it was copied whole each time, quadratic in its size."""
+        kept = self._buffer
+        buffer: bytes | bytearray = data
+        if kept:
+            kept += data
+            buffer = kept
         payloads = []
         at, end = 0, len(buffer)
         while end - at >= 4:
             (size,) = _LENGTH.unpack_from(buffer, at)
             if end - at - 4 < size:
                 break
-            payloads.append(buffer[at + 4 : at + 4 + size])
+            payloads.append(bytes(buffer[at + 4 : at + 4 + size]))
             at += 4 + size
-        self._buffer = buffer[at:]
+        if buffer is kept:
+            del kept[:at]
+        elif at < end:
+            kept += data[at:]
         return payloads
 
 
