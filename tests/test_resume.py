@@ -88,8 +88,11 @@ def test_interrupted_crawl_resumes_to_the_same_sitemap(serve, tmp_path, xsd, ref
     before = _files(out)
 
     proc = crawl_process(*_crawl_args(srv.url, out, state)[1:])
-    wait_for(
-        lambda: len(site.requests) >= PAGES // 2,
+    wait_for(  # killed, after a checkpoint: the resume goes on from it
+        lambda: (
+            len(site.requests) >= PAGES // 2
+            and (sig == signal.SIGTERM or _rows(state, "listings") > 0)
+        ),
         f"the crawl to make {PAGES // 2} requests",
         proc=proc,
     )
@@ -99,6 +102,8 @@ def test_interrupted_crawl_resumes_to_the_same_sitemap(serve, tmp_path, xsd, ref
     assert _files(out) == before, "the interrupted run touched the published sitemap"
     fetched_first = collections.Counter(site.paths)
     assert PAGES // 3 < sum(fetched_first.values()) < PAGES
+    asked = sum(n for path, n in fetched_first.items() if path != "/robots.txt")
+    saved = _rows(state, "listings") + _rows(state, "decisions")  # pages judged, kept
 
     code = main([*_crawl_args(srv.url, out, state), "--resume"])
     assert code == 0
@@ -113,8 +118,35 @@ def test_interrupted_crawl_resumes_to_the_same_sitemap(serve, tmp_path, xsd, ref
     if sig == signal.SIGTERM:
         assert refetched == 0, "a gracefully stopped crawl refetched pages"
     else:
-        # only work not yet checkpointed (at most ~2 s of it) is done again
-        assert refetched < PAGES // 4
+        # only the pages not yet checkpointed (at most 2 s of work) are asked for again
+        assert saved > 0 and refetched <= asked - saved
+
+
+def test_a_crawl_killed_before_its_first_checkpoint_resumes_from_the_start(
+    serve, tmp_path, xsd, reference
+):
+    """Killed while robots.txt is read, the crawl saved its run and nothing of it: a resume
+    crawls the site as a new crawl would, where it listed nothing."""
+    site = _site()
+
+    async def never(request: web.Request) -> web.Response:
+        await asyncio.sleep(60)
+        return web.Response(status=404)
+
+    site.pages["/robots.txt"] = never
+    srv = serve(site.app)
+    out, state = tmp_path / "out", tmp_path / "state.sqlite"
+    proc = crawl_process(*_crawl_args(srv.url, out, state)[1:])
+    wait_for(lambda: site.paths == ["/robots.txt"], "the request for robots.txt", proc=proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert state.exists() and _rows(state, "urls") == 0  # the run began; nothing was saved
+
+    site.pages["/robots.txt"] = Page("", 404)
+    assert main([*_crawl_args(srv.url, out, state), "--resume"]) == 0
+    published = read_published(out, xsd)
+    assert len(published.locs) == PAGES
+    assert _site_files(out, srv.url) == reference[1]
 
 
 def test_resume_refuses_another_start_url_or_config(serve, tmp_path, capsys):
@@ -200,7 +232,11 @@ def test_a_resumed_max_pages_crawl_fetches_exactly_max_pages(serve, tmp_path):
     out, state, decisions = tmp_path / "out", tmp_path / "state.sqlite", tmp_path / "d.jsonl"
     args = [*_crawl_args(srv.url, out, state)[1:], "--max-pages", "1200"]
     proc = crawl_process(*args)
-    wait_for(lambda: len(site.requests) >= 500, "500 requests", proc=proc)
+    wait_for(  # and a checkpoint made: the resume goes on from it
+        lambda: len(site.requests) >= 500 and _rows(state, "decisions") > 0,
+        "500 requests and a checkpoint",
+        proc=proc,
+    )
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     assert main(["crawl", *args, "--resume", "--decisions", str(decisions)]) == 0

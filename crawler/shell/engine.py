@@ -204,9 +204,10 @@ class Crawl:
                     self._take_workers()
                     if config.resume:
                         self._replay()
-                    else:
-                        for url in (plan.start, *plan.seeds):
-                            self.links.discover(url, 0, None)
+                    # met already when resumed, but for a crawl stopped before its first
+                    # checkpoint: it saved nothing, and starts again as it first did
+                    for url in (plan.start, *plan.seeds):
+                        self.links.discover(url, 0, None)
                     if config.seed_sitemaps and not self.seeds.done and not loop.timed_out:
                         await loop.cuttable(self._read_seed_sitemaps())
                     # (the state's own, no layer a page: #26)

@@ -778,7 +778,9 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
         nonlocal free
         try:
             while job is not None:
-                await serve(job)
+                if not await serve(job):  # the crawl is gone (killed): nobody reads results,
+                    waiting.clear()  # theirs neither: those jobs are not asked for
+                    return
                 if closing:
                     return
                 park: asyncio.Future[Job | None] = loop.create_future()
@@ -790,7 +792,8 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
             else:
                 free += 1
 
-    async def serve(job: Job) -> None:
+    async def serve(job: Job) -> bool:
+        """job and the jobs waiting as it ends; False when the crawl is gone."""
         while True:
             url, depth = job.url, job.depth
             try:
@@ -800,11 +803,16 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
             except Exception as exc:  # a bug of ours: this URL fails, the crawl goes on
                 error = http.redact(f"worker: {type(exc).__name__}: {exc}")
                 fetched = Fetched(Response(url, error=error), None)
+            if transport.is_closing():  # a write to the closed pipe would raise
+                return False
             transport.write(answer(job.job, url, fetched))
             if transport.get_write_buffer_size() > _READ_SIZE:
-                await writer.drain()
+                try:
+                    await writer.drain()
+                except ConnectionError:  # the crawl went while the pipe was full
+                    return False
             if not waiting:  # it parks (run), handed the next job as it is read
-                return
+                return True
             job = waiting.popleft()
 
     def start(job: Job) -> None:

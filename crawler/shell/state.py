@@ -52,7 +52,13 @@ __all__ = [
     "StateWriteError",
 ]
 
-DEFAULT_CHECKPOINT_OPS: Final = 2_000
+#: Rows buffered before a checkpoint writes them, unless DEFAULT_CHECKPOINT_SECONDS comes
+#: first (the bound on what a crash loses). Part of a checkpoint's cost does not depend on
+#: its rows: each table's last pages, and the pages random keys land on (a night's `bodies`,
+#: a row a page, keyed by hash), are written again at every commit. At 2,000 the unchanged
+#: 20,000-page night made 77 checkpoints and 14,857 page writes; at 10,000 it makes 17 and
+#: 8,885 (20,000: 9 and 8,386), its CPU about 3% less (#26). The buffers stay a few MB.
+DEFAULT_CHECKPOINT_OPS: Final = 10_000
 DEFAULT_CHECKPOINT_SECONDS: Final = 2.0
 
 
