@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from crawler.shell.listings import Listing, to_micros
-from crawler.shell.state import CrawlState
+from crawler.shell.state import DEFAULT_CHECKPOINT_OPS, CrawlState
 
 LINKS_PER_PAGE = 20  # new links per page until N URLs are known
 
@@ -67,7 +67,7 @@ def crawl(path: Path, n: int) -> tuple[float, float, int, int]:
             ops += 1
         state.counter("pages", i + 1)
         ops += 1
-        if state.pending >= 2_000:
+        if state.pending >= DEFAULT_CHECKPOINT_OPS:
             t = time.perf_counter()
             state.checkpoint()
             write += time.perf_counter() - t
@@ -163,7 +163,8 @@ def main() -> None:
         print(f"crawl of {n:,} URLs, {ops:,} recorded operations, {rows:,} rows written")
         print(f"  recording: {record:.2f} s, {record / ops * 1e6:.2f} µs per operation")
         print(
-            f"  checkpoints (every 2,000 ops): {write:.2f} s, {rows / write:,.0f} rows/s, "
+            f"  checkpoints (every {DEFAULT_CHECKPOINT_OPS:,} ops): {write:.2f} s, "
+            f"{rows / write:,.0f} rows/s, "
             f"{n / write:,.0f} URLs/s"
         )
         print(f"  file: {size / 1e6:.1f} MB ({size / n:.0f} bytes per URL)")

@@ -227,18 +227,19 @@ def test_resume_needs_state(capsys):
 def test_a_resumed_max_pages_crawl_fetches_exactly_max_pages(serve, tmp_path):
     """The state's "fetched" counter counts only requests whose outcome it holds, so a
     resumed --max-pages crawl makes up what the killed one lost, no more, no less."""
-    site = _site()
-    srv = serve(site.app)
+    site = tree_site(PAGES, 0.01, lastmod=True)  # 400 pages/s at most: the 2 s checkpoint
+    srv = serve(site.app)  # comes halfway, before the 1,200th page
     out, state, decisions = tmp_path / "out", tmp_path / "state.sqlite", tmp_path / "d.jsonl"
     args = [*_crawl_args(srv.url, out, state)[1:], "--max-pages", "1200"]
     proc = crawl_process(*args)
     wait_for(  # and a checkpoint made: the resume goes on from it
-        lambda: len(site.requests) >= 500 and _rows(state, "decisions") > 0,
+        lambda: len(site.requests) >= 500 and _rows(state, "listings") > 0,
         "500 requests and a checkpoint",
         proc=proc,
     )
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
+    assert sum(path != "/robots.txt" for path in site.paths) < 1200  # killed mid-way
     assert main(["crawl", *args, "--resume", "--decisions", str(decisions)]) == 0
     fetched = [d for d in read_decisions(decisions).values() if d["status"] is not None]
     assert len(fetched) == 1200

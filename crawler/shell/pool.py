@@ -795,6 +795,8 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
     async def serve(job: Job) -> bool:
         """job and the jobs waiting as it ends; False when the crawl is gone."""
         while True:
+            if transport.is_closing():  # asked for, nobody would read the answer
+                return False
             url, depth = job.url, job.depth
             try:
                 fetched = await pages.fetch(url, depth, job.validators)
@@ -821,8 +823,11 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
         task.add_done_callback(runners.discard)
 
     def hand(job: Job) -> None:
-        """A job read: to a parked runner, else a new runner, else the queue."""
+        """A job read: to a parked runner, else a new runner, else the queue; none once
+        the crawl is gone (its results pipe closed)."""
         nonlocal free
+        if transport.is_closing():
+            return
         while parked:
             park = parked.popleft()
             if not park.done():  # never, but for a runner cancelled while parked

@@ -101,8 +101,11 @@ def replay(
     for key, url in snap.bodies.items():
         journal.twins.met(int.from_bytes(key, "little", signed=True), url)
     tally.restore(snap.counters)
-    log(
-        f"resuming: {len(snap.queued)} URLs queued, {listed} listed, "
-        f"{tally.fetched} pages fetched before"
-    )
+    if snap.queued or snap.seen:
+        log(
+            f"resuming: {len(snap.queued)} URLs queued, {listed} listed, "
+            f"{tally.fetched} pages fetched before"
+        )
+    else:  # stopped before its first checkpoint: the engine starts it as it first did
+        log("resuming: the stopped crawl saved nothing; starting from the start URL")
     return Replayed(tally.fetched, bool(snap.counters.get("seeded")))
