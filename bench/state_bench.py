@@ -11,9 +11,9 @@ Run: python3 bench/state_bench.py [N]   (default 1,000,000)
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -150,7 +150,9 @@ def load(path: Path) -> tuple[float, float, int, int]:
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("n", nargs="?", type=int, default=1_000_000, help="URLs to crawl")
+    n = parser.parse_args().n
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "crawl.state"
         queued, decided, listed = hot_path(Path(tmp) / "hot.state", min(n, 200_000))
