@@ -432,16 +432,17 @@ class PoolPages(LocalPages):
                         self._deepen()
         assert fetched is not None  # made by one of the ways above (mypy loses it in the try)
         status = fetched.response.status
-        if not self._workers and status == 200 and (validators is None or self._taking_whole()):
-            self._taken += 1  # a page the workers would have taken (START_AFTER)
+        # a page the workers would have taken (START_AFTER): a whole one, and not a
+        # conditional request while the answers have those made here
+        if (
+            not self._workers
+            and status == 200
+            and (validators is None or self._revalidations.here is not True)
+        ):
+            self._taken += 1
         if validators is not None and self._revalidations.answered(status):
             self._deepen()  # back to the workers: pipeline them again
         return fetched
-
-    def _taking_whole(self) -> bool:
-        """Whether workers, once started, would make the conditional requests now: not
-        while the answers say they are made here (a night mostly unchanged)."""
-        return self._revalidations.here is not True
 
     def _revalidating_here(self) -> bool:
         """Whether this conditional request is made here (`revalidate_here`), outside our
