@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import gc
 import json
 import os
 import socket
@@ -1532,5 +1533,22 @@ def _err(message: str, exit_code: int | None = None) -> None:
     print(f"sitemap-crawler: {message}", file=sys.stderr)
 
 
+def run() -> NoReturn:
+    """The `sitemap-crawler` command (pyproject's script, and `python -m crawler.cli`): main,
+    then the exit, without freeing the run's objects one by one. At exit the interpreter's
+    last collection freed every object the run left in reference cycles (the crawl's whole
+    memory, which the CLI's figures kept until then): 0.2 CPU-s of a 6 s unchanged night of
+    20,000 pages, more on larger sites, for memory the operating system takes back anyway
+    (#26). Frozen, they are left to it. The exit itself is unchanged: atexit handlers run,
+    stdout and stderr are flushed, and everything the run opened it has closed already
+    (the published files, the state, the report). Not main's own: tests call main in
+    process, and their objects must be collected."""
+    try:
+        code = main()
+    finally:  # also when argparse leaves by SystemExit (--help, --version)
+        gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

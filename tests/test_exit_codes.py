@@ -63,3 +63,47 @@ def test_an_unexpected_failure_is_70_in_every_command(
     assert cli.main([command, *args]) == Exit.FAILURE == 70
     err = capsys.readouterr().err
     assert "unexpected failure: RuntimeError: a bug" in err and len(err.splitlines()) == 1
+
+
+#: The command as the console script runs it (crawler.cli.run), reporting at exit (atexit
+#: runs after run's freeze) whether the run's objects were left frozen
+_AS_THE_SCRIPT = (
+    "import atexit, gc, runpy, sys\n"
+    "atexit.register(lambda: print('frozen:', gc.get_freeze_count() > 0, file=sys.stderr))\n"
+    "sys.argv = ['sitemap-crawler', *sys.argv[1:]]\n"
+    "runpy.run_module('crawler.cli', run_name='__main__')\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "line"),
+    [
+        (["--version"], Exit.OK, None),
+        (["crawl", "ftp://example.invalid/"], Exit.USAGE, "sitemap-crawler: "),
+    ],
+)
+def test_the_command_exits_with_mains_code_leaving_its_objects_to_the_system(
+    args: list[str], code: int, line: str | None, tmp_path: Path
+) -> None:
+    """`python -m crawler.cli` and the `sitemap-crawler` script (pyproject names run) exit
+    with main's code and its one-line error, their objects frozen, not freed one by one by
+    the interpreter's last collection (#26); atexit handlers still run."""
+    import subprocess
+    import sys
+    import tomllib
+
+    from tests.procs import child_env
+
+    pyproject = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["scripts"]["sitemap-crawler"] == "crawler.cli:run"
+    done = subprocess.run(
+        [sys.executable, "-c", _AS_THE_SCRIPT, *args], cwd=tmp_path, env=child_env(),
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == code, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[-1] == "frozen: True"
+    if line is None:
+        assert len(lines) == 1 and done.stdout.startswith("sitemap-crawler ")
+    else:
+        assert len(lines) == 2 and lines[0].startswith(line)

@@ -367,6 +367,27 @@ def test_a_dead_worker_costs_nothing_but_a_warning(serve, tmp_path, xsd):
     assert len(read_published(out, xsd).locs) == 600
 
 
+def test_workers_leave_nothing_open(serve, tmp_path, xsd):
+    """Python's development mode warns of a transport the event loop closes itself (a pipe
+    left open until the loop's close): a worker left its end of the jobs pipe so."""
+    import subprocess
+    import sys
+
+    from tests.procs import child_env
+
+    site = tree_site(START_AFTER + 300)
+    srv = serve(site.app)
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-m", "crawler.cli", "crawl", srv.url + "/", "-o",
+         str(out), "--workers", "2", "-q"],
+        env=child_env(PYTHONWARNINGS="always"), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr
+    assert len(read_published(out, xsd).locs) == START_AFTER + 300
+
+
 def test_sigterm_stops_workers_too(serve, tmp_path, xsd):
     site = tree_site(2000, 0.01)
     srv = serve(site.app)

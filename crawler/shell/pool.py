@@ -735,7 +735,7 @@ def _fetched(url: str, result: Result) -> Fetched:
 async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_READ_SIZE)
-    await loop.connect_read_pipe(
+    jobs, _ = await loop.connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(jobs_fd, "rb", buffering=0)
     )
     transport, protocol = await loop.connect_write_pipe(
@@ -857,6 +857,7 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
         parked.clear()
         while runners:
             await asyncio.wait(runners)
+    jobs.close()  # at EOF already: closed here, not left to the loop's close to warn of
     writer.close()
 
 
