@@ -1136,3 +1136,85 @@ def test_a_runner_whose_crawl_is_gone_ends_and_the_jobs_waiting_are_not_asked_fo
     eventloop.run(scenario())
     assert site.paths == ["/big"]
     assert errors == []
+
+
+def test_a_worker_whose_runner_fails_leaves_with_the_reason(serve, monkeypatch):
+    """A bug of ours that escapes a runner (here: no result of its job can be made at all)
+    leaves that job unanswered, and the crawl waits for every job it sent. So the worker
+    reads no more jobs, starts none of those waiting, finishes the requests in flight and
+    leaves, raising the bug (which _worker_main says in one line): the crawl then asks its
+    URLs again, as for a worker that dies. Not left to the loop to report as a task's
+    exception never retrieved, a traceback. A real worker loop (pool._serve) on real pipes,
+    a real server, a share of one."""
+
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.3)  # the jobs after it are read while it is fetched
+        return web.Response(text="<p>slow</p>", content_type="text/html")
+
+    site = Site({"/a": "<p>a</p>", "/b": "<p>b</p>"}, fallback=slow)
+    srv = serve(site.app)
+    settings = Settings("bot/1", 1, 10.0, 8 << 20, PagePolicy("bot"), Access())
+    made = pool._result
+
+    def result(job: int, fetched: Any) -> bytes:
+        if job == 1:
+            raise RuntimeError("a bug")
+        return made(job, fetched)
+
+    monkeypatch.setattr(pool, "_result", result)
+    errors: list[dict[str, Any]] = []
+
+    async def scenario() -> bytes:
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: errors.append(context))
+        jobs_read, jobs = os.pipe()
+        results, results_write = os.pipe()
+        worker = asyncio.create_task(pool._serve(settings, jobs_read, results_write))
+        await _until(lambda: _unread(results) == 4, "the worker's ready frame")
+        os.read(results, 4)
+        os.write(
+            jobs,
+            b"".join(
+                _frame(pack(Job(n, srv.url + p, 1, None)))
+                for n, p in ((1, "/slow"), (2, "/a"), (3, "/b"))
+            ),
+        )
+        with pytest.raises(RuntimeError, match="a bug"):  # without the jobs pipe closed
+            await asyncio.wait_for(worker, 10.0)
+        with pytest.raises(BrokenPipeError):  # it reads no more jobs: its end is closed
+            os.write(jobs, _frame(pack(Job(4, srv.url + "/a", 1, None))))
+        sent = os.read(results, 1 << 16) if _unread(results) else b""
+        os.close(jobs)
+        os.close(results)
+        gc.collect()
+        return sent
+
+    assert eventloop.run(scenario()) == b""  # no answer, nor a result half written
+    assert site.paths == ["/slow"]
+    assert errors == []
+
+
+def test_a_crawl_asks_again_the_urls_of_a_worker_that_failed(
+    serve, tmp_path, monkeypatch, xsd, capfd
+):
+    """End to end: a worker whose runner fails leaves with one line, and the crawl asks its
+    URLs again itself: the sitemap holds every page, and nothing is a traceback."""
+    site = tree_site(START_AFTER + 300)
+    srv = serve(site.app)
+    made, crawl = pool._result, os.getpid()
+    failing: list[int] = []  # in a worker, its own (forked) copy
+
+    def result(job: int, fetched: Any) -> bytes:
+        """No result at all, its fallbacks' neither, for a worker's first job."""
+        if os.getpid() != crawl and failing in ([], [job]):
+            failing[:] = [job]
+            raise RuntimeError("a bug")
+        return made(job, fetched)
+
+    monkeypatch.setattr(pool, "_result", result)
+    out = tmp_path / "out"
+    code = main(["crawl", srv.url + "/", "-o", str(out), "--workers", "1", "-q"])
+    assert code == 0
+    assert len(read_published(out, xsd).locs) == START_AFTER + 300
+    err = capfd.readouterr().err
+    assert "sitemap-crawler worker: RuntimeError: a bug" in err
+    assert "Traceback" not in err and "never retrieved" not in err

@@ -774,6 +774,7 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
     runners: set[asyncio.Task[None]] = set()
     free = settings.concurrency  # runners that may start: counted as they start and stop
     closing = False  # the crawl closed the pipe: a runner out of jobs stops, not parks
+    failed: list[Exception] = []  # a bug of ours that escaped serve: the worker leaves
 
     async def run(job: Job | None) -> None:
         nonlocal free
@@ -787,7 +788,14 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
                 park: asyncio.Future[Job | None] = loop.create_future()
                 parked.append(park)
                 job = await park  # the next job read, or None: the pipe closed
-        finally:  # its place given back, even by a runner that failed (the pipe broken):
+        except Exception as exc:
+            # Its job is never answered, and the crawl waits for every job it sent: the
+            # worker leaves as one that dies does (the crawl asks its URLs again), saying
+            # why in one line (_worker_main). No job more is read or started.
+            failed.append(exc)
+            waiting.clear()
+            jobs.close()  # the read loop ends (EOF), then _serve raises it
+        finally:  # its place given back, even by a runner that failed
             if waiting:  # then the jobs left waiting for it get a runner of their own
                 start(waiting.popleft())
             else:
@@ -825,9 +833,9 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
 
     def hand(job: Job) -> None:
         """A job read: to a parked runner, else a new runner, else the queue; none once
-        the crawl is gone (its results pipe closed)."""
+        the crawl is gone (its results pipe closed) or a runner failed."""
         nonlocal free
-        if transport.is_closing():
+        if transport.is_closing() or failed:
             return
         while parked:
             park = parked.popleft()
@@ -859,6 +867,8 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
             await asyncio.wait(runners)
     jobs.close()  # at EOF already: closed here, not left to the loop's close to warn of
     writer.close()
+    if failed:
+        raise failed[0]
 
 
 def _read_settings(fd: int) -> Settings | None:
