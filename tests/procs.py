@@ -118,10 +118,11 @@ class Watched:
             reader.start()
 
     def _read(self, stream: IO[str], lines: list[str]) -> None:
-        for line in stream:
-            with self._changed:
-                lines.append(line)
-                self._changed.notify_all()
+        with stream:  # closed at its end: left to the collector, an unclosed file's warning
+            for line in stream:
+                with self._changed:
+                    lines.append(line)
+                    self._changed.notify_all()
         with self._changed:
             self._changed.notify_all()
 
