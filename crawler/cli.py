@@ -1533,7 +1533,7 @@ def _err(message: str, exit_code: int | None = None) -> None:
     print(f"sitemap-crawler: {message}", file=sys.stderr)
 
 
-def run() -> NoReturn:
+def console_main() -> NoReturn:
     """The `sitemap-crawler` command (pyproject's script, and `python -m crawler.cli`): main,
     then the exit, without freeing the run's objects one by one. At exit the interpreter's
     last collection freed every object the run left in reference cycles (the crawl's whole
@@ -1541,14 +1541,17 @@ def run() -> NoReturn:
     20,000 pages, more on larger sites, for memory the operating system takes back anyway
     (#26). Frozen, they are left to it. The exit itself is unchanged: atexit handlers run,
     stdout and stderr are flushed, and everything the run opened it has closed already
-    (the published files, the state, the report). Not main's own: tests call main in
-    process, and their objects must be collected."""
+    (the published files, the state, the report, the spools). Python's development mode
+    (`-X dev`) keeps the collection, and with it the warning of a file left open, which
+    tests/test_pool.py looks for. Not main's own: tests call main in process, and their
+    objects must be collected."""
     try:
         code = main()
     finally:  # also when argparse leaves by SystemExit (--help, --version)
-        gc.freeze()
+        if not sys.flags.dev_mode:
+            gc.freeze()
     sys.exit(code)
 
 
 if __name__ == "__main__":
-    run()
+    console_main()

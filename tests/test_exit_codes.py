@@ -4,6 +4,9 @@ it, and no answer shares a code with a failure."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from crawler import cli
 from crawler.errors import SitemapCrawlerError
 from crawler.exit_codes import MEANINGS, Exit, help_text, markdown_table
+from tests.procs import child_env
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 COMMANDS = ("crawl", "job", "explain", "robots", "audit", "submit")
@@ -65,7 +69,7 @@ def test_an_unexpected_failure_is_70_in_every_command(
     assert "unexpected failure: RuntimeError: a bug" in err and len(err.splitlines()) == 1
 
 
-#: The command as the console script runs it (crawler.cli.run), reporting at exit (atexit
+#: The command as the console script runs it (crawler.cli.console_main), reporting at exit (atexit
 #: runs after run's freeze) whether the run's objects were left frozen
 _AS_THE_SCRIPT = (
     "import atexit, gc, runpy, sys\n"
@@ -85,17 +89,11 @@ _AS_THE_SCRIPT = (
 def test_the_command_exits_with_mains_code_leaving_its_objects_to_the_system(
     args: list[str], code: int, line: str | None, tmp_path: Path
 ) -> None:
-    """`python -m crawler.cli` and the `sitemap-crawler` script (pyproject names run) exit
+    """`python -m crawler.cli` and the `sitemap-crawler` script (pyproject's console_main) exit
     with main's code and its one-line error, their objects frozen, not freed one by one by
     the interpreter's last collection (#26); atexit handlers still run."""
-    import subprocess
-    import sys
-    import tomllib
-
-    from tests.procs import child_env
-
     pyproject = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))
-    assert pyproject["project"]["scripts"]["sitemap-crawler"] == "crawler.cli:run"
+    assert pyproject["project"]["scripts"]["sitemap-crawler"] == "crawler.cli:console_main"
     done = subprocess.run(
         [sys.executable, "-c", _AS_THE_SCRIPT, *args], cwd=tmp_path, env=child_env(),
         capture_output=True, text=True, timeout=60,

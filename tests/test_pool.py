@@ -11,6 +11,8 @@ import json
 import os
 import signal
 import struct
+import subprocess
+import sys
 import termios
 import time
 from collections.abc import Callable
@@ -55,7 +57,7 @@ from crawler.shell.pool import (
     main_share,
     revalidate_here,
 )
-from tests.procs import Watched, wait_for
+from tests.procs import Watched, child_env, wait_for
 from tests.sites import Page, Site, crawl_process, read_decisions, read_published, tree_site
 
 GENERIC = 300  # pages /p/0 .. /p/299: well past START_AFTER, so most pages go to the workers
@@ -367,25 +369,23 @@ def test_a_dead_worker_costs_nothing_but_a_warning(serve, tmp_path, xsd):
     assert len(read_published(out, xsd).locs) == 600
 
 
-def test_workers_leave_nothing_open(serve, tmp_path, xsd):
-    """Python's development mode warns of a transport the event loop closes itself (a pipe
-    left open until the loop's close): a worker left its end of the jobs pipe so."""
-    import subprocess
-    import sys
-
-    from tests.procs import child_env
-
+def test_a_crawl_and_its_workers_leave_nothing_open(serve, tmp_path, xsd):
+    """Python's development mode warns of a file or transport left to the collector or the
+    event loop's close to close: a worker left its end of the jobs pipe so. The command
+    keeps its last collection in that mode (crawler.cli.console_main), so the crawl's own
+    process is looked at too."""
     site = tree_site(START_AFTER + 300)
     srv = serve(site.app)
-    out = tmp_path / "out"
+    out, report = tmp_path / "out", tmp_path / "report.json"
     done = subprocess.run(
         [sys.executable, "-X", "dev", "-m", "crawler.cli", "crawl", srv.url + "/", "-o",
-         str(out), "--workers", "2", "-q"],
+         str(out), "--workers", "2", "-q", "--report", str(report)],
         env=child_env(PYTHONWARNINGS="always"), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "Warning" not in done.stderr
     assert len(read_published(out, xsd).locs) == START_AFTER + 300
+    assert json.loads(report.read_text())["requests"]["by_workers"] > 0  # they took pages
 
 
 def test_sigterm_stops_workers_too(serve, tmp_path, xsd):

@@ -48,7 +48,7 @@ from typing import NoReturn
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from crawler.core.access import Access
+from crawler.core.access import Access, redact
 from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.urls import RESOLVER_CAPACITY, LinkResolver
@@ -791,7 +791,8 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
         except Exception as exc:
             # Its job is never answered, and the crawl waits for every job it sent: the
             # worker leaves as one that dies does (the crawl asks its URLs again), saying
-            # why in one line (_worker_main). No job more is read or started.
+            # why in one line (_worker_main). No job more is read, and none read is
+            # started; the requests in flight are answered.
             failed.append(exc)
             waiting.clear()
             jobs.close()  # the read loop ends (EOF), then _serve raises it
@@ -849,24 +850,26 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
             waiting.append(job)
 
     frames = _Frames()
-    async with http:
-        transport.write(_LENGTH.pack(0))  # ready
-        while data := await reader.read(_READ_SIZE):  # b"": the crawl closed the pipe
-            for payload in frames.feed(data):
-                message = unpack_any((Job, Settled), payload)
-                if isinstance(message, Settled):
-                    links.settle(message.urls, message.depths)
-                else:
-                    hand(message)
-        closing = True  # finish what was asked, then stop
-        for park in parked:
-            if not park.done():
-                park.set_result(None)
-        parked.clear()
-        while runners:
-            await asyncio.wait(runners)
-    jobs.close()  # at EOF already: closed here, not left to the loop's close to warn of
-    writer.close()
+    try:
+        async with http:
+            transport.write(_LENGTH.pack(0))  # ready
+            while data := await reader.read(_READ_SIZE):  # b"": the crawl closed the pipe
+                for payload in frames.feed(data):
+                    message = unpack_any((Job, Settled), payload)
+                    if isinstance(message, Settled):
+                        links.settle(message.urls, message.depths)
+                    else:
+                        hand(message)
+            closing = True  # finish what was asked, then stop
+            for park in parked:
+                if not park.done():
+                    park.set_result(None)
+            parked.clear()
+            while runners:
+                await asyncio.wait(runners)
+    finally:  # at EOF already, or the loop broken: closed here, not left to the
+        jobs.close()  # loop's close to warn of
+        writer.close()
     if failed:
         raise failed[0]
 
@@ -885,6 +888,7 @@ def _read_settings(fd: int) -> Settings | None:
 def _worker_main(jobs_fd: int, results_fd: int) -> NoReturn:
     """A forked worker's whole life; it leaves by os._exit, never through the crawl's code."""
     code = 0
+    settings: Settings | None = None
     try:
         os.setsid()  # a Ctrl-C or a signal to the crawl's process group is the crawl's
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -898,7 +902,10 @@ def _worker_main(jobs_fd: int, results_fd: int) -> NoReturn:
         pass  # the crawl has gone; nobody is left to read our results
     except BaseException as exc:  # one line, never a traceback: the crawl carries on without us
         with contextlib.suppress(Exception):
-            print(f"sitemap-crawler worker: {type(exc).__name__}: {exc}", file=sys.stderr)
+            line = f"{type(exc).__name__}: {exc}"
+            if settings is not None:  # a bug's words may hold a URL with credentials
+                line = redact(line, settings.access.secrets)
+            print(f"sitemap-crawler worker: {line}", file=sys.stderr)
             sys.stderr.flush()
         code = 1
     os._exit(code)
