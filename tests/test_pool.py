@@ -1218,3 +1218,32 @@ def test_a_crawl_asks_again_the_urls_of_a_worker_that_failed(
     err = capfd.readouterr().err
     assert "sitemap-crawler worker: RuntimeError: a bug" in err
     assert "Traceback" not in err and "never retrieved" not in err
+
+
+def test_a_worker_that_closed_its_jobs_pipe_is_handed_no_more_pages():
+    """A worker leaving on its own (a runner of its ended by a bug) closes its end of the
+    jobs pipe at once, and its results pipe only once its requests in flight are answered,
+    up to --timeout later. The first job written to it after finds its end closed: from
+    then on it is not picked, and that job is asked again (WorkerLost) when its results
+    pipe closes. Real pipes; the worker's side played here."""
+    lost: list[object] = []
+
+    async def scenario() -> None:
+        jobs_read, jobs_write = os.pipe()
+        results_read, results_write = os.pipe()
+        worker = pool._Worker(Spare(-1, jobs_write, results_read), 1, lost.append, lambda: None, [])
+        worker.start(b"settings")
+        os.write(results_write, _frame(b""))  # ready
+        await _until(lambda: worker.alive, "the worker ready")
+        os.close(jobs_read)  # leaving: its end of the jobs pipe closed first
+        job = asyncio.ensure_future(worker.fetch("http://127.0.0.1:9/a", 1, None))
+        await _until(lambda: not worker.alive, "the closed end found by a write")
+        await asyncio.sleep(0.05)
+        assert not job.done() and not worker.lost  # its requests in flight still answer
+        os.close(results_write)  # it has left
+        with pytest.raises(pool.WorkerLost):
+            await asyncio.wait_for(job, 10.0)
+        assert worker.lost
+
+    eventloop.run(scenario())
+    assert len(lost) == 1

@@ -538,6 +538,20 @@ class PoolPages(LocalPages):
         await asyncio.gather(*(w.stop() for w in self._workers))
 
 
+class _JobsEnd(asyncio.Protocol):
+    """The crawl's end of a worker's jobs pipe. A worker that leaves on its own (a bug of
+    ours ended one of its runners: _serve) closes its end first, and answers the requests
+    it has in flight before its results pipe closes, up to --timeout later. It is handed
+    no more pages from the first write that finds its end closed: until then each was
+    handed to it, and asked again only once the results pipe closed."""
+
+    def __init__(self, worker: _Worker) -> None:
+        self._worker = worker
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._worker.alive = False
+
+
 class _Worker:
     """The main process's end of one worker: futures for its jobs, a task reading results."""
 
@@ -606,7 +620,7 @@ class _Worker:
             jobs, results = spare.jobs, spare.results
             spare.jobs = spare.results = -1
             self._jobs, _ = await loop.connect_write_pipe(
-                asyncio.Protocol, os.fdopen(jobs, "wb", buffering=0)
+                lambda: _JobsEnd(self), os.fdopen(jobs, "wb", buffering=0)
             )
             results_pipe, _ = await loop.connect_read_pipe(
                 lambda: asyncio.StreamReaderProtocol(reader),
