@@ -1090,6 +1090,21 @@ async def _until(condition: Callable[[], object], what: str, timeout: float = 20
         await asyncio.sleep(0.01)
 
 
+async def _serving(
+    settings: Settings, errors: list[dict[str, Any]]
+) -> tuple[asyncio.Task[None], int, int, int]:
+    """A real worker loop (pool._serve) on real pipes, ready: its task, the crawl's ends of
+    the jobs and results pipes, and the worker's end of the jobs pipe. The loop's reports
+    (a task's exception never retrieved) go to `errors`."""
+    asyncio.get_running_loop().set_exception_handler(lambda _, context: errors.append(context))
+    jobs_read, jobs = os.pipe()
+    results, results_write = os.pipe()
+    worker = asyncio.create_task(pool._serve(settings, jobs_read, results_write))
+    await _until(lambda: _unread(results) == 4, "the worker's ready frame")
+    os.read(results, 4)
+    return worker, jobs, results, jobs_read
+
+
 def _unread(fd: int) -> int:
     """Bytes waiting in a pipe, unread."""
     return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
@@ -1111,12 +1126,7 @@ def test_a_runner_whose_crawl_is_gone_ends_and_the_jobs_waiting_are_not_asked_fo
     errors: list[dict[str, Any]] = []
 
     async def scenario() -> None:
-        asyncio.get_running_loop().set_exception_handler(lambda _, context: errors.append(context))
-        jobs_read, jobs = os.pipe()
-        results, results_write = os.pipe()
-        worker = asyncio.create_task(pool._serve(settings, jobs_read, results_write))
-        await _until(lambda: _unread(results) == 4, "the worker's ready frame")
-        os.read(results, 4)
+        worker, jobs, results, jobs_read = await _serving(settings, errors)
         os.write(jobs, _frame(pack(Job(1, srv.url + "/big", 1, None))))
         # its result (about 600 KB) fills the pipe, the rest waits in the transport's buffer:
         # the runner awaits drain, holding the only place
@@ -1165,12 +1175,7 @@ def test_a_worker_whose_runner_fails_leaves_with_the_reason(serve, monkeypatch):
     errors: list[dict[str, Any]] = []
 
     async def scenario() -> bytes:
-        asyncio.get_running_loop().set_exception_handler(lambda _, context: errors.append(context))
-        jobs_read, jobs = os.pipe()
-        results, results_write = os.pipe()
-        worker = asyncio.create_task(pool._serve(settings, jobs_read, results_write))
-        await _until(lambda: _unread(results) == 4, "the worker's ready frame")
-        os.read(results, 4)
+        worker, jobs, results, _ = await _serving(settings, errors)
         os.write(
             jobs,
             b"".join(
