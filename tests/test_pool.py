@@ -1225,13 +1225,15 @@ def test_a_crawl_asks_again_the_urls_of_a_worker_that_failed(
     assert "Traceback" not in err and "never retrieved" not in err
 
 
-def test_a_worker_that_closed_its_jobs_pipe_is_handed_no_more_pages():
+def test_a_worker_that_closed_its_jobs_pipe_is_handed_no_more_pages(monkeypatch):
     """A worker leaving on its own (a runner of its ended by a bug) closes its end of the
     jobs pipe at once, and its results pipe only once its requests in flight are answered,
     up to --timeout later. The first job written to it after finds its end closed: from
     then on it is not picked, and that job is asked again (WorkerLost) when its results
     pipe closes. Real pipes; the worker's side played here."""
     lost: list[object] = []
+    killed: list[object] = []  # no process is: the pid below is none
+    monkeypatch.setattr(pool._Worker, "_signal_kill", killed.append)
 
     async def scenario() -> None:
         jobs_read, jobs_write = os.pipe()
@@ -1251,4 +1253,4 @@ def test_a_worker_that_closed_its_jobs_pipe_is_handed_no_more_pages():
         assert worker.lost
 
     eventloop.run(scenario())
-    assert len(lost) == 1
+    assert len(lost) == 1 and killed == []  # it left: not killed
