@@ -1228,9 +1228,9 @@ def test_a_crawl_asks_again_the_urls_of_a_worker_that_failed(
 def test_a_worker_that_closed_its_jobs_pipe_is_handed_no_more_pages(monkeypatch):
     """A worker leaving on its own (a runner of its ended by a bug) closes its end of the
     jobs pipe at once, and its results pipe only once its requests in flight are answered,
-    up to --timeout later. The first job written to it after finds its end closed: from
-    then on it is not picked, and that job is asked again (WorkerLost) when its results
-    pipe closes. Real pipes; the worker's side played here."""
+    up to --timeout later. Once the loop sees the jobs pipe closed (at once, or at a write
+    in the air) it is not picked, and a job written to it is asked again (WorkerLost) when
+    its results pipe closes. Real pipes; the worker's side played here."""
     lost: list[object] = []
     killed: list[object] = []  # no process is: the pid below is none
     monkeypatch.setattr(pool._Worker, "_signal_kill", killed.append)
@@ -1244,7 +1244,7 @@ def test_a_worker_that_closed_its_jobs_pipe_is_handed_no_more_pages(monkeypatch)
         await _until(lambda: worker.alive, "the worker ready")
         os.close(jobs_read)  # leaving: its end of the jobs pipe closed first
         job = asyncio.ensure_future(worker.fetch("http://127.0.0.1:9/a", 1, None))
-        await _until(lambda: not worker.alive, "the closed end found by a write")
+        await _until(lambda: not worker.alive and worker.leaving, "the closed end seen")
         await asyncio.sleep(0.05)
         assert not job.done() and not worker.lost  # its requests in flight still answer
         os.close(results_write)  # it has left
@@ -1254,3 +1254,31 @@ def test_a_worker_that_closed_its_jobs_pipe_is_handed_no_more_pages(monkeypatch)
 
     eventloop.run(scenario())
     assert len(lost) == 1 and killed == []  # it left: not killed
+
+
+def test_pages_made_here_while_a_worker_leaves_wait_for_this_process_share(monkeypatch):
+    """A worker leaving (its jobs pipe closed, its requests in flight still its share) is
+    handed no page: the pages are made here, within this process's share, as when every
+    worker is lost, not beside it (then up to --concurrency more requests at the server)."""
+    transport = HttpTransport(user_agent="a", concurrency=4, timeout=1, max_bytes=1)
+    fetcher = PoolPages([Spare(-1, -1, -1)], transport, PagePolicy("a"), set_depth=lambda _: None)
+    leaving = SimpleNamespace(alive=False, leaving=True, lost=False, pending={}, share=3)
+    fetcher._workers = [leaving]  # type: ignore[list-item]
+    fetcher._here = pool.Slots(1)
+    in_flight, most = 0, 0
+
+    async def made_here(self: object, url: str, depth: int = 0, validators: object = None):
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        return Fetched(Response(url, 200), None)
+
+    monkeypatch.setattr(pool.LocalPages, "fetch", made_here)
+
+    async def scenario() -> None:
+        await asyncio.gather(*(fetcher.fetch(f"http://127.0.0.1:9/{n}") for n in range(6)))
+
+    eventloop.run(scenario())
+    assert most == 1

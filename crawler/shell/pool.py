@@ -411,10 +411,10 @@ class PoolPages(LocalPages):
                     self.worker_requests += 1
                     break
                 else:
-                    if here is not None and all(w.lost for w in self._workers):
+                    if here is not None and all(w.lost or w.leaving for w in self._workers):
                         # the crawl may hold 2x concurrency slots for a while: our share,
                         # grown by the lost workers' shares to all of --concurrency, bounds
-                        # the requests
+                        # the requests (a worker leaving still holds its share in flight)
                         await here.wait()
                         try:
                             fetched = await super().fetch(url, depth, validators)
@@ -542,14 +542,17 @@ class _JobsEnd(asyncio.Protocol):
     """The crawl's end of a worker's jobs pipe. A worker that leaves on its own (a bug of
     ours ended one of its runners: _serve) closes its end first, and answers the requests
     it has in flight before its results pipe closes, up to --timeout later. It is handed
-    no more pages from the first write that finds its end closed: until then each was
-    handed to it, and asked again only once the results pipe closed."""
+    no more pages once the loop sees its end closed (at once, or at a write in the air):
+    until then each page was handed to it, and asked again only when the results pipe
+    closed. Leaving, it holds its share of the requests until it is lost, so the pages
+    made here meanwhile wait for this process's share (PoolPages.fetch)."""
 
     def __init__(self, worker: _Worker) -> None:
         self._worker = worker
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._worker.alive = False
+        self._worker.leaving = True
 
 
 class _Worker:
@@ -575,6 +578,7 @@ class _Worker:
         self._on_ready = on_ready
         self._stopping = False
         self.lost = False  # ended, or found broken
+        self.leaving = False  # its jobs pipe closed: lost once its results pipe closes too
         self._jobs: asyncio.WriteTransport | None = None
         self._reader: asyncio.Task[None] | None = None
 
@@ -630,7 +634,7 @@ class _Worker:
                 return
             self._jobs.write(_frame(settings))
             await reader.readexactly(_LENGTH.size)  # the ready signal: an empty frame
-            self.alive = True
+            self.alive = not self._jobs.is_closing()  # not a worker that left already
             self._on_ready()
             while data := await reader.read(_READ_SIZE):
                 for payload in frames.feed(data):
@@ -657,6 +661,8 @@ class _Worker:
         self._signal_kill()
 
     def _signal_kill(self) -> None:
+        if self.spare.pid <= 0:  # no process: kill(0) or kill(-1) would signal many
+            return
         with contextlib.suppress(ProcessLookupError):  # reaped by forked() only: never reused
             os.kill(self.spare.pid, signal.SIGKILL)
 
