@@ -116,7 +116,7 @@ def crawl(kind: str, url: str, work: Path, state: Path, log: Path, extra: list[s
 
 def show(run: Run) -> str:
     return (
-        f"{run.kind:>9}: {run.wall_s:6.1f} s wall, {run.cpu_s:6.1f} s CPU, "
+        f"{run.kind:>9}: {run.wall_s:6.1f} s wall, {run.cpu_s:6.2f} s CPU, "
         f"{run.pages_per_s:7,.0f} pages/s, {run.listed:,} listed, {run.not_modified:,} x 304, "
         f"{run.requests:,} requests, {run.bytes_received / 1e6:8.1f} MB received"
         + (
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         rate = statistics.median(r.pages_per_s for r in mine)
         received = statistics.median(r.bytes_received for r in mine)
         line = (
-            f"  {kind:>9}: {wall:6.1f} s, {cpu:6.1f} s CPU, {rate:7,.0f} pages/s,"
+            f"  {kind:>9}: {wall:6.1f} s, {cpu:6.2f} s CPU, {rate:7,.0f} pages/s,"
             f" {received / 1e6:7.1f} MB"
         )
         if kind != "no-state":
@@ -184,8 +184,8 @@ def ratio_line(runs: list[Run]) -> str:
         return "ratio: no full and second runs to compare"
     mid_full, mid_second = statistics.median(full), statistics.median(second)
     return (
-        f"CPU, full night / unchanged night: medians {mid_full:.1f} / {mid_second:.1f} s ="
-        f" {mid_full / mid_second:.2f}x; least {min(full):.1f} / {min(second):.1f} s ="
+        f"CPU, full night / unchanged night: medians {mid_full:.2f} / {mid_second:.2f} s ="
+        f" {mid_full / mid_second:.2f}x; least {min(full):.2f} / {min(second):.2f} s ="
         f" {min(full) / min(second):.2f}x (the aim, #26: 5x)"
     )
 
