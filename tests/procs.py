@@ -27,9 +27,12 @@ CLI = (sys.executable, "-m", "crawler.cli")
 #: The CLI, run as `python -c PEAK_RSS_CLI ARGS...`, adding its own peak RSS (KiB) as its last
 #: stderr line: VmHWM, of its own address space (ru_maxrss would count the pages of the
 #: process that forked it, as Linux carries it across exec). For memory tests and benchmarks.
+#: The heap is kept as the console command keeps it (crawler.shell.heap).
 PEAK_RSS_CLI = (
     "import sys\n"
     "from crawler.cli import main\n"
+    "from crawler.shell.heap import keep_heap\n"
+    "keep_heap()\n"
     "code = main(sys.argv[1:])\n"
     "status = open('/proc/self/status').read().split('VmHWM:')[1]\n"
     "print(status.split()[0], file=sys.stderr)\n"
