@@ -6,19 +6,22 @@ With glibc's defaults, free() returns the top of the heap to the kernel as soon 
 of it is free (M_TRIM_THRESHOLD), and blocks from 128 KB up are mapped and unmapped on
 their own (M_MMAP_THRESHOLD): the next page takes it all back, each 4 KB faulted in and
 zeroed again by the kernel. glibc slides both thresholds up itself, but only after freeing
-a block it had mapped, and only as far as that block, so a process's behaviour depends on
-which large blocks it happened to free first. On the 20,000-page bench site some runs
-churned (33,575 `brk` calls a crawl, up to 210,000 minor faults, 10% of the CPU) and others
-did not (bench/README.md, "the C heap"). Set here where that rule ends, glibc's ceiling for
-it (32 MB on 64-bit) and twice that for the trim: no page up to --max-page-bytes is mapped
-on its own, and the heap's top is kept for the next page, in every run. Peak memory is
-about the same: the top kept is memory the run had in use at its peak anyway, reused before
-the heap grows.
+a block it had mapped, and only to the largest such block freed so far: how a process
+behaves depends on its heap's layout and what it happened to free. On the 20,000-page bench
+site the console command churned in every run (33,575 `brk` calls a crawl, up to 220,000
+minor faults, 10 to 18% of the CPU), `python -m crawler.cli` in some runs only
+(bench/README.md, "the C heap").
 
-Only glibc has these knobs (musl, macOS and Windows have other allocators, left as they
-are). A user who sets one of them, or one they interact with, through glibc's environment
-variables keeps their settings. Python's own small objects live in its arenas, which this
-does not touch.
+keep_heap fixes both, in every run: blocks under MMAP_THRESHOLD come from the heap, whose
+top is given back only past TRIM_THRESHOLD. A page's churn on the bench site stays in the
+heap, and a big page's blocks (over 1 MB) are mapped on their own as at glibc's defaults:
+keeping those in the heap too (glibc's own ceiling, 32 MB) took 12% less CPU on pages of
+1.5 to 3 MB, but 11 MB more peak memory, which a crawler's users would rather keep.
+
+Only 64-bit glibc is tuned (musl, macOS and Windows have other allocators, left as they
+are). A user who sets one of these thresholds, the top pad or the mmap maximum through
+glibc's environment variables keeps their settings. Python's own small objects live in its
+arenas, which this does not touch.
 """
 
 from __future__ import annotations
@@ -29,6 +32,13 @@ from typing import Final
 #: mallopt's parameter numbers (glibc's malloc.h)
 _M_TRIM_THRESHOLD: Final = -1
 _M_MMAP_THRESHOLD: Final = -3
+
+#: Blocks from this size up are mapped on their own: above a page's churn on most sites (a
+#: few hundred KB, the 256 KB pipe reads), below a big page's blocks
+MMAP_THRESHOLD: Final = 1 << 20
+#: Free memory the heap's top keeps before it is given back: room for a page's churn (512 KB
+#: measured too small on the bench site; 1, 2, 8 and 64 MB the same)
+TRIM_THRESHOLD: Final = 8 << 20
 
 #: The knobs this sets or interacts with, as glibc reads them from the environment (its
 #: older variables and GLIBC_TUNABLES' names): a user's own setting of one wins.
@@ -50,9 +60,10 @@ def _glibc() -> bool:
 
 
 def keep_heap() -> bool:
-    """Set glibc's mmap and trim thresholds for this process and the workers it forks.
-    False where nothing was set: another C library, no ctypes, malloc tuned by the user, or
-    a value glibc refused."""
+    """Set glibc's mmap and trim thresholds for this process, before the crawl forks its
+    workers so that they inherit them. False where nothing was set: another C library, a
+    32-bit build (glibc refuses an mmap threshold over 512 KB there), no ctypes, these
+    knobs tuned by the user, or a value glibc refused."""
     if not _glibc():
         return False
     if any(name in os.environ for name in _USER_KNOBS):
@@ -64,12 +75,15 @@ def keep_heap() -> bool:
         import ctypes  # here: the one user of it, 1 to 2 ms to import
     except ImportError:  # a Python built without libffi
         return False
+    if ctypes.sizeof(ctypes.c_void_p) < 8:
+        return False
     mallopt = ctypes.CDLL(None).mallopt  # glibc: dlopen(NULL) is the process itself
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
-    # glibc's ceiling for its sliding threshold (DEFAULT_MMAP_THRESHOLD_MAX): 4 MB a byte of
-    # a long, 32 MB on 64-bit, 16 MB on 32-bit; the trim at twice the threshold, as its rule
-    ceiling = 4 * 1024 * 1024 * ctypes.sizeof(ctypes.c_long)
-    # mallopt answers 1 when it took the value, 0 when it refused it (a threshold over its
-    # ceiling on some versions): the trim is set only with the threshold it goes with
-    return bool(mallopt(_M_MMAP_THRESHOLD, ceiling) and mallopt(_M_TRIM_THRESHOLD, 2 * ceiling))
+    # mallopt answers 1 when it took the value, 0 when it refused it (on some versions, a
+    # threshold over glibc's ceiling): the trim is set only with the threshold. Both, as
+    # setting one turns glibc's sliding rule off: the trim alone would map every block
+    # from 128 KB up anew (the pipe reads: 15,447 `mmap` a crawl).
+    return bool(
+        mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) and mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    )
