@@ -47,6 +47,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from lxml import etree
 
@@ -55,6 +56,9 @@ PEERS = HERE / "peers"
 ENV = HERE / ".env"
 VENV = ENV / "venv"
 SITES = HERE / ".sites"
+#: The origin the sites are generated for by default (--port 8765): their folders keep the
+#: plain name
+DEFAULT_ORIGIN = "http://127.0.0.1:8765"
 SPIDER_RS_PACKAGE = "@spider-rs/spider-rs@0.0.157"
 ALL_TOOLS = ("ours", "spider-rs", "scrapy", "wget")
 NOT_PAGES = re.compile(r"/robots\.txt$|\.css$")
@@ -369,11 +373,14 @@ def ensure_site(
     pages: int, seed: int, page_kb: int, origin: str, media: bool = False
 ) -> tuple[Path, list[str]]:
     """The site folder and its expected URL list, generating the site when needed. `media`:
-    the pages also carry images and hreflang alternates (gen_site.py --media)."""
+    the pages also carry images and hreflang alternates (gen_site.py --media). The origin
+    is baked into the pages, so a site for another port than the default one has a folder
+    of its own: two benches on two ports no longer regenerate each other's site."""
     sys.path.insert(0, str(HERE))
     from gen_site import SiteSpec, generate, read_manifest
 
-    site = SITES / f"p{pages}-s{seed}-kb{page_kb}{'-media' if media else ''}"
+    port = "" if origin == DEFAULT_ORIGIN else f"-port{urlsplit(origin).port}"
+    site = SITES / f"p{pages}-s{seed}-kb{page_kb}{'-media' if media else ''}{port}"
     manifest = read_manifest(site)
     spec = SiteSpec(pages, seed, origin, page_kb, media)
     if manifest is None or manifest.get("origin") != origin or manifest.get("pages") != pages:

@@ -8,8 +8,8 @@ their own (M_MMAP_THRESHOLD): the next page takes it all back, each 4 KB faulted
 zeroed again by the kernel. glibc slides both thresholds up itself, but only after freeing
 a block it had mapped, and only to the largest such block freed so far: how a process
 behaves depends on its heap's layout and what it happened to free. On the 20,000-page bench
-site the console command churned in every run (33,575 `brk` calls a crawl, up to 220,000
-minor faults, 10 to 18% of the CPU), `python -m crawler.cli` in some runs only
+site the console command churned in every run (33,575 `brk` calls a crawl, up to 240,000
+minor faults, 10 to 18% of the CPU), `python -m crawler.cli` in some series only
 (bench/README.md, "the C heap").
 
 keep_heap fixes both, in every run: blocks under MMAP_THRESHOLD come from the heap, whose
