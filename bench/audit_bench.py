@@ -48,6 +48,7 @@ from crawl_bench import (  # the bench folder is not a package
     Usage,
     _say,
     ensure_site,
+    ours_command,
     ours_found,
     run_measured,
     serve,
@@ -81,8 +82,7 @@ class Run:
 
 
 def _ours_base() -> list[str]:
-    exe = shutil.which("sitemap-crawler")
-    return [exe] if exe else [sys.executable, "-m", "crawler.cli"]
+    return ours_command()
 
 
 def _pythonpath_env() -> dict[str, str]:

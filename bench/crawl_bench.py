@@ -344,9 +344,19 @@ def setup_wget() -> Tool | None:
     )
 
 
+def ours_command() -> list[str]:
+    """How to run sitemap-crawler as users run it: the console command of this Python's
+    environment (found beside its interpreter when the environment is not activated), else
+    one on PATH, else `python -m crawler.cli`. The way matters: at glibc's default malloc
+    thresholds the two ways churned the heap differently (bench/README.md, "the C heap").
+    PYTHONPATH still picks the tree either way."""
+    beside = Path(sys.executable).with_name("sitemap-crawler")
+    exe = str(beside) if beside.is_file() else shutil.which("sitemap-crawler")
+    return [exe] if exe else [sys.executable, "-m", "crawler.cli"]
+
+
 def setup_ours(concurrency: int, extra: list[str]) -> Tool:
-    exe = shutil.which("sitemap-crawler")
-    base = [exe] if exe else [sys.executable, "-m", "crawler.cli"]
+    base = ours_command()
     return Tool(
         "ours",
         lambda url, work: [

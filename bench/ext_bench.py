@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from crawl_bench import ENV, ensure_site, run_measured, serve  # noqa: E402
+from crawl_bench import ENV, ensure_site, ours_command, run_measured, serve  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,8 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     origin = f"http://127.0.0.1:{args.port}"
     site, expected = ensure_site(args.pages, 1, 15, origin, media=not args.plain)
-    exe = shutil.which("sitemap-crawler")
-    base = [exe] if exe else [sys.executable, "-m", "crawler.cli"]
+    base = ours_command()
     configs = {
         "before": (args.before.resolve(), []),
         "after": (HERE.parent, []),

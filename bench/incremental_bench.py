@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from crawl_bench import HERE, ensure_site, run_measured
+from crawl_bench import HERE, ensure_site, ours_command, run_measured
 
 
 @dataclass(slots=True)
@@ -93,7 +93,7 @@ def crawl(kind: str, url: str, work: Path, state: Path, log: Path, extra: list[s
     out = work / kind
     shutil.rmtree(out, ignore_errors=True)
     report = work / f"{kind}.json"
-    cmd = [sys.executable, "-m", "crawler.cli", "crawl", url, "-o", str(out), "--quiet"]
+    cmd = [*ours_command(), "crawl", url, "-o", str(out), "--quiet"]
     cmd += ["--report", str(report), "--max-shrink", "1", *extra]
     if kind != "no-state":
         cmd += ["--state", str(state)]

@@ -48,6 +48,7 @@ from crawl_bench import (
     _descendants,
     _pss_kb,
     _rss_kb,
+    ours_command,
     ours_found,
     run_measured,
     serve,
@@ -141,8 +142,7 @@ def ensure_site(pages: int, seed: int, page_kb: int, origin: str) -> Path:
 
 
 def crawl_command(kind: str, url: str, out: Path, state: Path, nice: bool, extra: list[str]):
-    exe = shutil.which("sitemap-crawler")
-    base = [exe] if exe else [sys.executable, "-m", "crawler.cli"]
+    base = ours_command()
     cmd = [*(["nice", "-n", "19"] if nice else []), *base, "crawl", url, "-o", str(out)]
     cmd += ["--report", str(out.parent / f"{kind}.json"), *extra]  # progress lines: the curve
     if kind != "plain":
