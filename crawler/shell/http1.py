@@ -52,6 +52,10 @@ MAX_HEAD = 1024 * 1024  # the whole head: llhttp itself has no limit
 DNS_TTL = 300.0  # as aiohttp's ttl_dns_cache
 IDLE_SECONDS = 15.0  # aiohttp's keepalive_timeout: an older idle connection is not reused
 CONNECT_SECONDS = 10.0
+#: uvloop's clock (loop.time()) counts whole milliseconds, read once a loop turn: a deadline
+#: on it may ring up to this much before the same timeout on time.monotonic(), which times
+#: the exchange. Added to every deadline, a timeout never ends an exchange before its time.
+_LOOP_CLOCK_STEP = 0.001
 HAPPY_EYEBALLS_DELAY = 0.25  # aiohttp's default: the next address after 250 ms
 MAX_MEMBERS = 1024  # gzip/deflate members in one body, as aiohttp's MAX_DECOMPRESS_MEMBERS
 
@@ -429,7 +433,7 @@ class LeanTransport(BaseTransport):
             try:
                 loop = asyncio.get_running_loop()
                 now = loop.time()
-                deadline = now + self.timeout - (time.monotonic() - started)
+                deadline = now + self.timeout - (time.monotonic() - started) + _LOOP_CLOCK_STEP
                 conn = self._idle(origin, now)
                 fresh = conn is None
                 while True:
