@@ -81,10 +81,6 @@ class Run:
         return self.checked / self.usage.wall_s if self.usage.wall_s else 0.0
 
 
-def _ours_base() -> list[str]:
-    return ours_command()
-
-
 def _pythonpath_env() -> dict[str, str]:
     # The crawler runs from whatever PYTHONPATH the bench was started with (a worktree).
     pp = os.environ.get("PYTHONPATH")
@@ -123,7 +119,7 @@ def crawl_read(work: Path) -> tuple[int, str]:
 
 
 def setup_audit() -> Tool:
-    base = _ours_base()
+    base = ours_command()
     return Tool(
         "audit",
         lambda url, work: [*base, "audit", url, "--json", str(work / "audit.json"), "--quiet"],
@@ -133,7 +129,7 @@ def setup_audit() -> Tool:
 
 
 def setup_crawl() -> Tool:
-    base = _ours_base()
+    base = ours_command()
     return Tool(
         "crawl",
         lambda url, work: [
