@@ -904,3 +904,73 @@ def test_a_slot_handed_to_a_waiter_cancelled_in_the_same_step_passes_to_the_next
 
     cancelled, taken, free = eventloop.run(run())
     assert cancelled and taken == 0 and free == 1
+
+
+def test_a_request_dropped_before_its_loop_turn_ends_is_never_sent():
+    """The requests of a loop turn are written together at its end (LeanTransport._send):
+    one whose exchange is cancelled before then never reaches the server, and its
+    connection is not kept."""
+    raw = Raw(lambda n, head: _echo(head))
+
+    async def run() -> tuple[Response, BaseException | Response, Response]:
+        server = await asyncio.start_server(raw.handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        async with lean() as client:
+            first = await client.get(f"{url}/1")  # a kept-alive connection, idle
+            task = asyncio.create_task(client.get(f"{url}/2"))
+            # runs after the task's step (its request made on the idle connection, not yet
+            # written) and before the turn's writes
+            asyncio.get_running_loop().call_soon(task.cancel)
+            (dropped,) = await asyncio.gather(task, return_exceptions=True)
+            third = await client.get(f"{url}/3")
+        server.close()
+        return first, dropped, third
+
+    first, dropped, third = eventloop.run(run())
+    assert isinstance(dropped, asyncio.CancelledError)
+    assert (first.body, third.body) == (b"/1", b"/3")
+    assert [head.split(b" ")[1] for head in raw.requests] == [b"/1", b"/3"]
+    assert raw.connections == 2  # the dropped request's connection was not reused
+
+
+async def _echo(head: bytes) -> bytes:
+    return ok(head.split(b" ")[1])
+
+
+class _FailingWrites:
+    """A connection's transport whose writes fail, as a transport closed under it would."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+
+    def write(self, data: bytes) -> None:
+        raise RuntimeError("unable to perform operation: the handler is closed")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.transport, name)
+
+
+def test_a_request_whose_write_fails_is_answered_with_the_error_at_once():
+    """A write made at the end of the loop turn (LeanTransport._send) that fails ends its
+    exchange with that error, in the words of any other, not at the timeout."""
+    raw = Raw(lambda n, head: _echo(head))
+
+    async def run() -> tuple[Response, Response, Response]:
+        server = await asyncio.start_server(raw.handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        async with lean(timeout=30) as client:
+            first = await client.get(f"{url}/1")
+            (origin,) = client._origins.values()
+            (conn,) = origin.idle
+            conn.transport = _FailingWrites(conn.transport)  # type: ignore[assignment]
+            failed = await asyncio.wait_for(client.get(f"{url}/2"), 5)
+            third = await client.get(f"{url}/3")
+        server.close()
+        return first, failed, third
+
+    first, failed, third = eventloop.run(run())
+    assert failed.status == 0 and failed.error is not None
+    assert "handler is closed" in failed.error and "\n" not in failed.error
+    assert failed.seconds < 5
+    assert (first.body, third.body) == (b"/1", b"/3")
+    assert raw.connections == 2  # the failed connection was dropped
