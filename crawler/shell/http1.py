@@ -494,9 +494,9 @@ class LeanTransport(BaseTransport):
     def _send(self) -> None:
         """Write the requests made in the last loop turn, one after another. Written as each
         was made, every request woke the server anew: on a server on the same machine, the
-        crawl's write itself ran the server's receive and wake-up in the kernel (a tenth of
-        a 304 night's CPU, #26), while a burst of them wakes it once. A request waits at most
-        a loop turn, which the pages answered in it take anyway."""
+        crawl's write itself ran the server's receive and wake-up in the kernel (up to a
+        tenth of a 304 night's CPU when its core sleeps, #26), while a burst of them wakes
+        it once. A request waits at most a loop turn, which its pages take anyway."""
         outbox, self._outbox = self._outbox, []
         for conn, request in outbox:
             conn.send(request)
