@@ -921,7 +921,9 @@ def test_a_request_dropped_before_its_loop_turn_ends_is_never_sent():
             # runs after the task's step (its request made on the idle connection, not yet
             # written) and before the turn's writes
             asyncio.get_running_loop().call_soon(task.cancel)
-            (dropped,) = await asyncio.gather(task, return_exceptions=True)
+            dropped: BaseException | Response = (
+                await asyncio.gather(task, return_exceptions=True)
+            )[0]
             third = await client.get(f"{url}/3")
         server.close()
         return first, dropped, third
@@ -933,17 +935,16 @@ def test_a_request_dropped_before_its_loop_turn_ends_is_never_sent():
     assert raw.connections == 2  # the dropped request's connection was not reused
 
 
-async def _echo(head: bytes) -> bytes:
-    return ok(head.split(b" ")[1])
-
-
 class _FailingWrites:
-    """A connection's transport whose writes fail, as a transport closed under it would."""
+    """A connection's transport whose writes fail, as a transport closed under it would.
+    `writers`: the task each write was made in (None: a loop callback's, `_send`)."""
 
     def __init__(self, transport: asyncio.Transport) -> None:
         self.transport = transport
+        self.writers: list[asyncio.Task[object] | None] = []
 
     def write(self, data: bytes) -> None:
+        self.writers.append(asyncio.current_task())
         raise RuntimeError("unable to perform operation: the handler is closed")
 
     def __getattr__(self, name: str) -> object:
@@ -955,6 +956,8 @@ def test_a_request_whose_write_fails_is_answered_with_the_error_at_once():
     exchange with that error, in the words of any other, not at the timeout."""
     raw = Raw(lambda n, head: _echo(head))
 
+    failing: list[_FailingWrites] = []
+
     async def run() -> tuple[Response, Response, Response]:
         server = await asyncio.start_server(raw.handle, "127.0.0.1", 0)
         url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
@@ -962,13 +965,16 @@ def test_a_request_whose_write_fails_is_answered_with_the_error_at_once():
             first = await client.get(f"{url}/1")
             (origin,) = client._origins.values()
             (conn,) = origin.idle
-            conn.transport = _FailingWrites(conn.transport)  # type: ignore[assignment]
+            assert conn.transport is not None
+            failing.append(_FailingWrites(conn.transport))
+            conn.transport = failing[0]  # type: ignore[assignment]
             failed = await asyncio.wait_for(client.get(f"{url}/2"), 5)
             third = await client.get(f"{url}/3")
         server.close()
         return first, failed, third
 
     first, failed, third = eventloop.run(run())
+    assert failing[0].writers == [None]  # written by the turn's end, not by get() itself
     assert failed.status == 0 and failed.error is not None
     assert "handler is closed" in failed.error and "\n" not in failed.error
     assert failed.seconds < 5
