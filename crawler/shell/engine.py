@@ -296,7 +296,10 @@ class Crawl:
         assert pages is not None
         if self.client.take_workers():
             self.loop.on_cut = pages.abort
-            if self.identity:  # workers' links are in the space settled URLs are
+            # workers leave out links to settled URLs, in the space settled URLs are in
+            # (identity); with a state they send every link (opened(): all_links), the
+            # page's history, and settled URLs would be news to nobody (#26)
+            if self.identity and self.state is None:
                 self.journal.settle = told(self.links.settled, pages.settle)
 
     def _save_counters(self) -> None:

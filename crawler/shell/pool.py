@@ -830,8 +830,12 @@ async def _serve(settings: Settings, jobs_fd: int, results_fd: int) -> None:
             url, depth = job.url, job.depth
             try:
                 fetched = await pages.fetch(url, depth, job.validators)
-                if fetched.page is not None and fetched.page.targets and not settings.all_links:
-                    fetched.page.targets = links.unsettled(fetched.page.targets, depth)
+                page = fetched.page
+                if page is not None and page.targets:
+                    if settings.all_links:
+                        links.remember(page.targets)
+                    else:
+                        page.targets = links.unsettled(page.targets, depth)
             except Exception as exc:  # a bug of ours: this URL fails, the crawl goes on
                 error = http.redact(f"worker: {type(exc).__name__}: {exc}")
                 fetched = Fetched(Response(url, error=error), None)
