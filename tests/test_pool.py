@@ -520,15 +520,17 @@ def test_a_settled_listing_still_gets_links_that_bring_it_closer():
     assert links.unsettled(targets, 2) == ["http://h/twin", "http://h/new"]
 
 
-def test_a_resolver_keeping_every_link_remembers_them_all_and_leaves_settled_depths():
+def test_a_resolver_keeping_every_link_remembers_them_all():
     """With a state a worker sends every link back (Settings.all_links): none is filtered,
-    each is remembered as produced, and a depth the crawl settled is kept (#26)."""
-    links = LinkResolver(capacity=4)
-    links.settle(["http://h/twin"], [2])
-    links.remember(["http://h/a", "http://h/twin", "http://h/b"])
-    assert links.known == {"http://h/twin": 2, "http://h/a": UNSETTLED, "http://h/b": UNSETTLED}
-    links.remember(["http://h/c", "http://h/d"])  # past its capacity: all forgotten first
-    assert links.known == {"http://h/c": UNSETTLED, "http://h/d": UNSETTLED}
+    each is remembered as produced, and forgotten all at once when full, as unsettled()
+    does (#26)."""
+    links = LinkResolver(capacity=3)
+    links.remember(["http://h/a", "http://h/b", "http://h/a"])
+    assert links.known == {"http://h/a": UNSETTLED, "http://h/b": UNSETTLED}
+    links.remember(["http://h/b", "http://h/c"])  # b is known: only c is new, and fits
+    assert list(links.known) == ["http://h/a", "http://h/b", "http://h/c"]
+    links.remember(["http://h/d"])  # full: all forgotten first
+    assert links.known == {"http://h/d": UNSETTLED}
 
 
 @pytest.mark.parametrize("remembered", [True, False])
@@ -591,6 +593,64 @@ def test_settled_urls_never_come_back_below_capacity(pages):
         assert not set(got) & settled
         links.settle(newly_settled, [0] * len(newly_settled))
         settled.update(newly_settled)
+
+
+@given(st.lists(hrefs, min_size=1, max_size=6), st.integers(3, 50))
+def test_a_resolver_remembering_every_link_agrees_with_resolve(pages, capacity):
+    """What a worker sending every link back answers, found among the links it remembers
+    or not (forgotten at a small capacity): each page's links as resolve() makes them."""
+    bases = ["http://h:1/x/y.html", "http://h:1/", "http://h:1/x/"]
+    strip = ("utm_*",)
+    links = LinkResolver(capacity)
+    for i, page in enumerate(pages):
+        base = bases[i % len(bases)]
+        made = (resolve(base, href, strip) for href in page)
+        expected = list(dict.fromkeys(t for t in made if t is not None))
+        got = resolve_links(base, page, strip, links.known)
+        assert got == expected
+        links.remember(got)
+        assert len(links.known) <= capacity
+
+
+def test_a_worker_sending_every_link_finds_its_next_pages_links_without_normalising(
+    serve, monkeypatch
+):
+    """#26: with a state (Settings.all_links) a worker filters no link, but remembers each
+    it sends back: the next page's links to them are found by their exact join, not
+    normalised again by resolve(), and every link comes back from both pages. A real worker
+    loop (pool._serve) on real pipes, a real server."""
+    hrefs = '<a href="b">b</a> <a href="../c">c</a> <a href="sub/f">f</a>'
+    site = Site({"/x/1": hrefs, "/x/2": hrefs})
+    srv = serve(site.app)
+    settings = Settings("bot/1", 1, 10.0, 8 << 20, PagePolicy("bot"), Access(), all_links=True)
+    asked: list[str] = []
+    real = urls_module.resolve
+    monkeypatch.setattr(urls_module, "resolve", lambda b, h, s: asked.append(h) or real(b, h, s))
+    errors: list[dict[str, Any]] = []
+    answers: list[tuple[list[str], list[str]]] = []  # each page's links, and what it asked
+
+    async def scenario() -> None:
+        worker, jobs, results, _ = await _serving(settings, errors)
+        frames = _Frames()
+        for n in (1, 2):
+            asked.clear()
+            os.write(jobs, _frame(pack(Job(n, f"{srv.url}/x/{n}", 1, None))))
+            payloads: list[bytes] = []
+            while not payloads:
+                await _until(lambda: _unread(results) > 0, "a result")
+                payloads = frames.feed(os.read(results, 1 << 16))
+            page = unpack(Result, payloads[0]).page
+            assert page is not None
+            answers.append((list(page.targets), list(asked)))
+        os.close(jobs)
+        await asyncio.wait_for(worker, 10.0)
+        os.close(results)
+
+    eventloop.run(scenario())
+    links = [f"{srv.url}/x/b", f"{srv.url}/c", f"{srv.url}/x/sub/f"]
+    assert answers[0] == (links, ["b", "../c", "sub/f"])  # the first page: each normalised
+    assert answers[1] == (links, [])  # the next: all found, none filtered
+    assert errors == []
 
 
 def test_a_second_signal_stops_workers_at_once(serve, tmp_path):
@@ -1052,10 +1112,16 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
 ):
     handed: list[list[tuple[str, int]]] = []  # the URLs settled, as each worker starts
 
+    told: list[str] = []  # the URLs settled, as started workers are told them
+
     class Worker(pool._Worker):
         def __init__(self, *args: Any) -> None:
             super().__init__(*args)
             handed.append(list(args[-1]))
+
+        def settle(self, url: str, depth: int) -> None:
+            told.append(url)
+            super().settle(url, depth)
 
     monkeypatch.setattr(pool, "_Worker", Worker)
     depths: list[int] = []  # as the pool tells the crawl loop
@@ -1070,7 +1136,8 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
     report, _ = _crawl(srv.url + "/", tmp_path / "full", *args, "--fresh")
     assert report["requests"]["by_workers"] > 300  # a first night: whole pages, in workers
     assert tree.peak <= 4
-    assert len(handed) == 2 and len(handed[0]) < 2 * START_AFTER  # started at once
+    # started at once, and handed no URL settled: with a state, a worker leaves none out
+    assert handed == [[], []]
     assert depths == [2]  # and pipelined, from when both were ready to the end
     handed.clear()
     depths.clear()
@@ -1109,6 +1176,35 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
     runs = ("full", "unchanged", "half", "first-half")
     published = {tuple(read_published(tmp_path / run, xsd).locs) for run in runs}
     assert len(published) == 1 and len(next(iter(published))) == 600
+    assert told == []  # on no night, early or late, was a worker told a URL settled
+
+
+def test_workers_of_a_crawl_without_state_are_handed_then_told_the_urls_settled(
+    serve, tmp_path, monkeypatch, xsd
+):
+    """Without a state a worker leaves out the links to settled URLs: started once the crawl
+    shows it is big, it is handed the URLs settled before it, then told the later ones (the
+    engine's rule, the other side of the test above)."""
+    handed: list[list[tuple[str, int]]] = []
+    told: list[str] = []
+
+    class Worker(pool._Worker):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            handed.append(list(args[-1]))
+
+        def settle(self, url: str, depth: int) -> None:
+            told.append(url)
+            super().settle(url, depth)
+
+    monkeypatch.setattr(pool, "_Worker", Worker)
+    site = tree_site(START_AFTER + 300)
+    srv = serve(site.app)
+    out = tmp_path / "out"
+    assert main(["crawl", srv.url + "/", "-o", str(out), "--workers", "1", "-q"]) == 0
+    assert len(read_published(out, xsd).locs) == START_AFTER + 300
+    assert len(handed) == 1 and len(handed[0]) >= START_AFTER // 2  # started late
+    assert len(told) > 100  # and told as the crawl went on
 
 
 async def _until(condition: Callable[[], object], what: str, timeout: float = 20.0) -> None:

@@ -185,11 +185,6 @@ def test_the_workers_are_told_too() -> None:
     assert ids.unsettled(_links([3, 4]), 2) == [URLS[4]]
     assert ids.unsettled(_links([3, 4]), 1) == [URLS[3], URLS[4]]
 
-    def workers(url: str, depth: int) -> None:
-        told_workers.append((url, depth))
-
-    assert told(None, workers) is workers  # no ids kept: the workers alone
-
 
 def test_a_hushed_url_is_skipped_from_its_depth_on_until_it_is_unsettled() -> None:
     """#26: a queued URL with all its early referrers kept (Links.follow_targets): its

@@ -826,15 +826,15 @@ class LinkResolver:
         known.update(zip(urls, depths, strict=True))
 
     def remember(self, targets: Sequence[str]) -> None:
-        """Remember targets as produced, none left out of the answer: a crawl that keeps
-        every link (pool.Settings.all_links) has no use for the filter, but resolve_links
+        """Remember targets as produced, as unsettled() does, for a worker that sends every
+        link back (pool.Settings.all_links) and so has no use for the filter: resolve_links
         still finds its next pages' links among them instead of normalising each again
-        (#26: without it, a worker spent a tenth of a first night's CPU in resolve())."""
+        (#26: without it, 8.5% of a first night's samples were the worker's resolve())."""
         known = self.known
-        if len(known) + len(targets) > self._capacity:
-            known.clear()
         for target in targets:
             if target not in known:
+                if len(known) >= self._capacity:
+                    known.clear()
                 known[target] = UNSETTLED
 
     def unsettled(self, targets: Sequence[str], depth: int) -> list[str]:

@@ -146,6 +146,8 @@ class Crawl:
         self.state: CrawlState | None = None
         self._site_answered = False  # any HTTP answer to the robots.txt requests
         self._pages: Pages | None = None  # the run's Pages strategy, once open
+        # whether workers send every link of a page back, settled or not (opened())
+        self._all_links = False
 
     # -- the crawl driver: crawl, then publish -------------------------------------------
 
@@ -296,11 +298,12 @@ class Crawl:
         assert pages is not None
         if self.client.take_workers():
             self.loop.on_cut = pages.abort
-            # workers leave out links to settled URLs, in the space settled URLs are in
-            # (identity); with a state they send every link (opened(): all_links), the
-            # page's history, and settled URLs would be news to nobody (#26)
-            if self.identity and self.state is None:
-                self.journal.settle = told(self.links.settled, pages.settle)
+            # workers leave out the links to settled URLs, told as the URLs kept here are,
+            # when links are in the space those are in (then `settled` is set); workers
+            # sending every link (a page's history) filter none, and are told none (#26)
+            settled = self.links.settled
+            if settled is not None and not self._all_links:
+                self.journal.settle = told(settled, pages.settle)
 
     def _save_counters(self) -> None:
         """The figures a resumed crawl goes on from: max_pages' and the publish guard's."""
@@ -443,9 +446,9 @@ class Crawl:
         """The client's Pages (worker processes too, when given) and the browser, when
         pages are rendered."""
         client = self.client
-        all_links = self.state is not None  # a page's links are its history
+        self._all_links = self.state is not None  # a page's links are its history
         async with client.opened(
-            self.frontier.seen, workers, log=self.log, all_links=all_links,
+            self.frontier.seen, workers, log=self.log, all_links=self._all_links,
             set_depth=self.loop.set_depth,
         ):  # fmt: skip
             self._pages = client.pages

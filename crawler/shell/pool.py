@@ -4,7 +4,8 @@ A crawl of a fast site is CPU-bound: the HTTP client, the HTML parser and link h
 each take about a quarter of the time per page, on one core under the GIL. `PoolPages` is a
 `pages.LocalPages` whose page fetches run in worker processes. Each worker runs LocalPages
 itself (fetch, then `page.analyse`: the same step as in the main process), leaves out the
-links to URLs the crawl has settled (`urls.LinkResolver`), and sends back the status, the
+links to URLs the crawl has settled (`urls.LinkResolver`; with a state, none: every link is
+the page's history, `Settings.all_links`), and sends back the status, the
 few headers the crawl reads and the `PageResult`. Everything that
 needs the crawl's state (throttle, frontier, decisions, writer) stays in the main process,
 which also decides how many jobs are in flight. Beside one or two workers it has time to
@@ -367,9 +368,9 @@ class PoolPages(LocalPages):
         self._allowed = False
         self._taken = 0  # whole pages made here while no worker runs (START_AFTER)
         self._local = 0  # requests this process has in flight outside its share
-        # settled before the workers started, handed to them when they do: kept flat (a
-        # name and 8 bytes a URL), as an unchanged night starts none and settles them all,
-        # and no more than a worker keeps (RESOLVER_CAPACITY, the latest: a 1M-page night
+        # settled before the workers started, handed to them when they do (a crawl without
+        # a state: one with a state tells them none): kept flat (a name and 8 bytes a URL),
+        # and no more than a worker keeps (RESOLVER_CAPACITY, the latest: a 1M-page crawl
         # would hand a 55 MB frame, most of it forgotten as it is read)
         self._backlog: list[str] = []
         self._backlog_depths = array("q")

@@ -6,7 +6,8 @@ already: each cost two or three lookups by name (the seen set, the listings' dep
 URLs in flight) for nothing, a tenth of a 304 night. A URL is settled when its decision is
 final and not broken (a link to it changes nothing) or, for a listing that may have twins,
 from its depth on (a closer link still ranks its twins): the journal says so
-(Journal.settle), as it tells the workers. Here only (#26), a URL waiting in the queue
+(Journal.settle), as it tells the workers of a crawl without a state (those of a crawl
+with one send every link back, and are told nothing). Here only (#26), a URL waiting in the queue
 with all the early referrers the journal keeps is hushed from its queued depth on (a link
 there would change nothing), until it is judged: settled then, or UNSETTLED again when
 broken (its late referrers count). Kept by the state's URL id in a byte array (a
@@ -50,7 +51,7 @@ class SettledIds:
     @classmethod
     def of(cls, state: CrawlState, identity: bool) -> SettledIds | None:
         """For a crawl whose history may revive pages, with links in the space the journal
-        settles URLs in (crawler.shell.engine: as for the workers); else None."""
+        settles URLs in (crawler.shell.engine); else None."""
         return cls(state.url_ids) if state.has_history and identity else None
 
     def settle(self, url: str, depth: int = 0) -> None:
@@ -128,12 +129,11 @@ class SettledNames:
 
 
 def told(
-    settled: SettledIds | SettledNames | None, workers: Callable[[str, int], None]
+    settled: SettledIds | SettledNames, workers: Callable[[str, int], None]
 ) -> Callable[[str, int], None]:
-    """Who the journal tells that a URL is settled once workers take pages: the URLs kept
-    here first, when there are any, then the workers."""
-    if settled is None:
-        return workers
+    """Who the journal tells that a URL is settled once workers that leave links out take
+    pages (a crawl without a state, crawler.shell.engine): the URLs kept here first, then
+    the workers."""
     keep = settled.settle
 
     def both(url: str, depth: int) -> None:
