@@ -55,6 +55,8 @@ def test_a_link_is_left_out_only_when_it_is_settled_at_its_depth(
         if i not in settled or i in unsettled or settled[i] >= 255 or depth < settled[i]
     ]
     assert set(rule) <= set(kept)
+    # a changed page's links, by name (#26): their ids looked up, the same answer
+    assert ids.unsettled([URLS[i] for i in picked], depth) == kept
 
 
 @given(
@@ -174,6 +176,22 @@ def test_urls_never_settled_and_ids_past_the_table_are_kept() -> None:
     assert ids.unsettled(_links([0, 1, 399]), 5) == [URLS[1], URLS[399]]
     assert ids.unsettled(_links([0]), 5) == []  # one link as any number
     assert ids.unsettled(_links([1]), 5) == [URLS[1]]
+    # by name (a changed page's links): a URL without an id is new, and kept
+    new = "http://example.com/never-interned"
+    assert ids.unsettled([URLS[0], new, URLS[399], URLS[0]], 5) == [new, URLS[399]]
+    assert ids.unsettled([], 5) == []
+
+
+def test_by_name_a_url_with_an_id_past_those_settled_is_kept() -> None:
+    """The ids a page's names are given may run past the depths kept so far (a URL
+    interned after the last settled one): not settled, kept, and the table grown."""
+    table = dict(IDS)
+    ids = SettledIds(lambda: table)
+    ids.settle(URLS[0])
+    table["http://example.com/later"] = 5_000
+    assert ids.unsettled([URLS[0], "http://example.com/later"], 1) == ["http://example.com/later"]
+    ids.settle("http://example.com/later", 0)
+    assert ids.unsettled(["http://example.com/later", URLS[1]], 1) == [URLS[1]]
 
 
 def test_the_workers_are_told_too() -> None:
