@@ -1107,12 +1107,13 @@ class ChangingTree(CountingTree):
         self.mark()
 
 
-def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
-    serve, tmp_path, xsd, monkeypatch
-):
-    handed: list[list[tuple[str, int]]] = []  # the URLs settled, as each worker starts
-
-    told: list[str] = []  # the URLs settled, as started workers are told them
+def _settled_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[list[list[tuple[str, int]]], list[str]]:
+    """What the crawl's workers are told of the URLs settled: each worker's backlog as it
+    starts (handed), and every URL told to a started one (told), in order."""
+    handed: list[list[tuple[str, int]]] = []
+    told: list[str] = []
 
     class Worker(pool._Worker):
         def __init__(self, *args: Any) -> None:
@@ -1124,6 +1125,13 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
             super().settle(url, depth)
 
     monkeypatch.setattr(pool, "_Worker", Worker)
+    return handed, told
+
+
+def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
+    serve, tmp_path, xsd, monkeypatch
+):
+    handed, told = _settled_told(monkeypatch)
     depths: list[int] = []  # as the pool tells the crawl loop
     set_depth = CrawlLoop.set_depth
     monkeypatch.setattr(
@@ -1185,19 +1193,7 @@ def test_workers_of_a_crawl_without_state_are_handed_then_told_the_urls_settled(
     """Without a state a worker leaves out the links to settled URLs: started once the crawl
     shows it is big, it is handed the URLs settled before it, then told the later ones (the
     engine's rule, the other side of the test above)."""
-    handed: list[list[tuple[str, int]]] = []
-    told: list[str] = []
-
-    class Worker(pool._Worker):
-        def __init__(self, *args: Any) -> None:
-            super().__init__(*args)
-            handed.append(list(args[-1]))
-
-        def settle(self, url: str, depth: int) -> None:
-            told.append(url)
-            super().settle(url, depth)
-
-    monkeypatch.setattr(pool, "_Worker", Worker)
+    handed, told = _settled_told(monkeypatch)
     site = tree_site(START_AFTER + 300)
     srv = serve(site.app)
     out = tmp_path / "out"
