@@ -635,21 +635,27 @@ def test_a_304_night_keeps_each_page_s_links_as_the_full_night_stored_them(site_
     assert _history_links(run.state) == before
 
 
-def test_a_broken_url_s_referrers_are_the_same_when_revived_pages_link_to_it(serve, tmp_path, xsd):
+@pytest.mark.parametrize("night", ["unchanged", "changed"])
+def test_a_broken_url_s_referrers_are_the_same_when_revived_pages_link_to_it(
+    serve, tmp_path, xsd, night
+):
     """#26: a URL waiting with all its early referrers kept is skipped by revived pages'
     links (SettledIds.hush); judged broken, it is looked at again, so the pages judged
-    after it still name it: the broken-links report of a 304 night is the full night's."""
+    after it still name it: the broken-links report of a 304 night is the full night's.
+    The same on a night whose every page changed (its ETag, not its links): a changed
+    page's links, by name, are skipped by the same rule (SettledIds, by the names' ids)."""
     pages = {"/": ["/deep", *(f"/p/{i}" for i in range(8))], "/deep": ["/gone"]}
     pages["/deep"] += [f"/q/{i}" for i in range(8)]  # after /gone: judged after it
     pages.update({f"/p/{i}": ["/", "/gone"] for i in range(8)})  # before it: early referrers
     pages.update({f"/q/{i}": ["/", "/gone"] for i in range(8)})  # after it: late referrers
+    nights = [0]  # in the ETag: a changed night is a new one for every page
 
     async def handle(request: web.Request) -> web.Response:
         if request.path not in pages:
             return web.Response(status=404, text="gone")
         links = "".join(f'<a href="{href}">{href}</a>' for href in pages[request.path])
         body = f"<!doctype html><title>{request.path}</title><p>{links}</p>".encode()
-        tag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+        tag = '"' + hashlib.sha256(body).hexdigest()[:16] + f'-{nights[0]}"'
         if request.headers.get("If-None-Match") == tag:
             return web.Response(status=304, headers={"ETag": tag})
         return web.Response(body=body, content_type="text/html", headers={"ETag": tag})
@@ -667,8 +673,11 @@ def test_a_broken_url_s_referrers_are_the_same_when_revived_pages_link_to_it(ser
 
     _run(srv.url, tmp_path, state, xsd, *order)
     full = broken()
+    if night == "changed":
+        nights[0] += 1
     _run(srv.url, tmp_path, state, xsd, *order)
-    assert json.loads(report.read_text())["pages_not_modified"] == len(pages)
+    revived = json.loads(report.read_text())["pages_not_modified"]
+    assert revived == (len(pages) if night == "unchanged" else 0)
     assert broken() == full
     assert len(full) == 10 and srv.url + "/q/0" in full  # late referrers among them
 

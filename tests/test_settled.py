@@ -30,9 +30,12 @@ def _links(picked: list[int]) -> HistoryLinks:
     ),
     picked=st.lists(st.integers(0, 399), max_size=90),
     depth=st.integers(0, 300),
+    new=st.lists(st.integers(0, 90), max_size=5),
 )
+# settled deeper than the links (a twin's depth), broken (UNSETTLED), past a byte, never
+@example(settled={5: 10, 6: UNSETTLED, 7: 255}, picked=[5, 6, 7, 8], depth=2, new=[1])
 def test_a_link_is_left_out_only_when_it_is_settled_at_its_depth(
-    settled: dict[int, int], picked: list[int], depth: int
+    settled: dict[int, int], picked: list[int], depth: int, new: list[int]
 ) -> None:
     ids = SettledIds(lambda: IDS)
     for i, at in settled.items():
@@ -55,8 +58,13 @@ def test_a_link_is_left_out_only_when_it_is_settled_at_its_depth(
         if i not in settled or i in unsettled or settled[i] >= 255 or depth < settled[i]
     ]
     assert set(rule) <= set(kept)
-    # a changed page's links, by name (#26): their ids looked up, the same answer
+    # a changed page's links, by name (#26): their ids looked up, the same answer, and a
+    # URL with no id (new to the crawl) among them kept where it is
+    named: list[str] = [URLS[i] for i in picked]
+    for at in sorted(set(new), reverse=True):
+        named.insert(at, f"http://example.com/new/{at}")
     assert ids.unsettled([URLS[i] for i in picked], depth) == kept
+    assert ids.unsettled(named, depth) == [url for url in named if url in kept or "/new/" in url]
 
 
 @given(

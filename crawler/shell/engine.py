@@ -288,7 +288,7 @@ class Crawl:
         self.state = self.journal.state = self.links.state = self.revalidation.state = state
         state.before_checkpoint = self._save_counters
         self.journal.dating = Dating(self.config.lastmod, state)
-        if (settled := SettledIds.of(state, self.identity)) is not None:  # revived links
+        if (settled := SettledIds.of(state, self.identity)) is not None:  # links by id
             self.links.settled, self.journal.settle = settled, settled.settle
 
     def _take_workers(self) -> None:

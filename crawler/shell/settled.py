@@ -1,5 +1,6 @@
 """Links to settled URLs, skipped by id: the workers' rule (crawler.core.urls.LinkResolver)
-for the pages the crawl itself makes, the pages a 304 revives.
+for the pages the crawl itself makes on a night with a history: the pages a 304 revives, and
+the changed pages, whose links' ids are looked up by name.
 
 A revived page follows all its links (about 83 on the bench site), nearly all to URLs judged
 already: each cost two or three lookups by name (the seen set, the listings' depths, the
@@ -7,12 +8,13 @@ URLs in flight) for nothing, a tenth of a 304 night. A URL is settled when its d
 final and not broken (a link to it changes nothing) or, for a listing that may have twins,
 from its depth on (a closer link still ranks its twins): the journal says so
 (Journal.settle), as it tells the workers of a crawl without a state (those of a crawl
-with one send every link back, and are told nothing). Here only (#26), a URL waiting in the queue
-with all the early referrers the journal keeps is hushed from its queued depth on (a link
-there would change nothing), until it is judged: settled then, or UNSETTLED again when
-broken (its late referrers count). Kept by the state's URL id in a byte array (a
-byte a URL), a revived page's links (crawler.core.history.HistoryLinks, which carry their ids)
-are checked in C, and only those that may change something are named and reach
+with one send every link back, and are told nothing). Here only (#26), a URL waiting in
+the queue with all the early referrers the journal keeps is hushed from its queued depth on
+(a link there would change nothing), until it is judged: settled then, or UNSETTLED again
+when broken (its late referrers count). Kept by the state's URL id in a byte array (a byte
+a URL), a revived page's links (crawler.core.history.HistoryLinks, which carry their ids)
+are checked in C, and only those that may change something are named; a changed page's
+links by the ids of their names (a URL without one is new, and kept). Only those reach
 Links.follow_targets' loop. A depth kept is never below the one that matters (a closer link
 may lower a listing's depth later, never raise it), so a link is never left out that the
 loop would act on.
