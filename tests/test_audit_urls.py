@@ -4,6 +4,7 @@ on exactly the faulty URL, politeness as a crawl's, --public-url, workers, and -
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 from datetime import UTC, datetime
 from email.utils import formatdate
@@ -278,14 +279,18 @@ def test_public_url_fetches_from_staging_and_never_another_host(serve):
     assert other.requests == [] and checked == 4
 
 
-def _mixed_site(count: int) -> Site:
-    """Pages /p/0 .. /p/<count-1>, every kind of fault among them."""
+def _mixed_site(count: int, slow_from: int | None = None) -> Site:
+    """Pages /p/0 .. /p/<count-1>, every kind of fault among them; from /p/<slow_from> on,
+    each answered after 20 ms (time for a worker started then to be ready, on a busy
+    machine, before the check is over)."""
 
     async def page(request: web.Request) -> web.StreamResponse:
         last = request.path.rsplit("/", 1)[1]
         if not last.isdigit():
             return web.Response(status=404, text="no such page")
         n = int(last)
+        if slow_from is not None and n >= slow_from:
+            await asyncio.sleep(0.02)
         if n % 17 == 3:
             return web.Response(status=404, text="gone")
         if n % 19 == 5:
@@ -309,7 +314,7 @@ def _mixed_site(count: int) -> Site:
 
 def test_workers_give_the_same_findings_as_none(serve):
     count = START_AFTER + 200
-    srv = serve(_mixed_site(count).app)
+    srv = serve(_mixed_site(count, slow_from=START_AFTER).app)
     paths = [f"/p/{n}" for n in range(count)]
     items = listed(srv.url, *paths, lastmod="2020-09-13T12:30:00Z")  # after /p/0-/p/199's
     alone, checked_alone = check(config(srv.url), items)

@@ -146,8 +146,7 @@ class Crawl:
         self.state: CrawlState | None = None
         self._site_answered = False  # any HTTP answer to the robots.txt requests
         self._pages: Pages | None = None  # the run's Pages strategy, once open
-        # whether workers send every link of a page back, settled or not (opened())
-        self._all_links = False
+        self._all_links = False  # workers send every link back, settled or not (opened())
 
     # -- the crawl driver: crawl, then publish -------------------------------------------
 
@@ -292,15 +291,13 @@ class Crawl:
             self.links.settled, self.journal.settle = settled, settled.settle
 
     def _take_workers(self) -> None:
-        """Let worker processes take pages, when the Pages strategy has some and requests
-        are not spaced."""
+        """Let worker processes take pages, when there are some and requests are not spaced."""
         pages = self._pages
         assert pages is not None
         if self.client.take_workers():
             self.loop.on_cut = pages.abort
-            # workers leave out the links to settled URLs, told as the URLs kept here are,
-            # when links are in the space those are in (then `settled` is set); workers
-            # sending every link (a page's history) filter none, and are told none (#26)
+            # workers that leave out links to settled URLs are told them, in the space those
+            # are in (then `settled` is set); those sending every link filter none (#26)
             settled = self.links.settled
             if settled is not None and not self._all_links:
                 self.journal.settle = told(settled, pages.settle)
