@@ -115,9 +115,9 @@ class SettledIds:
         if table is None:
             table = self._table = self._ids()
         uids = list(map(table.get, links, repeat(0)))
-        depths = self._depths
-        if max(uids) >= len(depths):  # an id past those settled so far: not settled either
-            self._grow(max(uids) + 1)
+        depths, top = self._depths, max(uids)
+        if top >= len(depths):  # an id past those settled so far: not settled either
+            self._grow(top + 1)
         keep = bytes(map(depths.__getitem__, uids)).translate(matters)
         return list(compress(links, keep))
 
