@@ -124,15 +124,17 @@ def crawl(kind: str, url: str, work: Path, state: Path, log: Path, extra: list[s
     )  # fmt: skip
 
 
-def rebuild(site: Path, when: float) -> int:
-    """Give every file the site serves the time `when` (its ETag and Last-Modified change
-    with it, its content does not); the files touched."""
-    touched = 0
-    for folder, _, names in os.walk(site / "www"):
-        for name in names:
-            os.utime(os.path.join(folder, name), (when, when))
-            touched += 1
-    return touched
+def rebuild(site: Path) -> float:
+    """Give every file the site serves one new time (its ETag and Last-Modified change with
+    it, its content does not), and return it: later than any the files have, so that every
+    ETag changes, and five seconds ago, as a Last-Modified within STAMP_SLACK of its
+    answer's Date is the server stamping its answers (crawler.core.lastmod), not a
+    rebuild's file time."""
+    files = [p for p in (site / "www").rglob("*") if p.is_file()]
+    when = max(max(p.stat().st_mtime for p in files) + 1, time.time() - 5)
+    for path in files:
+        os.utime(path, (when, when))
+    return when
 
 
 def same_files(a: Path, b: Path) -> bool:
@@ -187,8 +189,7 @@ def main(argv: list[str] | None = None) -> int:
                 if kind == "rebuilt":  # nginx restarted, as by a deploy: its
                     # open_file_cache keeps the times of the files it has open (60 s),
                     # which still answered 304 for them
-                    when = rebuilt_at(site)
-                    rebuild(site, when)
+                    when = rebuild(site)
                     _serve(site, args.port, "stop")
                     _serve(site, args.port, "start", log)
                     time.sleep(max(0.0, when + STAMP_SLACK + 1 - time.time()))
@@ -221,14 +222,6 @@ def main(argv: list[str] | None = None) -> int:
     said = "yes" if all(unmoved) else f"NO, in {unmoved.count(False)} of {len(unmoved)}"
     print(f"rebuilt nights: every page a 200, the second run's files published: {said}")
     return 0 if all(unmoved) else 1
-
-
-def rebuilt_at(site: Path) -> float:
-    """A time for a rebuild: later than any the files have (so every ETag changes), and
-    five seconds ago: a Last-Modified within STAMP_SLACK of its answer's Date is the server
-    stamping its answers (crawler.core.lastmod), not a rebuild's file time."""
-    newest = max(p.stat().st_mtime for p in (site / "www").rglob("*") if p.is_file())
-    return max(newest + 1, time.time() - 5)
 
 
 def ratio_line(runs: list[Run]) -> str:
