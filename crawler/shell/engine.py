@@ -146,7 +146,6 @@ class Crawl:
         self.state: CrawlState | None = None
         self._site_answered = False  # any HTTP answer to the robots.txt requests
         self._pages: Pages | None = None  # the run's Pages strategy, once open
-        self._all_links = False  # workers send every link back, settled or not (opened())
 
     # -- the crawl driver: crawl, then publish -------------------------------------------
 
@@ -296,10 +295,11 @@ class Crawl:
         assert pages is not None
         if self.client.take_workers():
             self.loop.on_cut = pages.abort
-            # workers that leave out links to settled URLs are told them, in the space those
-            # are in (then `settled` is set); those sending every link filter none (#26)
+            # workers that leave out links to settled URLs (a crawl without a state) are told
+            # them, in the space those are in (then `settled` is set); those of a crawl with
+            # a state send every link back and filter none (#26)
             settled = self.links.settled
-            if settled is not None and not self._all_links:
+            if settled is not None and self.state is None:
                 self.journal.settle = told(settled, pages.settle)
 
     def _save_counters(self) -> None:
@@ -443,9 +443,8 @@ class Crawl:
         """The client's Pages (worker processes too, when given) and the browser, when
         pages are rendered."""
         client = self.client
-        self._all_links = self.state is not None  # a page's links are its history
-        async with client.opened(
-            self.frontier.seen, workers, log=self.log, all_links=self._all_links,
+        async with client.opened(  # all_links with a state: a page's links are its history
+            self.frontier.seen, workers, log=self.log, all_links=self.state is not None,
             set_depth=self.loop.set_depth,
         ):  # fmt: skip
             self._pages = client.pages
