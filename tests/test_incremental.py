@@ -639,9 +639,10 @@ def test_a_304_night_keeps_each_page_s_links_as_the_full_night_stored_them(site_
 def test_a_broken_url_s_referrers_are_the_same_when_revived_pages_link_to_it(
     serve, tmp_path, xsd, night
 ):
-    """#26: a URL waiting with all its early referrers kept is skipped by revived pages'
-    links (SettledIds.hush); judged broken, it is looked at again, so the pages judged
-    after it still name it: the broken-links report of a 304 night is the full night's.
+    """#26: a URL waiting is skipped by revived pages' links (hushed as it is queued, its
+    early referrers read back at the end: crawler.shell.referrers); judged broken, it is
+    looked at again, so the pages judged after it still name it: the broken-links report
+    of a 304 night is the full night's.
     The same on a night whose every page changed (its ETag, not its links): a changed
     page's links, by name, are skipped by the same rule (SettledIds, by the names' ids)."""
     pages = {"/": ["/deep", *(f"/p/{i}" for i in range(8))], "/deep": ["/gone"]}

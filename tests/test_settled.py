@@ -213,13 +213,14 @@ def test_the_workers_are_told_too() -> None:
 
 
 def test_a_hushed_url_is_skipped_from_its_depth_on_until_it_is_unsettled() -> None:
-    """#26: a queued URL with all its early referrers kept (Links.follow_targets): its
-    links at its queued depth or deeper are left out, here only (the workers are not told);
-    settled UNSETTLED (judged broken) every link to it counts again, the workers told."""
+    """#26: a queued URL whose early referrers are read back at the end if it is broken
+    (crawler.shell.referrers): its links at its queued depth or deeper are left out, here
+    only (the workers are not told); settled UNSETTLED (judged broken) every link to it
+    counts again, the workers told."""
     told_workers: list[tuple[str, int]] = []
     ids = SettledIds(lambda: IDS)
     settle = told(ids, lambda url, depth: told_workers.append((url, depth)))
-    ids.hush(URLS[3], 2)
+    ids.at(IDS[URLS[3]], 2)
     assert ids.unsettled(_links([3, 4]), 2) == [URLS[4]]
     assert ids.unsettled(_links([3, 4]), 1) == [URLS[3], URLS[4]]  # closer: it moves up
     assert told_workers == []

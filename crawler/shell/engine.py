@@ -56,6 +56,7 @@ from crawler.shell.outputs import change_log, held_outputs, report_changes
 from crawler.shell.pages import Pages
 from crawler.shell.pool import Spare
 from crawler.shell.progress import ProgressLine
+from crawler.shell.referrers import EarlyReferrers
 from crawler.shell.rendered import PageRenderer
 from crawler.shell.replay import replay
 from crawler.shell.revalidation import Revalidation, history_key
@@ -101,13 +102,9 @@ class Crawl:
         self.progress = progress
         assert config.url is not None
         self.plan = plan = Plan.make(
-            config.url,
-            config.public_url,
-            config.sitemap_url,
-            config.seeds,
-            config.strip_params,
-            config.allowed_hosts,
-        )
+            config.url, config.public_url, config.sitemap_url, config.seeds,
+            config.strip_params, config.allowed_hosts,
+        )  # fmt: skip
         self.identity = plan.identity
         self.policy = _policy(config)
         self.agent = product_token(config.user_agent)
@@ -218,6 +215,7 @@ class Crawl:
                 walled = loop.blocked or self.page_judge.walls.verdict(self.tally.fetched)
                 if loop.stop_signal is not None or loop.outage is not None or walled:
                     if self.state is not None:  # the counters too (before_checkpoint)
+                        journal.name_early()  # for the report
                         if loop.outage is not None:  # its failures are no result to resume
                             self.state.counter("outage", 1)
                         if walled:  # nor are a bot wall's answers
@@ -236,6 +234,7 @@ class Crawl:
                 for line in budgets.warnings() + _limit_warning(config, limit, cut):
                     self.log(f"warning: {line}")
                 journal.settle_nofollow(self.frontier.seen)  # #24: met, never followed
+                journal.name_early()  # a night with a history: read back if needed
                 await journal.publish_listings()
                 if self.state is not None:
                     self.state.checkpoint()  # a refused publish can be resumed with --force
@@ -288,6 +287,7 @@ class Crawl:
         self.journal.dating = Dating(self.config.lastmod, state)
         if (settled := SettledIds.of(state, self.identity)) is not None:  # links by id
             self.links.settled, self.journal.settle = settled, settled.settle
+            self.links.early = self.journal.early = EarlyReferrers(state.url_ids, settled)
 
     def _take_workers(self) -> None:
         """Let worker processes take pages, when there are some and requests are not spaced."""

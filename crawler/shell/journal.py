@@ -48,11 +48,12 @@ from crawler.core.lastmod import (
     has_bit,
     set_bit,
 )
-from crawler.core.report import DecisionRecord, Tally, is_broken
+from crawler.core.report import MAX_REFERRERS, DecisionRecord, Tally, is_broken
 from crawler.core.urls import UNSETTLED
 from crawler.errors import OutputError
 from crawler.shell.extensions import Extensions
 from crawler.shell.listings import Listing, Spool
+from crawler.shell.referrers import EARLY_REFERRERS, EarlyReferrers
 from crawler.shell.state import CrawlState
 from crawler.shell.state_history import WARM_CHUNK
 from sitemap_out import Entry, EntryError
@@ -61,11 +62,6 @@ if TYPE_CHECKING:  # made by the engine with llms_txt only: a crawl without it n
     from crawler.core.llms import LlmsFile
 
 __all__ = ["EARLY_REFERRERS", "Journal"]
-
-#: Pages linking to a URL kept while it waits to be fetched, besides the first: a tuple per
-#: queued URL is the price of naming the pages that link to a broken one. Once a URL is
-#: judged broken, pages linking to it are collected up to report.MAX_REFERRERS.
-EARLY_REFERRERS = 4
 
 _BLOCKS = operator.attrgetter("blocks")
 
@@ -96,6 +92,9 @@ class Journal:
         self.settle: Callable[[str, int], None] | None = None
         self.echo: Callable[[DecisionRecord], None] | None = None  # also gets every record
         self.refs: dict[str, tuple[str, ...]] = {}  # URL not yet judged -> more linking pages
+        # on a night with a history, the early referrers are not kept in `refs` as links
+        # are followed but named at the end for the URLs judged broken (set by the engine)
+        self.early: EarlyReferrers | None = None
         # listing that may have twins -> its depth: the fewest links from the start found to
         # it, which a link found after it was fetched can lower (pages in flight at a smaller
         # depth finish late), so that twins are ranked the same whatever the timing
@@ -155,13 +154,20 @@ class Journal:
         if status is not None and is_broken(reason, status):
             refs = [referrer] if referrer else []
             early = self.refs.pop(url, ())
-            refs += early
-            if len(early) >= EARLY_REFERRERS and self.settle is not None:
-                self.settle(url, UNSETTLED)  # hushed, maybe (Links.follow_targets): no more
+            if self.early is not None:  # named at the end (name_early), hushed at once
+                self.early.broken(url, referrer, early)
+                if self.settle is not None:
+                    self.settle(url, UNSETTLED)
+            else:
+                refs += early
+                if len(early) >= EARLY_REFERRERS and self.settle is not None:
+                    self.settle(url, UNSETTLED)  # hushed, maybe (Links.follow_targets)
             self.tally.add_broken(public, status, list(dict.fromkeys(refs)))
         else:
             if self.refs:
                 self.refs.pop(url, None)
+            if self.early is not None and self.early.others:
+                self.early.others.pop(url, None)
             if self.settle is not None:
                 self.settle(url, 0)  # a link to url changes nothing now
         if self.extensions is not None and reason != LISTED:
@@ -198,9 +204,10 @@ class Journal:
 
     def early_referrers(self, urls: Iterable[str], referrer: str) -> list[str]:
         """One page, `referrer`, links to each of urls, not yet judged: each kept as
-        early_referrer() says, in order, the state's rows in one call (a revived page's
-        links, about 3.7 a page on a 304 night: two calls a link were a fifth of an early
-        referrer's cost). The URLs whose early referrers that makes all kept, in order."""
+        early_referrer() says, in order, the state's rows in one call (two calls a link
+        were a fifth of an early referrer's cost, #26). The URLs whose early referrers
+        that makes all kept, in order. A crawl without a history only: one with a history
+        reads them back at the end for the URLs judged broken (crawler.shell.referrers)."""
         refs_of, kept, full = self.refs, [], []
         for url in urls:
             refs = refs_of.get(url, ())
@@ -212,6 +219,20 @@ class Journal:
         if kept and self.state is not None:
             self.state.referred_by(kept, referrer)
         return full
+
+    def name_early(self) -> None:
+        """The crawl is over (or stopped): the early referrers of each URL judged broken
+        are named (crawler.shell.referrers) on a night with a history, between the page its
+        task named and the pages that linked to it later, as a crawl that kept them as it
+        went names them."""
+        early, state = self.early, self.state
+        if early is None or state is None:
+            return
+        for url, found in early.named(state.targets_by_id, self.public):
+            entry = self.tally.broken.get(self.public(url))
+            if entry is not None:
+                refs = entry[1]
+                refs[:] = list(dict.fromkeys([*found, *refs]))[:MAX_REFERRERS]
 
     def late_referrer(self, url: str, referrer: str) -> None:
         """Another page links to url, judged already: noted if url is broken."""

@@ -19,6 +19,7 @@ from crawler.core.report import DecisionRecord, Tally
 from crawler.core.screen import Plan, Screen
 from crawler.core.urls import resolve
 from crawler.shell.journal import Journal
+from crawler.shell.referrers import EarlyReferrers
 from crawler.shell.settled import SettledIds, SettledNames
 from crawler.shell.state import CrawlState
 
@@ -62,6 +63,9 @@ class Links:
         if self.identity:
             self.settled = SettledNames(frontier)
             journal.settle = self.settled.settle
+        # on a night with a history: the follow order, the early referrers read back from it
+        # (crawler.shell.referrers), set by the engine with `settled`, by id
+        self.early: EarlyReferrers | None = None
         # the start URL's decisions, each hop of its redirects: why nothing was listed
         self.start_chain: list[DecisionRecord] = []
 
@@ -100,6 +104,8 @@ class Links:
         if facts.canonical and not decision.listed and facts.canonical_in_scope:
             self.discover(facts.canonical, task.depth + 1, public)
         if page.targets and follows_links(facts, self.policy):
+            if self.early is not None:
+                self.early.followed(url)
             self.follow_targets(page.targets, task.depth + 1, public)
         if page.moved_to is not None and decision.reason == REDIRECT:  # #24: a stub's target
             self.discover(page.moved_to, task.depth, public)
@@ -134,11 +140,11 @@ class Links:
                 else:
                     if waiting:  # the rows in order: before refer()'s
                         self._early(waiting, referrer)
-                    refer(url, referrer, depth)  # moves it up
+                    refer(url, referrer, depth, True)  # moves it up
             elif broken or url in active:
                 if waiting:
                     self._early(waiting, referrer)
-                refer(url, referrer, depth)  # which also brings a listed twin closer
+                refer(url, referrer, depth, True)  # which also brings a listed twin closer
             elif depth < depths.get(url, depth):
                 self.journal.closer(url, depth)
         if waiting:
@@ -149,10 +155,19 @@ class Links:
         referrers; one whose referrers are then all kept is hushed (a link to it at its
         depth or deeper skips it) until it is judged. `waiting` is emptied. Called before
         any refer() of the page, so that the state's referrer rows keep the order a call a
-        link gave them (each URL's own referrers are in order either way)."""
+        link gave them (each URL's own referrers are in order either way). On a night with
+        a history they are read back at the end instead (crawler.shell.referrers), and a
+        URL is hushed as it is queued: one waiting reached here was queued before a resume."""
+        early = self.early
+        if early is not None:
+            met = self.seen
+            for url in waiting:
+                early.waiting(url, met[url].start)  # type: ignore[union-attr]  # a range
+            waiting.clear()
+            return
         full = self.journal.early_referrers(waiting, referrer)
         waiting.clear()
-        hush = None if self.settled is None else self.settled.hush
+        hush = self.settled.hush if isinstance(self.settled, SettledNames) else None
         if full and hush is not None:
             met = self.seen
             for url in full:
@@ -177,6 +192,8 @@ class Links:
         self.frontier.add(url, depth, referrer)
         if self.state is not None:
             self.state.queued(url, depth, referrer)
+            if self.early is not None:
+                self.early.queued(url, depth)
         self.queued()
 
     def met(self, url: str) -> bool:
@@ -187,17 +204,25 @@ class Links:
         if self.tally.broken and not self.frontier.is_queued(url) and url not in self.active:
             self.journal.late_referrer(url, sitemap)
 
-    def refer(self, url: str, referrer: str, depth: int) -> None:
+    def refer(self, url: str, referrer: str, depth: int, linked: bool = False) -> None:
         """Another page links to url: a queued url may move closer to the start (so may one
         being fetched, and a listing: twins are ranked by it), and pages linking to URLs not
-        yet judged or judged broken are kept for the broken-links report."""
+        yet judged or judged broken are kept for the broken-links report. `linked`: by a
+        link of its page (Links.follow_targets), which a night with a history reads back
+        at the end (crawler.shell.referrers) instead of keeping it now."""
         active = self.active.get(url)
         if active is not None or self.frontier.is_queued(url):
             if active is not None and depth < active:
-                self.active[url] = depth
+                self.active[url] = active = depth
             if self.frontier.lower(url, depth, referrer) and self.state is not None:
                 self.state.lowered(url, depth, referrer)
-            self.journal.early_referrer(url, referrer)
+            early = self.early
+            if early is None:
+                self.journal.early_referrer(url, referrer)
+            elif linked:  # hushed again, at the depth it waits at now
+                early.waiting(url, active if active is not None else self.seen[url].start)  # type: ignore[union-attr]  # queued: a range
+            else:
+                early.referred(url, referrer)
             return
         if self.tally.broken:
             self.journal.late_referrer(url, referrer)

@@ -9,15 +9,15 @@ final and not broken (a link to it changes nothing) or, for a listing that may h
 from its depth on (a closer link still ranks its twins): the journal says so
 (Journal.settle), as it tells the workers of a crawl without a state (those of a crawl
 with one send every link back, and are told nothing). Here only (#26), a URL waiting in
-the queue with all the early referrers the journal keeps is hushed from its queued depth on
-(a link there would change nothing), until it is judged: settled then, or UNSETTLED again
-when broken (its late referrers count). Kept by the state's URL id in a byte array (a byte
-a URL), a revived page's links (crawler.core.history.HistoryLinks, which carry their ids)
-are checked in C, and only those that may change something are named; a changed page's
-links by the ids of their names (a URL without one is new, and kept). Only those reach
-Links.follow_targets' loop. A depth kept is never below the one that matters (a closer link
-may lower a listing's depth later, never raise it), so a link is never left out that the
-loop would act on.
+the queue is hushed from its queued depth on as soon as it is queued (its early referrers
+are read back at the end if it turns out broken: crawler.shell.referrers), until it is
+judged: settled then, or UNSETTLED again when broken (its late referrers count). Kept
+by the state's URL id in a byte array (a byte a URL), a revived page's links
+(crawler.core.history.HistoryLinks, which carry their ids) are checked in C, and only
+those that may change something are named; a changed page's links by the ids of their
+names (a URL without one is new, and kept). Only those reach Links.follow_targets' loop.
+A depth kept is never below the one that matters (a closer link may lower a listing's
+depth later, never raise it), so a link is never left out that the loop would act on.
 """
 
 from __future__ import annotations
@@ -68,6 +68,15 @@ class SettledIds:
             table = self._table = self._ids()
         uid = table.get(url)
         if uid:  # id 0 is never kept: it stands for URLs without an id (_named)
+            self.at(uid, depth)
+
+    def at(self, uid: int, depth: int) -> None:
+        """settle() by id; also a URL *hushed*: it waits at `depth`, and its early
+        referrers are read back at the end if it turns out broken (crawler.shell.referrers),
+        so until it is judged a link to it at that depth or deeper changes nothing. Here
+        only, not told to the workers: judged broken, it is settled UNSETTLED (the journal
+        says so), and its late referrers count."""
+        if uid:
             if not 0 <= depth < _UNSETTLED:
                 depth = _UNSETTLED
             try:
@@ -75,12 +84,6 @@ class SettledIds:
             except IndexError:
                 self._grow(uid + 1)
                 self._depths[uid] = depth
-
-    #: url waits in the queue at `depth` with all the early referrers the journal keeps
-    #: (Journal.early_referrer): until it is judged, a link to it at that depth or deeper
-    #: changes nothing. Here only, not told to the workers: judged broken, it is settled
-    #: UNSETTLED (the journal says so), and its late referrers count.
-    hush = settle
 
     def unsettled(self, links: Sequence[str], depth: int) -> Sequence[str]:
         """The links a link at `depth` may still matter to, in their order: the settled
@@ -143,7 +146,8 @@ class SettledNames:
     def __init__(self, frontier: Frontier) -> None:
         #: as SettledIds.settle: url is judged for good (UNSETTLED: broken)
         self.settle: Callable[[str, int], None] = frontier.settle
-        #: as SettledIds.hush (url, its queued depth): here only, not told to the workers
+        #: url waits at its queued depth with every early referrer the journal keeps
+        #: (Links.follow_targets): here only, not told to the workers
         self.hush: Callable[[str, int], None] = frontier.hush
         #: the links a link at a depth may still matter to, in their order (link_matters)
         self.unsettled: Callable[[Sequence[str], int], Sequence[str]] = frontier.unsettled

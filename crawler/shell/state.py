@@ -109,6 +109,7 @@ class CrawlState:
         self.carry = history.carry
         self.published = history.published
         self.published_by = history.published_by
+        self.targets_by_id = history.targets_by_id
         # The crawl's record (crawler.shell.state_queue), memory only until a checkpoint.
         self.queued = queue.queued
         self.lowered = queue.lowered

@@ -41,6 +41,7 @@ __all__ = ["HistoryStore"]
 
 #: A HistoryRow's values in column order (operator.attrgetter: one C call on the hot path).
 _history_values: Final = operator.attrgetter(*HISTORY_NAMES)
+_AT_TARGETS: Final = HISTORY_NAMES.index("targets")
 _FRESH_INSERT: Final = (
     f"INSERT OR REPLACE INTO fresh_history ({', '.join(HISTORY_NAMES)}) VALUES {{}}"
 )
@@ -418,6 +419,11 @@ class HistoryStore:
         except sqlite3.Error as exc:
             raise StateError(f"cannot read state file {self.path}: {exc}") from exc
 
+    def targets_by_id(self, uids: list[int]) -> dict[int, bytes]:
+        """The links (packed ids) of this run's pages by id, as they were followed, for
+        the early referrers of URLs judged broken (crawler.shell.referrers)."""
+        return _targets_by_id(self._conn(), self._rows, uids, self.path)
+
     def _row(self, url: str, select: str) -> tuple[Any, ...] | None:
         """url's row of the history as `select` (by url id) reads it, or None."""
         if not self.has_history:
@@ -581,6 +587,34 @@ class HistoryStore:
             conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('counted', ?)", (self._counted,)
             )
+
+
+def _targets_by_id(
+    conn: sqlite3.Connection, rows: dict[int, tuple[object, ...]], uids: list[int], path: Path
+) -> dict[int, bytes]:
+    """HistoryStore.targets_by_id: a row written this run (buffered in `rows`, or in
+    fresh_history since a checkpoint), else the history's (a carried row). A page with
+    neither has none."""
+    found: dict[int, bytes] = {}
+    rest = []
+    for uid in uids:
+        row = rows.get(uid)
+        if row is None:
+            rest.append(uid)
+        elif row[_AT_TARGETS]:
+            found[uid] = row[_AT_TARGETS]  # type: ignore[assignment]  # bytes when set
+    try:
+        for table in ("fresh_history", "history"):
+            if not rest:
+                break
+            marks = ", ".join("?" * len(rest))
+            select = f"SELECT url, targets FROM {table} WHERE url IN ({marks})"
+            got = dict(conn.execute(select, rest).fetchall())
+            found.update((uid, targets) for uid, targets in got.items() if targets)
+            rest = [uid for uid in rest if uid not in got]
+    except sqlite3.Error as exc:
+        raise StateError(f"cannot read state file {path}: {exc}") from exc
+    return found
 
 
 def _packed_ids(links: Sequence[str]) -> bytes | None:

@@ -348,7 +348,7 @@ class ResumeQueue:
 
     def referred(self, url: str, referrer: str) -> None:
         """One more page links to ``url`` (kept for the broken-links report)."""
-        # interning inlined for URLs met before (all but a few): 3 or 4 a page on a 304 night
+        # interning inlined for URLs met before (all but a few)
         ids = self._ids if self._ids is not None else self._load_ids()
         uid = ids.get(url) or self.intern(url)
         self._referrers.append((uid, ids.get(referrer) or self.intern(referrer)))
@@ -356,7 +356,8 @@ class ResumeQueue:
 
     def referred_by(self, urls: Sequence[str], referrer: str) -> None:
         """More pages link to each of ``urls``: one page, ``referrer``, links to them all
-        (a page's early referrers, Journal.early_referrers: 3.7 a page on a 304 night).
+        (a page's early referrers, Journal.early_referrers, in a crawl without a history:
+        on one with a history they are read back at the end, crawler.shell.referrers).
         The rows are those referred() would add one call each, in order, with the same ids
         given: a URL still queued has its id (queued() gave it), so only the referrer may
         be interned, as referred() would at its first row; else row by row as it does."""

@@ -1,0 +1,179 @@
+"""The pages linking to a URL while it waits to be judged, named only if it turns out broken:
+the early referrers of a night with a history (#26).
+
+The broken-links report names, for a URL judged broken, the page its task names, then the
+first EARLY_REFERRERS distinct pages that linked to it while it waited or was in flight, in
+the order their links were followed, then the pages linking to it once it was judged
+(crawler.shell.journal). A crawl without a history keeps those early referrers as each link
+is followed (Journal.early_referrers). On an unchanged night that was the largest part of
+the loop left: about 3.7 links a page to URLs still waiting, each a tuple, a state row and a
+hush, for a report that on a healthy site names nobody (-11% of the night's CPU).
+
+Here nothing is kept a link. On a night with a history, every page whose links are
+followed has them in the state file, by URL id: a revived page in the history's row, a
+changed one in this run's (HistoryStore.targets_by_id). So this keeps the order in which
+pages' links are followed (an id a page) and, for each URL queued, where in that order it
+was queued (its span starts there, and ends where it is judged); a URL is hushed from its
+queued depth on as soon as it is queued (SettledIds), so links to it at that depth or
+deeper never reach the loop. Only when some URL is judged broken are the pages of its span
+read back, once, at the end of the crawl, and the first EARLY_REFERRERS that link to it are
+its early referrers: the ones the crawl without a history names. A referral that is no
+page's link (a canonical, a redirect, a redirect stub's target) is kept as it comes, with
+its place in the order.
+
+What a resume sees: nothing of this is written to the state file, so a crawl resumed after a
+stop names, for a URL queued before the stop, the early referrers found after it (and any
+saved by a crawl without a history): fewer pages, never a wrong one.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from crawler.shell.settled import SettledIds
+
+__all__ = ["EARLY_REFERRERS", "EarlyReferrers"]
+
+#: Pages linking to a URL kept while it waits to be fetched, besides the first: a tuple per
+#: queued URL is the price of naming the pages that link to a broken one (in a crawl without
+#: a history). Once a URL is judged broken, pages linking to it are collected up to
+#: report.MAX_REFERRERS.
+EARLY_REFERRERS: Final = 4
+
+#: A URL's span start when it was never queued here (a redirect's target, met in flight):
+#: no page's link counts for it, as none reached the loop's early referrers
+_UNKNOWN: Final = 0xFFFFFFFF
+#: The followed pages whose links are read at once
+_CHUNK: Final = 512
+
+
+@dataclass(slots=True)
+class Broken:
+    """A URL judged broken: its span in the follow order (`until` is where it was judged),
+    the early referrers known before (a resumed crawl's saved ones), the referrals that
+    were no page's link (their place in the order, the page)."""
+
+    uid: int
+    first: str | None  # the page its task named
+    since: int
+    until: int
+    known: tuple[str, ...]
+    others: list[tuple[int, str]]
+    hits: list[tuple[int, int]] = field(default_factory=list)  # (place, page id)
+
+
+class EarlyReferrers:
+    """The follow order and each URL's place in it, by the state's URL ids.
+    `ids`: the state's (crawler.shell.state); `settled`: where a URL is hushed."""
+
+    def __init__(self, ids: Callable[[], dict[str, int]], settled: SettledIds) -> None:
+        self._ids = ids
+        self._table: dict[str, int] | None = None
+        self._settled = settled
+        self._order = array("I")  # the pages whose links were followed, in that order
+        self._since = array("I")  # by URL id: len(_order) when it was queued, or _UNKNOWN
+        #: referrals that are no page's link, of URLs waiting: url -> (place, referrer)
+        self.others: dict[str, list[tuple[int, str]]] = {}
+        self._broken: dict[str, Broken] = {}
+
+    def _uid(self, url: str) -> int | None:
+        table = self._table
+        if table is None:
+            table = self._table = self._ids()
+        return table.get(url)
+
+    def followed(self, url: str) -> None:
+        """url's page has its links followed now."""
+        uid = self._uid(url)
+        if uid:
+            self._order.append(uid)
+
+    def queued(self, url: str, depth: int) -> None:
+        """url was queued at `depth`: its span starts here, and it is hushed."""
+        uid = self._uid(url)
+        if uid:
+            self._start(uid, len(self._order))
+            self._settled.at(uid, depth)
+
+    def waiting(self, url: str, depth: int) -> None:
+        """A page's link reached url, waiting (or in flight) at `depth` now: one queued
+        before a resume, whose span starts with this run, or one moved up, hushed again."""
+        uid = self._uid(url)
+        if uid:
+            since = self._since
+            if uid >= len(since) or since[uid] == _UNKNOWN:
+                self._start(uid, 0)
+            self._settled.at(uid, depth)
+
+    def _start(self, uid: int, place: int) -> None:
+        since = self._since
+        if uid >= len(since):
+            more = max(uid + 1, len(since) + len(since) // 8, 1024) - len(since)
+            since.extend(array("I", (_UNKNOWN,)) * more)
+        since[uid] = place
+
+    def referred(self, url: str, referrer: str) -> None:
+        """referrer leads to url, waiting, by no link of its page (a canonical, a redirect,
+        a stub's target)."""
+        self.others.setdefault(url, []).append((len(self._order), referrer))
+
+    def broken(self, url: str, first: str | None, known: tuple[str, ...]) -> None:
+        """url is judged broken (`first`: the page its task named): its early referrers
+        are named at the end (named())."""
+        uid = self._uid(url) or 0
+        since = self._since
+        start = since[uid] if 0 < uid < len(since) else _UNKNOWN
+        others = self.others.pop(url, []) if self.others else []
+        self._broken[url] = Broken(uid, first, start, len(self._order), known, others)
+
+    def named(
+        self, targets_of: Callable[[list[int]], dict[int, bytes]], name: Callable[[str], str]
+    ) -> Iterator[tuple[str, list[str]]]:
+        """Each URL judged broken and the pages to name first for it, in order: the page
+        its task named, then its early referrers. `targets_of`: the links of this run's
+        pages by id (packed ids); `name`: a page's URL as a referrer."""
+        broken = self._broken
+        if not broken:
+            return
+        spans = {b.uid: b for b in broken.values() if b.since < b.until}
+        if spans:
+            self._scan(spans, targets_of)
+        pages = {uid for b in broken.values() for _, uid in b.hits}
+        names = {uid: url for url, uid in self._ids().items() if uid in pages} if pages else {}
+        for url, b in broken.items():
+            found = [(place, 1, name(names[uid])) for place, uid in b.hits if uid in names]
+            merged = sorted([(place, 0, ref) for place, ref in b.others] + found)
+            early: list[str] = []
+            for ref in (*b.known, *(ref for _, _, ref in merged)):
+                if ref not in early:
+                    early.append(ref)
+                    if len(early) == EARLY_REFERRERS:
+                        break
+            yield url, [b.first, *early] if b.first else early
+
+    def _scan(
+        self, spans: dict[int, Broken], targets_of: Callable[[list[int]], dict[int, bytes]]
+    ) -> None:
+        """The pages of each span linking to its URL, EARLY_REFERRERS at most a URL: the
+        followed pages read once, in order, a chunk at a time."""
+        order = self._order
+        start = min(b.since for b in spans.values())
+        end = max(b.until for b in spans.values())
+        wanted = set(spans)
+        while start < end and wanted:
+            pages: Sequence[int] = order[start : min(end, start + _CHUNK)]
+            links = targets_of(sorted(set(pages)))
+            for place, page in enumerate(pages, start):
+                packed = links.get(page)
+                if not packed:
+                    continue
+                for uid in wanted.intersection(array("I", packed)):
+                    b = spans[uid]
+                    if b.since <= place < b.until:
+                        b.hits.append((place, page))
+                        if len(b.hits) == EARLY_REFERRERS:
+                            wanted.discard(uid)
+            start += _CHUNK
