@@ -8,6 +8,7 @@ site's own 403 with no marker is a 403."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from multidict import CIMultiDict
 from crawler.cli import main
 from crawler.config import DEFAULT_USER_AGENT
 from crawler.core.botwall import AKAMAI, AWS_WAF, CLOUDFLARE, DATADOME, IMPERVA, bot_wall
+from crawler.shell.pool import START_AFTER
 from tests.sites import Page, html, read_decisions, read_published
 
 # -- each service's answer, as captured from the services (trimmed to their markers) -------
@@ -192,8 +194,11 @@ class Walled:
     """A 31-page site (/ links to /p0../p29) whose answers a wall can take over: every
     path's (`wall_all`, robots.txt included), or some pages' (`walled`)."""
 
-    def __init__(self, pages: int = 30) -> None:
+    def __init__(self, pages: int = 30, slow_from: int | None = None) -> None:
         self.paths = [f"/p{i}" for i in range(pages)]
+        # from /p<slow_from> on, each page answered after 20 ms: time for a worker started
+        # then to be ready on a busy machine, before the crawl is over
+        self.slow = set(self.paths[slow_from:]) if slow_from is not None else set()
         self.wall: Page | None = None
         self.wall_all = False
         self.walled: set[str] = set()
@@ -218,6 +223,8 @@ class Walled:
             return web.Response(status=404)
         if path == "/":
             return web.Response(text=html(*self.paths), content_type="text/html")
+        if path in self.slow:
+            await asyncio.sleep(0.02)
         return web.Response(
             text=html(body=f"<p>{path}</p>"),
             content_type="text/html",
@@ -451,7 +458,7 @@ def test_a_sites_own_403_is_a_403(serve, tmp_path, xsd):
 def test_worker_processes_see_the_wall_as_the_main_process_does(serve, tmp_path, xsd):
     """Workers send back a few headers and no body: the decision can only come from the
     detector running where the page is analysed, in the worker."""
-    site = Walled(400)
+    site = Walled(400, slow_from=START_AFTER)
     walled = {f"/p{i}" for i in range(300, 310)}  # met late: made by the workers
     site.wall, site.walled = AKAMAI_DENIED, walled
     srv = serve(site.app)
