@@ -6,6 +6,7 @@ Each test describes its site as data, so what is being tested is visible in the 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import json
 import subprocess
@@ -101,6 +102,15 @@ def assert_spaced(times: list[float], interval: float) -> None:
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert all(gap >= interval - SERVER_JITTER for gap in gaps), (interval, gaps)
     assert times[-1] - times[0] >= (len(times) - 1) * interval - SERVER_JITTER, (interval, gaps)
+
+
+def tagged(request: web.Request, body: bytes, night: int = 0) -> web.Response:
+    """An HTML page whose ETag is its body's hash and `night` (a site whose every page
+    changed: a night more), or a 304 when the request's If-None-Match is that tag."""
+    tag = '"' + hashlib.sha256(body).hexdigest()[:16] + f'-{night}"'
+    if request.headers.get("If-None-Match") == tag:
+        return web.Response(status=304, headers={"ETag": tag})
+    return web.Response(body=body, content_type="text/html", headers={"ETag": tag})
 
 
 def redirect(location: str, status: int = 301) -> Page:

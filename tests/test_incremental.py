@@ -22,7 +22,7 @@ from crawler.shell.state import SCHEMA_VERSION
 from sitemap_out.feed import FEED_NAME, read_feed
 from tests.memory import Answer, crawl_until_crash
 from tests.memory import crawl as memory_crawl
-from tests.sites import html, read_decisions, read_published
+from tests.sites import html, read_decisions, read_published, tagged
 
 
 class HistorySite:
@@ -656,10 +656,7 @@ def test_a_broken_url_s_referrers_are_the_same_when_revived_pages_link_to_it(
             return web.Response(status=404, text="gone")
         links = "".join(f'<a href="{href}">{href}</a>' for href in pages[request.path])
         body = f"<!doctype html><title>{request.path}</title><p>{links}</p>".encode()
-        tag = '"' + hashlib.sha256(body).hexdigest()[:16] + f'-{nights[0]}"'
-        if request.headers.get("If-None-Match") == tag:
-            return web.Response(status=304, headers={"ETag": tag})
-        return web.Response(body=body, content_type="text/html", headers={"ETag": tag})
+        return tagged(request, body, nights[0])
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handle)

@@ -4,7 +4,7 @@ names: the broken-links report is the same whichever way it was made."""
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import json
 from array import array
 from pathlib import Path
@@ -16,7 +16,7 @@ from crawler.cli import main
 from crawler.core.urls import UNSETTLED
 from crawler.shell.referrers import EARLY_REFERRERS, EarlyReferrers
 from crawler.shell.settled import SettledIds
-from tests.sites import read_published
+from tests.sites import read_published, tagged
 
 URLS = [f"https://example.com/{i}" for i in range(40)]
 IDS = {url: i + 1 for i, url in enumerate(URLS)}  # ids start at 1
@@ -86,21 +86,50 @@ def test_a_url_queued_before_a_resume_counts_from_the_first_link_reaching_it() -
     assert dict(log.named(targets_of, str)) == {gone: [URLS[7], URLS[1], URLS[2]]}
 
 
-def test_a_url_judged_not_broken_drops_its_referrals_and_a_broken_one_is_unsettled() -> None:
+def test_referrals_are_kept_in_order_up_to_the_early_referrers_and_dropped_when_judged() -> None:
+    """Referrals at one place (redirects fetched one after another) keep their order, not
+    their names'; no more are kept than can be named; a URL judged (listed, or any other
+    decision but broken) drops them; one judged broken is unsettled: its late links count."""
     log, settled = _log()
     log.queued(URLS[0], 1)
-    log.referred(URLS[0], URLS[5])
-    assert URLS[0] in log.others
+    log.queued(URLS[1], 1)
+    for i in (9, 8, 9, 7, 6, 5):  # one named twice: once
+        log.referred(URLS[0], URLS[i])
+        log.referred(URLS[1], URLS[i])
+    assert log.others[URLS[0]] == [(0, URLS[i]) for i in (9, 8, 7, 6)]
+    log.judged(URLS[1])
+    assert URLS[1] not in log.others
+    log.broken(URLS[0], None, ())
+    assert list(log.named(_targets({})[0], str)) == [(URLS[0], [URLS[i] for i in (9, 8, 7, 6)])]
     settled.settle(URLS[0], UNSETTLED)  # the journal's, for a broken URL
     assert settled.unsettled([URLS[0]], 4) == [URLS[0]]
+
+
+def test_early_referrers_saved_by_a_stopped_crawl_are_all_named_first() -> None:
+    """A resumed crawl's saved referrers of a URL (its rows: late ones too, for one judged
+    before the stop) are all named, as the journal names them, then found ones if room."""
+    log, _ = _log()
+    saved = tuple(URLS[10:16])
+    log.broken(URLS[0], URLS[20], saved)
+    assert list(log.named(_targets({})[0], str)) == [(URLS[0], [URLS[20], *saved])]
+    log, _ = _log()
+    log.queued(URLS[0], 1)
+    log.followed(URLS[1])
+    log.followed(URLS[2])
+    log.broken(URLS[0], None, (URLS[10], URLS[11], URLS[12]))
+    pages = {IDS[URLS[1]]: [IDS[URLS[0]]], IDS[URLS[2]]: [IDS[URLS[0]]]}
+    assert dict(log.named(_targets(pages)[0], str)) == {URLS[0]: [*URLS[10:13], URLS[1]]}
     assert EARLY_REFERRERS == 4
 
 
 # -- end to end -------------------------------------------------------------------------
 
 _HOME = [f"/a/{i}" for i in range(6)] + ["/gone/1", "/r", "/c", "/deep"]
+_TIED = ["/rz", "/ry", "/rx", "/rw", "/rv"]  # redirects to one URL, fetched in a row
+_MORE = [f"/f/{i}" for i in range(300)]  # pages enough for a worker to take some
 _PAGES: dict[str, list[str]] = {
-    "/": [*_HOME, *(f"/a/{i}" for i in range(6, 10)), "/y", "/x"],
+    "/": [*_HOME, *(f"/a/{i}" for i in range(6, 10)), "/y", "/x", "/p5", *_TIED, *_MORE],
+    "/p5": ["/gone/5"],
     "/deep": ["/gone/3", *(f"/b/{i}" for i in range(6))],
     "/y": ["/r4"],  # queued before /gone/4, fetched after it is queued, before it is fetched
     "/x": ["/gone/4"],
@@ -109,15 +138,19 @@ _PAGES.update({f"/a/{i}": ["/", "/gone/1", "/gone/2", f"/b/{i}"] for i in range(
 _PAGES.update({f"/b/{i}": ["/gone/2", "/gone/3", "/a/0", "/gone/1"] for i in range(10)})
 _PAGES["/b/8"].append("/gone/4")
 _PAGES["/b/9"].append("/gone/4")
-_REDIRECTS = {"/r": "/gone/2", "/r4": "/gone/4"}
+_PAGES.update({path: ["/"] for path in _MORE})
+_REDIRECTS = {"/r": "/gone/2", "/r4": "/gone/4"} | dict.fromkeys(_TIED, "/gone/5")
 
 
 def _site(nights: list[int]) -> web.Application:
-    """Four broken URLs linked from pages judged before and after them, redirects to two
-    (a referral that is no link) and a noindex page whose canonical names another."""
+    """Five broken URLs linked from pages judged before and after them, redirects to three
+    (a referral that is no link) and a noindex page whose canonical names another. The
+    pages met last answer after 20 ms: time for a worker to be ready on a busy machine."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
         path = request.path
+        if path.startswith("/b/"):
+            await asyncio.sleep(0.02)
         if path in _REDIRECTS:
             raise web.HTTPMovedPermanently(_REDIRECTS[path])
         if path == "/c":
@@ -130,10 +163,7 @@ def _site(nights: list[int]) -> web.Application:
             body = f"<!doctype html><title>{path}</title><p>{links}</p>".encode()
         else:
             return web.Response(status=404 if path != "/gone/3" else 410, text="gone")
-        tag = '"' + hashlib.sha256(body).hexdigest()[:16] + f'-{nights[0]}"'
-        if request.headers.get("If-None-Match") == tag:
-            return web.Response(status=304, headers={"ETag": tag})
-        return web.Response(body=body, content_type="text/html", headers={"ETag": tag})
+        return tagged(request, body, nights[0])
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handle)
@@ -163,7 +193,10 @@ def test_the_broken_links_report_is_the_same_with_a_history_as_without(
         return {b["url"].removeprefix(srv.url): b["linked_from"] for b in found}
 
     without = broken()
-    assert sorted(without) == ["/gone/1", "/gone/2", "/gone/3", "/gone/4"]
+    assert json.loads(report.read_text())["requests"]["by_workers"] >= int(workers)
+    assert sorted(without) == [f"/gone/{i}" for i in range(1, 6)]
+    # redirects fetched in a row, the first moving it up: in the order they came
+    assert [u.removeprefix(srv.url) for u in without["/gone/5"]] == _TIED[:4]
     # a redirect after two pages' links, before it was fetched: in its place among them
     assert [u.removeprefix(srv.url) for u in without["/gone/4"]] == ["/x", "/b/8", "/b/9", "/r4"]
     assert len(without["/gone/1"]) == 10  # late referrers among them, cut at the cap

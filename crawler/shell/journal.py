@@ -153,21 +153,21 @@ class Journal:
             self.tally.count(reason)
         if status is not None and is_broken(reason, status):
             refs = [referrer] if referrer else []
-            early = self.refs.pop(url, ())
-            if self.early is not None:  # named at the end (name_early), hushed at once
-                self.early.broken(url, referrer, early)
+            kept = self.refs.pop(url, ())
+            if self.early is not None:  # named at the end (name_early); it was hushed as it
+                self.early.broken(url, referrer, kept)  # was queued: its late links count
                 if self.settle is not None:
                     self.settle(url, UNSETTLED)
             else:
-                refs += early
-                if len(early) >= EARLY_REFERRERS and self.settle is not None:
+                refs += kept
+                if len(kept) >= EARLY_REFERRERS and self.settle is not None:
                     self.settle(url, UNSETTLED)  # hushed, maybe (Links.follow_targets)
             self.tally.add_broken(public, status, list(dict.fromkeys(refs)))
         else:
             if self.refs:
                 self.refs.pop(url, None)
-            if self.early is not None and self.early.others:
-                self.early.others.pop(url, None)
+            if self.early is not None:
+                self.early.judged(url)
             if self.settle is not None:
                 self.settle(url, 0)  # a link to url changes nothing now
         if self.extensions is not None and reason != LISTED:
@@ -341,6 +341,8 @@ class Journal:
         self.tally.reasons[LISTED] += 1
         if self.refs:
             self.refs.pop(listing.url, None)
+        if self.early is not None:
+            self.early.judged(listing.url)
         if self.settle is not None:  # a closer link to a listing with twins still counts
             self.settle(listing.url, listing.depth if listing.body is not None else 0)
 

@@ -118,10 +118,12 @@ class Links:
     def follow_targets(self, targets: Sequence[str], depth: int, referrer: str) -> None:
         """Discover the links of a page: the crawl's hottest loop. Most lead to URLs met
         before (navigation repeats on every page): those cost a lookup, and a note only
-        while the URL waits to be judged, or when broken URLs are known. The page's early
-        referrers (links to URLs waiting) are kept in one call to the journal, in their
-        order among the page's other notes of referrers (before a refer(), which notes
-        one): the journal's and state's call a link were a fifth of one's cost (#26)."""
+        while the URL waits to be judged, or when broken URLs are known. In a crawl without
+        a history, the page's early referrers (links to URLs waiting) are kept in one call
+        to the journal, in their order among the page's other notes of referrers (before a
+        refer(), which notes one): the journal's and state's call a link were a fifth of
+        one's cost (#26). With one, a URL waiting is hushed as it is queued, and its early
+        referrers are read back at the end if it is broken (crawler.shell.referrers)."""
         if self.settled is not None:  # only the links that may change something
             targets = self.settled.unsettled(targets, depth)
         new, refer, met = self._new, self.refer, self.seen.get
@@ -157,7 +159,9 @@ class Links:
         any refer() of the page, so that the state's referrer rows keep the order a call a
         link gave them (each URL's own referrers are in order either way). On a night with
         a history they are read back at the end instead (crawler.shell.referrers), and a
-        URL is hushed as it is queued: one waiting reached here was queued before a resume."""
+        URL is hushed as it is queued: one reached here is not hushed at the depth it waits
+        at (queued before a resume, moved up by a referral that is no link, or deeper than
+        a byte holds), and is hushed now."""
         early = self.early
         if early is not None:
             met = self.seen
@@ -167,6 +171,7 @@ class Links:
             return
         full = self.journal.early_referrers(waiting, referrer)
         waiting.clear()
+        # (SettledIds comes with `early`: here it is SettledNames, or none)
         hush = self.settled.hush if isinstance(self.settled, SettledNames) else None
         if full and hush is not None:
             met = self.seen

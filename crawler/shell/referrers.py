@@ -21,19 +21,21 @@ its early referrers: the ones the crawl without a history names. A referral that
 page's link (a canonical, a redirect, a redirect stub's target) is kept as it comes, with
 its place in the order.
 
-What a resume sees: nothing of this is written to the state file, so a crawl resumed after a
-stop names, for a URL queued before the stop, the early referrers found after it (and any
-saved by a crawl without a history): fewer pages, never a wrong one.
+What a resume sees: nothing of this is written to the state file. A crawl resumed after a
+stop names, for a URL judged broken, pages that link to it, but not always an uninterrupted
+crawl's: the pages that linked to it while it waited before the stop are not saved, and
+pages found later take their place (its late referrers are saved, as in any crawl).
 """
 
 from __future__ import annotations
 
+import operator
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from crawler.shell.settled import SettledIds
+from crawler.shell.settled import SettledIds, grow
 
 __all__ = ["EARLY_REFERRERS", "EarlyReferrers"]
 
@@ -48,6 +50,8 @@ EARLY_REFERRERS: Final = 4
 _UNKNOWN: Final = 0xFFFFFFFF
 #: The followed pages whose links are read at once
 _CHUNK: Final = 512
+#: A referral's sort key: its place, then a link's after a referral at the same place
+_PLACE: Final = operator.itemgetter(0, 1)
 
 
 @dataclass(slots=True)
@@ -71,19 +75,13 @@ class EarlyReferrers:
 
     def __init__(self, ids: Callable[[], dict[str, int]], settled: SettledIds) -> None:
         self._ids = ids
-        self._table: dict[str, int] | None = None
+        self._uid = settled.id_of
         self._settled = settled
         self._order = array("I")  # the pages whose links were followed, in that order
         self._since = array("I")  # by URL id: len(_order) when it was queued, or _UNKNOWN
         #: referrals that are no page's link, of URLs waiting: url -> (place, referrer)
         self.others: dict[str, list[tuple[int, str]]] = {}
         self._broken: dict[str, Broken] = {}
-
-    def _uid(self, url: str) -> int | None:
-        table = self._table
-        if table is None:
-            table = self._table = self._ids()
-        return table.get(url)
 
     def followed(self, url: str) -> None:
         """url's page has its links followed now."""
@@ -111,14 +109,21 @@ class EarlyReferrers:
     def _start(self, uid: int, place: int) -> None:
         since = self._since
         if uid >= len(since):
-            more = max(uid + 1, len(since) + len(since) // 8, 1024) - len(since)
-            since.extend(array("I", (_UNKNOWN,)) * more)
+            grow(since, uid + 1, array("I", (_UNKNOWN,)))
         since[uid] = place
 
     def referred(self, url: str, referrer: str) -> None:
         """referrer leads to url, waiting, by no link of its page (a canonical, a redirect,
-        a stub's target)."""
-        self.others.setdefault(url, []).append((len(self._order), referrer))
+        a stub's target). EARLY_REFERRERS distinct at most: they come in place order, so a
+        later one is never among the first that many distinct names (named())."""
+        others = self.others.setdefault(url, [])
+        if len(others) < EARLY_REFERRERS and all(ref != referrer for _, ref in others):
+            others.append((len(self._order), referrer))
+
+    def judged(self, url: str) -> None:
+        """url is judged, and not broken: its referrals are no longer needed."""
+        if self.others:
+            self.others.pop(url, None)
 
     def broken(self, url: str, first: str | None, known: tuple[str, ...]) -> None:
         """url is judged broken (`first`: the page its task named): its early referrers
@@ -145,13 +150,15 @@ class EarlyReferrers:
         names = {uid: url for url, uid in self._ids().items() if uid in pages} if pages else {}
         for url, b in broken.items():
             found = [(place, 1, name(names[uid])) for place, uid in b.hits if uid in names]
-            merged = sorted([(place, 0, ref) for place, ref in b.others] + found)
-            early: list[str] = []
-            for ref in (*b.known, *(ref for _, _, ref in merged)):
+            # by place only, and stable: referrals at one place (redirects fetched one after
+            # another) keep the order they came in, as the journal's tuple keeps them
+            merged = sorted([(place, 0, ref) for place, ref in b.others] + found, key=_PLACE)
+            early = list(dict.fromkeys(b.known))  # saved ones: all, as the journal's
+            for _, _, ref in merged:
+                if len(early) >= EARLY_REFERRERS:
+                    break
                 if ref not in early:
                     early.append(ref)
-                    if len(early) == EARLY_REFERRERS:
-                        break
             yield url, [b.first, *early] if b.first else early
 
     def _scan(

@@ -22,6 +22,7 @@ depth later, never raise it), so a link is never left out that the loop would ac
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
 from itertools import compress, repeat
 from typing import Final
@@ -31,7 +32,7 @@ from crawler.core.history import HistoryLinks
 from crawler.core.urls import UNSETTLED, link_matters
 from crawler.shell.state import CrawlState
 
-__all__ = ["SettledIds", "SettledNames", "told"]
+__all__ = ["SettledIds", "SettledNames", "grow", "told"]
 
 #: A URL not settled, and the depth kept for any settled deeper than a byte can say: every
 #: link to it matters (kept so, a link is looked at, never wrongly skipped)
@@ -57,33 +58,35 @@ class SettledIds:
         settles URLs in (crawler.shell.engine); else None."""
         return cls(state.url_ids) if state.has_history and identity else None
 
-    def settle(self, url: str, depth: int = 0) -> None:
-        """url is judged for good: a link to it at `depth` or deeper changes nothing
-        (UNSETTLED: judged broken, every link counts again, see `hush`). Kept when url has
-        an id: UNSETTLED, -1, and any depth a byte cannot hold as _UNSETTLED. (One call
-        for every URL judged or hushed, 8,500 a night of 3,000 pages: `hush` is this
-        method, not a second call to a third, #26.)"""
+    def id_of(self, url: str) -> int | None:
+        """url's id in the state (None or 0: it has none; id 0 is never kept, it stands
+        for URLs without an id in _named)."""
         table = self._table
         if table is None:
             table = self._table = self._ids()
-        uid = table.get(url)
-        if uid:  # id 0 is never kept: it stands for URLs without an id (_named)
+        return table.get(url)
+
+    def settle(self, url: str, depth: int = 0) -> None:
+        """url is judged for good: a link to it at `depth` or deeper changes nothing
+        (UNSETTLED: judged broken, every link counts again). Kept when url has an id:
+        UNSETTLED, -1, and any depth a byte cannot hold as _UNSETTLED."""
+        uid = self.id_of(url)
+        if uid:
             self.at(uid, depth)
 
     def at(self, uid: int, depth: int) -> None:
-        """settle() by id; also a URL *hushed*: it waits at `depth`, and its early
+        """settle() by id (not 0); also a URL *hushed*: it waits at `depth`, and its early
         referrers are read back at the end if it turns out broken (crawler.shell.referrers),
         so until it is judged a link to it at that depth or deeper changes nothing. Here
         only, not told to the workers: judged broken, it is settled UNSETTLED (the journal
         says so), and its late referrers count."""
-        if uid:
-            if not 0 <= depth < _UNSETTLED:
-                depth = _UNSETTLED
-            try:
-                self._depths[uid] = depth
-            except IndexError:
-                self._grow(uid + 1)
-                self._depths[uid] = depth
+        if not 0 <= depth < _UNSETTLED:
+            depth = _UNSETTLED
+        try:
+            self._depths[uid] = depth
+        except IndexError:
+            grow(self._depths, uid + 1, bytes([_UNSETTLED]))
+            self._depths[uid] = depth
 
     def unsettled(self, links: Sequence[str], depth: int) -> Sequence[str]:
         """The links a link at `depth` may still matter to, in their order: the settled
@@ -125,9 +128,14 @@ class SettledIds:
         return list(compress(links, keep))
 
     def _grow(self, size: int) -> None:
-        depths = self._depths
-        more = max(size, len(depths) + len(depths) // 8, 1024) - len(depths)  # amortised
-        depths.extend(bytes([_UNSETTLED]) * more)
+        grow(self._depths, size, bytes([_UNSETTLED]))
+
+
+def grow(items: bytearray | array[int], size: int, fill: bytes | array[int]) -> None:
+    """Extend a table by id to at least `size` items, each `fill` (one item), amortised:
+    an eighth more at least, 1,024 at least."""
+    more = max(size, len(items) + len(items) // 8, 1024) - len(items)
+    items.extend(fill * more)  # type: ignore[arg-type]  # bytes to a bytearray, array to array
 
 
 class SettledNames:
