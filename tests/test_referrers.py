@@ -50,7 +50,7 @@ def test_a_broken_url_s_early_referrers_are_the_first_pages_of_its_span_linking_
     log.referred(gone, "https://example.com/redirect")  # after URLS[2], before URLS[3]
     for i in range(3, 9):
         log.followed(URLS[i])
-    log.broken(gone, URLS[9], ())
+    log.broken(gone, URLS[9])
     log.followed(URLS[10])  # after it was judged: a late referrer, not early
     every = {IDS[u]: [IDS[gone]] for u in URLS[1:11]}
     every[IDS[URLS[4]]] = [IDS[URLS[5]]]  # does not link to it
@@ -66,22 +66,22 @@ def test_nothing_is_read_back_without_a_broken_url_nor_for_one_never_queued() ->
     log.followed(URLS[1])
     targets_of, asked = _targets({IDS[URLS[1]]: [IDS[URLS[0]]]})
     assert list(log.named(targets_of, str)) == []
-    log.broken(URLS[2], None, (URLS[3],))  # a redirect's target: no span, known ones kept
-    assert list(log.named(targets_of, str)) == [(URLS[2], [URLS[3]])]
+    log.broken(URLS[2], None)  # a redirect's target: no span
+    assert list(log.named(targets_of, str)) == [(URLS[2], [])]
     assert asked == []
 
 
 def test_a_url_queued_before_a_resume_counts_from_the_first_link_reaching_it() -> None:
-    """A resumed crawl's queue was not queued here: the first link reaching it (not
-    hushed) opens its span from the run's start, and hushes it; the referrers saved
-    before the stop come first."""
+    """A URL a resumed crawl's queue holds without a place saved (a file without a follow
+    log): the first link reaching it (not hushed) opens its span from the run's start, and
+    hushes it."""
     log, settled = _log()
     gone = URLS[0]
     log.followed(URLS[1])
     log.waiting(gone, 3)
     assert settled.unsettled([gone], 3) == []
     log.followed(URLS[2])
-    log.broken(gone, None, (URLS[7], URLS[1]))
+    log.broken(gone, URLS[7])
     targets_of, _ = _targets({IDS[URLS[1]]: [IDS[gone]], IDS[URLS[2]]: [IDS[gone]]})
     assert dict(log.named(targets_of, str)) == {gone: [URLS[7], URLS[1], URLS[2]]}
 
@@ -97,29 +97,46 @@ def test_referrals_are_kept_in_order_up_to_the_early_referrers_and_dropped_when_
         log.referred(URLS[0], URLS[i])
         log.referred(URLS[1], URLS[i])
     assert log.others[URLS[0]] == [(0, URLS[i]) for i in (9, 8, 7, 6)]
+    assert len(log.others[URLS[0]]) == EARLY_REFERRERS
     log.judged(URLS[1])
     assert URLS[1] not in log.others
-    log.broken(URLS[0], None, ())
+    log.broken(URLS[0], None)
     assert list(log.named(_targets({})[0], str)) == [(URLS[0], [URLS[i] for i in (9, 8, 7, 6)])]
     settled.settle(URLS[0], UNSETTLED)  # the journal's, for a broken URL
     assert settled.unsettled([URLS[0]], 4) == [URLS[0]]
 
 
-def test_early_referrers_saved_by_a_stopped_crawl_are_all_named_first() -> None:
-    """A resumed crawl's saved referrers of a URL (its rows: late ones too, for one judged
-    before the stop) are all named, as the journal names them, then found ones if room."""
-    log, _ = _log()
-    saved = tuple(URLS[10:16])
-    log.broken(URLS[0], URLS[20], saved)
-    assert list(log.named(_targets({})[0], str)) == [(URLS[0], [URLS[20], *saved])]
-    log, _ = _log()
-    log.queued(URLS[0], 1)
-    log.followed(URLS[1])
-    log.followed(URLS[2])
-    log.broken(URLS[0], None, (URLS[10], URLS[11], URLS[12]))
-    pages = {IDS[URLS[1]]: [IDS[URLS[0]]], IDS[URLS[2]]: [IDS[URLS[0]]]}
-    assert dict(log.named(_targets(pages)[0], str)) == {URLS[0]: [*URLS[10:13], URLS[1]]}
-    assert EARLY_REFERRERS == 4
+def test_a_resumed_night_goes_on_from_the_follow_log_as_if_never_stopped() -> None:
+    """The log a checkpoint saves (unsaved()) rebuilds the order, the places of the URLs
+    queued and judged broken before the stop, and the referrals that are no link: a URL
+    judged broken before the stop and one judged after it are named as without a stop."""
+    pages = {IDS[URLS[i]]: [IDS[URLS[0]], IDS[URLS[1]]] for i in range(2, 12)}
+
+    def night(stop_at: int | None) -> dict[str, list[str]]:
+        log, _ = _log()
+        rows = []
+        log.queued(URLS[0], 1)
+        log.queued(URLS[1], 1)
+        log.referred(URLS[1], "https://example.com/r")
+        for i in range(2, 12):
+            if i == stop_at:  # a checkpoint, the stop, and the resumed night's replay
+                rows.append(log.unsaved())
+                assert log.unsaved() is None  # nothing new since
+                log, _ = _log()
+                log.restore([row for row in rows if row is not None])
+                log.broken(URLS[0], "https://example.com/first")  # replayed
+            log.followed(URLS[i])
+            if i == 3:
+                log.broken(URLS[0], "https://example.com/first")
+        log.broken(URLS[1], None)
+        return dict(log.named(_targets(pages)[0], str))
+
+    whole = night(None)
+    assert whole == {
+        URLS[0]: ["https://example.com/first", URLS[2], URLS[3]],
+        URLS[1]: ["https://example.com/r", *URLS[2:5]],
+    }
+    assert night(7) == whole
 
 
 # -- end to end -------------------------------------------------------------------------

@@ -305,6 +305,7 @@ class Crawl:
     def _save_counters(self) -> None:
         """The figures a resumed crawl goes on from: max_pages' and the publish guard's."""
         assert self.state is not None
+        self.journal.save_early()  # and a night with a history's follow log
         self.state.counter("fetched", self.loop.done_requests)
         for name, value in self.tally.counters().items():
             self.state.counter(name, value)

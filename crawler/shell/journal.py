@@ -153,15 +153,14 @@ class Journal:
             self.tally.count(reason)
         if status is not None and is_broken(reason, status):
             refs = [referrer] if referrer else []
-            kept = self.refs.pop(url, ())
+            kept = self.refs.pop(url, ())  # with a history: a resumed night's late ones only
+            refs += kept
             if self.early is not None:  # named at the end (name_early); it was hushed as it
-                self.early.broken(url, referrer, kept)  # was queued: its late links count
+                self.early.broken(url, referrer)  # was queued: its late links count
                 if self.settle is not None:
                     self.settle(url, UNSETTLED)
-            else:
-                refs += kept
-                if len(kept) >= EARLY_REFERRERS and self.settle is not None:
-                    self.settle(url, UNSETTLED)  # hushed, maybe (Links.follow_targets)
+            elif len(kept) >= EARLY_REFERRERS and self.settle is not None:
+                self.settle(url, UNSETTLED)  # hushed, maybe (Links.follow_targets)
             self.tally.add_broken(public, status, list(dict.fromkeys(refs)))
         else:
             if self.refs:
@@ -233,6 +232,14 @@ class Journal:
             if entry is not None:
                 refs = entry[1]
                 refs[:] = list(dict.fromkeys([*found, *refs]))[:MAX_REFERRERS]
+
+    def save_early(self) -> None:
+        """A checkpoint: the follow log's new part goes with it (crawler.shell.state_follows),
+        so that a resumed night names the early referrers an uninterrupted one names."""
+        if self.early is not None and self.state is not None:
+            row = self.early.unsaved()
+            if row is not None:
+                self.state.followed(row)
 
     def late_referrer(self, url: str, referrer: str) -> None:
         """Another page links to url, judged already: noted if url is broken."""

@@ -21,14 +21,16 @@ its early referrers: the ones the crawl without a history names. A referral that
 page's link (a canonical, a redirect, a redirect stub's target) is kept as it comes, with
 its place in the order.
 
-What a resume sees: nothing of this is written to the state file. A crawl resumed after a
-stop names, for a URL judged broken, pages that link to it, but not always an uninterrupted
-crawl's: the pages that linked to it while it waited before the stop are not saved, and
-pages found later take their place (its late referrers are saved, as in any crawl).
+What a resume sees: each checkpoint saves what the order and the places gained since the
+last (crawler.shell.state_follows: a few bytes a page and a URL), and the referrals that are
+no link; a resumed night goes on from them (restore()), so it names the pages an
+uninterrupted night names. A file without them (a crash before the first checkpoint: its
+resume starts afresh anyway) opens a URL's span where this run first meets it.
 """
 
 from __future__ import annotations
 
+import json
 import operator
 from array import array
 from collections.abc import Callable, Iterator, Sequence
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from crawler.shell.settled import SettledIds, grow
+from crawler.shell.state_follows import FollowRow
 
 __all__ = ["EARLY_REFERRERS", "EarlyReferrers"]
 
@@ -57,15 +60,12 @@ _PLACE: Final = operator.itemgetter(0, 1)
 @dataclass(slots=True)
 class Broken:
     """A URL judged broken: its span in the follow order (`until` is where it was judged),
-    the early referrers known before (a resumed crawl's saved ones), the referrals that
-    were no page's link (their place in the order, the page)."""
+    and the pages of it found linking to it (their place in the order, the page)."""
 
     uid: int
     first: str | None  # the page its task named
     since: int
     until: int
-    known: tuple[str, ...]
-    others: list[tuple[int, str]]
     hits: list[tuple[int, int]] = field(default_factory=list)  # (place, page id)
 
 
@@ -79,9 +79,18 @@ class EarlyReferrers:
         self._settled = settled
         self._order = array("I")  # the pages whose links were followed, in that order
         self._since = array("I")  # by URL id: len(_order) when it was queued, or _UNKNOWN
-        #: referrals that are no page's link, of URLs waiting: url -> (place, referrer)
+        #: referrals that are no page's link, of URLs waiting or judged broken:
+        #: url -> (place, referrer)
         self.others: dict[str, list[tuple[int, str]]] = {}
         self._broken: dict[str, Broken] = {}
+        # what the state's follow log has not been given yet (unsaved()): the order from
+        # _saved on, (id, place) of the URLs queued and of those judged broken since, and
+        # whether `others` changed; a resumed night's places of URLs judged broken before
+        self._saved = 0
+        self._queued_new = array("I")
+        self._judged_new = array("I")
+        self._others_changed = False
+        self._until_saved: dict[int, int] = {}
 
     def followed(self, url: str) -> None:
         """url's page has its links followed now."""
@@ -106,11 +115,13 @@ class EarlyReferrers:
                 self._start(uid, 0)
             self._settled.at(uid, depth)
 
-    def _start(self, uid: int, place: int) -> None:
+    def _start(self, uid: int, place: int, new: bool = True) -> None:
         since = self._since
         if uid >= len(since):
             grow(since, uid + 1, array("I", (_UNKNOWN,)))
         since[uid] = place
+        if new:
+            self._queued_new.extend((uid, place))
 
     def referred(self, url: str, referrer: str) -> None:
         """referrer leads to url, waiting, by no link of its page (a canonical, a redirect,
@@ -119,20 +130,58 @@ class EarlyReferrers:
         others = self.others.setdefault(url, [])
         if len(others) < EARLY_REFERRERS and all(ref != referrer for _, ref in others):
             others.append((len(self._order), referrer))
+            self._others_changed = True
 
     def judged(self, url: str) -> None:
         """url is judged, and not broken: its referrals are no longer needed."""
-        if self.others:
-            self.others.pop(url, None)
+        if self.others and self.others.pop(url, None) is not None:
+            self._others_changed = True
 
-    def broken(self, url: str, first: str | None, known: tuple[str, ...]) -> None:
+    def broken(self, url: str, first: str | None) -> None:
         """url is judged broken (`first`: the page its task named): its early referrers
-        are named at the end (named())."""
+        are named at the end (named()). Judged before a resumed night's stop, its place is
+        the one saved then (restore())."""
         uid = self._uid(url) or 0
         since = self._since
         start = since[uid] if 0 < uid < len(since) else _UNKNOWN
-        others = self.others.pop(url, []) if self.others else []
-        self._broken[url] = Broken(uid, first, start, len(self._order), known, others)
+        until = self._until_saved.pop(uid, None)
+        if until is None:
+            until = len(self._order)
+            if uid:
+                self._judged_new.extend((uid, until))
+        self._broken[url] = Broken(uid, first, start, until)
+
+    def unsaved(self) -> FollowRow | None:
+        """What this gained since the last call, for the state's next checkpoint, or None:
+        a resumed night goes on from the rows (restore())."""
+        order, saved = self._order, self._saved
+        new = self._queued_new or self._judged_new or self._others_changed
+        if len(order) == saved and not new:
+            return None
+        row = FollowRow(
+            order[saved:].tobytes(), self._queued_new.tobytes(), self._judged_new.tobytes(),
+            json.dumps(self.others, ensure_ascii=False),
+        )  # fmt: skip
+        self._saved, self._others_changed = len(order), False
+        self._queued_new, self._judged_new = array("I"), array("I")
+        return row
+
+    def restore(self, rows: list[FollowRow]) -> None:
+        """A resumed night goes on from the follow log the state file holds (unsaved()):
+        the order, the URLs' places, the places of those judged broken before the stop,
+        and the referrals that are no link as of the last checkpoint."""
+        for row in rows:
+            self._order.frombytes(row.pages)
+            queued, judged = array("I", row.queued), array("I", row.judged)
+            for uid, place in zip(queued[::2], queued[1::2], strict=True):
+                self._start(uid, place, new=False)
+            self._until_saved.update(zip(judged[::2], judged[1::2], strict=True))
+        if rows:
+            others = json.loads(rows[-1].others)
+            self.others = {
+                url: [(place, ref) for place, ref in refs] for url, refs in others.items()
+            }
+        self._saved = len(self._order)
 
     def named(
         self, targets_of: Callable[[list[int]], dict[int, bytes]], name: Callable[[str], str]
@@ -150,15 +199,15 @@ class EarlyReferrers:
         names = {uid: url for url, uid in self._ids().items() if uid in pages} if pages else {}
         for url, b in broken.items():
             found = [(place, 1, name(names[uid])) for place, uid in b.hits if uid in names]
+            others = [(place, 0, ref) for place, ref in self.others.get(url, ())]
             # by place only, and stable: referrals at one place (redirects fetched one after
             # another) keep the order they came in, as the journal's tuple keeps them
-            merged = sorted([(place, 0, ref) for place, ref in b.others] + found, key=_PLACE)
-            early = list(dict.fromkeys(b.known))  # saved ones: all, as the journal's
-            for _, _, ref in merged:
-                if len(early) >= EARLY_REFERRERS:
-                    break
+            early: list[str] = []
+            for _, _, ref in sorted(others + found, key=_PLACE):
                 if ref not in early:
                     early.append(ref)
+                    if len(early) == EARLY_REFERRERS:
+                        break
             yield url, [b.first, *early] if b.first else early
 
     def _scan(

@@ -68,6 +68,8 @@ def replay(
     journal.refs = {
         url: tuple(refs) for url, refs in snap.referrers.items() if url not in nofollowed
     }
+    if journal.early is not None:  # a night with a history: before its broken URLs' replay
+        journal.early.restore(state.follows())
     depths: dict[str, int] = dict.fromkeys(nofollowed.values(), -1)  # linking page -> depth
     for d in snap.decisions:
         if d.reason not in _SCREEN_REASONS or d.status is not None:

@@ -40,6 +40,7 @@ from typing import Final
 from crawler.shell import state_file
 from crawler.shell.listings import to_micros
 from crawler.shell.state_file import SCHEMA_VERSION, StateError, StateWriteError, now_iso
+from crawler.shell.state_follows import FollowLog, FollowRow
 from crawler.shell.state_history import HistoryStore
 from crawler.shell.state_queue import QueuedRow, ResumeQueue, SavedCrawl, unlistable
 
@@ -121,6 +122,9 @@ class CrawlState:
         self.body = queue.body
         self.counter = queue.counter
         self.load = queue.load
+        # The follow log of a night with a history (crawler.shell.state_follows)
+        self._follows = FollowLog()
+        self.followed = self._follows.add
 
     # -- opening -------------------------------------------------------------------------
 
@@ -218,6 +222,13 @@ class CrawlState:
         """Whether earlier runs left a history to ask with validators and date content by."""
         return self._history.has_history
 
+    def follows(self) -> list[FollowRow]:
+        """The follow log as of the last checkpoint (a resumed night's, oldest first)."""
+        try:
+            return FollowLog.load(self._open_conn())
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read state file {self.path}: {exc}") from exc
+
     def url_ids(self) -> dict[str, int]:
         """url -> its id in the file, for every URL interned (the history's links are ids)."""
         return self._queue.ids()
@@ -270,6 +281,7 @@ class CrawlState:
             # listing row and no published row (state_history._CARRIED_PUBLISHED), so a
             # twin's listing deleted in this checkpoint must be gone before it runs
             queue.write(conn)
+            self._follows.write(conn)
             self._history.write(conn, finished=finished, common=common)
             updated = now_iso(precise=finished)  # a finish's stamp: state_file._restart
             meta = [("updated", updated), ("next_id", queue.next_id), ("qseq", queue.qseq)]
@@ -292,6 +304,7 @@ class CrawlState:
         self._finished = finished
         queue.reset()
         self._history.reset()
+        self._follows.rows = []
         self._last_checkpoint = self._clock()
 
     # -- closing -------------------------------------------------------------------------

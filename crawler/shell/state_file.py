@@ -89,12 +89,18 @@ _HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in
 #: without them gets them when opened; an older version ignores them): `carried`, the pages
 #: whose row is the history's as it is (crawler.shell.revalidation.carries), kept at the
 #: finish instead of copied; `published`, the lastmods published (HistoryStore.published),
-#: joined to both at the finish. Both are emptied by the finish and by a new run.
-_RUN_TABLES: Final = ("carried", "published")
+#: joined to both at the finish. Both are emptied by the finish and by a new run. So is
+#: `follows`, where a night with a history keeps, a row a checkpoint, what it needs to name
+#: the early referrers of a URL judged broken once resumed (crawler.shell.referrers).
+_RUN_TABLES: Final = ("carried", "published", "follows")
 _RUN_HISTORY: Final = """
 CREATE TABLE IF NOT EXISTS carried (url INTEGER PRIMARY KEY REFERENCES urls(id));
 CREATE TABLE IF NOT EXISTS published (
     url INTEGER PRIMARY KEY REFERENCES urls(id), changed INTEGER, lastmod INTEGER, source TEXT
+);
+CREATE TABLE IF NOT EXISTS follows (
+    seq INTEGER PRIMARY KEY, pages BLOB NOT NULL, queued BLOB NOT NULL,
+    judged BLOB NOT NULL, others TEXT NOT NULL
 );
 """
 

@@ -574,9 +574,8 @@ class HistoryStore:
         # an unchanged night, none); then this run's rows replace theirs, published joined
         conn.execute(_CARRIED_PUBLISHED)
         conn.execute(_HISTORY_COPY)
-        conn.execute("DELETE FROM carried")
-        conn.execute("DELETE FROM published")
-        conn.execute("DELETE FROM fresh_history")
+        for table in ("carried", "published", "fresh_history", "follows"):
+            conn.execute(f"DELETE FROM {table}")
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('common', ?)",
             (pack_blocks(sorted(common)),),

@@ -1,0 +1,55 @@
+"""The follow log of a night with a history in the state file: what a resumed night needs
+to name the early referrers of a URL judged broken as an uninterrupted one does
+(crawler.shell.referrers reads them back at the end from the order in which pages' links
+were followed, which lives only in memory otherwise).
+
+A row a checkpoint, of what was new since the last: a few bytes a page and a URL, written
+with the checkpoint's other rows, so that a resumed night's order, spans and referrals are
+those of the pages and URLs the file holds. The table is a run table (state_file): emptied
+by the finish and by a new run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["FollowLog", "FollowRow"]
+
+
+@dataclass(slots=True)
+class FollowRow:
+    """What a checkpoint adds to the log; each field is the column of the same name."""
+
+    pages: bytes  # the pages whose links were followed since, in order (URL ids, array "I")
+    queued: bytes  # (URL id, place in the order) of each URL queued since, array "I"
+    judged: bytes  # (URL id, place) of each URL judged broken since, array "I"
+    others: str  # JSON: the referrals that are no link of every URL waiting now
+
+
+_NAMES: Final = tuple(f.name for f in dataclasses.fields(FollowRow))
+_INSERT: Final = (
+    f"INSERT INTO follows ({', '.join(_NAMES)}) VALUES ({', '.join('?' * len(_NAMES))})"
+)
+_SELECT: Final = f"SELECT {', '.join(_NAMES)} FROM follows ORDER BY seq"
+
+
+class FollowLog:
+    """The rows buffered until the next checkpoint."""
+
+    def __init__(self) -> None:
+        self.rows: list[FollowRow] = []
+
+    def add(self, row: FollowRow) -> None:
+        self.rows.append(row)
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        """Inside the checkpoint's transaction (the caller's)."""
+        if self.rows:
+            conn.executemany(_INSERT, [dataclasses.astuple(row) for row in self.rows])
+
+    @staticmethod
+    def load(conn: sqlite3.Connection) -> list[FollowRow]:
+        return [FollowRow(*row) for row in conn.execute(_SELECT)]
