@@ -802,3 +802,44 @@ def test_a_resumed_night_counts_its_template_as_an_uninterrupted_one_would(tmp_p
         assert _meta(state, "common") == template and _meta(state, "counted") is not None
     published = read_published(tmp_path / "two", xsd)
     assert published.locs == read_published(tmp_path / "one", xsd).locs
+
+
+def test_a_night_after_a_night_of_304s_forks_no_worker(serve, tmp_path, xsd, monkeypatch):
+    """#26: workers parse pages, and a night of 304s has none to parse: after a night whose
+    answers were mostly 304s (cli.UNCHANGED_SHARE) the default forks none (its fork alone
+    cost an unchanged night 3% of its CPU); after a night whose pages changed, it forks
+    them again. A number given (--workers 1) is always kept."""
+    from crawler import cli
+    from crawler.shell import pool
+
+    nights = [0]
+    pages = {"/": ["/a", "/b"], "/a": ["/"], "/b": ["/a"]}
+
+    async def handle(request: web.Request) -> web.Response:
+        if request.path not in pages:
+            return web.Response(status=404)
+        return tagged(request, html(*pages[request.path]).encode(), nights[0])
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    srv = serve(app)
+    forks: list[int] = []
+    real = pool.forked
+
+    def counted(count: int):  # type: ignore[no-untyped-def]
+        forks.append(count)
+        return real(count)
+
+    monkeypatch.setattr(pool, "forked", counted)
+    monkeypatch.setattr(pool, "default_workers", lambda: 1)  # as on a machine of 2 cores
+    state = tmp_path / "state.sqlite"
+    for night in ("full", "unchanged", "unchanged", "changed", "changed", "unchanged"):
+        if night == "changed":
+            nights[0] += 1
+        _run(srv.url, tmp_path, state, xsd)
+    assert forks == [1, 1, 0, 0, 1, 1]
+    _run(srv.url, tmp_path, state, xsd)  # after an unchanged night: none
+    _run(srv.url, tmp_path, state, xsd, "--workers", "1")  # asked for: kept
+    _run(srv.url, tmp_path, state, xsd, "--fresh")  # no history: as a first night
+    assert forks[6:] == [0, 1, 1]
+    assert cli.UNCHANGED_SHARE == 0.9

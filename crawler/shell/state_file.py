@@ -292,6 +292,27 @@ def peek(path: Path, fingerprint: str) -> bool:
         conn.close()
 
 
+def last_answers(path: Path, start_url: str) -> tuple[int, int] | None:
+    """Read-only, before a crawl forks its workers: the requests the last run of start_url
+    in ``path`` made and how many were answered 304 (its counters), when that run finished
+    on a file of this schema version; else None. Never writes, never takes the lock."""
+    conn = read_only(Path(path))
+    if conn is None:
+        return None
+    try:
+        if _identity(conn) != (APPLICATION_ID, SCHEMA_VERSION):
+            return None
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        if meta.get("start_url") != start_url or not int(meta.get("finished") or 0):
+            return None
+        counters = dict(conn.execute("SELECT name, value FROM counters"))
+        return int(counters.get("fetched", 0)), int(counters.get("not_modified", 0))
+    except (sqlite3.Error, ValueError, TypeError):
+        return None
+    finally:
+        conn.close()
+
+
 def outdated(path: Path) -> bool:
     """Read-only, for the nightly job: is ``path`` a state file of ours written by
     another schema version? A crawl refuses such a file (its history would be misread);
