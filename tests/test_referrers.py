@@ -16,6 +16,7 @@ from crawler.cli import main
 from crawler.core.urls import UNSETTLED
 from crawler.shell.referrers import EARLY_REFERRERS, EarlyReferrers
 from crawler.shell.settled import SettledIds
+from crawler.shell.state_follows import FollowRow
 from tests.sites import read_published, tagged
 
 URLS = [f"https://example.com/{i}" for i in range(40)]
@@ -107,36 +108,56 @@ def test_referrals_are_kept_in_order_up_to_the_early_referrers_and_dropped_when_
 
 
 def test_a_resumed_night_goes_on_from_the_follow_log_as_if_never_stopped() -> None:
-    """The log a checkpoint saves (unsaved()) rebuilds the order, the places of the URLs
-    queued and judged broken before the stop, and the referrals that are no link: a URL
-    judged broken before the stop and one judged after it are named as without a stop."""
-    pages = {IDS[URLS[i]]: [IDS[URLS[0]], IDS[URLS[1]]] for i in range(2, 12)}
+    """The rows checkpoints save (unsaved()) rebuild the order, the places of the URLs
+    queued and judged broken before the stop, and the referrals that are no link (added,
+    and dropped when their URL is judged): URLs judged broken before and after the stop
+    are named as without a stop. Pages followed after the last checkpoint are fetched
+    again, and followed in turn; a page in the saved order fetched again (one that waited
+    for its canonical's target has no decision saved) keeps its place."""
+    run = 7
+    pages = {IDS[URLS[i]]: [IDS[URLS[0]], IDS[URLS[1]], IDS[URLS[20]]] for i in range(2, 12)}
+    pages[IDS[URLS[3]]] = [IDS[URLS[0]]]
 
-    def night(stop_at: int | None) -> dict[str, list[str]]:
+    def night(stopped: bool) -> dict[str, list[str]]:
         log, _ = _log()
-        rows = []
+        rows: list[FollowRow | None] = []
         log.queued(URLS[0], 1)
         log.queued(URLS[1], 1)
+        log.queued(URLS[9], 1)
         log.referred(URLS[1], "https://example.com/r")
-        for i in range(2, 12):
-            if i == stop_at:  # a checkpoint, the stop, and the resumed night's replay
-                rows.append(log.unsaved())
-                assert log.unsaved() is None  # nothing new since
-                log, _ = _log()
-                log.restore([row for row in rows if row is not None])
-                log.broken(URLS[0], "https://example.com/first")  # replayed
+        for i in (2, 3):
             log.followed(URLS[i])
-            if i == 3:
-                log.broken(URLS[0], "https://example.com/first")
+        log.broken(URLS[0], "https://example.com/first")
+        log.queued(URLS[20], 2)  # its span starts after 2 and 3
+        log.followed(URLS[4])
+        rows.append(log.unsaved(run))
+        log.referred(URLS[9], "https://example.com/s")
+        log.referred(URLS[1], "https://example.com/t")
+        log.judged(URLS[9])  # listed: its referrals dropped
+        log.followed(URLS[5])
+        rows.append(log.unsaved(run))
+        assert log.unsaved(run) is None  # nothing new since
+        log.followed(URLS[6])  # never saved: fetched again after a stop
+        if stopped:
+            log, _ = _log()
+            log.restore([row for row in rows if row is not None])
+            assert URLS[9] not in log.others
+            log.broken(URLS[0], "https://example.com/first")  # the replay of its decision
+            log.followed(URLS[4])  # fetched again: in the order already
+            log.followed(URLS[6])
+        for i in range(7, 12):
+            log.followed(URLS[i])
         log.broken(URLS[1], None)
+        log.broken(URLS[20], None)
         return dict(log.named(_targets(pages)[0], str))
 
-    whole = night(None)
+    whole = night(stopped=False)
     assert whole == {
         URLS[0]: ["https://example.com/first", URLS[2], URLS[3]],
-        URLS[1]: ["https://example.com/r", *URLS[2:5]],
+        URLS[1]: ["https://example.com/r", URLS[2], URLS[4], "https://example.com/t"],
+        URLS[20]: URLS[4:8],
     }
-    assert night(7) == whole
+    assert night(stopped=True) == whole
 
 
 # -- end to end -------------------------------------------------------------------------

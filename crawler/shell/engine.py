@@ -303,9 +303,10 @@ class Crawl:
                 self.journal.settle = told(settled, pages.settle)
 
     def _save_counters(self) -> None:
-        """The figures a resumed crawl goes on from: max_pages' and the publish guard's."""
+        """The figures a resumed crawl goes on from: max_pages' and the publish guard's,
+        and a night with a history's follow log (Journal.save_early)."""
         assert self.state is not None
-        self.journal.save_early()  # and a night with a history's follow log
+        self.journal.save_early()
         self.state.counter("fetched", self.loop.done_requests)
         for name, value in self.tally.counters().items():
             self.state.counter(name, value)

@@ -237,9 +237,9 @@ class Journal:
         """A checkpoint: the follow log's new part goes with it (crawler.shell.state_follows),
         so that a resumed night names the early referrers an uninterrupted one names."""
         if self.early is not None and self.state is not None:
-            row = self.early.unsaved()
+            row = self.early.unsaved(self.state.run_started)
             if row is not None:
-                self.state.followed(row)
+                self.state.log_follows(row)
 
     def late_referrer(self, url: str, referrer: str) -> None:
         """Another page links to url, judged already: noted if url is broken."""

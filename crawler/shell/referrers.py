@@ -21,10 +21,10 @@ its early referrers: the ones the crawl without a history names. A referral that
 page's link (a canonical, a redirect, a redirect stub's target) is kept as it comes, with
 its place in the order.
 
-What a resume sees: each checkpoint saves what the order and the places gained since the
-last (crawler.shell.state_follows: a few bytes a page and a URL), and the referrals that are
-no link; a resumed night goes on from them (restore()), so it names the pages an
-uninterrupted night names. A file without them (a crash before the first checkpoint: its
+What a resume sees: each checkpoint saves what the order, the places and the referrals that
+are no link gained since the last (crawler.shell.state_follows: 4 bytes a page, 8 a URL);
+a resumed night goes on from them (restore()), so it names the pages an uninterrupted night
+names. A file without them (a crash before the first checkpoint: its
 resume starts afresh anyway) opens a URL's span where this run first meets it.
 """
 
@@ -84,18 +84,26 @@ class EarlyReferrers:
         self.others: dict[str, list[tuple[int, str]]] = {}
         self._broken: dict[str, Broken] = {}
         # what the state's follow log has not been given yet (unsaved()): the order from
-        # _saved on, (id, place) of the URLs queued and of those judged broken since, and
-        # whether `others` changed; a resumed night's places of URLs judged broken before
+        # _saved on, (id, place) of the URLs queued and of those judged broken since, the
+        # referrals that are no link added and the URLs whose referrals were dropped since
         self._saved = 0
         self._queued_new = array("I")
         self._judged_new = array("I")
-        self._others_changed = False
+        self._others_added: list[tuple[str, int, str]] = []
+        self._others_dropped: list[str] = []
+        # a resumed night's: the places of the URLs judged broken before the stop, and by
+        # id the pages in the order saved (one fetched again, a page that waited for its
+        # canonical's target, keeps its place: counted twice, it took two of four names)
         self._until_saved: dict[int, int] = {}
+        self._restored: bytearray | None = None
 
     def followed(self, url: str) -> None:
         """url's page has its links followed now."""
         uid = self._uid(url)
         if uid:
+            restored = self._restored
+            if restored is not None and uid < len(restored) and restored[uid]:
+                return  # in the order already, before the stop
             self._order.append(uid)
 
     def queued(self, url: str, depth: int) -> None:
@@ -127,15 +135,21 @@ class EarlyReferrers:
         """referrer leads to url, waiting, by no link of its page (a canonical, a redirect,
         a stub's target). EARLY_REFERRERS distinct at most: they come in place order, so a
         later one is never among the first that many distinct names (named())."""
+        self._refer(url, len(self._order), referrer, self._others_added)
+
+    def _refer(
+        self, url: str, place: int, referrer: str, added: list[tuple[str, int, str]] | None
+    ) -> None:
         others = self.others.setdefault(url, [])
         if len(others) < EARLY_REFERRERS and all(ref != referrer for _, ref in others):
-            others.append((len(self._order), referrer))
-            self._others_changed = True
+            others.append((place, referrer))
+            if added is not None:
+                added.append((url, place, referrer))
 
     def judged(self, url: str) -> None:
         """url is judged, and not broken: its referrals are no longer needed."""
         if self.others and self.others.pop(url, None) is not None:
-            self._others_changed = True
+            self._others_dropped.append(url)
 
     def broken(self, url: str, first: str | None) -> None:
         """url is judged broken (`first`: the page its task named): its early referrers
@@ -151,36 +165,42 @@ class EarlyReferrers:
                 self._judged_new.extend((uid, until))
         self._broken[url] = Broken(uid, first, start, until)
 
-    def unsaved(self) -> FollowRow | None:
-        """What this gained since the last call, for the state's next checkpoint, or None:
-        a resumed night goes on from the rows (restore())."""
+    def unsaved(self, run: int) -> FollowRow | None:
+        """What this gained since the last call, for the state's next checkpoint of the
+        run that started at `run`, or None: a resumed night goes on from the rows
+        (restore())."""
         order, saved = self._order, self._saved
-        new = self._queued_new or self._judged_new or self._others_changed
-        if len(order) == saved and not new:
+        added, dropped = self._others_added, self._others_dropped
+        if len(order) == saved and not (self._queued_new or self._judged_new or added or dropped):
             return None
         row = FollowRow(
-            order[saved:].tobytes(), self._queued_new.tobytes(), self._judged_new.tobytes(),
-            json.dumps(self.others, ensure_ascii=False),
+            run, order[saved:].tobytes(), self._queued_new.tobytes(),
+            self._judged_new.tobytes(), json.dumps(added, ensure_ascii=False),
+            json.dumps(dropped, ensure_ascii=False),
         )  # fmt: skip
-        self._saved, self._others_changed = len(order), False
+        self._saved = len(order)
         self._queued_new, self._judged_new = array("I"), array("I")
+        self._others_added, self._others_dropped = [], []
         return row
 
     def restore(self, rows: list[FollowRow]) -> None:
         """A resumed night goes on from the follow log the state file holds (unsaved()):
         the order, the URLs' places, the places of those judged broken before the stop,
-        and the referrals that are no link as of the last checkpoint."""
+        and the referrals that are no link, added and dropped in turn."""
         for row in rows:
             self._order.frombytes(row.pages)
             queued, judged = array("I", row.queued), array("I", row.judged)
             for uid, place in zip(queued[::2], queued[1::2], strict=True):
                 self._start(uid, place, new=False)
             self._until_saved.update(zip(judged[::2], judged[1::2], strict=True))
-        if rows:
-            others = json.loads(rows[-1].others)
-            self.others = {
-                url: [(place, ref) for place, ref in refs] for url, refs in others.items()
-            }
+            for url, place, referrer in json.loads(row.others):
+                self._refer(url, place, referrer, None)
+            for url in json.loads(row.dropped):
+                self.others.pop(url, None)
+        if self._order:
+            restored = self._restored = bytearray(max(self._order) + 1)
+            for uid in self._order:
+                restored[uid] = 1
         self._saved = len(self._order)
 
     def named(

@@ -124,7 +124,7 @@ class CrawlState:
         self.load = queue.load
         # The follow log of a night with a history (crawler.shell.state_follows)
         self._follows = FollowLog()
-        self.followed = self._follows.add
+        self.log_follows = self._follows.add
 
     # -- opening -------------------------------------------------------------------------
 
@@ -231,7 +231,7 @@ class CrawlState:
     def follows(self) -> list[FollowRow]:
         """The follow log as of the last checkpoint (a resumed night's, oldest first)."""
         try:
-            return FollowLog.load(self._open_conn())
+            return FollowLog.load(self._open_conn(), self._history.run_started)
         except sqlite3.Error as exc:
             raise StateError(f"cannot read state file {self.path}: {exc}") from exc
 
@@ -310,7 +310,7 @@ class CrawlState:
         self._finished = finished
         queue.reset()
         self._history.reset()
-        self._follows.rows = []
+        self._follows.reset()
         self._last_checkpoint = self._clock()
 
     # -- closing -------------------------------------------------------------------------
