@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from crawler.config import (
     SECRET_KEYS,
@@ -791,11 +791,10 @@ def _crawl(config: Config) -> int:
     uploader = _uploader(config)  # before the crawl: a bucket that cannot be opened fails now
     figures: dict[str, Any] = {"start_url": config.url, "published": False}
     _LOG.figures = lambda: crawl.tally.to_json(figures)
-    workers = _worker_count(config)
-    if workers and config.workers < 0 and _unchanged_before(config, crawl.plan.start):
-        workers = 0  # a night of 304s parses nothing: a worker would only cost its fork
     try:
-        with forked(workers) as spares:  # before the event loop and any thread or socket
+        with forked(
+            _worker_count(config)
+        ) as spares:  # before the event loop and any thread or socket
             result = _run(crawl.run(spares))
     except (NothingListedError, InterruptedCrawl, PublishRefused, BlockedByBotProtection) as exc:
         if config.report is not None:  # why nothing was published is what a report is for
@@ -978,26 +977,6 @@ def _worker_count(config: Config) -> int:
     if config.render != "never":
         workers = 0  # the browser is the bottleneck, and it renders in this process
     return workers
-
-
-#: The share of its requests the last night's answers were 304 from which the default
-#: (workers = -1) forks none: such a night's pages are revived from the history, not parsed
-UNCHANGED_SHARE: Final = 0.9
-
-
-def _unchanged_before(config: Config, start: str) -> bool:
-    """Whether the state file's last finished night of this start URL (this run starts from
-    its history) was answered with at least UNCHANGED_SHARE 304s (#26): nights follow each
-    other, and a night whose pages changed forks workers again the next night."""
-    from crawler.shell.state import CrawlState
-
-    if config.state is None or config.fresh or config.resume:
-        return False
-    answers = CrawlState.last_answers(config.state, start)
-    if answers is None:
-        return False
-    requests, not_modified = answers
-    return requests > 0 and not_modified >= UNCHANGED_SHARE * requests
 
 
 def _explain(args: argparse.Namespace, secrets: list[str]) -> int:

@@ -96,7 +96,7 @@ class Config:
     workers: int = _opt(
         -1,
         "processes fetching and parsing pages beside the main one on big crawls "
-        "(-1: one per CPU core beyond the first, none after a night of 304s; 0: none)",
+        "(-1: one per CPU core beyond the first; 0: none)",
         metavar="N",
     )
     max_pages: int = _opt(

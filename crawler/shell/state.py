@@ -190,12 +190,6 @@ class CrawlState:
         return state_file.peek(path, fingerprint) and unlistable(path) is None
 
     @staticmethod
-    def last_answers(path: Path, start_url: str) -> tuple[int, int] | None:
-        """Read-only: the requests of the last finished run of start_url in ``path`` and
-        its 304s (crawler.shell.state_file.last_answers), or None."""
-        return state_file.last_answers(path, start_url)
-
-    @staticmethod
     def outdated(path: Path) -> bool:
         """Read-only, for the nightly job: whether ``path`` is a state file of ours written
         by another schema version (crawler.shell.state_file.outdated)."""

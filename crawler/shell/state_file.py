@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, cast
 
 from crawler.core.history import HistoryRow
 from crawler.errors import BusyError, SitemapCrawlerError
@@ -151,8 +151,6 @@ CREATE TABLE history ({_HISTORY_COLUMNS});
 CREATE TABLE fresh_history ({_HISTORY_COLUMNS});
 {_RUN_HISTORY}
 """
-_T = TypeVar("_T")
-
 _TABLES: Final = frozenset(
     {
         "meta",
@@ -274,8 +272,13 @@ def peek(path: Path, fingerprint: str) -> bool:
     that `unresumable` names: those are over, and the next run starts afresh. Never writes,
     never takes the lock: a crawl running on the file is left alone (its own lock
     refuses the run that follows, exit 75)."""
-
-    def stopped(conn: sqlite3.Connection, meta: dict[str, Any]) -> bool:
+    conn = read_only(Path(path))
+    if conn is None:
+        return False
+    try:
+        if _identity(conn) != (APPLICATION_ID, SCHEMA_VERSION):
+            return False
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
         if meta.get("fingerprint") != fingerprint or int(meta.get("finished") or 0):
             return False
         counters = dict(conn.execute("SELECT name, value FROM counters"))
@@ -283,36 +286,8 @@ def peek(path: Path, fingerprint: str) -> bool:
             return False
         waiting = conn.execute("SELECT 1 FROM urls WHERE state = ? LIMIT 1", (QUEUED,))
         return waiting.fetchone() is not None
-
-    return _read(path, stopped, False)
-
-
-def last_answers(path: Path, start_url: str) -> tuple[int, int] | None:
-    """Read-only, before a crawl forks its workers: the requests the last run of start_url
-    in ``path`` made and how many were answered 304 (its counters), when that run finished
-    on a file of this schema version; else None. Never writes, never takes the lock."""
-
-    def answers(conn: sqlite3.Connection, meta: dict[str, Any]) -> tuple[int, int] | None:
-        if meta.get("start_url") != start_url or not int(meta.get("finished") or 0):
-            return None
-        counters = dict(conn.execute("SELECT name, value FROM counters"))
-        return int(counters.get("fetched", 0)), int(counters.get("not_modified", 0))
-
-    return _read(path, answers, None)
-
-
-def _read(path: Path, read: Callable[[sqlite3.Connection, dict[str, Any]], _T], default: _T) -> _T:
-    """read(conn, meta) of a state file of ours and this schema version, opened read-only
-    (no lock, no write); `default` for anything else, or a file it cannot read."""
-    conn = read_only(Path(path))
-    if conn is None:
-        return default
-    try:
-        if _identity(conn) != (APPLICATION_ID, SCHEMA_VERSION):
-            return default
-        return read(conn, dict(conn.execute("SELECT key, value FROM meta")))
     except (sqlite3.Error, ValueError, TypeError):
-        return default
+        return False
     finally:
         conn.close()
 
