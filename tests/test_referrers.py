@@ -107,6 +107,20 @@ def test_referrals_are_kept_in_order_up_to_the_early_referrers_and_dropped_when_
     assert settled.unsettled([URLS[0]], 4) == [URLS[0]]
 
 
+def test_referrals_added_and_dropped_are_read_back_in_the_order_they_came() -> None:
+    """A URL whose referrals are dropped (judged while still named, a redirect's task) and
+    that gets another one after, within one checkpoint: the restored log keeps the last."""
+    log, _ = _log()
+    log.queued(URLS[0], 1)
+    log.referred(URLS[0], URLS[1])
+    log.judged(URLS[0])
+    log.referred(URLS[0], URLS[2])
+    row = log.unsaved(3)
+    restored, _ = _log()
+    restored.restore([row] if row is not None else [])
+    assert restored.others == log.others == {URLS[0]: [(0, URLS[2])]}
+
+
 def test_a_resumed_night_goes_on_from_the_follow_log_as_if_never_stopped() -> None:
     """The rows checkpoints save (unsaved()) rebuild the order, the places of the URLs
     queued and judged broken before the stop, and the referrals that are no link (added,

@@ -1402,3 +1402,31 @@ def test_a_page_s_referrers_kept_at_once_are_the_rows_and_ids_of_one_at_a_time(
         finally:
             conn.close()
     assert tables[1] == tables[0]
+
+
+def test_the_follow_log_is_read_back_by_its_run_and_one_of_another_shape_is_dropped(
+    path: Path,
+) -> None:
+    """#26: the rows a night with a history checkpoints (crawler.shell.state_follows) are
+    read back by a resume of that run only; a follows table of another shape (a development
+    build's) is dropped and made again when the file is opened, never a failed checkpoint."""
+    from crawler.shell.state_follows import FollowRow
+
+    with fresh(path) as state:
+        others = '[["https://example.com/é", 0, "r"]]'
+        row = FollowRow(state.run_started, b"\x01\x00\x00\x00", b"", b"", others)
+        state.log_follows(row)
+        state.checkpoint()
+    with resumed(path) as state:
+        assert state.follows() == [row]
+        state.log_follows(FollowRow(state.run_started + 1, b"", b"", b"", "[]"))
+        state.checkpoint()
+        assert state.follows() == [row]  # another run's row is not read
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE follows")
+        conn.execute("CREATE TABLE follows (seq INTEGER PRIMARY KEY, pages BLOB, others TEXT)")
+    with resumed(path) as state:
+        assert state.follows() == []
+        state.log_follows(row)
+        state.checkpoint()
+        assert state.follows() == [row]

@@ -85,12 +85,11 @@ class EarlyReferrers:
         self._broken: dict[str, Broken] = {}
         # what the state's follow log has not been given yet (unsaved()): the order from
         # _saved on, (id, place) of the URLs queued and of those judged broken since, the
-        # referrals that are no link added and the URLs whose referrals were dropped since
+        # referrals that are no link added and dropped since, in the order they came
         self._saved = 0
         self._queued_new = array("I")
         self._judged_new = array("I")
-        self._others_added: list[tuple[str, int, str]] = []
-        self._others_dropped: list[str] = []
+        self._others_new: list[tuple[str, int, str] | tuple[str]] = []
         # a resumed night's: the places of the URLs judged broken before the stop, and by
         # id the pages in the order saved (one fetched again, a page that waited for its
         # canonical's target, keeps its place: counted twice, it took two of four names)
@@ -135,21 +134,20 @@ class EarlyReferrers:
         """referrer leads to url, waiting, by no link of its page (a canonical, a redirect,
         a stub's target). EARLY_REFERRERS distinct at most: they come in place order, so a
         later one is never among the first that many distinct names (named())."""
-        self._refer(url, len(self._order), referrer, self._others_added)
+        if self._refer(url, len(self._order), referrer):
+            self._others_new.append((url, len(self._order), referrer))
 
-    def _refer(
-        self, url: str, place: int, referrer: str, added: list[tuple[str, int, str]] | None
-    ) -> None:
+    def _refer(self, url: str, place: int, referrer: str) -> bool:
         others = self.others.setdefault(url, [])
         if len(others) < EARLY_REFERRERS and all(ref != referrer for _, ref in others):
             others.append((place, referrer))
-            if added is not None:
-                added.append((url, place, referrer))
+            return True
+        return False
 
     def judged(self, url: str) -> None:
         """url is judged, and not broken: its referrals are no longer needed."""
         if self.others and self.others.pop(url, None) is not None:
-            self._others_dropped.append(url)
+            self._others_new.append((url,))
 
     def broken(self, url: str, first: str | None) -> None:
         """url is judged broken (`first`: the page its task named): its early referrers
@@ -169,18 +167,15 @@ class EarlyReferrers:
         """What this gained since the last call, for the state's next checkpoint of the
         run that started at `run`, or None: a resumed night goes on from the rows
         (restore())."""
-        order, saved = self._order, self._saved
-        added, dropped = self._others_added, self._others_dropped
-        if len(order) == saved and not (self._queued_new or self._judged_new or added or dropped):
+        order, saved, others = self._order, self._saved, self._others_new
+        if len(order) == saved and not (self._queued_new or self._judged_new or others):
             return None
         row = FollowRow(
             run, order[saved:].tobytes(), self._queued_new.tobytes(),
-            self._judged_new.tobytes(), json.dumps(added, ensure_ascii=False),
-            json.dumps(dropped, ensure_ascii=False),
+            self._judged_new.tobytes(), json.dumps(others, ensure_ascii=False),
         )  # fmt: skip
         self._saved = len(order)
-        self._queued_new, self._judged_new = array("I"), array("I")
-        self._others_added, self._others_dropped = [], []
+        self._queued_new, self._judged_new, self._others_new = array("I"), array("I"), []
         return row
 
     def restore(self, rows: list[FollowRow]) -> None:
@@ -193,10 +188,11 @@ class EarlyReferrers:
             for uid, place in zip(queued[::2], queued[1::2], strict=True):
                 self._start(uid, place, new=False)
             self._until_saved.update(zip(judged[::2], judged[1::2], strict=True))
-            for url, place, referrer in json.loads(row.others):
-                self._refer(url, place, referrer, None)
-            for url in json.loads(row.dropped):
-                self.others.pop(url, None)
+            for url, *referral in json.loads(row.others):  # in the order they came
+                if referral:
+                    self._refer(url, referral[0], referral[1])
+                else:
+                    self.others.pop(url, None)
         if self._order:
             restored = self._restored = bytearray(max(self._order) + 1)
             for uid in self._order:

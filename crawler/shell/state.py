@@ -237,8 +237,8 @@ class CrawlState:
 
     @property
     def pending(self) -> int:
-        """Operations recorded since the last checkpoint."""
-        return self._queue.ops + self._history.ops
+        """Operations recorded since the last checkpoint (a follow log row is one)."""
+        return self._queue.ops + self._history.ops + len(self._follows.rows)
 
     def maybe_checkpoint(self) -> None:
         """Checkpoint when enough work is buffered to be worth a transaction, or when it

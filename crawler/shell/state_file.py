@@ -31,6 +31,7 @@ from typing import Any, Final, cast
 
 from crawler.core.history import HistoryRow
 from crawler.errors import BusyError, SitemapCrawlerError
+from crawler.shell.state_follows import FOLLOW_COLUMNS
 from sitemap_out import locks
 
 __all__ = [
@@ -100,7 +101,7 @@ CREATE TABLE IF NOT EXISTS published (
 );
 CREATE TABLE IF NOT EXISTS follows (
     seq INTEGER PRIMARY KEY, run INTEGER NOT NULL, pages BLOB NOT NULL,
-    queued BLOB NOT NULL, judged BLOB NOT NULL, others TEXT NOT NULL, dropped TEXT NOT NULL
+    queued BLOB NOT NULL, judged BLOB NOT NULL, others TEXT NOT NULL
 );
 """
 
@@ -695,6 +696,11 @@ def _add_run_history(conn: sqlite3.Connection, path: Path) -> None:
     """The tables of _RUN_HISTORY, for a file written before them (their creation is a
     no-op on a file that has them)."""
     try:
+        # a follow log of another shape (a development build's) is dropped: it only helps a
+        # resumed night name a broken URL's early referrers, and cannot be written to
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(follows)")]
+        if columns and columns != ["seq", *FOLLOW_COLUMNS]:
+            conn.execute("DROP TABLE follows")
         for statement in _RUN_HISTORY.split(";"):
             if statement.strip():
                 conn.execute(statement)

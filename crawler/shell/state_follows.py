@@ -16,7 +16,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["FollowLog", "FollowRow"]
+__all__ = ["FOLLOW_COLUMNS", "FollowLog", "FollowRow"]
 
 
 @dataclass(slots=True)
@@ -27,11 +27,14 @@ class FollowRow:
     pages: bytes  # the pages whose links were followed since, in order (URL ids, array "I")
     queued: bytes  # (URL id, place in the order) of each URL queued since, array "I"
     judged: bytes  # (URL id, place) of each URL judged broken since, array "I"
-    others: str  # JSON: [url, place, referrer] of each referral that is no link since
-    dropped: str  # JSON: the URLs whose referrals were dropped since (judged, not broken)
+    # JSON, in the order they came: [url, place, referrer] for each referral that is no
+    # link since, [url] for each URL whose referrals were dropped (judged, not broken)
+    others: str
 
 
-_NAMES: Final = tuple(f.name for f in dataclasses.fields(FollowRow))
+#: The columns of the follows table but its `seq` (state_file creates it)
+FOLLOW_COLUMNS: Final = tuple(f.name for f in dataclasses.fields(FollowRow))
+_NAMES: Final = FOLLOW_COLUMNS
 _INSERT: Final = (
     f"INSERT INTO follows ({', '.join(_NAMES)}) VALUES ({', '.join('?' * len(_NAMES))})"
 )
