@@ -61,10 +61,13 @@ class SettledIds:
     def id_of(self, url: str) -> int | None:
         """url's id in the state (None or 0: it has none; id 0 is never kept, it stands
         for URLs without an id in _named)."""
+        return self._id_table().get(url)
+
+    def _id_table(self) -> dict[str, int]:
         table = self._table
         if table is None:
             table = self._table = self._ids()
-        return table.get(url)
+        return table
 
     def settle(self, url: str, depth: int = 0) -> None:
         """url is judged for good: a link to it at `depth` or deeper changes nothing
@@ -117,10 +120,7 @@ class SettledIds:
         0) stands for a URL without one, never settled."""
         if not links:
             return links
-        table = self._table
-        if table is None:
-            table = self._table = self._ids()
-        uids = list(map(table.get, links, repeat(0)))
+        uids = list(map(self._id_table().get, links, repeat(0)))
         depths, top = self._depths, max(uids)
         if top >= len(depths):  # an id past those settled so far: not settled either
             self._grow(top + 1)
