@@ -10,8 +10,7 @@ still match, as most web servers do for static files. Then, with one state file:
 * a full re-crawl with ``--state --fresh`` (every page fetched, the history rewritten),
 * the second run: the same crawl from the history the previous run left, every page
   asked for with If-None-Match / If-Modified-Since, the site unchanged,
-* again: one more unchanged night, after the unchanged one: the nightly job's common night
-  (#26: with the default workers, a night after one of 304s forks none),
+* again: one more unchanged night, after the unchanged one: the nightly job's common night,
 * the rebuilt night: every file of the site given a new time, as a site rebuilt from the
   same sources, so every page answers 200 with its content unchanged, from the same history;
   every page must answer 200 and the published files must be those of the second run, byte

@@ -792,9 +792,8 @@ def _crawl(config: Config) -> int:
     figures: dict[str, Any] = {"start_url": config.url, "published": False}
     _LOG.figures = lambda: crawl.tally.to_json(figures)
     try:
-        with forked(
-            _worker_count(config)
-        ) as spares:  # before the event loop and any thread or socket
+        # before the event loop and any thread or socket; or later, for a night with a history
+        with forked(_worker_count(config), later=_revalidates(config)) as spares:
             result = _run(crawl.run(spares))
     except (NothingListedError, InterruptedCrawl, PublishRefused, BlockedByBotProtection) as exc:
         if config.report is not None:  # why nothing was published is what a report is for
@@ -977,6 +976,14 @@ def _worker_count(config: Config) -> int:
     if config.render != "never":
         workers = 0  # the browser is the bottleneck, and it renders in this process
     return workers
+
+
+def _revalidates(config: Config) -> bool:
+    """Whether the crawl may ask its pages conditionally (a state file with a history): its
+    workers are spawned when it starts them, not forked now (crawler.shell.pool). An
+    unchanged night makes every page itself, and a forked worker it never starts costs it
+    the pages it writes after the fork."""
+    return config.state is not None and not config.fresh and config.state.exists()
 
 
 def _explain(args: argparse.Namespace, secrets: list[str]) -> int:

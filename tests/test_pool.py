@@ -9,6 +9,7 @@ import fcntl
 import gc
 import json
 import os
+import select
 import signal
 import struct
 import subprocess
@@ -28,6 +29,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from crawler import cli
 from crawler.cli import main
 from crawler.core import urls as urls_module
 from crawler.core.access import Access
@@ -42,6 +44,7 @@ from crawler.shell.loop import CrawlLoop
 from crawler.shell.pages import Fetched
 from crawler.shell.pool import (
     REVALIDATION_BLOCK,
+    SPAWN_AFTER,
     START_AFTER,
     Job,
     PoolPages,
@@ -1132,6 +1135,9 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
     serve, tmp_path, xsd, monkeypatch
 ):
     handed, told = _settled_told(monkeypatch)
+    # forked before the loop, ready at once (a night with a history spawns them once its
+    # pages change, as the test below has it): where the requests are made, not how
+    monkeypatch.setattr(cli, "_revalidates", lambda config: False)
     depths: list[int] = []  # as the pool tells the crawl loop
     set_depth = CrawlLoop.set_depth
     monkeypatch.setattr(
@@ -1185,6 +1191,111 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
     published = {tuple(read_published(tmp_path / run, xsd).locs) for run in runs}
     assert len(published) == 1 and len(next(iter(published))) == 600
     assert told == []  # on no night, early or late, was a worker told a URL settled
+
+
+def _process_starts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[int]]:
+    """The worker processes the crawl makes, by how: forked (before the loop) or spawned
+    (when a crawl with a history starts them): their pids."""
+    made: dict[str, list[int]] = {"forked": [], "spawned": []}
+    fork, spawn = pool._fork, pool._spawn
+
+    def forked(siblings: list[Spare]) -> Spare | None:
+        spare = fork(siblings)
+        if spare is not None:
+            made["forked"].append(spare.pid)
+        return spare
+
+    def spawned(spare: Spare) -> Exception | None:
+        error = spawn(spare)
+        if error is None:
+            made["spawned"].append(spare.pid)
+        return error
+
+    monkeypatch.setattr(pool, "_fork", forked)
+    monkeypatch.setattr(pool, "_spawn", spawned)
+    return made
+
+
+def test_a_night_with_a_history_spawns_workers_only_once_its_pages_change(
+    serve, tmp_path, xsd, monkeypatch
+):
+    """A first night forks its workers before the loop. A night with a history makes no
+    process until it has whole pages to hand over (#26: a forked worker it never started
+    cost an unchanged night 2% of its CPU); then they are spawned, take the pages as forked
+    ones do, and leave nothing running."""
+    made = _process_starts(monkeypatch)
+    tree = ChangingTree(600)
+    srv = serve(tree.site.app)
+    args = ("--workers", "2", "--concurrency", "4", "--state", str(tmp_path / "state.db"))
+    report, first = _crawl(srv.url + "/", tmp_path / "first", *args)
+    assert len(made["forked"]) == 2 and not made["spawned"]
+    assert report["requests"]["by_workers"] > 300
+
+    for night, changed in (("unchanged", range(0)), ("few", range(600 - SPAWN_AFTER + 1, 600))):
+        made["forked"].clear()
+        tree.night(changed=changed)
+        report, _ = _crawl(srv.url + "/", tmp_path / night, *args)
+        assert made == {"forked": [], "spawned": []}, night  # no process at all
+        assert report["requests"]["workers"] == 0
+
+    tree.night(changed=range(300, 600))
+    tree.delay = 0.02  # time for their imports: the pages they take are the next test's
+    report, decisions = _crawl(srv.url + "/", tmp_path / "half", *args)
+    assert not made["forked"] and len(made["spawned"]) == 2
+    assert report["requests"]["workers"] == 2  # started (how many pages they took: timing)
+    assert {u: d["reason"] for u, d in decisions.items()} == {
+        u: d["reason"] for u, d in first.items()
+    }
+    runs = ("first", "unchanged", "few", "half")
+    assert len({tuple(read_published(tmp_path / run, xsd).locs) for run in runs}) == 1
+    for pid in made["spawned"]:  # reaped by the crawl, not left running or as zombies
+        assert not Path(f"/proc/{pid}").exists()
+
+
+def test_a_spawned_worker_serves_a_job_as_a_forked_one_and_leaves_at_the_end(serve):
+    site = Site({"/a": '<a href="/b">b</a><p>a</p>'})
+    srv = serve(site.app)
+    settings = Settings("bot/1", 1, 10.0, 8 << 20, PagePolicy("bot"), Access())
+    frames = _Frames()
+
+    def payload() -> bytes:
+        deadline = time.monotonic() + 30
+        while True:
+            assert time.monotonic() < deadline, "timed out waiting for the worker"
+            readable, _, _ = select.select([spare.results], [], [], 0.5)
+            if readable and (got := frames.feed(os.read(spare.results, 1 << 16))):
+                return got[0]
+
+    with pool.forked(1, later=True) as spares:
+        (spare,) = spares
+        assert spare.pid == 0  # no process until the crawl starts it
+        assert pool._spawn(spare) is None and spare.pid > 0
+        os.write(spare.jobs, _frame(pack(settings)))
+        assert payload() == b""  # ready
+        os.write(spare.jobs, _frame(pack(Job(1, srv.url + "/a", 1, None))))
+        fetched = _fetched(srv.url + "/a", unpack(Result, payload()))
+        assert fetched.response.status == 200 and fetched.page is not None
+        assert list(fetched.page.targets) == [srv.url + "/b"]
+        assert os.getsid(spare.pid) == spare.pid  # a session of its own: a Ctrl-C is ours
+    assert spare.exit_code == 0  # its jobs pipe closed at the end: it left, and was reaped
+
+
+def test_a_worker_that_cannot_be_spawned_leaves_the_pages_to_the_crawl(
+    serve, tmp_path, xsd, monkeypatch, capsys
+):
+    tree = ChangingTree(300)
+    srv = serve(tree.site.app)
+    args = ("--workers", "1", "--state", str(tmp_path / "state.db"))
+    _crawl(srv.url + "/", tmp_path / "first", *args)
+    tree.night(changed=range(300))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    capsys.readouterr()
+    code = main(["crawl", srv.url + "/", "-o", str(tmp_path / "out"), *args])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "warning: cannot start a worker process" in err and "Traceback" not in err
+    assert len(read_published(tmp_path / "out", xsd).locs) == 300
+    assert [status for status, _ in tree.answers] == [200] * 300
 
 
 def test_workers_of_a_crawl_without_state_are_handed_then_told_the_urls_settled(

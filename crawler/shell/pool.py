@@ -22,7 +22,12 @@ when requests are spaced (--delay, --max-rps, Crawl-delay): a spaced crawl waits
 compute. A conditional request (validators from the history) goes to them only while the
 site answers such requests with whole pages: while it answers 304s, a worker has nothing to
 take off the main process, and the trip costs more than the request (`revalidate_here`). A
-night starts out as an unchanged one, so an unchanged night starts no worker at all.
+night starts out as an unchanged one, so an unchanged night starts no worker at all. Nor
+does it fork one: a crawl that revalidates its pages (a night with a history) has its
+workers spawned, a fresh interpreter each, when it starts them (`forked(later=True)`). A
+forked worker that never starts still cost an unchanged night 2% of its CPU (the pages the
+main process writes after the fork are copied: 4,300 faults; bench/README.md, #26); a
+spawned one costs a changed night its imports instead.
 
 Wire format: frames of a 4-byte little-endian length and a record packed by `wire` (the
 dataclasses below, encoded from their fields) over two pipes per worker: `Settings`, `Job`s
@@ -56,6 +61,7 @@ from crawler.core.urls import RESOLVER_CAPACITY, LinkResolver
 from crawler.core.wire import pack, unpack, unpack_any
 from crawler.shell import eventloop
 from crawler.shell.fetch import Response
+from crawler.shell.heap import keep_heap
 from crawler.shell.http1 import Slots
 from crawler.shell.pages import Fetched, LocalPages
 from crawler.shell.transports import CrawlTransport, crawl_transport
@@ -64,6 +70,10 @@ from crawler.shell.transports import CrawlTransport, crawl_transport
 #: have taken (a whole page answered 200; not a 304, a redirect or an error, nor a
 #: conditional request while the night's answers have it made here).
 START_AFTER = 100
+#: Of those, the pages after which the workers of a crawl with a history are spawned
+#: (`forked(later=True)`), so that their imports are done by the time they start: a night
+#: with fewer whole pages spawns none.
+SPAWN_AFTER = START_AFTER // 2
 
 #: Jobs a crawl keeps in flight per allowed request once workers run: a job also spends
 #: time queued, parsed and in the pipes, while the workers hold the requests at the server
@@ -253,7 +263,8 @@ class WorkerLost(Exception):
 
 @dataclass(slots=True)
 class Spare:
-    """A forked worker waiting for its settings: its pid and the main process's pipe ends."""
+    """A worker waiting for its settings: its pid and the main process's pipe ends. A spare
+    of `forked(later=True)` is no process until the crawl starts it (`_spawn`): pid 0."""
 
     pid: int
     jobs: int  # fd: jobs to the worker
@@ -262,18 +273,21 @@ class Spare:
 
 
 @contextlib.contextmanager
-def forked(count: int) -> Iterator[list[Spare]]:
+def forked(count: int, *, later: bool = False) -> Iterator[list[Spare]]:
     """Fork `count` idle workers now, before the event loop, threads and connections exist.
 
     A forked worker shares the main process's imported code (no start-up cost, and memory
     shared until written) and inherits nothing in flight. Workers never told to start exit
     when their job pipe closes, at the end of the block at the latest, where they are reaped.
+    `later`: no process now; each is spawned if and when the crawl starts its workers.
     """
     spares: list[Spare] = []
-    if count:  # the loop's module imported here, once: its code shared, not a worker's own
+    if count and later:
+        spares = [Spare(0, -1, -1) for _ in range(count)]
+    elif count:  # the loop's module imported here, once: its code shared, not a worker's own
         eventloop.loop_factory()
     try:
-        for _ in range(count):
+        while len(spares) < count:
             spare = _fork(spares)
             if spare is None:
                 break
@@ -302,10 +316,38 @@ def _fork(siblings: list[Spare]) -> Spare | None:
         for fd in (jobs_write, results_read, *(f for s in siblings for f in (s.jobs, s.results))):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        os.setsid()  # a Ctrl-C or a signal to the crawl's process group is the crawl's
         _worker_main(jobs_read, results_write)  # never returns
     os.close(jobs_read)
     os.close(results_write)
     return Spare(pid, jobs_write, results_read)
+
+
+def _spawn(spare: Spare) -> Exception | None:
+    """Make `spare` a process now (a spare of forked(later=True)): a fresh interpreter on
+    the crawl's import path that runs a worker's life (`spawned_main`). posix_spawn, not a
+    fork: the crawl has threads and connections by now. The error when none could be made."""
+    fds: list[int] = []
+    try:
+        fds += os.pipe()
+        fds += os.pipe()
+        jobs_read, jobs_write, results_read, results_write = fds
+        for fd in (jobs_read, results_write):  # the child's two ends, and no other fd
+            os.set_inheritable(fd, True)
+        code = (
+            f"import sys; sys.path[:] = {sys.path!r}; from crawler.shell.pool import "
+            f"spawned_main; spawned_main({jobs_read}, {results_write})"
+        )
+        # its own session from the start, as a forked one: a Ctrl-C is the crawl's
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-c", code], os.environ, setsid=True)
+    except (OSError, NotImplementedError) as exc:  # no interpreter to run, no process left
+        for fd in fds:
+            os.close(fd)
+        return exc
+    os.close(jobs_read)
+    os.close(results_write)
+    spare.pid, spare.jobs, spare.results = pid, jobs_write, results_read
+    return None
 
 
 def _close(spare: Spare) -> None:
@@ -321,7 +363,7 @@ def _reap(spares: list[Spare]) -> None:
     _STOP_WAIT seconds."""
     deadline = time.monotonic() + _STOP_WAIT
     for spare in spares:
-        while spare.exit_code is None:
+        while spare.exit_code is None and spare.pid > 0:  # 0: never spawned (_spawn)
             with contextlib.suppress(ChildProcessError):
                 pid, status = os.waitpid(spare.pid, os.WNOHANG)
                 if pid == 0:
@@ -441,6 +483,8 @@ class PoolPages(LocalPages):
             and (validators is None or self._revalidations.here is not True)
         ):
             self._taken += 1
+            if self._taken == SPAWN_AFTER and self._allowed:
+                self._spawn()
         if validators is not None and self._revalidations.answered(status):
             self._deepen()  # back to the workers: pipeline them again
         return fetched
@@ -492,12 +536,29 @@ class PoolPages(LocalPages):
                 best, load = worker, len(worker.pending) / worker.share
         return best
 
+    def _spawn(self) -> None:
+        """Make the spares that are no process yet (forked(later=True)) processes now; those
+        that cannot be made are dropped, with a warning."""
+        spares = []
+        for spare in self._spares:
+            error = None if spare.pid else _spawn(spare)
+            if error is None:
+                spares.append(spare)
+            else:
+                self.log(f"warning: cannot start a worker process ({error}); pages are made here")
+        self._spares = spares
+
     def _start(self) -> None:
-        count = len(self._spares)
+        self._spawn()
+        spares = self._spares
+        if not spares:  # none could be made: every page is made here, as without workers
+            self._allowed = False
+            return
+        count = len(spares)
         ours = main_share(self.concurrency, count)
         self._here = Slots(ours)
         concurrency = self.concurrency - ours
-        for i, spare in enumerate(self._spares):
+        for i, spare in enumerate(spares):
             # the shares of --concurrency, ours and the workers', add up to it exactly
             share = concurrency // count + (1 if i < concurrency % count else 0)
             kept = -RESOLVER_CAPACITY  # the latest a worker keeps (LinkResolver)
@@ -910,12 +971,19 @@ def _read_settings(fd: int) -> Settings | None:
     return unpack(Settings, payloads[0])
 
 
+def spawned_main(jobs_fd: int, results_fd: int) -> NoReturn:
+    """A spawned worker's start (`_spawn`): the C heap set as the crawl's (a forked worker
+    inherits it), then a worker's life."""
+    keep_heap()
+    _worker_main(jobs_fd, results_fd)
+
+
 def _worker_main(jobs_fd: int, results_fd: int) -> NoReturn:
-    """A forked worker's whole life; it leaves by os._exit, never through the crawl's code."""
+    """A worker's whole life, in a session of its own; it leaves by os._exit, never through
+    the crawl's code."""
     code = 0
     settings: Settings | None = None
     try:
-        os.setsid()  # a Ctrl-C or a signal to the crawl's process group is the crawl's
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         os.dup2(2, 1)  # a stray print() goes to stderr, never into a result frame
         settings = _read_settings(jobs_fd)
