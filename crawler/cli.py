@@ -768,7 +768,7 @@ def _crawl(config: Config) -> int:
     from crawler.shell.after_publish import Steps as AfterPublish
     from crawler.shell.engine import Crawl  # late: keeps --help and config errors fast
     from crawler.shell.host_output import robots_line
-    from crawler.shell.pool import forked
+    from crawler.shell.pool import worker_processes
 
     _warn_insecure(config)
     if config.stylesheet and config.format == "txt":
@@ -792,8 +792,9 @@ def _crawl(config: Config) -> int:
     figures: dict[str, Any] = {"start_url": config.url, "published": False}
     _LOG.figures = lambda: crawl.tally.to_json(figures)
     try:
-        # before the event loop and any thread or socket; or later, for a night with a history
-        with forked(_worker_count(config), later=_revalidates(config)) as spares:
+        # before the event loop and any thread or socket; or later, on a night with a history
+        later = _revalidates(config, crawl.plan.start)
+        with worker_processes(_worker_count(config), spawn_later=later) as spares:
             result = _run(crawl.run(spares))
     except (NothingListedError, InterruptedCrawl, PublishRefused, BlockedByBotProtection) as exc:
         if config.report is not None:  # why nothing was published is what a report is for
@@ -978,12 +979,18 @@ def _worker_count(config: Config) -> int:
     return workers
 
 
-def _revalidates(config: Config) -> bool:
-    """Whether the crawl may ask its pages conditionally (a state file with a history): its
-    workers are spawned when it starts them, not forked now (crawler.shell.pool). An
-    unchanged night makes every page itself, and a forked worker it never starts costs it
-    the pages it writes after the fork."""
-    return config.state is not None and not config.fresh and config.state.exists()
+def _revalidates(config: Config, start: str) -> bool:
+    """Whether the crawl asks its pages conditionally (a state file with a history of this
+    start URL's, and no --fresh): its worker processes are then spawned once pages change,
+    not forked now (crawler.shell.pool). An unchanged night makes every page itself, and a
+    forked worker it never starts cost it the pages it writes after the fork."""
+    from crawler.shell.state import CrawlState
+
+    return (
+        config.state is not None
+        and not config.fresh
+        and CrawlState.revalidates(config.state, start)
+    )
 
 
 def _explain(args: argparse.Namespace, secrets: list[str]) -> int:
@@ -1209,9 +1216,9 @@ def _workers_for(
     """The worker processes, forked now, before the event loop, as for a crawl (none when
     nothing is fetched); the settings that decide how many are checked here already (a
     placeholder start URL)."""
-    from crawler.shell.pool import forked
+    from crawler.shell.pool import worker_processes
 
-    return forked(_worker_count(_settings_of(given, only)) if fetching else 0)
+    return worker_processes(_worker_count(_settings_of(given, only)) if fetching else 0)
 
 
 def _settings_of(given: dict[str, Any], only: frozenset[str]) -> Config:

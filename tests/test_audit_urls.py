@@ -18,7 +18,7 @@ from crawler.core.url_checks import Checked, PageSeen, lastmod_findings, parse_w
 from crawler.shell import eventloop
 from crawler.shell.audit_urls import SOFT_404_SUFFIX, check_urls, compare_with_crawl
 from crawler.shell.engine import Crawl
-from crawler.shell.pool import START_AFTER, forked
+from crawler.shell.pool import START_AFTER, worker_processes
 from tests.sites import Page, Site, assert_spaced, html, redirect
 
 PNG = Page(b"\x89PNG\r\n\x1a\n", content_type="image/png")
@@ -318,12 +318,12 @@ def test_workers_give_the_same_findings_as_none(serve):
     paths = [f"/p/{n}" for n in range(count)]
     items = listed(srv.url, *paths, lastmod="2020-09-13T12:30:00Z")  # after /p/0-/p/199's
     alone, checked_alone = check(config(srv.url), items)
-    with forked(1) as spares:
+    with worker_processes(1) as spares:
         crawl = Crawl(config(srv.url))
         keys = {srv.url + p: srv.url + p for p in paths}
         pooled = eventloop.run(crawl.check(list(keys), spares))
         assert crawl._pages is not None and crawl._pages.worker_requests > 0
-    with forked(1) as spares:
+    with worker_processes(1) as spares:
         together, checked_together = check(config(srv.url), items, workers=spares)
     assert sorted(map(Finding.to_json, alone), key=str) == sorted(
         map(Finding.to_json, together), key=str

@@ -244,7 +244,7 @@ def test_a_304_run_publishes_what_a_full_run_does_without_a_body(
     monkeypatch.setattr(pool, "START_AFTER", 0)
     # forked before the loop, ready at once, as a night with a history's are not (spawned
     # once pages change, cli._revalidates): the 304 path in a worker is the same either way
-    monkeypatch.setattr(cli, "_revalidates", lambda config: False)
+    monkeypatch.setattr(cli, "_revalidates", lambda config, start: False)
     site = HistorySite(pages=pages)
     run = site_run(site)
     first, _ = run("--workers", workers)

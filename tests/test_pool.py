@@ -5,6 +5,7 @@ death and a SIGTERM, and is not used when requests are spaced."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import fcntl
 import gc
 import json
@@ -31,6 +32,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawler import cli
 from crawler.cli import main
+from crawler.config import Config
 from crawler.core import urls as urls_module
 from crawler.core.access import Access
 from crawler.core.directives import NO_DIRECTIVES, Directives
@@ -61,6 +63,7 @@ from crawler.shell.pool import (
     main_share,
     revalidate_here,
 )
+from crawler.shell.state import CrawlState
 from tests.procs import Watched, child_env, wait_for
 from tests.sites import Page, Site, crawl_process, read_decisions, read_published, tree_site
 
@@ -1137,7 +1140,7 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
     handed, told = _settled_told(monkeypatch)
     # forked before the loop, ready at once (a night with a history spawns them once its
     # pages change, as the test below has it): where the requests are made, not how
-    monkeypatch.setattr(cli, "_revalidates", lambda config: False)
+    monkeypatch.setattr(cli, "_revalidates", lambda config, start: False)
     depths: list[int] = []  # as the pool tells the crawl loop
     set_depth = CrawlLoop.set_depth
     monkeypatch.setattr(
@@ -1193,23 +1196,22 @@ def test_304s_are_made_here_and_whole_pages_in_workers_within_concurrency(
     assert told == []  # on no night, early or late, was a worker told a URL settled
 
 
-def _process_starts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[int]]:
+def _process_starts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Spare]]:
     """The worker processes the crawl makes, by how: forked (before the loop) or spawned
-    (when a crawl with a history starts them): their pids."""
-    made: dict[str, list[int]] = {"forked": [], "spawned": []}
+    (once a crawl with a history has pages for them); each one's Spare, its exit code set
+    once reaped."""
+    made: dict[str, list[Spare]] = {"forked": [], "spawned": []}
     fork, spawn = pool._fork, pool._spawn
 
     def forked(siblings: list[Spare]) -> Spare | None:
         spare = fork(siblings)
         if spare is not None:
-            made["forked"].append(spare.pid)
+            made["forked"].append(spare)
         return spare
 
-    def spawned(spare: Spare) -> Exception | None:
-        error = spawn(spare)
-        if error is None:
-            made["spawned"].append(spare.pid)
-        return error
+    def spawned(spare: Spare) -> None:
+        spawn(spare)
+        made["spawned"].append(spare)
 
     monkeypatch.setattr(pool, "_fork", forked)
     monkeypatch.setattr(pool, "_spawn", spawned)
@@ -1222,7 +1224,7 @@ def test_a_night_with_a_history_spawns_workers_only_once_its_pages_change(
     """A first night forks its workers before the loop. A night with a history makes no
     process until it has whole pages to hand over (#26: a forked worker it never started
     cost an unchanged night 2% of its CPU); then they are spawned, take the pages as forked
-    ones do, and leave nothing running."""
+    ones do, hold the requests to --concurrency, and leave nothing running."""
     made = _process_starts(monkeypatch)
     tree = ChangingTree(600)
     srv = serve(tree.site.app)
@@ -1238,46 +1240,98 @@ def test_a_night_with_a_history_spawns_workers_only_once_its_pages_change(
         assert made == {"forked": [], "spawned": []}, night  # no process at all
         assert report["requests"]["workers"] == 0
 
+    # enough pages to spawn them, never enough to start them: they leave at the end
+    tree.night(changed=range(300, 600))
+    with monkeypatch.context() as patch:
+        patch.setattr(pool, "START_AFTER", 10**9)
+        report, _ = _crawl(srv.url + "/", tmp_path / "spawned", *args)
+    assert len(made["spawned"]) == 2 and report["requests"]["workers"] == 0
+    assert [spare.exit_code for spare in made["spawned"]] == [0, 0]
+    made["spawned"].clear()
+
     tree.night(changed=range(300, 600))
     tree.delay = 0.02  # time for their imports: the pages they take are the next test's
+    tree.mark()
     report, decisions = _crawl(srv.url + "/", tmp_path / "half", *args)
     assert not made["forked"] and len(made["spawned"]) == 2
     assert report["requests"]["workers"] == 2  # started (how many pages they took: timing)
+    assert 1 <= tree.peak <= 4
+    # each left when told to, and was reaped: none crashed, none killed as a laggard
+    assert [spare.exit_code for spare in made["spawned"]] == [0, 0]
     assert {u: d["reason"] for u, d in decisions.items()} == {
         u: d["reason"] for u, d in first.items()
     }
-    runs = ("first", "unchanged", "few", "half")
+    runs = ("first", "unchanged", "few", "spawned", "half")
     assert len({tuple(read_published(tmp_path / run, xsd).locs) for run in runs}) == 1
-    for pid in made["spawned"]:  # reaped by the crawl, not left running or as zombies
-        assert not Path(f"/proc/{pid}").exists()
 
 
-def test_a_spawned_worker_serves_a_job_as_a_forked_one_and_leaves_at_the_end(serve):
-    site = Site({"/a": '<a href="/b">b</a><p>a</p>'})
-    srv = serve(site.app)
+def test_workers_are_spawned_later_only_on_a_history_of_the_start_url(serve, tmp_path):
+    """Read before the crawl opens its state file (read-only, never raising): a state file
+    holding a history of this start URL's; no file, another file, another site's: forked."""
+    tree = ChangingTree(20)
+    srv = serve(tree.site.app)
+    state, start = tmp_path / "state.db", srv.url + "/"
+    assert not CrawlState.revalidates(state, start)
+    state.write_bytes(b"not a state file")
+    assert not CrawlState.revalidates(state, start)
+    state.unlink()
+    _crawl(start, tmp_path / "first", "--state", str(state))
+    assert CrawlState.revalidates(state, start)
+    assert not CrawlState.revalidates(state, srv.url + "/other/")
+    config = Config(url=start, state=state)
+    assert cli._revalidates(config, start)
+    assert not cli._revalidates(dataclasses.replace(config, fresh=True), start)
+
+
+def _worker_payload(spare: Spare, frames: _Frames) -> bytes:
+    """The next frame a worker sends, waited for (30 s at most)."""
+    deadline = time.monotonic() + 30
+    while True:
+        assert time.monotonic() < deadline, "timed out waiting for the worker"
+        readable, _, _ = select.select([spare.results], [], [], 0.5)
+        if readable and (got := frames.feed(os.read(spare.results, 1 << 16))):
+            return got[0]
+
+
+def test_a_spawned_worker_serves_jobs_as_a_forked_one_and_leaves_at_the_end(serve):
+    async def page(request: web.Request) -> web.Response:
+        if request.headers.get("If-None-Match") == '"v1"':
+            return web.Response(status=304, headers={"ETag": '"v1"'})
+        return web.Response(text='<a href="/b">b</a><p>a</p>', content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/a", page)
+    srv = serve(app)
     settings = Settings("bot/1", 1, 10.0, 8 << 20, PagePolicy("bot"), Access())
     frames = _Frames()
-
-    def payload() -> bytes:
-        deadline = time.monotonic() + 30
-        while True:
-            assert time.monotonic() < deadline, "timed out waiting for the worker"
-            readable, _, _ = select.select([spare.results], [], [], 0.5)
-            if readable and (got := frames.feed(os.read(spare.results, 1 << 16))):
-                return got[0]
-
-    with pool.forked(1, later=True) as spares:
+    with pool.worker_processes(1, spawn_later=True) as spares:
         (spare,) = spares
-        assert spare.pid == 0  # no process until the crawl starts it
-        assert pool._spawn(spare) is None and spare.pid > 0
+        assert spare.pid is None  # no process until the crawl is about to start it
+        pool._spawn(spare)
+        assert spare.pid is not None and spare.pid > 0
         os.write(spare.jobs, _frame(pack(settings)))
-        assert payload() == b""  # ready
+        assert _worker_payload(spare, frames) == b""  # ready
         os.write(spare.jobs, _frame(pack(Job(1, srv.url + "/a", 1, None))))
-        fetched = _fetched(srv.url + "/a", unpack(Result, payload()))
+        fetched = _fetched(srv.url + "/a", unpack(Result, _worker_payload(spare, frames)))
         assert fetched.response.status == 200 and fetched.page is not None
         assert list(fetched.page.targets) == [srv.url + "/b"]
+        validators = Validators('"v1"', None)  # a conditional request, as a changed night's
+        os.write(spare.jobs, _frame(pack(Job(2, srv.url + "/a", 1, validators))))
+        result = unpack(Result, _worker_payload(spare, frames))
+        assert (result.job, result.status) == (2, 304)
         assert os.getsid(spare.pid) == spare.pid  # a session of its own: a Ctrl-C is ours
     assert spare.exit_code == 0  # its jobs pipe closed at the end: it left, and was reaped
+
+
+def test_a_worker_that_cannot_import_the_crawler_says_so_in_a_line(monkeypatch, capfd):
+    failing = pool._SPAWNED.replace("crawler.shell.pool import", "crawler.shell.nowhere import")
+    monkeypatch.setattr(pool, "_SPAWNED", failing)
+    with pool.worker_processes(1, spawn_later=True) as spares:
+        pool._spawn(spares[0])
+    assert spares[0].exit_code == 1
+    err = capfd.readouterr().err
+    assert "sitemap-crawler worker: cannot start: ModuleNotFoundError" in err
+    assert "Traceback" not in err
 
 
 def test_a_worker_that_cannot_be_spawned_leaves_the_pages_to_the_crawl(
@@ -1285,7 +1339,7 @@ def test_a_worker_that_cannot_be_spawned_leaves_the_pages_to_the_crawl(
 ):
     tree = ChangingTree(300)
     srv = serve(tree.site.app)
-    args = ("--workers", "1", "--state", str(tmp_path / "state.db"))
+    args = ("--workers", "2", "--state", str(tmp_path / "state.db"))
     _crawl(srv.url + "/", tmp_path / "first", *args)
     tree.night(changed=range(300))
     monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
@@ -1293,7 +1347,9 @@ def test_a_worker_that_cannot_be_spawned_leaves_the_pages_to_the_crawl(
     code = main(["crawl", srv.url + "/", "-o", str(tmp_path / "out"), *args])
     err = capsys.readouterr().err
     assert code == 0, err
-    assert "warning: cannot start a worker process" in err and "Traceback" not in err
+    # one line, however many could not start
+    assert err.count("warning: cannot start a worker process") == 1
+    assert "the crawl goes on with 0 workers" in err and "Traceback" not in err
     assert len(read_published(tmp_path / "out", xsd).locs) == 300
     assert [status for status, _ in tree.answers] == [200] * 300
 

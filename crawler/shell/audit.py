@@ -162,7 +162,7 @@ async def audit(
     workers: list[Spare] | None = None,
 ) -> Audit:
     """Audit TARGET (a local file, a sitemap URL or a site URL). `workers`: forked before
-    the event loop (pool.forked), for checking the listed URLs as a crawl uses them."""
+    the event loop (pool.worker_processes), for checking the listed URLs as a crawl uses them."""
     reading = Reading()
     try:
         return await _audit(target, configure, reading, fetch_urls, crawl, log, progress, workers)

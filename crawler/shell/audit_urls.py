@@ -64,7 +64,7 @@ async def check_urls(
     robots: Robots | None = None,
 ) -> UrlChecks:
     """Judge every listed URL once, as a crawl would, and say what a search engine would
-    complain about. `workers`: forked with pool.forked() before the event loop, as the
+    complain about. `workers`: forked with pool.worker_processes() before the event loop, as the
     crawl command does (none: pages are fetched and analysed in this process)."""
     # the URLs as written: a search engine strips no parameter (tracking_parameter says
     # what a crawl would strip); `robots`: as the audit read it

@@ -147,10 +147,10 @@ class Crawl:
     # -- the crawl driver: crawl, then publish -------------------------------------------
 
     async def run(self, workers: list[Spare] | None = None) -> CrawlResult:
-        """Crawl and publish. `workers`: forked by pool.forked() before the event loop, to
-        fetch and parse pages once the crawl is big and its requests are not spaced. Not
-        with rendering: workers send back a page's facts, not its body, which the browser
-        (in this process) needs."""
+        """Crawl and publish. `workers`: pool.worker_processes(), forked before the event
+        loop (or spawned later), to fetch and parse pages once the crawl is big and its
+        requests are not spaced. Not with rendering: workers send back a page's facts, not
+        its body, which the browser (in this process) needs."""
         if workers and self.config.render != "never":
             raise ValueError("a rendered crawl renders in this process: give it no workers")
         started = time.monotonic()

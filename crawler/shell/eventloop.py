@@ -5,7 +5,7 @@ where pyproject.toml's marker leaves it out).
 Measured on the crawl with its own HTTP/1.1 client (#26): the 20,000-page 304 night 3.4%
 fewer instructions under callgrind, the 3,000-page one 2.2%, a full crawl even; published
 files identical (docs/design.md has the figures). One owner, so that the main process and
-its forked workers run the same loop, and a run never mixes two.
+its workers (forked or spawned) run the same loop, and a run never mixes two.
 """
 
 from __future__ import annotations

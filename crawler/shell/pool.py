@@ -13,8 +13,8 @@ spare and makes a share of the pages itself (`main_share`). Its share and the wo
 up to --concurrency and hold the requests at the server to it, so politeness is the same
 with or without workers.
 
-Workers are forked by `forked()` before the event loop, so they share the imported code and
-inherit no thread or connection. They are an optimisation, never a dependency: before they
+Workers are forked by `worker_processes()` before the event loop, so they share the imported
+code and inherit no thread or connection. They are an optimisation, never a dependency: before they
 start, when a request needs its body (robots.txt), within its share, and when a worker is
 lost (its share becomes the main process's), the main process fetches the URL itself. They
 start once a crawl has shown it is big (`START_AFTER` pages they would have taken), and never
@@ -24,10 +24,11 @@ site answers such requests with whole pages: while it answers 304s, a worker has
 take off the main process, and the trip costs more than the request (`revalidate_here`). A
 night starts out as an unchanged one, so an unchanged night starts no worker at all. Nor
 does it fork one: a crawl that revalidates its pages (a night with a history) has its
-workers spawned, a fresh interpreter each, when it starts them (`forked(later=True)`). A
-forked worker that never starts still cost an unchanged night 2% of its CPU (the pages the
-main process writes after the fork are copied: 4,300 faults; bench/README.md, #26); a
-spawned one costs a changed night its imports instead.
+workers spawned, a fresh interpreter each, once it has had `SPAWN_AFTER` of the pages they
+would take (`worker_processes(spawn_later=True)`), and started as forked ones are. A forked
+worker that never starts still cost an unchanged night 2% of its CPU (the pages the main
+process writes after the fork are copied: 4,300 faults; bench/README.md, #26); a spawned one
+costs a changed night its imports (0.1 CPU-s) and its own code pages instead.
 
 Wire format: frames of a 4-byte little-endian length and a record packed by `wire` (the
 dataclasses below, encoded from their fields) over two pipes per worker: `Settings`, `Job`s
@@ -59,6 +60,7 @@ from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.urls import RESOLVER_CAPACITY, LinkResolver
 from crawler.core.wire import pack, unpack, unpack_any
+from crawler.core.words import plural
 from crawler.shell import eventloop
 from crawler.shell.fetch import Response
 from crawler.shell.heap import keep_heap
@@ -71,8 +73,10 @@ from crawler.shell.transports import CrawlTransport, crawl_transport
 #: conditional request while the night's answers have it made here).
 START_AFTER = 100
 #: Of those, the pages after which the workers of a crawl with a history are spawned
-#: (`forked(later=True)`), so that their imports are done by the time they start: a night
-#: with fewer whole pages spawns none.
+#: (`worker_processes(spawn_later=True)`): a night with fewer whole pages makes no process,
+#: one with more but under START_AFTER spawns them for nothing (0.1 CPU-s each). Before
+#: START_AFTER, so that on a slow site their imports are done by the time they start (on a
+#: fast one the main process goes on making pages until they are ready).
 SPAWN_AFTER = START_AFTER // 2
 
 #: Jobs a crawl keeps in flight per allowed request once workers run: a job also spends
@@ -264,26 +268,28 @@ class WorkerLost(Exception):
 @dataclass(slots=True)
 class Spare:
     """A worker waiting for its settings: its pid and the main process's pipe ends. A spare
-    of `forked(later=True)` is no process until the crawl starts it (`_spawn`): pid 0."""
+    of `worker_processes(spawn_later=True)` is no process until the crawl is about to start
+    its workers (`_spawn`): pid None, no pipe."""
 
-    pid: int
+    pid: int | None
     jobs: int  # fd: jobs to the worker
     results: int  # fd: results from the worker
     exit_code: int | None = None
 
 
 @contextlib.contextmanager
-def forked(count: int, *, later: bool = False) -> Iterator[list[Spare]]:
-    """Fork `count` idle workers now, before the event loop, threads and connections exist.
+def worker_processes(count: int, *, spawn_later: bool = False) -> Iterator[list[Spare]]:
+    """`count` idle workers, forked now, before the event loop, threads and connections exist.
 
     A forked worker shares the main process's imported code (no start-up cost, and memory
     shared until written) and inherits nothing in flight. Workers never told to start exit
     when their job pipe closes, at the end of the block at the latest, where they are reaped.
-    `later`: no process now; each is spawned if and when the crawl starts its workers.
+    `spawn_later`: no process now; each is spawned once the crawl has had SPAWN_AFTER of
+    the pages workers take, if it has (PoolPages).
     """
     spares: list[Spare] = []
-    if count and later:
-        spares = [Spare(0, -1, -1) for _ in range(count)]
+    if count and spawn_later:
+        spares = [Spare(None, -1, -1) for _ in range(count)]
     elif count:  # the loop's module imported here, once: its code shared, not a worker's own
         eventloop.loop_factory()
     try:
@@ -313,20 +319,43 @@ def _fork(siblings: list[Spare]) -> Spare | None:
         return None  # fewer workers (none at worst): the crawl fetches in its own process
     jobs_read, jobs_write, results_read, results_write = fds
     if pid == 0:
-        for fd in (jobs_write, results_read, *(f for s in siblings for f in (s.jobs, s.results))):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        os.setsid()  # a Ctrl-C or a signal to the crawl's process group is the crawl's
-        _worker_main(jobs_read, results_write)  # never returns
+        try:  # never back into the crawl's code, whatever happens here
+            for fd in (
+                jobs_write, results_read, *(f for s in siblings for f in (s.jobs, s.results))
+            ):  # fmt: skip
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            os.setsid()  # a Ctrl-C or a signal to the crawl's process group is the crawl's
+            _worker_main(jobs_read, results_write)
+        finally:
+            os._exit(1)
     os.close(jobs_read)
     os.close(results_write)
     return Spare(pid, jobs_write, results_read)
 
 
-def _spawn(spare: Spare) -> Exception | None:
-    """Make `spare` a process now (a spare of forked(later=True)): a fresh interpreter on
-    the crawl's import path that runs a worker's life (`spawned_main`). posix_spawn, not a
-    fork: the crawl has threads and connections by now. The error when none could be made."""
+#: What a spawned worker runs (`_spawn`), its first line what `ps` shows of it: the crawl's
+#: import path, then a worker's life; an interpreter that cannot import us says so in a line.
+_SPAWNED = """# sitemap-crawler worker
+import os, sys
+sys.path[:] = {path!r}
+try:
+    from crawler.shell.pool import spawned_main
+except BaseException as exc:
+    print(f"sitemap-crawler worker: cannot start: {{type(exc).__name__}}: {{exc}}", file=sys.stderr)
+    os._exit(1)
+spawned_main({jobs}, {results})
+"""
+
+
+def _spawn(spare: Spare) -> None:
+    """Make `spare` a process now (a spare of worker_processes(spawn_later=True)): a fresh
+    interpreter, with the crawl's flags (-X dev, -W), on its import path, that runs a
+    worker's life (`spawned_main`). posix_spawn, not a fork: the crawl has threads and
+    connections by now. OSError when it cannot be made."""
+    if not sys.executable:
+        raise OSError("no Python interpreter to run one with (sys.executable is empty)")
+    path = [os.fsdecode(p) for p in sys.path if isinstance(p, str | bytes)]
     fds: list[int] = []
     try:
         fds += os.pipe()
@@ -334,20 +363,26 @@ def _spawn(spare: Spare) -> Exception | None:
         jobs_read, jobs_write, results_read, results_write = fds
         for fd in (jobs_read, results_write):  # the child's two ends, and no other fd
             os.set_inheritable(fd, True)
-        code = (
-            f"import sys; sys.path[:] = {sys.path!r}; from crawler.shell.pool import "
-            f"spawned_main; spawned_main({jobs_read}, {results_write})"
-        )
-        # its own session from the start, as a forked one: a Ctrl-C is the crawl's
-        pid = os.posix_spawn(sys.executable, [sys.executable, "-c", code], os.environ, setsid=True)
-    except (OSError, NotImplementedError) as exc:  # no interpreter to run, no process left
+        code = _SPAWNED.format(path=path, jobs=jobs_read, results=results_write)
+        argv = [sys.executable, *_interpreter_flags(), "-c", code]
+        # its own session from the start, as a forked one's: a Ctrl-C is the crawl's
+        pid = os.posix_spawn(sys.executable, argv, os.environ, setsid=True)
+    except (OSError, NotImplementedError) as exc:  # no process left, or no setsid here
         for fd in fds:
             os.close(fd)
-        return exc
+        raise exc if isinstance(exc, OSError) else OSError(str(exc)) from exc
     os.close(jobs_read)
     os.close(results_write)
     spare.pid, spare.jobs, spare.results = pid, jobs_write, results_read
-    return None
+
+
+def _interpreter_flags() -> list[str]:
+    """The crawl's own -O, -W and -X options, for a spawned worker to run as the crawl does
+    (Python's development mode, -X dev, warns of what a worker leaves open: tests look)."""
+    flags = ["-O"] * sys.flags.optimize + [f"-W{option}" for option in sys.warnoptions]
+    for name, value in sys._xoptions.items():
+        flags.append(f"-X{name}" if value is True else f"-X{name}={value}")
+    return flags
 
 
 def _close(spare: Spare) -> None:
@@ -363,22 +398,23 @@ def _reap(spares: list[Spare]) -> None:
     _STOP_WAIT seconds."""
     deadline = time.monotonic() + _STOP_WAIT
     for spare in spares:
-        while spare.exit_code is None and spare.pid > 0:  # 0: never spawned (_spawn)
+        child = spare.pid
+        while spare.exit_code is None and child is not None:  # None: never spawned
             with contextlib.suppress(ChildProcessError):
-                pid, status = os.waitpid(spare.pid, os.WNOHANG)
+                pid, status = os.waitpid(child, os.WNOHANG)
                 if pid == 0:
                     if time.monotonic() < deadline:
                         time.sleep(0.005)
                         continue
-                    os.kill(spare.pid, signal.SIGKILL)
-                    pid, status = os.waitpid(spare.pid, 0)
+                    os.kill(child, signal.SIGKILL)
+                    pid, status = os.waitpid(child, 0)
                 spare.exit_code = os.waitstatus_to_exitcode(status)
                 continue
             spare.exit_code = -1  # reaped elsewhere
 
 
 class PoolPages(LocalPages):
-    """LocalPages that hands page fetches to forked workers once the crawl allows it."""
+    """LocalPages that hands page fetches to worker processes once the crawl allows it."""
 
     def __init__(
         self,
@@ -484,7 +520,7 @@ class PoolPages(LocalPages):
         ):
             self._taken += 1
             if self._taken == SPAWN_AFTER and self._allowed:
-                self._spawn()
+                self._spawn_spares()
         if validators is not None and self._revalidations.answered(status):
             self._deepen()  # back to the workers: pipeline them again
         return fetched
@@ -536,20 +572,25 @@ class PoolPages(LocalPages):
                 best, load = worker, len(worker.pending) / worker.share
         return best
 
-    def _spawn(self) -> None:
-        """Make the spares that are no process yet (forked(later=True)) processes now; those
-        that cannot be made are dropped, with a warning."""
-        spares = []
-        for spare in self._spares:
-            error = None if spare.pid else _spawn(spare)
-            if error is None:
-                spares.append(spare)
-            else:
-                self.log(f"warning: cannot start a worker process ({error}); pages are made here")
-        self._spares = spares
+    def _spawn_spares(self) -> None:
+        """Make the spares that are no process yet (worker_processes(spawn_later=True))
+        processes now. At the first that cannot be made the rest are dropped too (what
+        stopped one stops the next: no process left, no setsid), with one warning."""
+        for at, spare in enumerate(self._spares):
+            if spare.pid is not None:
+                continue
+            try:
+                _spawn(spare)
+            except OSError as exc:
+                self.log(
+                    f"warning: cannot start a worker process ({exc}); the crawl goes on with "
+                    f"{plural(at, 'worker')}"
+                )
+                self._spares = self._spares[:at]
+                return
 
     def _start(self) -> None:
-        self._spawn()
+        self._spawn_spares()
         spares = self._spares
         if not spares:  # none could be made: every page is made here, as without workers
             self._allowed = False
@@ -723,14 +764,16 @@ class _Worker:
         self._signal_kill()
 
     def _signal_kill(self) -> None:
-        if self.spare.pid <= 0:  # no process: kill(0) or kill(-1) would signal many
+        pid = self.spare.pid
+        if pid is None or pid <= 0:  # no process: kill(0) or kill(-1) would signal many
             return
-        with contextlib.suppress(ProcessLookupError):  # reaped by forked() only: never reused
-            os.kill(self.spare.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # reaped by worker_processes() only
+            os.kill(pid, signal.SIGKILL)
 
     async def stop(self) -> None:
         """Close the job pipe: the worker finishes its requests, closes its end and exits.
-        Waits _STOP_WAIT seconds for that at most (forked() reaps, and kills a laggard)."""
+        Waits _STOP_WAIT seconds for that at most (worker_processes() reaps, and kills a
+        laggard)."""
         self.alive, self._stopping = False, True
         if self._jobs is not None:
             self._jobs.close()  # EOF for the worker; our end of its results closes in _read
@@ -972,10 +1015,13 @@ def _read_settings(fd: int) -> Settings | None:
 
 
 def spawned_main(jobs_fd: int, results_fd: int) -> NoReturn:
-    """A spawned worker's start (`_spawn`): the C heap set as the crawl's (a forked worker
-    inherits it), then a worker's life."""
-    keep_heap()
-    _worker_main(jobs_fd, results_fd)
+    """A spawned worker's start (`_spawn`): the C heap set as the crawl's and the loop's
+    module imported, as a forked worker inherits them, then a worker's life."""
+    try:
+        keep_heap()
+        eventloop.loop_factory()
+    finally:
+        _worker_main(jobs_fd, results_fd)
 
 
 def _worker_main(jobs_fd: int, results_fd: int) -> NoReturn:

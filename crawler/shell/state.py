@@ -190,6 +190,13 @@ class CrawlState:
         return state_file.peek(path, fingerprint) and unlistable(path) is None
 
     @staticmethod
+    def revalidates(path: Path, start_url: str) -> bool:
+        """Read-only, before a crawl opens ``path``: whether it holds a history of
+        start_url's, so that the crawl asks its pages conditionally (a guess: the crawl's
+        worker processes are planned by it; crawler.shell.state_file.has_history)."""
+        return state_file.has_history(path, start_url)
+
+    @staticmethod
     def outdated(path: Path) -> bool:
         """Read-only, for the nightly job: whether ``path`` is a state file of ours written
         by another schema version (crawler.shell.state_file.outdated)."""

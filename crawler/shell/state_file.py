@@ -293,6 +293,27 @@ def peek(path: Path, fingerprint: str) -> bool:
         conn.close()
 
 
+def has_history(path: Path, start_url: str) -> bool:
+    """Read-only: whether ``path`` holds a history of start_url's (this schema version) that
+    a run would ask its pages again by. Never writes, never takes the lock, never raises: a
+    guess the crawl plans its worker processes by before it opens the file, which decides
+    (a history kept with other settings is asked whole: crawler.shell.revalidation)."""
+    conn = read_only(Path(path))
+    if conn is None:
+        return False
+    try:
+        if _identity(conn) != (APPLICATION_ID, SCHEMA_VERSION):
+            return False
+        row = conn.execute("SELECT value FROM meta WHERE key = 'start_url'").fetchone()
+        if row is None or row[0] != start_url:
+            return False
+        return conn.execute("SELECT 1 FROM history LIMIT 1").fetchone() is not None
+    except (sqlite3.Error, TypeError):
+        return False
+    finally:
+        conn.close()
+
+
 def outdated(path: Path) -> bool:
     """Read-only, for the nightly job: is ``path`` a state file of ours written by
     another schema version? A crawl refuses such a file (its history would be misread);
