@@ -8,6 +8,8 @@
 #     is JSON lines only, stdout empty; its metrics file parses (prometheus_client);
 #   - `podman stop` in the middle of a second run leaves the published files byte for byte
 #     as they were (sha256), and the next run resumes that crawl, finishes and publishes all;
+#   - a night after a deploy (every page's file written again) spawns its worker process in
+#     the image, and it leaves no line on stderr;
 #   - any uid in group 0 (4242:0) and the host user can run it on a group-writable folder;
 #     a /data it cannot write is a one-line error, exit 5, not a traceback.
 #
@@ -265,6 +267,20 @@ def metrics(path: str, listed: str) -> None:
     if wrong or "sitemap_crawler_last_publish_timestamp_seconds" not in values:
         raise SystemExit(f"unexpected values {wrong} in {sorted(values)}")
     print(f"{len(values)} samples; published 1, exit_code 0, urls_listed {listed}")
+
+
+def workers(err: str, want: str) -> None:
+    """The summary event's worker processes started (a night with a history spawns them in
+    the container once its pages change), and no worker's line on stderr: every line JSON
+    (jsonlog), none of them a warning about a worker."""
+    events = [json.loads(line) for line in Path(err).read_text().splitlines()]
+    started = events[-1].get("requests", {}).get("workers")
+    if started != int(want):
+        raise SystemExit(f"summary: {started} worker processes started, not {want}")
+    warned = [e.get("message", "") for e in events if "worker" in e.get("message", "")]
+    if warned:
+        raise SystemExit(f"warnings about workers: {warned}")
+    print(f"{started} started, by_workers {events[-1]['requests'].get('by_workers')}")
 
 
 def hashes(folder: str) -> None:
@@ -548,6 +564,25 @@ resumed_run() {
     check "run 3 metrics file" checks metrics "$DATA/state/metrics.prom" "$PAGES"
 }
 timed "run 3 (resumed)" resumed_run
+
+# run 4: a deploy: every file of the site written again (each page's ETag and Last-Modified
+# new, its text the same), the night with a history that spawns its worker, in the image
+# (pool.worker_processes(spawn_later=True)): one worker, as a 2-core host has by default
+deploy_run() {
+    local rc=0 t0=$(now)
+    find "$T/www" -type f -exec touch {} +
+    job run4 "$DATA" "${JSON[@]}" -e SITEMAP_CRAWLER_WORKERS=1 || rc=$?
+    if ((rc == 0)); then
+        ok "run 4 (every page changed): exit 0 in $(since "$t0")"
+    else
+        fail "run 4: exit $rc"
+        show "$T/run4.err"
+    fi
+    check "run 4 JSON logs" checks jsonlog "$T/run4.err" "$T/run4.out" 0 false
+    check "run 4 spawned its worker process" checks workers "$T/run4.err" 1
+    check "run 4 published sitemap" checks sitemap "$DATA/out" "$SCHEMAS" "$T/expected.txt"
+}
+timed "run 4 (a deploy)" deploy_run
 
 # -- any uid ---------------------------------------------------------------------------------
 as_user() { # as_user WHO UID:GID FOLDER-OWNER: a quiet text-log run on a fresh folder
