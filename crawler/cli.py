@@ -793,8 +793,9 @@ def _crawl(config: Config) -> int:
     _LOG.figures = lambda: crawl.tally.to_json(figures)
     try:
         # before the event loop and any thread or socket; or later, on a night with a history
-        later = _revalidates(config, crawl.plan.start)
-        with worker_processes(_worker_count(config), spawn_later=later) as spares:
+        count = _worker_count(config)
+        later = count > 0 and _revalidates(config, crawl.plan.start)
+        with worker_processes(count, spawn_later=later) as spares:
             result = _run(crawl.run(spares))
     except (NothingListedError, InterruptedCrawl, PublishRefused, BlockedByBotProtection) as exc:
         if config.report is not None:  # why nothing was published is what a report is for
@@ -967,7 +968,7 @@ def _uploader(config: Config) -> Uploader | None:
 
 
 def _worker_count(config: Config) -> int:
-    """Worker processes to fork for a crawl (or an audit's URL checks) with this config."""
+    """Worker processes for a crawl (or an audit's URL checks) with this config."""
     from crawler.shell.pool import default_workers
 
     workers = default_workers() if config.workers < 0 else config.workers

@@ -1233,18 +1233,18 @@ def test_a_night_with_a_history_spawns_workers_only_once_its_pages_change(
     assert len(made["forked"]) == 2 and not made["spawned"]
     assert report["requests"]["by_workers"] > 300
 
-    for night, changed in (("unchanged", range(0)), ("few", range(600 - SPAWN_AFTER + 1, 600))):
+    # the first pages changed, all answered before a block of answers says where conditional
+    # requests go: each counted, one short of SPAWN_AFTER
+    for night, changed in (("unchanged", range(0)), ("few", range(1, SPAWN_AFTER))):
         made["forked"].clear()
         tree.night(changed=changed)
         report, _ = _crawl(srv.url + "/", tmp_path / night, *args)
         assert made == {"forked": [], "spawned": []}, night  # no process at all
         assert report["requests"]["workers"] == 0
 
-    # enough pages to spawn them, never enough to start them: they leave at the end
-    tree.night(changed=range(300, 600))
-    with monkeypatch.context() as patch:
-        patch.setattr(pool, "START_AFTER", 10**9)
-        report, _ = _crawl(srv.url + "/", tmp_path / "spawned", *args)
+    # SPAWN_AFTER of them: spawned, never started (under START_AFTER); they leave at the end
+    tree.night(changed=range(1, SPAWN_AFTER + 1))
+    report, _ = _crawl(srv.url + "/", tmp_path / "spawned", *args)
     assert len(made["spawned"]) == 2 and report["requests"]["workers"] == 0
     assert [spare.exit_code for spare in made["spawned"]] == [0, 0]
     made["spawned"].clear()
@@ -1272,6 +1272,7 @@ def test_workers_are_spawned_later_only_on_a_history_of_the_start_url(serve, tmp
     srv = serve(tree.site.app)
     state, start = tmp_path / "state.db", srv.url + "/"
     assert not CrawlState.revalidates(state, start)
+    assert not CrawlState.revalidates(tmp_path / ("x" * 300), start)  # a name too long
     state.write_bytes(b"not a state file")
     assert not CrawlState.revalidates(state, start)
     state.unlink()
@@ -1306,7 +1307,7 @@ def test_a_spawned_worker_serves_jobs_as_a_forked_one_and_leaves_at_the_end(serv
     frames = _Frames()
     with pool.worker_processes(1, spawn_later=True) as spares:
         (spare,) = spares
-        assert spare.pid is None  # no process until the crawl is about to start it
+        assert spare.pid is None  # no process until the crawl has pages for it
         pool._spawn(spare)
         assert spare.pid is not None and spare.pid > 0
         os.write(spare.jobs, _frame(pack(settings)))
@@ -1321,6 +1322,21 @@ def test_a_spawned_worker_serves_jobs_as_a_forked_one_and_leaves_at_the_end(serv
         assert (result.job, result.status) == (2, 304)
         assert os.getsid(spare.pid) == spare.pid  # a session of its own: a Ctrl-C is ours
     assert spare.exit_code == 0  # its jobs pipe closed at the end: it left, and was reaped
+
+
+def test_a_spawned_worker_runs_with_the_crawls_interpreter_options(monkeypatch):
+    flags = SimpleNamespace(
+        isolated=0, ignore_environment=1, no_user_site=1, no_site=0, dont_write_bytecode=1,
+        bytes_warning=2, optimize=1,
+    )  # fmt: skip
+    monkeypatch.setattr(sys, "flags", flags)
+    monkeypatch.setattr(sys, "warnoptions", ["error::ResourceWarning"])
+    monkeypatch.setattr(sys, "_xoptions", {"dev": True, "importtime": True, "utf8": "1"})
+    assert pool._interpreter_flags() == [
+        "-E", "-s", "-B", "-b", "-b", "-O", "-Werror::ResourceWarning", "-Xdev", "-Xutf8=1"
+    ]  # fmt: skip
+    monkeypatch.setattr(sys, "flags", SimpleNamespace(**{**vars(flags), "isolated": 1}))
+    assert pool._interpreter_flags()[0] == "-I" and "-E" not in pool._interpreter_flags()
 
 
 def test_a_worker_that_cannot_import_the_crawler_says_so_in_a_line(monkeypatch, capfd):

@@ -61,9 +61,10 @@ def _glibc() -> bool:
 
 def keep_heap() -> bool:
     """Set glibc's mmap and trim thresholds for this process, before the crawl forks its
-    workers so that they inherit them. False where nothing was set: another C library, a
-    32-bit build (glibc refuses an mmap threshold over 512 KB there), no ctypes, these
-    knobs tuned by the user, or a value glibc refused."""
+    workers so that they inherit them (a spawned worker sets them itself: pool.spawned_main).
+    False where nothing was set: another C library, a 32-bit build (glibc refuses an mmap
+    threshold over 512 KB there), no ctypes, these knobs tuned by the user, or a value glibc
+    refused."""
     if not _glibc():
         return False
     if any(name in os.environ for name in _USER_KNOBS):

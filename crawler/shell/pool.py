@@ -14,21 +14,22 @@ up to --concurrency and hold the requests at the server to it, so politeness is 
 with or without workers.
 
 Workers are forked by `worker_processes()` before the event loop, so they share the imported
-code and inherit no thread or connection. They are an optimisation, never a dependency: before they
-start, when a request needs its body (robots.txt), within its share, and when a worker is
-lost (its share becomes the main process's), the main process fetches the URL itself. They
-start once a crawl has shown it is big (`START_AFTER` pages they would have taken), and never
-when requests are spaced (--delay, --max-rps, Crawl-delay): a spaced crawl waits, it does not
-compute. A conditional request (validators from the history) goes to them only while the
-site answers such requests with whole pages: while it answers 304s, a worker has nothing to
-take off the main process, and the trip costs more than the request (`revalidate_here`). A
-night starts out as an unchanged one, so an unchanged night starts no worker at all. Nor
-does it fork one: a crawl that revalidates its pages (a night with a history) has its
-workers spawned, a fresh interpreter each, once it has had `SPAWN_AFTER` of the pages they
-would take (`worker_processes(spawn_later=True)`), and started as forked ones are. A forked
-worker that never starts still cost an unchanged night 2% of its CPU (the pages the main
-process writes after the fork are copied: 4,300 faults; bench/README.md, #26); a spawned one
-costs a changed night its imports (0.1 CPU-s) and its own code pages instead.
+code and inherit no thread or connection. They are an optimisation, never a dependency:
+before they start, when a request needs its body (robots.txt), within its share, and when a
+worker is lost (its share becomes the main process's), the main process fetches the URL
+itself. They start once a crawl has shown it is big (`START_AFTER` pages they would have
+taken), and never when requests are spaced (--delay, --max-rps, Crawl-delay): a spaced crawl
+waits, it does not compute. A conditional request (validators from the history) goes to them
+only while the site answers such requests with whole pages: while it answers 304s, a worker
+has nothing to take off the main process, and the trip costs more than the request
+(`revalidate_here`). A night starts out as an unchanged one, so an unchanged night starts no
+worker at all. Nor does it fork one: a crawl that revalidates its pages (a night with a
+history) has its workers spawned, a fresh interpreter each, once it has had `SPAWN_AFTER` of
+the pages they would take (`worker_processes(spawn_later=True)`), and started as forked ones
+are. A forked worker that never starts still cost an unchanged night 24 ms, 1.6% of its CPU
+(the pages the main process writes after the fork are copied: 4,300 faults; bench/README.md,
+#26); a spawned one costs a changed night its imports (0.1 CPU-s) and its own code pages
+instead.
 
 Wire format: frames of a 4-byte little-endian length and a record packed by `wire` (the
 dataclasses below, encoded from their fields) over two pipes per worker: `Settings`, `Job`s
@@ -268,8 +269,8 @@ class WorkerLost(Exception):
 @dataclass(slots=True)
 class Spare:
     """A worker waiting for its settings: its pid and the main process's pipe ends. A spare
-    of `worker_processes(spawn_later=True)` is no process until the crawl is about to start
-    its workers (`_spawn`): pid None, no pipe."""
+    of `worker_processes(spawn_later=True)` is no process until the crawl has had
+    SPAWN_AFTER of the pages workers take (`_spawn`): pid None, no pipe."""
 
     pid: int | None
     jobs: int  # fd: jobs to the worker
@@ -305,19 +306,31 @@ def worker_processes(count: int, *, spawn_later: bool = False) -> Iterator[list[
         _reap(spares)
 
 
-def _fork(siblings: list[Spare]) -> Spare | None:
-    fds: list[int] = []
+def _pipes() -> tuple[int, int, int, int]:
+    """A worker's two pipes: jobs (read end, write end), then results (read end, write end)."""
+    jobs = os.pipe()
     try:
-        fds += os.pipe()
-        fds += os.pipe()
+        return (*jobs, *os.pipe())
+    except OSError:
+        for fd in jobs:
+            os.close(fd)
+        raise
+
+
+def _fork(siblings: list[Spare]) -> Spare | None:
+    try:
+        fds = _pipes()
+    except OSError:
+        return None  # fewer workers (none at worst): the crawl fetches in its own process
+    jobs_read, jobs_write, results_read, results_write = fds
+    try:
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
     except OSError:
         for fd in fds:
             os.close(fd)
-        return None  # fewer workers (none at worst): the crawl fetches in its own process
-    jobs_read, jobs_write, results_read, results_write = fds
+        return None
     if pid == 0:
         try:  # never back into the crawl's code, whatever happens here
             for fd in (
@@ -350,39 +363,55 @@ spawned_main({jobs}, {results})
 
 def _spawn(spare: Spare) -> None:
     """Make `spare` a process now (a spare of worker_processes(spawn_later=True)): a fresh
-    interpreter, with the crawl's flags (-X dev, -W), on its import path, that runs a
-    worker's life (`spawned_main`). posix_spawn, not a fork: the crawl has threads and
+    interpreter, with the crawl's flags (`_interpreter_flags`), on its import path, that runs
+    a worker's life (`spawned_main`). posix_spawn, not a fork: the crawl has threads and
     connections by now. OSError when it cannot be made."""
     if not sys.executable:
         raise OSError("no Python interpreter to run one with (sys.executable is empty)")
     path = [os.fsdecode(p) for p in sys.path if isinstance(p, str | bytes)]
-    fds: list[int] = []
+    jobs_read, jobs_write, results_read, results_write = fds = _pipes()
     try:
-        fds += os.pipe()
-        fds += os.pipe()
-        jobs_read, jobs_write, results_read, results_write = fds
         for fd in (jobs_read, results_write):  # the child's two ends, and no other fd
             os.set_inheritable(fd, True)
         code = _SPAWNED.format(path=path, jobs=jobs_read, results=results_write)
         argv = [sys.executable, *_interpreter_flags(), "-c", code]
         # its own session from the start, as a forked one's: a Ctrl-C is the crawl's
         pid = os.posix_spawn(sys.executable, argv, os.environ, setsid=True)
-    except (OSError, NotImplementedError) as exc:  # no process left, or no setsid here
-        for fd in fds:
-            os.close(fd)
-        raise exc if isinstance(exc, OSError) else OSError(str(exc)) from exc
+    except OSError:  # no process left, an argument list too long
+        _close_all(fds)
+        raise
+    except (NotImplementedError, ValueError) as exc:  # no setsid here; a bad environment
+        _close_all(fds)
+        raise OSError(str(exc)) from exc
     os.close(jobs_read)
     os.close(results_write)
     spare.pid, spare.jobs, spare.results = pid, jobs_write, results_read
 
 
+def _close_all(fds: tuple[int, ...]) -> None:
+    for fd in fds:
+        os.close(fd)
+
+
 def _interpreter_flags() -> list[str]:
-    """The crawl's own -O, -W and -X options, for a spawned worker to run as the crawl does
-    (Python's development mode, -X dev, warns of what a worker leaves open: tests look)."""
-    flags = ["-O"] * sys.flags.optimize + [f"-W{option}" for option in sys.warnoptions]
+    """The crawl's own interpreter options, for a spawned worker to run as the crawl does:
+    isolated or not (-I, -E, -s: which environment and user site it reads), -S, -B, -b,
+    -O, -W and -X (Python's development mode, -X dev, warns of what a worker leaves open:
+    tests look), but -X importtime, which would print each worker's imports to the crawl's
+    stderr."""
+    flags = sys.flags
+    options = []
+    if flags.isolated:
+        options.append("-I")
+    else:
+        options += ["-E"] * bool(flags.ignore_environment) + ["-s"] * bool(flags.no_user_site)
+    options += ["-S"] * bool(flags.no_site) + ["-B"] * bool(flags.dont_write_bytecode)
+    options += ["-b"] * flags.bytes_warning + ["-O"] * flags.optimize
+    options += [f"-W{option}" for option in sys.warnoptions]
     for name, value in sys._xoptions.items():
-        flags.append(f"-X{name}" if value is True else f"-X{name}={value}")
-    return flags
+        if name != "importtime":
+            options.append(f"-X{name}" if value is True else f"-X{name}={value}")
+    return options
 
 
 def _close(spare: Spare) -> None:
@@ -1016,7 +1045,8 @@ def _read_settings(fd: int) -> Settings | None:
 
 def spawned_main(jobs_fd: int, results_fd: int) -> NoReturn:
     """A spawned worker's start (`_spawn`): the C heap set as the crawl's and the loop's
-    module imported, as a forked worker inherits them, then a worker's life."""
+    module imported, as a forked worker inherits them, then a worker's life, whatever those
+    two did (each only saves time: a worker works without them)."""
     try:
         keep_heap()
         eventloop.loop_factory()

@@ -273,10 +273,8 @@ def peek(path: Path, fingerprint: str) -> bool:
     that `unresumable` names: those are over, and the next run starts afresh. Never writes,
     never takes the lock: a crawl running on the file is left alone (its own lock
     refuses the run that follows, exit 75)."""
-    conn = read_only(Path(path))
-    if conn is None:
-        return False
-    try:
+
+    def stopped(conn: sqlite3.Connection) -> bool:
         if _identity(conn) != (APPLICATION_ID, SCHEMA_VERSION):
             return False
         meta = dict(conn.execute("SELECT key, value FROM meta"))
@@ -287,44 +285,49 @@ def peek(path: Path, fingerprint: str) -> bool:
             return False
         waiting = conn.execute("SELECT 1 FROM urls WHERE state = ? LIMIT 1", (QUEUED,))
         return waiting.fetchone() is not None
-    except (sqlite3.Error, ValueError, TypeError):
-        return False
-    finally:
-        conn.close()
+
+    return _asked(path, stopped)
 
 
 def has_history(path: Path, start_url: str) -> bool:
     """Read-only: whether ``path`` holds a history of start_url's (this schema version) that
-    a run would ask its pages again by. Never writes, never takes the lock, never raises: a
-    guess the crawl plans its worker processes by before it opens the file, which decides
-    (a history kept with other settings is asked whole: crawler.shell.revalidation)."""
-    conn = read_only(Path(path))
-    if conn is None:
-        return False
-    try:
+    a run would ask its pages again by. A guess the crawl plans its worker processes by
+    before it opens the file, which decides (a history kept with other settings is asked
+    whole: crawler.shell.revalidation). Never takes the lock, never raises."""
+
+    def kept(conn: sqlite3.Connection) -> bool:
         if _identity(conn) != (APPLICATION_ID, SCHEMA_VERSION):
             return False
         row = conn.execute("SELECT value FROM meta WHERE key = 'start_url'").fetchone()
         if row is None or row[0] != start_url:
             return False
         return conn.execute("SELECT 1 FROM history LIMIT 1").fetchone() is not None
-    except (sqlite3.Error, TypeError):
-        return False
-    finally:
-        conn.close()
+
+    return _asked(path, kept)
 
 
 def outdated(path: Path) -> bool:
     """Read-only, for the nightly job: is ``path`` a state file of ours written by
     another schema version? A crawl refuses such a file (its history would be misread);
     the job, which no one watches, starts afresh instead of failing every night."""
+
+    def other_version(conn: sqlite3.Connection) -> bool:
+        app_id, version = _identity(conn)
+        return app_id == APPLICATION_ID and version != SCHEMA_VERSION
+
+    return _asked(path, other_version)
+
+
+def _asked(path: Path, question: Callable[[sqlite3.Connection], bool]) -> bool:
+    """question's answer of path opened read-only; False for no file, a file SQLite cannot
+    read, or one whose rows are not what ours would be. (SQLite may leave a WAL file's
+    empty -wal and -shm beside it, as any reader.)"""
     conn = read_only(Path(path))
     if conn is None:
         return False
     try:
-        app_id, version = _identity(conn)
-        return app_id == APPLICATION_ID and version != SCHEMA_VERSION
-    except (sqlite3.Error, TypeError):
+        return question(conn)
+    except (sqlite3.Error, ValueError, TypeError):
         return False
     finally:
         conn.close()
@@ -332,11 +335,11 @@ def outdated(path: Path) -> bool:
 
 def read_only(path: Path) -> sqlite3.Connection | None:
     """path opened read-only (no lock, no write, no journal), or None."""
-    if not path.is_file():
-        return None
     try:
+        if not path.is_file():
+            return None
         return sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error:
+    except (OSError, sqlite3.Error):
         return None
 
 
