@@ -312,8 +312,7 @@ def _pipes() -> tuple[int, int, int, int]:
     try:
         return (*jobs, *os.pipe())
     except OSError:
-        for fd in jobs:
-            os.close(fd)
+        _close_all(jobs)
         raise
 
 
@@ -328,8 +327,7 @@ def _fork(siblings: list[Spare]) -> Spare | None:
         sys.stderr.flush()
         pid = os.fork()
     except OSError:
-        for fd in fds:
-            os.close(fd)
+        _close_all(fds)
         return None
     if pid == 0:
         try:  # never back into the crawl's code, whatever happens here
