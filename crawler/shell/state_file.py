@@ -39,12 +39,14 @@ __all__ = [
     "DONE",
     "HISTORY_NAMES",
     "QUEUED",
+    "RUN_TABLES",
     "SCHEMA_VERSION",
     "STATE_CACHE_KIB",
     "UNRESUMABLE",
     "OpenedFile",
     "StateError",
     "StateWriteError",
+    "has_history",
     "insert_rows",
     "now_iso",
     "open_file",
@@ -93,7 +95,7 @@ _HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in
 #: joined to both at the finish. Both are emptied by the finish and by a new run. So is
 #: `follows`, where a night with a history keeps, a row a checkpoint, what it needs to name
 #: the early referrers of a URL judged broken once resumed (crawler.shell.referrers).
-_RUN_TABLES: Final = ("carried", "published", "follows")
+RUN_TABLES: Final = ("carried", "published", "follows")
 _RUN_HISTORY: Final = """
 CREATE TABLE IF NOT EXISTS carried (url INTEGER PRIMARY KEY REFERENCES urls(id));
 CREATE TABLE IF NOT EXISTS published (
@@ -756,7 +758,7 @@ def _restart(
         conn.execute("BEGIN IMMEDIATE")
         for table in (
             "decisions", "listings", "referrers", "bodies", "counters", "fresh_history",
-            *_RUN_TABLES,
+            *RUN_TABLES,
         ):  # fmt: skip
             conn.execute(f"DELETE FROM {table}")
         conn.execute(

@@ -34,11 +34,11 @@ class FollowRow:
 
 #: The columns of the follows table but its `seq` (state_file creates it)
 FOLLOW_COLUMNS: Final = tuple(f.name for f in dataclasses.fields(FollowRow))
-_NAMES: Final = FOLLOW_COLUMNS
 _INSERT: Final = (
-    f"INSERT INTO follows ({', '.join(_NAMES)}) VALUES ({', '.join('?' * len(_NAMES))})"
+    f"INSERT INTO follows ({', '.join(FOLLOW_COLUMNS)})"
+    f" VALUES ({', '.join('?' * len(FOLLOW_COLUMNS))})"
 )
-_SELECT: Final = f"SELECT {', '.join(_NAMES)} FROM follows WHERE run = ? ORDER BY seq"
+_SELECT: Final = f"SELECT {', '.join(FOLLOW_COLUMNS)} FROM follows WHERE run = ? ORDER BY seq"
 
 
 class FollowLog:

@@ -34,7 +34,13 @@ from crawler.core.history import HistoryLinks, HistoryRow, Prior
 from crawler.core.lastmod import SOURCES, LastRun, pack_blocks, unpack_blocks
 from crawler.core.page import PageResult
 from crawler.core.wire import pack, unpack
-from crawler.shell.state_file import HISTORY_NAMES, StateError, insert_rows, write_rows
+from crawler.shell.state_file import (
+    HISTORY_NAMES,
+    RUN_TABLES,
+    StateError,
+    insert_rows,
+    write_rows,
+)
 from crawler.shell.state_queue import UPCOMING_MOST, ResumeQueue
 
 __all__ = ["HistoryStore"]
@@ -574,7 +580,7 @@ class HistoryStore:
         # an unchanged night, none); then this run's rows replace theirs, published joined
         conn.execute(_CARRIED_PUBLISHED)
         conn.execute(_HISTORY_COPY)
-        for table in ("carried", "published", "fresh_history", "follows"):
+        for table in ("fresh_history", *RUN_TABLES):
             conn.execute(f"DELETE FROM {table}")
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('common', ?)",
