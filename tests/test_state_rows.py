@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from crawler.shell import state_file, state_queue
 from crawler.shell.listings import Listing
-from crawler.shell.state import CrawlState
+from crawler.shell.state import CrawlState, StateError
 from crawler.shell.state_file import STATE_CACHE_KIB, insert_rows, write_rows
 
 _VALUES = st.one_of(
@@ -348,29 +348,84 @@ def test_a_finish_keeps_the_history_of_the_urls_met_and_only_theirs(tmp_path: Pa
     assert [url for (url,) in kept] == [urls[0], urls[1], urls[4]]
 
 
-def test_a_body_key_is_bound_as_the_blob_it_is_without_the_adapters(tmp_path: Path) -> None:
-    """#26: a page's body key (a 304 night records one a page) is kept as a bytearray,
-    which sqlite3 binds as it is: no adapter is looked up for it, and the file holds the
-    blob bytes would give, which a resume reads back as bytes."""
+def test_the_first_url_of_each_body_is_one_row_a_checkpoint_read_back_in_order(
+    tmp_path: Path,
+) -> None:
+    """#26: a page's body key (a 304 night records one a page) is logged, a row a checkpoint
+    of packed keys and ids, not a row a body keyed by its hash; a key logged again (a
+    replay) keeps its first URL, across checkpoints, as the bodies table's INSERT OR IGNORE
+    did; keys over the whole signed 64-bit range come back as they went."""
     path = tmp_path / "s.db"
-    adapted: list[object] = []
-
-    def counted(value: bytes) -> bytes:
-        adapted.append(value)
-        return value
-
-    keys = [n.to_bytes(8, "little", signed=True) for n in (-1, 0, 7, 2**40)]
+    keys = [-(2**63), -1, 0, 7, 2**40, 2**63 - 1]
     with CrawlState.open(path, fingerprint="f", start_url="http://a.test/", resume=False) as state:
         for n, key in enumerate(keys):
             state.queued(f"http://a.test/{n}", 1, None)
             state.body(key, f"http://a.test/{n}")
-        sqlite3.register_adapter(bytes, counted)
-        try:
-            state.checkpoint()
-        finally:
-            sqlite3.register_adapter(bytes, bytes)
-        stored = state._open_conn().execute("SELECT typeof(digest), digest FROM bodies").fetchall()
+        state.checkpoint()
+        state.body(7, "http://a.test/again")  # met again, by a replay: not the first
+        state.body(8, "http://a.test/new")
+        state.checkpoint()
+        conn = state._open_conn()
+        logged = conn.execute("SELECT count(*) FROM first_bodies").fetchone()[0]
+        old = conn.execute("SELECT count(*) FROM bodies").fetchone()[0]
         saved = state.load()
-    assert adapted == []
-    assert sorted(stored) == sorted(("blob", key) for key in keys)
-    assert saved.bodies == {key: f"http://a.test/{n}" for n, key in enumerate(keys)}
+    assert (logged, old) == (2, 0)
+    assert saved.bodies == {
+        **{key: f"http://a.test/{n}" for n, key in enumerate(keys)},
+        8: "http://a.test/new",
+    }
+
+
+def test_a_crawl_an_older_version_stopped_keeps_its_bodies_first(tmp_path: Path) -> None:
+    """A file whose stopped crawl an older version wrote holds its first URLs in `bodies`
+    (a row a body, the key's 8 bytes little-endian) and no first_bodies table: opened to
+    resume, it gets the table, and those rows come first (met before the resumed crawl's)."""
+    path = tmp_path / "s.db"
+    with CrawlState.open(path, fingerprint="f", start_url="http://a.test/", resume=False) as state:
+        state.queued("http://a.test/old", 1, None)
+        state.queued("http://a.test/older", 1, None)
+        state.checkpoint()
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("DROP TABLE first_bodies")
+        ids = dict(conn.execute("SELECT url, id FROM urls"))
+        conn.executemany(
+            "INSERT INTO bodies (digest, url) VALUES (?, ?)",
+            [
+                ((-5).to_bytes(8, "little", signed=True), ids["http://a.test/old"]),
+                ((9).to_bytes(8, "little", signed=True), ids["http://a.test/older"]),
+            ],
+        )
+    conn.close()
+    with CrawlState.open(path, fingerprint="f", start_url="http://a.test/", resume=True) as state:
+        state.body(-5, "http://a.test/new")  # met again once resumed: the old row wins
+        state.body(6, "http://a.test/new")
+        state.checkpoint()
+        saved = state.load()
+    assert saved.bodies == {
+        -5: "http://a.test/old",
+        9: "http://a.test/older",
+        6: "http://a.test/new",
+    }
+
+
+@pytest.mark.parametrize(
+    ("keys", "urls"),
+    [(b"\x01" * 8, b""), (b"\x01" * 7, b"\x01" * 4), (b"", b""), ("text", b"\x01" * 4)],
+)
+def test_a_first_bodies_row_it_cannot_read_is_a_state_error(
+    tmp_path: Path, keys: object, urls: bytes
+) -> None:
+    path = tmp_path / "s.db"
+    with CrawlState.open(path, fingerprint="f", start_url="http://a.test/", resume=False) as state:
+        state.queued("http://a.test/x", 1, None)
+        state.checkpoint()
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("INSERT INTO first_bodies (keys, urls) VALUES (?, ?)", (keys, urls))
+    conn.close()
+    with (
+        CrawlState.open(path, fingerprint="f", start_url="http://a.test/", resume=True) as state,
+        pytest.raises(StateError, match=r"cannot read state file .*first_bodies"),
+    ):
+        state.load()

@@ -195,7 +195,7 @@ class PageJudge:
             facts.twin_of = first = self.journal.twins.met(page.body_key, url)
             state = self.revalidation.state
             if first is None and state is not None:
-                state.body(page.body_key.to_bytes(8, "little", signed=True), url)
+                state.body(page.body_key, url)
         return facts
 
     def _canonicalised(self, listing: Listing, facts: PageFacts, decision: Decision) -> None:

@@ -101,7 +101,7 @@ def replay(
         if depths[referrer] >= 0:
             journal.nofollowed[url] = (referrer, depths[referrer] + 1)
     for key, url in snap.bodies.items():
-        journal.twins.met(int.from_bytes(key, "little", signed=True), url)
+        journal.twins.met(key, url)
     tally.restore(snap.counters)
     if snap.queued or snap.seen:
         log(

@@ -56,7 +56,8 @@ __all__ = [
 #: Rows buffered before a checkpoint writes them, unless DEFAULT_CHECKPOINT_SECONDS comes
 #: first (the bound on what a crash loses). Part of a checkpoint's cost does not depend on
 #: its rows: each table's last pages, and the pages random keys land on (a night's `bodies`,
-#: a row a page, keyed by hash), are written again at every commit. At 2,000 the unchanged
+#: a row a page keyed by hash, until it became a log: state_file's first_bodies), are written
+#: again at every commit. At 2,000 the unchanged
 #: 20,000-page night made 77 checkpoints and 14,857 page writes; at 10,000 it makes 17 and
 #: 8,885 (20,000: 9 and 8,386): the kernel's work, and 0.5% of the night's instructions
 #: (#26). The buffers stay a few MB (about 25 MB where every page holds thousands of links:

@@ -5,9 +5,10 @@ checkpoints (crawler.shell.state).
 * Recording is on the crawler's hot path, so every call only appends to in-memory buffers
   (about a microsecond); a checkpoint writes them in one transaction with ``executemany``.
 * Each URL string is stored once, in ``urls`` with an integer id; decisions, listings, body
-  hashes, referrers and the history's links point at ids. Ids are assigned in memory (the
-  engine's URL universe is in memory anyway), so recording never asks SQLite for one, and a
-  checkpoint is pure bulk insert/update by primary key.
+  hashes, referrers and the history's links point at ids (the first URL of each body as a
+  log: a row a checkpoint of keys and ids packed in the order met). Ids are assigned in
+  memory (the engine's URL universe is in memory anyway), so recording never asks SQLite for
+  one, and a checkpoint is pure bulk insert/update by primary key.
 * Rows are read and written by field name (QueuedRow, DecisionRecord, Listing): a field
   added to a record that the table lacks fails loudly, at once.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import sqlite3
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -149,7 +151,7 @@ class SavedCrawl:
     seen: list[str]
     decisions: Iterator[DecisionRecord]
     listings: Iterator[Listing]
-    bodies: dict[bytes, str]
+    bodies: dict[int, str]  # body key -> the first URL met with it
     referrers: dict[str, list[str]]
     counters: dict[str, int]
     finished: bool
@@ -204,7 +206,9 @@ class ResumeQueue:
         self._listings: list[list[object]] = []
         self._unlisted: list[tuple[int]] = []
         self._referrers: list[tuple[int, int]] = []
-        self._bodies: list[tuple[bytearray, int]] = []
+        # the first URL of each body since: its key, its id (one row a checkpoint, packed)
+        self._body_keys = array("q")
+        self._body_urls = array("I")
         self._counters: dict[str, int] = {}
         self.ops = 0
 
@@ -373,11 +377,12 @@ class ResumeQueue:
         self._referrers.extend(zip(uids, repeat(ids.get(referrer) or self.intern(referrer))))
         self.ops += len(uids)
 
-    def body(self, digest: bytes, url: str) -> None:
-        """The first URL seen with a body whose hash is ``digest`` (duplicate detection).
-        Kept as a bytearray, which sqlite3 binds as the same blob without the adapters'
-        search (bytes go through it: 1,600 instructions a row, a page a 304 night, #26)."""
-        self._bodies.append((bytearray(digest), self.intern(url)))
+    def body(self, key: int, url: str) -> None:
+        """The first URL seen with a body whose key is ``key`` (duplicate detection): two
+        array appends, no row object (a page a 304 night)."""
+        ids = self._ids if self._ids is not None else self._load_ids()
+        self._body_keys.append(key)
+        self._body_urls.append(ids.get(url) or self.intern(url))
         self.ops += 1
 
     def counter(self, name: str, value: int) -> None:
@@ -421,10 +426,10 @@ class ResumeQueue:
             conn.executemany("DELETE FROM listings WHERE url = ?", self._unlisted)
         if self._referrers:
             write_rows(conn, "INSERT INTO referrers (url, referrer) VALUES {}", 2, self._referrers)
-        if self._bodies:
-            # The engine keeps the first URL per body; a repeat here is a replay of one.
-            write_rows(
-                conn, "INSERT OR IGNORE INTO bodies (digest, url) VALUES {}", 2, self._bodies
+        if self._body_keys:  # a replay may log a key again: load() keeps the first
+            conn.execute(
+                "INSERT INTO first_bodies (keys, urls) VALUES (?, ?)",
+                (self._body_keys.tobytes(), self._body_urls.tobytes()),
             )
         if self._counters:
             conn.executemany(
@@ -463,9 +468,7 @@ class ResumeQueue:
             del waiting
             if self._ids is None:
                 self._ids = ids
-            bodies = {
-                digest: names[uid] for digest, uid in conn.execute("SELECT digest, url FROM bodies")
-            }
+            bodies = _first_bodies(conn, names)
             referrers: dict[str, list[str]] = {}
             for uid, ref in conn.execute("SELECT url, referrer FROM referrers ORDER BY seq"):
                 referrers.setdefault(names[uid], []).append(names[ref])  # type: ignore[arg-type]
@@ -544,6 +547,27 @@ def unlistable(path: Path) -> str | None:
     finally:
         conn.close()
     return None
+
+
+def _first_bodies(conn: sqlite3.Connection, names: list[str | None]) -> dict[int, str]:
+    """Body key -> the first URL met with it: an older version's `bodies` rows first (a
+    crawl it stopped and this one resumes met those before), then the log in order."""
+    first: dict[int, str] = {}
+    for digest, uid in conn.execute("SELECT digest, url FROM bodies"):
+        first[int.from_bytes(digest, "little", signed=True)] = names[uid]  # type: ignore[assignment]
+    keep = first.setdefault
+    for keys, urls in conn.execute("SELECT keys, urls FROM first_bodies ORDER BY seq"):
+        body_keys, body_urls = array("q"), array("I")
+        try:
+            body_keys.frombytes(keys)
+            body_urls.frombytes(urls)
+        except (TypeError, ValueError):  # not blobs, or cut inside a value
+            body_keys = array("q")
+        if not body_keys or len(body_keys) != len(body_urls):
+            raise sqlite3.DatabaseError("a row of first_bodies is not a list of keys and URLs")
+        for key, uid in zip(body_keys, body_urls, strict=True):
+            keep(key, names[uid])  # type: ignore[arg-type]
+    return first
 
 
 def _queued_row(row: tuple[Any, ...], names: list[str | None]) -> QueuedRow:
