@@ -42,7 +42,7 @@ from crawler.errors import (
     SubmitRefused,
 )
 from crawler.exit_codes import Exit, help_text
-from crawler.shell.heap import keep_heap
+from crawler.shell.heap import fewer_collections, keep_heap
 from crawler.shell.progress import AUDIT_WORDS, ProgressLine
 from sitemap_out.errors import SitemapOutError
 
@@ -1560,9 +1560,11 @@ def console_main() -> NoReturn:
     (the published files, the state, the report, the spools). Python's development mode
     (`-X dev`) keeps the collection, and with it the warning of a file left open, which
     tests/test_pool.py looks for. Not main's own: tests call main in process, and their
-    objects must be collected. Before main, the C heap's thresholds are set for the run
-    (crawler.shell.heap): a process-wide setting, so the command's, not main's either."""
+    objects must be collected. Before main, the C heap's thresholds and the cycle
+    collector's are set for the run (crawler.shell.heap): process-wide settings, so the
+    command's, not main's either."""
     keep_heap()
+    fewer_collections()
     try:
         code = main()
     finally:  # also when argparse leaves by SystemExit (--help, --version)

@@ -131,8 +131,10 @@ def test_other_c_libraries_are_left_alone(
 
 def test_the_command_keeps_the_heap_before_main(monkeypatch: pytest.MonkeyPatch) -> None:
     """The console command (crawler.cli.console_main) sets the thresholds before main runs,
-    so the workers a crawl forks inherit them."""
+    so the workers a crawl forks inherit them, and the cycle collector's, so that main's
+    setting up and publish (outside the crawl's loop, which sets them too) run at them."""
     calls: list[str] = []
+    thresholds: list[tuple[int, ...]] = []
 
     def keep_heap() -> bool:
         calls.append("heap")
@@ -140,11 +142,17 @@ def test_the_command_keeps_the_heap_before_main(monkeypatch: pytest.MonkeyPatch)
 
     def main() -> int:
         calls.append("main")
+        thresholds.append(gc.get_threshold())
         return 0
 
     monkeypatch.setattr(cli, "keep_heap", keep_heap)
     monkeypatch.setattr(cli, "main", main)
     monkeypatch.setattr(gc, "freeze", lambda: None)  # console_main's, not this process's
-    with pytest.raises(SystemExit) as leaving:
-        cli.console_main()
+    before = gc.get_threshold()
+    try:
+        with pytest.raises(SystemExit) as leaving:
+            cli.console_main()
+    finally:
+        gc.set_threshold(*before)
     assert leaving.value.code == 0 and calls == ["heap", "main"]
+    assert thresholds == [heap.GC_THRESHOLDS] != [before]

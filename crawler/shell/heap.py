@@ -1,4 +1,4 @@
-"""The C heap's thresholds, set once for the whole run (#26).
+"""The C heap's thresholds, and the cycle collector's, set once for the whole run (#26).
 
 Every page's parse (lexbor's tree), its response and its strings take from the C library's
 malloc and give back, a few hundred KB a page on the bench site, megabytes on a big page.
@@ -22,10 +22,18 @@ Only 64-bit glibc is tuned (musl, macOS and Windows have other allocators, left 
 are). A user who sets one of these thresholds, the top pad or the mmap maximum through
 glibc's environment variables keeps their settings. Python's own small objects live in its
 arenas, which this does not touch.
+
+fewer_collections sets Python's cycle collector to GC_THRESHOLDS: a run allocates millions
+of short-lived objects and almost no reference cycles, so the youngest generation is
+collected every 50,000 allocations instead of 700. The crawl's loop also freezes the heap
+it starts with (crawler.shell.loop.fewer_gc_pauses); the command sets the thresholds for
+its whole run, since the setting up and the publish, at the default, made 104 collections
+on an unchanged night of 20,000 pages, 24 ms of its 1.5 CPU-s (3 ms with these).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 from typing import Final
 
@@ -39,6 +47,9 @@ MMAP_THRESHOLD: Final = 1 << 20
 #: Free memory the heap's top keeps before it is given back: room for a page's churn (512 KB
 #: measured too small on the bench site; 1, 2, 8 and 64 MB the same)
 TRIM_THRESHOLD: Final = 8 << 20
+
+#: The cycle collector's thresholds of a run (gc.set_threshold): see the module doc
+GC_THRESHOLDS: Final = (50_000, 20, 20)
 
 #: The knobs this sets or interacts with, as glibc reads them from the environment (its
 #: older variables and GLIBC_TUNABLES' names): a user's own setting of one wins.
@@ -88,3 +99,9 @@ def keep_heap() -> bool:
     return bool(
         mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) and mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
     )
+
+
+def fewer_collections() -> None:
+    """Set the cycle collector's thresholds to GC_THRESHOLDS for this process (the command
+    sets them before main; a worker sets its own, as a spawned one inherits nothing)."""
+    gc.set_threshold(*GC_THRESHOLDS)
