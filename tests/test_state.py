@@ -24,6 +24,7 @@ from crawler.core.media import PageExtras, RawVideo
 from crawler.core.report import DecisionRecord
 from crawler.core.wire import pack
 from crawler.errors import BusyError, SitemapCrawlerError
+from crawler.shell import state_file
 from crawler.shell.listings import Listing, from_micros, to_micros
 from crawler.shell.state import (
     CrawlState,
@@ -782,7 +783,7 @@ def test_file_is_wal_and_tagged(path: Path) -> None:
             meta = dict(conn.execute("SELECT key, value FROM meta"))
         finally:
             conn.close()
-    assert meta["fingerprint"] == FP
+    assert meta["fingerprint"] == f"{FP}+{state_file.RECORD_FORMAT}"  # the record kept: 2
     assert meta["start_url"] == START
     assert meta["schema_version"] == state_module.SCHEMA_VERSION
     assert {"created", "updated"} <= meta.keys()

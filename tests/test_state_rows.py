@@ -376,37 +376,63 @@ def test_the_first_url_of_each_body_is_one_row_a_checkpoint_read_back_in_order(
     }
 
 
-def test_a_crawl_an_older_version_stopped_keeps_its_bodies_first(tmp_path: Path) -> None:
-    """A file whose stopped crawl an older version wrote holds its first URLs in `bodies`
-    (a row a body, the key's 8 bytes little-endian) and no first_bodies table: opened to
-    resume, it gets the table, and those rows come first (met before the resumed crawl's)."""
+def test_a_crawl_stopped_by_a_version_keeping_its_record_otherwise_is_not_resumed(
+    tmp_path: Path,
+) -> None:
+    """A stopped crawl whose record is kept otherwise (an older version's: URLs written DONE,
+    first URLs in `bodies`; its fingerprint without RECORD_FORMAT) is not resumed: --resume
+    says why in a line, and the nightly job's peek says there is nothing to resume, so it
+    starts afresh on the history. Read either way, the record would be misread."""
     path = tmp_path / "s.db"
-    with CrawlState.open(path, fingerprint="f", start_url="http://a.test/", resume=False) as state:
-        state.queued("http://a.test/old", 1, None)
-        state.queued("http://a.test/older", 1, None)
+    start = "http://a.test/"
+    with CrawlState.open(path, fingerprint="f", start_url=start, resume=False) as state:
+        state.queued(start, 0, None)
+        state.queued("http://a.test/waiting", 1, start)
         state.checkpoint()
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute("DROP TABLE first_bodies")
-        ids = dict(conn.execute("SELECT url, id FROM urls"))
-        conn.executemany(
-            "INSERT INTO bodies (digest, url) VALUES (?, ?)",
-            [
-                ((-5).to_bytes(8, "little", signed=True), ids["http://a.test/old"]),
-                ((9).to_bytes(8, "little", signed=True), ids["http://a.test/older"]),
-            ],
-        )
-    conn.close()
-    with CrawlState.open(path, fingerprint="f", start_url="http://a.test/", resume=True) as state:
-        state.body(-5, "http://a.test/new")  # met again once resumed: the old row wins
-        state.body(6, "http://a.test/new")
+    assert CrawlState.peek(path, "f")
+    for stored in ("f", "f+1", "f+3"):
+        conn = sqlite3.connect(path)
+        with conn:
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'fingerprint'", (stored,))
+        conn.close()
+        assert not CrawlState.peek(path, "f")
+        with pytest.raises(StateError, match="stopped by another version of sitemap-crawler"):
+            CrawlState.open(path, fingerprint="f", start_url=start, resume=True)
+    with pytest.raises(StateError, match="different configuration"):  # another crawl's
+        CrawlState.open(path, fingerprint="g", start_url=start, resume=True)
+
+
+def test_a_url_of_an_earlier_run_is_done_by_its_decision_or_listing_row(tmp_path: Path) -> None:
+    """#26: a URL of an earlier run queued again is written QUEUED once and never DONE: its
+    decision or listing row says it is done, for a resume (load) and the job's peek alike;
+    one with neither still waits; a URL new to the file is written as it is at the
+    checkpoint."""
+    path = tmp_path / "s.db"
+    start = "http://a.test/"
+    urls = [f"{start}p{i}" for i in range(4)]
+    _finished(path, start, urls, pages=True)  # a history: the next run keeps the URL ids
+    with CrawlState.open(path, fingerprint="fp", start_url=start, resume=False) as state:
+        for url in urls:
+            state.queued(url, 1, start)
+        state.queued(f"{start}new", 1, start)
         state.checkpoint()
-        saved = state.load()
-    assert saved.bodies == {
-        -5: "http://a.test/old",
-        9: "http://a.test/older",
-        6: "http://a.test/new",
-    }
+        state.decided(urls[0], 404, "http_error", "", 1, start)
+        state.listed(Listing(urls[1], urls[1], 200, "", 1, start, None, None, None, None))
+        state.decided(f"{start}new", 404, "http_error", "", 1, start)
+        state.checkpoint()
+        conn = state._open_conn()
+        states = dict(conn.execute("SELECT url, state FROM urls"))
+        waiting = [row.url for row in state.load().queued]
+    assert [states[u] for u in urls] == [state_file.QUEUED] * 4
+    assert states[f"{start}new"] == state_file.QUEUED  # on disk before it was done
+    assert waiting == urls[2:]
+    assert CrawlState.peek(path, "fp")
+    with CrawlState.open(path, fingerprint="fp", start_url=start, resume=True) as state:
+        for url in urls[2:]:
+            state.decided(url, 404, "http_error", "", 1, start)
+        state.checkpoint()
+        assert state.load().queued == []
+    assert not CrawlState.peek(path, "fp")  # nothing waits: nothing to resume
 
 
 @pytest.mark.parametrize(

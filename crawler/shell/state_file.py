@@ -65,9 +65,20 @@ SCHEMA_VERSION: Final = 7  # 7: PageExtras.about (llms.txt) in the packed extras
 APPLICATION_ID: Final = 0x534D4353
 
 # urls.state: NULL means the string is only referenced (say, a referrer that was never met
-# under that spelling), so it is interned but not part of the seen set.
+# under that spelling), so it is interned but not part of the seen set. A URL met this run is
+# QUEUED until a decision or listing row names it: then it is done. A row this run inserts
+# is written DONE when it is done before a checkpoint writes it; a URL of an earlier run
+# queued again stays QUEUED on disk (writing its state twice, once queued and once done,
+# was 0.03 CPU-s of an unchanged night of 20,000 pages, #26): readers of the queue tell it
+# by its decision or listing (ResumeQueue.load, peek).
 QUEUED: Final = 0
 DONE: Final = 1
+#: How a stopped crawl's record is kept (the tables a resume reads), stored with the
+#: fingerprint: a crawl stopped by a version that keeps it otherwise is not resumed (the
+#: job starts afresh on the history), neither by this version nor by that one. 2: a URL of
+#: an earlier run is done by its decision or listing row (above); the first URL of each body
+#: in first_bodies.
+RECORD_FORMAT: Final = 2
 
 #: A URL's history (the site's, across runs): `history` holds the last finished run's rows,
 #: read as the baseline and never written during a run; this run's rows gather in
@@ -95,11 +106,12 @@ _HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in
 #: joined to both at the finish. Both are emptied by the finish and by a new run. So is
 #: `follows`, where a night with a history keeps, a row a checkpoint, what it needs to name
 #: the early referrers of a URL judged broken once resumed (crawler.shell.referrers).
-#: `first_bodies` takes over from `bodies` (an older version's stopped crawl may have rows
-#: there, read first): the first URL met with each body, a row a checkpoint of packed keys
-#: and ids in the order met, appended, where `bodies` took a row a body keyed by its hash,
-#: a random place in its b-tree (on an unchanged night, 0.03 CPU-s of 1.5, #26). Not a run
-#: table: like `bodies` and the listings, it is kept by the finish until a new run.
+#: `first_bodies` takes over from `bodies` (kept for older versions, which read it; a crawl
+#: they stopped is not resumed, RECORD_FORMAT): the first URL met with each body, a row a
+#: checkpoint of packed keys and ids in the order met, appended, where `bodies` took a row
+#: a body keyed by its hash, a random place in its b-tree (on an unchanged night, 0.02
+#: CPU-s of 1.5, #26). Not a run table: like the listings, the finish keeps it until a new
+#: run.
 RUN_TABLES: Final = ("carried", "published", "follows")
 _RUN_HISTORY: Final = """
 CREATE TABLE IF NOT EXISTS carried (url INTEGER PRIMARY KEY REFERENCES urls(id));
@@ -274,6 +286,13 @@ def unresumable(counters: Mapping[str, int]) -> str | None:
     return next((why for name, why in UNRESUMABLE.items() if counters.get(name)), None)
 
 
+#: Whether a URL waits in the queue: queued, and neither decided nor listed (see QUEUED)
+_WAITING: Final = (
+    f"SELECT 1 FROM urls WHERE state = {QUEUED} AND id NOT IN (SELECT url FROM decisions)"
+    " AND id NOT IN (SELECT url FROM listings) LIMIT 1"
+)
+
+
 def peek(path: Path, fingerprint: str) -> bool:
     """Read-only, for the nightly job: does ``path`` hold a crawl of this configuration
     (``fingerprint``) that stopped before its end (SIGTERM, killed, out of memory), so
@@ -288,13 +307,12 @@ def peek(path: Path, fingerprint: str) -> bool:
         if _identity(conn) != (APPLICATION_ID, SCHEMA_VERSION):
             return False
         meta = dict(conn.execute("SELECT key, value FROM meta"))
-        if meta.get("fingerprint") != fingerprint or int(meta.get("finished") or 0):
+        if meta.get("fingerprint") != _recorded(fingerprint) or int(meta.get("finished") or 0):
             return False
         counters = dict(conn.execute("SELECT name, value FROM counters"))
         if unresumable(counters) is not None:
             return False
-        waiting = conn.execute("SELECT 1 FROM urls WHERE state = ? LIMIT 1", (QUEUED,))
-        return waiting.fetchone() is not None
+        return conn.execute(_WAITING).fetchone() is not None
 
     return _asked(path, stopped)
 
@@ -643,6 +661,12 @@ def _check_replaceable(path: Path) -> None:
         )
 
 
+def _recorded(fingerprint: str) -> str:
+    """The fingerprint as a run stores it: with RECORD_FORMAT, so that a version that reads
+    a stopped crawl's record otherwise, older or newer, finds another and never resumes it."""
+    return f"{fingerprint}+{RECORD_FORMAT}"
+
+
 def _run_meta(
     fingerprint: str, settings: str | None, history_key: str, started: int | None
 ) -> list[tuple[str, object]]:
@@ -650,7 +674,7 @@ def _run_meta(
     keys are free-form, so one added later needs no new schema version (a file whose
     "settings" is missing or null is refused on a mismatch without naming them)."""
     return [
-        ("fingerprint", fingerprint),
+        ("fingerprint", _recorded(fingerprint)),
         ("settings", settings),
         ("updated", now_iso()),
         ("qseq", 0),
@@ -826,7 +850,15 @@ def _check_existing(
             f"state file {path} is for a crawl of {stored_url}, not {start_url}; "
             "start a fresh crawl without --resume"
         )
-    if meta.get("fingerprint") != fingerprint:
+    stored = meta.get("fingerprint")
+    other_format = isinstance(stored, str) and stored.partition("+")[0] == fingerprint
+    if stored != _recorded(fingerprint) and other_format:
+        raise StateError(
+            f"the crawl saved in {path} was stopped by another version of sitemap-crawler, "
+            "which keeps a stopped crawl's record otherwise: it can't be resumed; a crawl "
+            "without --resume starts afresh on its history (the nightly job does so by itself)"
+        )
+    if stored != _recorded(fingerprint):
         differences = _differences(meta.get("settings"), settings)
         if differences is not None:
             saved, now = differences

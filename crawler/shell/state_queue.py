@@ -190,6 +190,8 @@ class ResumeQueue:
         #: page's lastmod, when its row holds it, is not written again:
         #: state_history.HistoryStore.published_by); None when it has no use for them
         self.listed_ids: bytearray | None = None
+        #: a byte a URL id, 1 for a URL this process queued (QUEUED on disk once written)
+        self._queued = bytearray()
         self.reset()
 
     def reset(self) -> None:
@@ -198,7 +200,9 @@ class ResumeQueue:
         # so a URL queued and decided within one checkpoint costs a single INSERT.
         self._new: dict[int, list[object]] = {}
         # Changes to URLs already on disk, applied in this order (which is the only order
-        # the frontier allows: requeued before lowered before done).
+        # the frontier allows: requeued before lowered before done). A URL queued by this
+        # process (_queued) is done by its decision or listing row alone (state_file.QUEUED);
+        # any other, only referred to until now, is written DONE.
         self._requeue: list[tuple[int, int | None, int, int]] = []
         self._lower: list[tuple[int, int | None, int, int]] = []
         self._done: list[tuple[int]] = []
@@ -266,7 +270,7 @@ class ResumeQueue:
         self.qseq = qseq = self.qseq + 1
         uid = ids.get(url)
         if uid is None:
-            self._add(ids, url, QUEUED, depth, ref, qseq)
+            uid = self._add(ids, url, QUEUED, depth, ref, qseq)
         elif (row := self._new.get(uid)) is not None:
             row[2:] = (QUEUED, depth, ref, qseq)
         else:
@@ -275,7 +279,14 @@ class ResumeQueue:
                 upcoming.append(uid)
                 if len(upcoming) > UPCOMING_MOST:  # bounded whether or not prior() reads
                     self.upcoming = None
+        self._mark_queued(uid)
         self.ops += 1
+
+    def _mark_queued(self, uid: int) -> None:
+        queued = self._queued
+        if uid >= len(queued):  # doubled: a few resizes a crawl
+            queued.extend(bytes(max(uid + 1, 2 * len(queued)) - len(queued)))
+        queued[uid] = 1
 
     def lowered(self, url: str, depth: int, referrer: str | None = None) -> None:
         """A queued ``url`` was found again at a smaller depth, so it moves up the frontier.
@@ -318,13 +329,15 @@ class ResumeQueue:
         self.ops += 1
 
     def _done_id(self, ids: dict[str, int], url: str) -> int:
-        """The id of url, which leaves the queue now."""
+        """The id of url, which leaves the queue now: by the row the caller writes alone
+        when this process queued it (QUEUED on disk, or once written: state_file.QUEUED),
+        else its state written DONE too (a row not written yet, at once)."""
         uid = ids.get(url)
         if uid is None:  # decided without being queued: screened out when found
             uid = self._add(ids, url, DONE, None, None, None)
         elif (row := self._new.get(uid)) is not None:
             row[2] = DONE
-        else:
+        elif uid >= len(self._queued) or not self._queued[uid]:  # NULL on disk: not queued
             self._done.append((uid,))
         return uid
 
@@ -455,15 +468,18 @@ class ResumeQueue:
             # Rows are indexed, not unpacked: a list per row for *rest costs a second a
             # million, mostly in the garbage collector.
             waiting: list[tuple[Any, ...]] = []
+            done = _done_marks(conn, max_id)
             for row in conn.execute(_URLS_SELECT):
                 uid, state, url = row[0], row[1], row[_URLS_URL]
                 ids[url] = uid
                 names[uid] = url
                 if state is not None:
                     seen.append(url)
-                    if state == QUEUED:
+                    if state == QUEUED and not done[uid]:
                         waiting.append(row)
             waiting.sort(key=_URLS_QSEQ)
+            for row in waiting:  # QUEUED on disk: done by their decision or listing row
+                self._mark_queued(row[0])
             queued = [_queued_row(row, names) for row in waiting]
             del waiting
             if self._ids is None:
@@ -549,12 +565,20 @@ def unlistable(path: Path) -> str | None:
     return None
 
 
+def _done_marks(conn: sqlite3.Connection, max_id: int) -> bytearray:
+    """A byte a URL id, 1 for a URL a decision or listing row names: done, whatever its
+    state (state_file.QUEUED). A byte, not a set of ints: a million URLs take 1 MB."""
+    done = bytearray(max_id + 1)
+    for table in ("decisions", "listings"):
+        for (uid,) in conn.execute(f"SELECT url FROM {table}"):
+            done[uid] = 1
+    return done
+
+
 def _first_bodies(conn: sqlite3.Connection, names: list[str | None]) -> dict[int, str]:
-    """Body key -> the first URL met with it: an older version's `bodies` rows first (a
-    crawl it stopped and this one resumes met those before), then the log in order."""
+    """Body key -> the first URL met with it, from the log in order (the `bodies` table of
+    an older version is never read: a crawl it stopped is not resumed, RECORD_FORMAT)."""
     first: dict[int, str] = {}
-    for digest, uid in conn.execute("SELECT digest, url FROM bodies"):
-        first[int.from_bytes(digest, "little", signed=True)] = names[uid]  # type: ignore[assignment]
     keep = first.setdefault
     for keys, urls in conn.execute("SELECT keys, urls FROM first_bodies ORDER BY seq"):
         body_keys, body_urls = array("q"), array("I")
