@@ -198,7 +198,7 @@ def _read_part(path: Path, *, xml: bool) -> tuple[list[tuple[str, str | None]], 
 
 #: Printable ASCII but `<`, `&` and `>` (so no `]]>` either), or one of the five entities
 #: xml.escape writes: text that is well-formed as it stands and holds no character reference.
-_TEXT: Final = rb"[!-%'-;=?-~]*(?:&(?:amp|lt|gt|quot|apos);[!-%'-;=?-~]*)*"
+_TEXT: Final = r"[!-%'-;=?-~]*(?:&(?:amp|lt|gt|quot|apos);[!-%'-;=?-~]*)*"
 #: The start of a part as xml.urlset_open writes it without extension namespaces (those
 #: parts, with image, video, news or xhtml tags, are lxml's), a stylesheet line or not.
 _OWN_HEAD: Final = re.compile(
@@ -208,40 +208,37 @@ _OWN_HEAD: Final = re.compile(
 )
 
 
-def _own_line(take: bytes) -> bytes:
-    """One <url> line as xml.url_element writes it without extensions: the sitemaps.org
-    children in the schema's order, each optional one once; `take` opens the groups of the
-    loc and of the lastmod with its tags (so that an empty one is told from none)."""
-    return (
-        b"<url><loc>" + take + b"(?=[^<])" + _TEXT + b")</loc>" + take + b"<lastmod>" + _TEXT
-        + b"</lastmod>)?(?:<changefreq>[a-z]+</changefreq>)?(?:<priority>[0-9.]+</priority>)?"
-        b"</url>\n"
-    )  # fmt: skip
-
-
-_OWN_URL: Final = re.compile(_own_line(b"("))
-#: Any number of them: a block of lines checked in one call, before findall reads it.
-_OWN_URLS: Final = re.compile(b"(?:" + _own_line(b"(?:") + b")*")
+#: One <url> line as xml.url_element writes it without extensions, from the start of a line
+#: to its end: the sitemaps.org children in the schema's order, each optional one once, the
+#: loc and the lastmod taken, neither empty (our writer writes no empty lastmod: a part with
+#: one is lxml's to read). Nothing in it matches a line's end but its last character, so a
+#: match is one whole line.
+_OWN_URL: Final = re.compile(
+    rf"^<url><loc>((?=[^<]){_TEXT})</loc>(?:<lastmod>((?=[^<]){_TEXT})</lastmod>)?"
+    r"(?:<changefreq>[a-z]+</changefreq>)?(?:<priority>[0-9.]+</priority>)?</url>\n",
+    re.MULTILINE,
+)
 _OWN_END: Final = b"</urlset>\n"
-_ENTITIES: Final = ((b"&lt;", b"<"), (b"&gt;", b">"), (b"&quot;", b'"'), (b"&apos;", b"'"))
+_ENTITIES: Final = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"))
 
 
-def _text(raw: bytes) -> str:
+def _text(raw: str) -> str:
     """Element text as lxml gives it: the five entities replaced (&amp; last)."""
-    if b"&" in raw:
+    if "&" in raw:
         for entity, char in _ENTITIES:
             raw = raw.replace(entity, char)
-        raw = raw.replace(b"&amp;", b"&")
-    return raw.decode("ascii")
+        raw = raw.replace("&amp;", "&")
+    return raw
 
 
 def _read_own(path: Path) -> tuple[list[tuple[str, str | None]], bytes] | None:
     """The rows and digest of a part of our own shape (see _read_part), read a block of
-    whole lines at a time: each block checked by one regular expression and its values
-    taken by another, both in C. None at the first block that is not of that shape (the
-    caller then reads the file with lxml); _Unreadable for a file over MAX_BYTES, as lxml's
-    reading would say. Every row has a loc, and neither holds whitespace: _own_line admits
-    none."""
+    whole lines at a time: each block's values taken by one regular expression in C, a
+    match a line (_OWN_URL), and the block ours when it has as many matches as lines (one
+    pass: a second, which checked the block first, and a decoding of each value were half
+    the reading, #26). None at the first block that is not of that shape (the caller then
+    reads the file with lxml); _Unreadable for a file over MAX_BYTES, as lxml's reading
+    would say. Every row has a loc, and neither holds whitespace: _OWN_URL admits none."""
     sha = hashlib.sha256()
     rows: list[tuple[str, str | None]] = []
     pending = b""
@@ -260,12 +257,19 @@ def _read_own(path: Path) -> tuple[list[tuple[str, str | None]], bytes] | None:
         block, pending = pending[:cut], pending[cut:]
         if block.endswith(_OWN_END):
             block, ended = block[: -len(_OWN_END)], True
-        if _OWN_URLS.fullmatch(block) is None:
+        try:
+            lines = block.decode("ascii")
+        except UnicodeDecodeError:
             return None
-        text = _text if b"&" in block else bytes.decode
-        rows += (
-            (text(loc), text(lm[9:-10]) if lm else None) for loc, lm in _OWN_URL.findall(block)
-        )
+        found: list[tuple[str, str]] = _OWN_URL.findall(lines)
+        if len(found) != lines.count("\n"):
+            return None
+        if "&" in lines:
+            rows += ((_text(loc), _text(lm) if lm else None) for loc, lm in found)
+        elif lines.count("<lastmod>") == len(found):  # every one dated: the rows as found
+            rows += found
+        else:
+            rows += ((loc, lm or None) for loc, lm in found)
     if not ended or pending:
         return None
     return rows, sha.digest()

@@ -497,3 +497,35 @@ def test_our_parts_read_fast_as_lxml_reads_them(
     path.write_bytes(gzip.compress(data, mtime=0) if gz else data)
     fast, slow = _both_readings(path)
     assert fast == slow
+
+
+@pytest.mark.parametrize(
+    ("line", "rows"),
+    [
+        ("<url><loc>https://ex.com/b</loc></url>", [("https://ex.com/b", None)]),
+        (
+            "<url><loc>https://ex.com/b?x=1&amp;y=&lt;</loc><lastmod>2024-01-02</lastmod></url>",
+            [("https://ex.com/b?x=1&y=<", "2024-01-02")],
+        ),
+        ("<url><loc>https://ex.com/b</loc><lastmod></lastmod></url>", [("https://ex.com/b", "")]),
+        ("x<url><loc>https://ex.com/b</loc></url>", [("https://ex.com/b", None)]),
+        ("<url><loc>https://ex.com/b</loc></url><url><loc>https://ex.com/c</loc></url>", None),
+    ],
+)
+def test_a_line_of_another_shape_is_read_as_lxml_reads_it(
+    tmp_path: Path, line: str, rows: list[tuple[str, str | None]] | None
+) -> None:
+    """#26: the fast reading takes a part's values a line at a time, a match a line; a line
+    of any other shape (an empty lastmod our writer never writes, text before the <url>,
+    two URLs on one line) makes lxml read the part, and both readings agree."""
+    path = tmp_path / "sitemap.xml"
+    path.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+        f"<url><loc>https://ex.com/a</loc><lastmod>2024-01-01</lastmod></url>\n{line}\n"
+        "</urlset>\n"
+    )
+    fast, slow = _both_readings(path)
+    assert fast == slow
+    if rows is not None:
+        assert fast[0] == [("https://ex.com/a", "2024-01-01"), *rows]  # type: ignore[index]
