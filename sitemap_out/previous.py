@@ -261,15 +261,15 @@ def _read_own(path: Path) -> tuple[list[tuple[str, str | None]], bytes] | None:
             lines = block.decode("ascii")
         except UnicodeDecodeError:
             return None
-        found: list[tuple[str, str]] = _OWN_URL.findall(lines)
-        if len(found) != lines.count("\n"):
+        values: list[tuple[str, str]] = _OWN_URL.findall(lines)
+        if len(values) != lines.count("\n"):
             return None
         if "&" in lines:
-            rows += ((_text(loc), _text(lm) if lm else None) for loc, lm in found)
-        elif lines.count("<lastmod>") == len(found):  # every one dated: the rows as found
-            rows += found
+            rows += ((_text(loc), _text(lm) if lm else None) for loc, lm in values)
+        elif lines.count("<lastmod>") == len(values):  # every one dated: the rows as values
+            rows += values
         else:
-            rows += ((loc, lm or None) for loc, lm in found)
+            rows += ((loc, lm or None) for loc, lm in values)
     if not ended or pending:
         return None
     return rows, sha.digest()
