@@ -266,7 +266,7 @@ def _read_own(path: Path) -> tuple[list[tuple[str, str | None]], bytes] | None:
             return None
         if "&" in lines:
             rows += ((_text(loc), _text(lm) if lm else None) for loc, lm in values)
-        elif lines.count("<lastmod>") == len(values):  # every one dated: the rows as values
+        elif lines.count("<lastmod>") == len(values):  # every one dated: the rows as taken
             rows += values
         else:
             rows += ((loc, lm or None) for loc, lm in values)
