@@ -79,16 +79,11 @@ class StableLayout:
                 if bucket.count < quarter:
                     incoming.append(records(bucket.path))
                     continue
-                taken = self._write_own(part, bucket.path)
+                taken = self._write_own(part, bucket)
                 if taken < bucket.count:  # grew past max_bytes: the rest moves on
                     incoming.append(records(bucket.path, skip=taken))
             bucket = self._buckets[tail.number]
-            count, body_bytes, ns = 0, 0, 0
-            for rec in records(bucket.path):
-                if not fits(count, body_bytes, ns, rec):
-                    break
-                count, body_bytes = count + 1, body_bytes + len(rec[1])
-                ns |= rec[2]
+            count, body_bytes, ns = self._fitting(bucket)
             if count < bucket.count:
                 incoming.append(records(bucket.path, skip=count))
             stream: Iterator[Rec] = heapq.merge(*incoming, key=loc_of)
@@ -114,19 +109,29 @@ class StableLayout:
         # every part written is new as of now (those left unchanged get their old date back)
         parts.restamp(self._now)
 
-    def _write_own(self, part: OldPart, path: Path) -> int:
-        """Write an old part from its own routed entries alone, as many as fit, read twice
-        (what fits, then the file) rather than copied to a scratch file between; return
-        how many it took."""
+    def _write_own(self, part: OldPart, bucket: Bucket) -> int:
+        """Write an old part from its own routed entries alone, as many as fit (_fitting),
+        read from the bucket's file rather than copied to a scratch file first; return how
+        many it took."""
+        count, body_bytes, ns = self._fitting(bucket)
+        self._stage(part, ns, bucket.path, count, body_bytes)
+        return count
+
+    def _fitting(self, bucket: Bucket) -> tuple[int, int, int]:
+        """The count, bytes and namespaces of the most of bucket's first entries that fit
+        a part: all of them when they do, told by the bucket's totals (Parts.holds)
+        without reading them again (an unchanged night's every part: a reading of every
+        entry, #26), else read until one does not."""
         parts = self._parts
+        if parts.holds(bucket.count, bucket.size, bucket.ns):
+            return bucket.count, bucket.size, bucket.ns
         count, body_bytes, ns = 0, 0, 0
-        for rec in self._scratch.records(path):
+        for rec in self._scratch.records(bucket.path):
             if not parts.fits(count, body_bytes, ns, rec):
                 break
             count, body_bytes = count + 1, body_bytes + len(rec[1])
             ns |= rec[2]
-        self._stage(part, ns, path, count, body_bytes)
-        return count
+        return count, body_bytes, ns
 
     def _stage(self, part: OldPart, ns: int, path: Path, count: int, body_bytes: int) -> None:
         """Stage old part `part` from the first `count` records of the scratch file at path."""

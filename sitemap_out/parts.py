@@ -130,6 +130,12 @@ class Parts:
                 part.newest_key = key
                 part.newest = lastmod
 
+    def holds(self, count: int, body: int, ns: int) -> bool:
+        """Whether a part of count entries, body bytes and namespaces ns fits: then so does
+        every part of its first entries (fewer, fewer bytes, no more namespaces, whose
+        header is no longer), each added as fits() says."""
+        return count <= self.max_urls and self.fixed[ns] + body <= self.max_bytes
+
     def fits(self, count: int, body: int, ns: int, rec: Rec) -> bool:
         """Whether rec fits in a part holding count entries of body bytes (exact rules)."""
         return (

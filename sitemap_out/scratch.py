@@ -92,13 +92,15 @@ class Bucket:
     """The entries routed to one part of a stable layout, in loc order. Opened when
     written to, and closed by the least recently used rule of its Scratch."""
 
-    __slots__ = ("count", "fh", "path", "scratch")
+    __slots__ = ("count", "fh", "ns", "path", "scratch", "size")
 
     def __init__(self, path: Path, scratch: Scratch) -> None:
         self.path = path
         self.scratch = scratch
         self.fh: BinaryIO | None = None
         self.count = 0
+        self.size = 0  # the serialised entries' bytes, all told
+        self.ns = 0  # the namespaces they use, all told
         path.touch()
 
     def write(self, loc: str, data: bytes, ns: int) -> None:
@@ -114,6 +116,8 @@ class Bucket:
         raw = loc.encode()
         fh.write(RECORD.pack(len(raw), len(data), ns) + raw + data)
         self.count += 1
+        self.size += len(data)
+        self.ns |= ns
 
     def close(self) -> None:
         if self.fh is not None:

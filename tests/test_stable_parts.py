@@ -529,3 +529,22 @@ def test_a_line_of_another_shape_is_read_as_lxml_reads_it(
     assert fast == slow
     if rows is not None:
         assert fast[0] == [("https://ex.com/a", "2024-01-01"), *rows]  # type: ignore[index]
+
+
+def test_parts_whose_entries_grew_past_max_bytes_give_the_rest_on(tmp_path, xsd):
+    """A night whose entries are longer (a lastmod each, where there was none) than the
+    published parts' fills each old part up to max_bytes and moves the rest on: every part
+    within the limit, every URL once (a part that still holds all its entries is known by
+    its totals, without reading them: Parts.holds)."""
+    locs = [loc(i) for i in range(35)]
+    max_bytes = 800  # 10 URLs a part without a lastmod fit, with one they do not
+    run(tmp_path, locs, 1, max_bytes=max_bytes)
+    first = part_locs(tmp_path, xsd)
+    assert [len(urls) for urls in first.values()] == [10, 10, 10, 5]
+    dated = dict.fromkeys(locs, day(2))
+    run(tmp_path, locs, 2, lastmods=dated, max_bytes=max_bytes)
+    second = part_locs(tmp_path, xsd)
+    assert sorted(u for urls in second.values() for u in urls) == locs
+    assert len(second) > len(first)
+    for name in second:
+        assert 0 < (tmp_path / name).stat().st_size <= max_bytes
