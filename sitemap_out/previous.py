@@ -257,6 +257,8 @@ def _read_own(path: Path) -> tuple[list[tuple[str, str | None]], bytes] | None:
         block, pending = pending[:cut], pending[cut:]
         if block.endswith(_OWN_END):
             block, ended = block[: -len(_OWN_END)], True
+            if block and not block.endswith(b"\n"):  # `</urlset>` after text on its line
+                return None
         try:
             lines = block.decode("ascii")
         except UnicodeDecodeError:

@@ -52,3 +52,27 @@ def test_append_rolls_over_where_fits_says(records, max_urls, xml, data) -> None
             size = (Path(folder) / info.name).stat().st_size
             assert size == info.uncompressed_bytes <= max_bytes
             assert info.url_count <= max_urls
+
+
+@settings(max_examples=100)
+@given(
+    records=records,
+    max_urls=st.integers(1, 12),
+    max_bytes=st.integers(300, 4000),
+    xml=st.booleans(),
+    stylesheet=st.sampled_from([None, "/s.xsl"]),
+)
+def test_holds_is_every_first_entries_fitting(records, max_urls, max_bytes, xml, stylesheet):
+    """#26: Parts.holds(count, bytes, namespaces) of some entries is true only when each of
+    them, added in turn, fits (the stable layout then takes them all without reading them
+    again); it rests on a part's fixed bytes growing with its namespaces, held here too."""
+    with tempfile.TemporaryDirectory() as folder:
+        kw = {"xml": xml, "gzip": False, "compresslevel": 6, "stylesheet": stylesheet}
+        parts = Parts(Path(folder), max_urls=max_urls, max_bytes=max_bytes, **kw)
+        for a, b in itertools.product(parts.fixed, repeat=2):
+            assert parts.fixed[a] <= parts.fixed[a | b]
+        count, body, ns, every = 0, 0, 0, True
+        for size, own in records:
+            every = every and parts.fits(count, body, ns, ("", b"x" * size, own))
+            count, body, ns = count + 1, body + size, ns | own
+            assert parts.holds(count, body, ns) == every

@@ -548,3 +548,25 @@ def test_parts_whose_entries_grew_past_max_bytes_give_the_rest_on(tmp_path, xsd)
     assert len(second) > len(first)
     for name in second:
         assert 0 < (tmp_path / name).stat().st_size <= max_bytes
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "<url><loc>https://ex.com/b</loc></url></urlset>\n",
+        "<<not xml & at all</urlset>\n",
+        "<url><loc>https://ex.com/b</loc><lastmod>2024-01-02</lastmod></url></urlset>\n",
+    ],
+)
+def test_text_before_the_end_on_its_line_is_read_as_lxml_reads_it(tmp_path: Path, tail: str):
+    """#26: the end of a part of our own shape is `</urlset>` on a line of its own; a file
+    with anything before it on that line (a last URL, garbage) is lxml's to read, and both
+    readings agree: the URL kept, or the file unreadable."""
+    path = tmp_path / "sitemap.xml"
+    path.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+        f"<url><loc>https://ex.com/a</loc></url>\n{tail}"
+    )
+    fast, slow = _both_readings(path)
+    assert fast == slow

@@ -6,6 +6,7 @@ last), whatever the count against the statement's limits."""
 from __future__ import annotations
 
 import sqlite3
+from array import array
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -437,7 +438,14 @@ def test_a_url_of_an_earlier_run_is_done_by_its_decision_or_listing_row(tmp_path
 
 @pytest.mark.parametrize(
     ("keys", "urls"),
-    [(b"\x01" * 8, b""), (b"\x01" * 7, b"\x01" * 4), (b"", b""), ("text", b"\x01" * 4)],
+    [
+        (b"\x01" * 8, b""),
+        (b"\x01" * 7, b"\x01" * 4),
+        (b"", b""),
+        ("text", b"\x01" * 4),
+        (b"\x01" * 8, array("I", [999]).tobytes()),  # no such URL
+        (b"\x01" * 8, array("I", [0]).tobytes()),
+    ],
 )
 def test_a_first_bodies_row_it_cannot_read_is_a_state_error(
     tmp_path: Path, keys: object, urls: bytes
@@ -455,3 +463,45 @@ def test_a_first_bodies_row_it_cannot_read_is_a_state_error(
         pytest.raises(StateError, match=r"cannot read state file .*first_bodies"),
     ):
         state.load()
+
+
+@pytest.mark.parametrize("table", ["decisions", "listings"])
+@pytest.mark.parametrize("uid", [999, 0, -1, "x"])
+def test_a_decision_or_listing_of_no_url_of_the_file_is_a_state_error(
+    tmp_path: Path, table: str, uid: object
+) -> None:
+    """A row naming a URL id the file does not hold (a damaged file) is said in a line by
+    the resume, not met as an IndexError."""
+    path = tmp_path / "s.db"
+    start = "http://a.test/"
+    with CrawlState.open(path, fingerprint="f", start_url=start, resume=False) as state:
+        state.queued(start, 0, None)
+        state.checkpoint()
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            f"INSERT INTO {table} (url, status, detail, depth) VALUES (?, 200, '', 0)"
+            if table == "listings"
+            else f"INSERT INTO {table} (url, reason, detail, depth) VALUES (?, 'x', '', 0)",
+            (uid,),
+        )
+    conn.close()
+    with (
+        CrawlState.open(path, fingerprint="f", start_url=start, resume=True) as state,
+        pytest.raises(StateError, match=rf"cannot read state file .*{table} names no URL"),
+    ):
+        state.load()
+
+
+def test_resume_of_a_finished_crawl_of_another_version_says_it_finished(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    start = "http://a.test/"
+    with CrawlState.open(path, fingerprint="f", start_url=start, resume=False) as state:
+        state.queued(start, 0, None)
+        state.finish()
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE meta SET value = 'f' WHERE key = 'fingerprint'")
+    conn.close()
+    with pytest.raises(StateError, match=r"finished and was published .*nothing to resume"):
+        CrawlState.open(path, fingerprint="f", start_url=start, resume=True)

@@ -57,11 +57,11 @@ __all__ = [
 #: first (the bound on what a crash loses). Part of a checkpoint's cost does not depend on
 #: its rows: each table's last pages, and the pages random keys land on (a night's `bodies`,
 #: a row a page keyed by hash, until it became a log: state_file's first_bodies), are written
-#: again at every commit. At 2,000 the unchanged
-#: 20,000-page night made 77 checkpoints and 14,857 page writes; at 10,000 it makes 17 and
-#: 8,885 (20,000: 9 and 8,386): the kernel's work, and 0.5% of the night's instructions
-#: (#26). The buffers stay a few MB (about 25 MB where every page holds thousands of links:
-#: a history row keeps 4 bytes a link).
+#: again at every commit. At 2,000 the unchanged 20,000-page night made 77 checkpoints and
+#: 14,857 page writes; at 10,000 it made 17 and 8,885 (20,000: 9 and 8,386): the kernel's
+#: work, and 0.5% of the night's instructions (#26; measured with `bodies`). The buffers
+#: stay a few MB (about 25 MB where every page holds thousands of links: a history row
+#: keeps 4 bytes a link).
 DEFAULT_CHECKPOINT_OPS: Final = 10_000
 DEFAULT_CHECKPOINT_SECONDS: Final = 2.0
 

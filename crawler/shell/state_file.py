@@ -65,19 +65,21 @@ SCHEMA_VERSION: Final = 7  # 7: PageExtras.about (llms.txt) in the packed extras
 APPLICATION_ID: Final = 0x534D4353
 
 # urls.state: NULL means the string is only referenced (say, a referrer that was never met
-# under that spelling), so it is interned but not part of the seen set. A URL met this run is
-# QUEUED until a decision or listing row names it: then it is done. A row this run inserts
-# is written DONE when it is done before a checkpoint writes it; a URL of an earlier run
-# queued again stays QUEUED on disk (writing its state twice, once queued and once done,
-# was 0.03 CPU-s of an unchanged night of 20,000 pages, #26): readers of the queue tell it
-# by its decision or listing (ResumeQueue.load, peek).
+# under that spelling), so it is interned but not part of the seen set. A URL queued is
+# QUEUED until a decision or listing row names it: then it is done. Its state is written
+# DONE only when it is done before a checkpoint writes its row queued (a row new this run,
+# inserted so); one written QUEUED (a URL of an earlier run queued again, or one queued and
+# checkpointed before its page was judged) stays QUEUED on disk (writing a URL's state twice,
+# once queued and once done, was 0.03 CPU-s of an unchanged night of 20,000 pages, #26):
+# readers of the queue tell it by its decision or listing (ResumeQueue.load, peek). A URL
+# decided without being queued (screened out when met) is written DONE.
 QUEUED: Final = 0
 DONE: Final = 1
 #: How a stopped crawl's record is kept (the tables a resume reads), stored with the
 #: fingerprint: a crawl stopped by a version that keeps it otherwise is not resumed (the
-#: job starts afresh on the history), neither by this version nor by that one. 2: a URL of
-#: an earlier run is done by its decision or listing row (above); the first URL of each body
-#: in first_bodies.
+#: job starts afresh on the history), neither by this version nor by that one. 2: a URL
+#: queued is done by its decision or listing row (above); the first URL of each body in
+#: first_bodies.
 RECORD_FORMAT: Final = 2
 
 #: A URL's history (the site's, across runs): `history` holds the last finished run's rows,
@@ -108,7 +110,8 @@ _HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in
 #: the early referrers of a URL judged broken once resumed (crawler.shell.referrers).
 #: `first_bodies` takes over from `bodies` (kept for older versions, which read it; a crawl
 #: they stopped is not resumed, RECORD_FORMAT): the first URL met with each body, a row a
-#: checkpoint of packed keys and ids in the order met, appended, where `bodies` took a row
+#: checkpoint of packed keys and ids in the order met (the machine's byte order, as the
+#: follow log's: a state file is read where it was written), appended, where `bodies` took a row
 #: a body keyed by its hash, a random place in its b-tree (on an unchanged night, 0.02
 #: CPU-s of 1.5, #26). Not a run table: like the listings, the finish keeps it until a new
 #: run.
@@ -299,9 +302,11 @@ def peek(path: Path, fingerprint: str) -> bool:
     that a resume would continue it? False for anything else: no file, not a state
     file, another schema version or configuration, a finished crawl, one that ran to
     its end but published nothing (nothing listed, refused by the publish guard), or one
-    that `unresumable` names: those are over, and the next run starts afresh. Never writes,
+    that `unresumable` names, or one stopped by a version keeping its record otherwise
+    (RECORD_FORMAT): those are over, and the next run starts afresh. Never writes,
     never takes the lock: a crawl running on the file is left alone (its own lock
-    refuses the run that follows, exit 75)."""
+    refuses the run that follows, exit 75). On a stopped crawl, whether a URL waits reads
+    every decision (_WAITING: half a second at 2 million), which its resume reads anyway."""
 
     def stopped(conn: sqlite3.Connection) -> bool:
         if _identity(conn) != (APPLICATION_ID, SCHEMA_VERSION):
@@ -853,6 +858,12 @@ def _check_existing(
     stored = meta.get("fingerprint")
     other_format = isinstance(stored, str) and stored.partition("+")[0] == fingerprint
     if stored != _recorded(fingerprint) and other_format:
+        if int(meta.get("finished") or 0):
+            raise StateError(
+                f"the crawl saved in {path} finished and was published (by another version "
+                "of sitemap-crawler); there is nothing to resume (run without --resume to "
+                "crawl again)"
+            )
         raise StateError(
             f"the crawl saved in {path} was stopped by another version of sitemap-crawler, "
             "which keeps a stopped crawl's record otherwise: it can't be resumed; a crawl "

@@ -191,6 +191,7 @@ class ResumeQueue:
         #: state_history.HistoryStore.published_by); None when it has no use for them
         self.listed_ids: bytearray | None = None
         #: a byte a URL id, 1 for a URL this process queued (QUEUED on disk once written)
+        #: or load() found waiting (QUEUED on disk): done by its decision or listing row
         self._queued = bytearray()
         self.reset()
 
@@ -571,6 +572,8 @@ def _done_marks(conn: sqlite3.Connection, max_id: int) -> bytearray:
     done = bytearray(max_id + 1)
     for table in ("decisions", "listings"):
         for (uid,) in conn.execute(f"SELECT url FROM {table}"):
+            if not isinstance(uid, int) or not 0 < uid <= max_id:
+                raise sqlite3.DatabaseError(f"a row of {table} names no URL of the file")
             done[uid] = 1
     return done
 
@@ -590,7 +593,10 @@ def _first_bodies(conn: sqlite3.Connection, names: list[str | None]) -> dict[int
         if not body_keys or len(body_keys) != len(body_urls):
             raise sqlite3.DatabaseError("a row of first_bodies is not a list of keys and URLs")
         for key, uid in zip(body_keys, body_urls, strict=True):
-            keep(key, names[uid])  # type: ignore[arg-type]
+            name = names[uid] if uid < len(names) else None
+            if name is None:
+                raise sqlite3.DatabaseError("a row of first_bodies names no URL of the file")
+            keep(key, name)
     return first
 
 
