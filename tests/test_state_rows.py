@@ -436,6 +436,21 @@ def test_a_url_of_an_earlier_run_is_done_by_its_decision_or_listing_row(tmp_path
     assert not CrawlState.peek(path, "fp")  # nothing waits: nothing to resume
 
 
+def _saved(path: Path, start: str, sql: str, *params: object, finish: bool = False) -> None:
+    """A crawl of `start` saved in path (checkpointed, or finished), then the file edited by
+    one statement, as damage or another version would leave it."""
+    with CrawlState.open(path, fingerprint="f", start_url=start, resume=False) as state:
+        state.queued(start, 0, None)
+        if finish:
+            state.finish()
+        else:
+            state.checkpoint()
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(sql, params)
+    conn.close()
+
+
 @pytest.mark.parametrize(
     ("keys", "urls"),
     [
@@ -451,13 +466,8 @@ def test_a_first_bodies_row_it_cannot_read_is_a_state_error(
     tmp_path: Path, keys: object, urls: bytes
 ) -> None:
     path = tmp_path / "s.db"
-    with CrawlState.open(path, fingerprint="f", start_url="http://a.test/", resume=False) as state:
-        state.queued("http://a.test/x", 1, None)
-        state.checkpoint()
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute("INSERT INTO first_bodies (keys, urls) VALUES (?, ?)", (keys, urls))
-    conn.close()
+    insert = "INSERT INTO first_bodies (keys, urls) VALUES (?, ?)"
+    _saved(path, "http://a.test/", insert, keys, urls)
     with (
         CrawlState.open(path, fingerprint="f", start_url="http://a.test/", resume=True) as state,
         pytest.raises(StateError, match=r"cannot read state file .*first_bodies"),
@@ -474,18 +484,12 @@ def test_a_decision_or_listing_of_no_url_of_the_file_is_a_state_error(
     the resume, not met as an IndexError."""
     path = tmp_path / "s.db"
     start = "http://a.test/"
-    with CrawlState.open(path, fingerprint="f", start_url=start, resume=False) as state:
-        state.queued(start, 0, None)
-        state.checkpoint()
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute(
-            f"INSERT INTO {table} (url, status, detail, depth) VALUES (?, 200, '', 0)"
-            if table == "listings"
-            else f"INSERT INTO {table} (url, reason, detail, depth) VALUES (?, 'x', '', 0)",
-            (uid,),
-        )
-    conn.close()
+    columns = (
+        "status, detail, depth) VALUES (?, 200"
+        if table == "listings"
+        else ("reason, detail, depth) VALUES (?, 'x'")
+    )
+    _saved(path, start, f"INSERT INTO {table} (url, {columns}, '', 0)", uid)
     with (
         CrawlState.open(path, fingerprint="f", start_url=start, resume=True) as state,
         pytest.raises(StateError, match=rf"cannot read state file .*{table} names no URL"),
@@ -496,12 +500,6 @@ def test_a_decision_or_listing_of_no_url_of_the_file_is_a_state_error(
 def test_resume_of_a_finished_crawl_of_another_version_says_it_finished(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     start = "http://a.test/"
-    with CrawlState.open(path, fingerprint="f", start_url=start, resume=False) as state:
-        state.queued(start, 0, None)
-        state.finish()
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute("UPDATE meta SET value = 'f' WHERE key = 'fingerprint'")
-    conn.close()
+    _saved(path, start, "UPDATE meta SET value = 'f' WHERE key = 'fingerprint'", finish=True)
     with pytest.raises(StateError, match=r"finished and was published .*nothing to resume"):
         CrawlState.open(path, fingerprint="f", start_url=start, resume=True)
