@@ -111,10 +111,10 @@ _HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in
 #: `first_bodies` takes over from `bodies` (kept for older versions, which read it; a crawl
 #: they stopped is not resumed, RECORD_FORMAT): the first URL met with each body, a row a
 #: checkpoint of packed keys and ids in the order met (the machine's byte order, as the
-#: follow log's: a state file is read where it was written), appended, where `bodies` took a row
-#: a body keyed by its hash, a random place in its b-tree (on an unchanged night, 0.02
-#: CPU-s of 1.5, #26). Not a run table: like the listings, the finish keeps it until a new
-#: run.
+#: follow log's: a state file is read where it was written), appended, where `bodies` took
+#: a row a body keyed by its hash, a random place in its b-tree (on an unchanged night,
+#: 0.02 CPU-s of 1.5, #26). Not a run table: like the listings, the finish keeps it until a
+#: new run.
 RUN_TABLES: Final = ("carried", "published", "follows")
 _RUN_HISTORY: Final = """
 CREATE TABLE IF NOT EXISTS carried (url INTEGER PRIMARY KEY REFERENCES urls(id));

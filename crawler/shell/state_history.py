@@ -102,9 +102,8 @@ _HISTORY_COPY: Final = (
 #: lastmod published already (HistoryStore.published_by; a version before never leaves
 #: one without): kept as it is, told by its listing before its history row is read (on an
 #: unchanged night, every carried row: 7.4 ms to read them all, 2.9 without, #26). A
-#: row-value subquery (SQLite 3.15), not UPDATE ... FROM,
-#: which needs 3.33 (2020): Pythons linked against an older SQLite (RHEL 8, Ubuntu 20.04)
-#: would fail every finish
+#: row-value subquery (SQLite 3.15), not UPDATE ... FROM, which needs 3.33 (2020): Pythons
+#: linked against an older SQLite (RHEL 8, Ubuntu 20.04) would fail every finish
 _CARRIED_PUBLISHED: Final = (
     f"UPDATE history SET ({', '.join(_PUBLISHED)}) = (SELECT"
     f" {', '.join(f'p.{n}' for n in _PUBLISHED)} FROM published p WHERE p.url = history.url)"
