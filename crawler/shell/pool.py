@@ -64,7 +64,7 @@ from crawler.core.wire import pack, unpack, unpack_any
 from crawler.core.words import plural
 from crawler.shell import eventloop
 from crawler.shell.fetch import Response
-from crawler.shell.heap import GC_THRESHOLDS, keep_heap
+from crawler.shell.heap import fewer_collections, keep_heap
 from crawler.shell.http1 import Slots
 from crawler.shell.pages import Fetched, LocalPages
 from crawler.shell.transports import CrawlTransport, crawl_transport
@@ -1063,7 +1063,7 @@ def _worker_main(jobs_fd: int, results_fd: int) -> NoReturn:
         settings = _read_settings(jobs_fd)
         if settings is not None:
             gc.freeze()  # as the crawl does: few cycles, millions of short-lived objects
-            gc.set_threshold(*GC_THRESHOLDS)
+            fewer_collections()
             eventloop.run(_serve(settings, jobs_fd, results_fd))  # the crawl's loop
     except (BrokenPipeError, ConnectionError):
         pass  # the crawl has gone; nobody is left to read our results

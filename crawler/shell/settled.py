@@ -60,12 +60,9 @@ class SettledIds:
 
     def id_of(self, url: str) -> int | None:
         """url's id in the state (None or 0: it has none; id 0 is never kept, it stands
-        for URLs without an id in _named). The table asked for here, not through
-        _id_table: three calls a page (#26)."""
-        table = self._table
-        if table is None:
-            table = self._table = self._ids()
-        return table.get(url)
+        for URLs without an id in _named). Three calls a page: _id_table only the first
+        time (#26)."""
+        return (self._table or self._id_table()).get(url)
 
     def _id_table(self) -> dict[str, int]:
         table = self._table

@@ -856,20 +856,20 @@ def _check_existing(
             "start a fresh crawl without --resume"
         )
     stored = meta.get("fingerprint")
-    other_format = isinstance(stored, str) and stored.partition("+")[0] == fingerprint
-    if stored != _recorded(fingerprint) and other_format:
-        if int(meta.get("finished") or 0):
-            raise StateError(
-                f"the crawl saved in {path} finished and was published (by another version "
-                "of sitemap-crawler); there is nothing to resume (run without --resume to "
-                "crawl again)"
-            )
-        raise StateError(
-            f"the crawl saved in {path} was stopped by another version of sitemap-crawler, "
-            "which keeps a stopped crawl's record otherwise: it can't be resumed; a crawl "
-            "without --resume starts afresh on its history (the nightly job does so by itself)"
-        )
     if stored != _recorded(fingerprint):
+        if isinstance(stored, str) and stored.partition("+")[0] == fingerprint:
+            if int(meta.get("finished") or 0):
+                raise StateError(
+                    f"the crawl saved in {path} finished and was published (by another "
+                    "version of sitemap-crawler); there is nothing to resume (run without "
+                    "--resume to crawl again)"
+                )
+            raise StateError(
+                f"the crawl saved in {path} was stopped by another version of "
+                "sitemap-crawler, which keeps a stopped crawl's record otherwise: it can't be "
+                "resumed; a crawl without --resume starts afresh on its history (the nightly "
+                "job does so by itself)"
+            )
         differences = _differences(meta.get("settings"), settings)
         if differences is not None:
             saved, now = differences

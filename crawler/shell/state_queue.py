@@ -280,7 +280,10 @@ class ResumeQueue:
                 upcoming.append(uid)
                 if len(upcoming) > UPCOMING_MOST:  # bounded whether or not prior() reads
                     self.upcoming = None
-        self._mark_queued(uid)
+        if uid < len(marks := self._queued):  # _mark_queued inlined but for a resize
+            marks[uid] = 1
+        else:
+            self._mark_queued(uid)
         self.ops += 1
 
     def _mark_queued(self, uid: int) -> None:
