@@ -171,7 +171,7 @@ async def _run(args: argparse.Namespace, urls: list[str]) -> None:
                 if resp.error or resp.status not in (200, 304):
                     errors += 1
 
-        async with client.opened({}):
+        async with client.opened({}, set_depth=lambda _: None):
             cpu, wall = _cpu(), time.perf_counter()
             await asyncio.gather(*(worker() for _ in range(args.concurrency)))
             cpu, wall = _cpu() - cpu, time.perf_counter() - wall
@@ -189,9 +189,16 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--layers", choices=("floor", "lean", "client"), default="client")
     ap.add_argument("--conditional", action="store_true", help="every answer a 304")
+    ap.add_argument("--uvloop", action="store_true", help="on uvloop, as the crawl runs")
     args = ap.parse_args()
     urls = [line.strip() for line in args.urls.read_text().splitlines() if line.strip()]
-    asyncio.run(_floor(args, urls) if args.layers == "floor" else _run(args, urls))
+    run = _floor(args, urls) if args.layers == "floor" else _run(args, urls)
+    if args.uvloop:
+        import uvloop
+
+        uvloop.run(run)
+    else:
+        asyncio.run(run)
 
 
 if __name__ == "__main__":

@@ -1571,15 +1571,15 @@ def test_pages_made_here_while_a_worker_leaves_wait_for_this_process_share(monke
     fetcher._here = pool.Slots(1)
     in_flight, most = 0, 0
 
-    async def made_here(self: object, url: str, depth: int = 0, validators: object = None):
+    async def made_here(self: object, url: str, validators: object = None) -> Response:
         nonlocal in_flight, most
         in_flight += 1
         most = max(most, in_flight)
         await asyncio.sleep(0.01)
         in_flight -= 1
-        return Fetched(Response(url, 200), None)
+        return Response(url, 200)
 
-    monkeypatch.setattr(pool.LocalPages, "fetch", made_here)
+    monkeypatch.setattr(pool.LocalPages, "ask", made_here)  # the request of a page made here
 
     async def scenario() -> None:
         await asyncio.gather(*(fetcher.fetch(f"http://127.0.0.1:9/{n}") for n in range(6)))

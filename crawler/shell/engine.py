@@ -209,8 +209,10 @@ class Crawl:
                         await loop.cuttable(self._read_seed_sitemaps())
                     # (the state's own, no layer a page: #26)
                     after = self.state.maybe_checkpoint if self.state is not None else _nothing
+                    # a judged page's links followed by the judge itself (no layer a page)
+                    self.page_judge.follow = self.links.follow_page
                     with loop.showing(self.progress, started), fewer_gc_pauses():
-                        await loop.run(self._crawl_page, self._release_seeds, after)
+                        await loop.run(self.page_judge.judge, self._release_seeds, after)
                 clock.close()  # the crawl is over: publishing is not cut by max_time
                 walled = loop.blocked or self.page_judge.walls.verdict(self.tally.fetched)
                 if loop.stop_signal is not None or loop.outage is not None or walled:
@@ -274,12 +276,6 @@ class Crawl:
         # the file actually published: sitemap.txt for a text sitemap in one file
         lines = writer.robots_lines(published, plan.sitemap_url)
         return CrawlResult(self.tally, published, published.sitemap_url or plan.sitemap_url, lines)
-
-    async def _crawl_page(self, task: Task) -> None:
-        """Judge task.url, then follow where its page leads."""
-        judged = await self.page_judge.judge(task)
-        if judged is not None:
-            self.links.follow_page(task, *judged)
 
     def _use_state(self, state: CrawlState) -> None:
         self.state = self.journal.state = self.links.state = self.revalidation.state = state

@@ -29,7 +29,6 @@ from crawler.core.decide import (
     walled_detail,
 )
 from crawler.core.frontier import Task
-from crawler.core.history import Prior
 from crawler.core.media import PageExtras
 from crawler.core.page import PageResult
 from crawler.core.wire import pack
@@ -90,12 +89,49 @@ class PageJudge:
         self.journal = links.journal
         self.tally = links.tally
         self.walls = Walls(config.max_bot_blocked, config.user_agent)
+        #: what follows a page judged (its final URL, facts, page and decision): a crawl's
+        #: Links.follow_page, set by the engine, so that the crawl loop runs judge() itself,
+        #: not a coroutine around it (every await of a page passes each layer, #26); None
+        #: where the caller follows, or not, from what judge() returns (check, explain)
+        self.follow: Callable[[Task, str, PageFacts, PageResult, Decision], None] | None = None
 
     async def judge(self, task: Task) -> Judged | None:
-        """Fetch task.url (its redirects hop by hop), decide and record each decision. The
-        final page's URL, facts, analysis and decision; None when there was no page."""
-        fetched, url, prior = await self._follow(task)
-        if fetched is None:
+        """Fetch task.url, following its redirects one hop at a time, decide and record
+        each decision; then `follow` the page, when set. The final page's URL, facts,
+        analysis and decision; None when there was no page.
+
+        Each hop is screened like a link (scope, robots.txt, traps; `_hop`), and a URL
+        with a history is asked with its validators (a 304 may answer). The hops are
+        made here, not in a coroutine of their own: every await of a page passes each
+        layer (#26)."""
+        url, chain, hosts = task.url, [task.url], self.hosts
+        links, loop = self.links, self.loop
+        for _ in range(self.config.max_redirects + 1):
+            if hosts is not None:  # another host's robots.txt, once read
+                try:
+                    denied = await hosts.admit(url)
+                except ThrottleClosed:
+                    denied = Decision(LIMIT, "max_time reached")
+                if denied is not None:
+                    links.record(url, None, denied, task)
+                    return None
+            loop.requested += 1  # before the await: max_pages counts requests in flight
+            prior, validators = self.revalidation.ask(url)
+            try:
+                fetched = await self.client.fetch(url, task.depth + 1, validators)
+            except ThrottleClosed as closed:  # never sent: what stopped the crawl is its limit
+                links.record(url, None, Decision(LIMIT, str(closed)), task)
+                return None
+            self._count(fetched)
+            if fetched.response.status not in REDIRECT_STATUSES:
+                break
+            hop = self._hop(task, url, fetched.response, chain)
+            if hop is None:
+                return None
+            url = hop
+        else:
+            why = f"more than {self.config.max_redirects} redirects from {chain[0]}"
+            links.record(url, None, Decision(REDIRECT, why), task)
             return None
         if fetched.walled is not None:
             self.loop.done_requests += 1
@@ -110,9 +146,10 @@ class PageJudge:
         if page is not None:
             answer = self.revalidation.answer(url, prior, resp, page)
             if answer is None:  # a 304 with no history to revive: ask for the whole page
-                fetched = await self._get(url, task)
-                if fetched is None:
+                whole = await self._get(url, task)
+                if whole is None:
                     return None
+                fetched = whole
                 if fetched.walled is not None:
                     self._walled(task, url, fetched.walled, fetched.response)
                     return None
@@ -144,6 +181,8 @@ class PageJudge:
             if awaits:
                 if isinstance(made, Listing):  # the journal counts it as foreign or not
                     self._canonicalised(made, facts, decision)
+                    if self.follow is not None:
+                        self.follow(task, url, facts, page, decision)
                     return url, facts, page, decision
                 self.tally.foreign.saw(facts.public or url, facts.canonical_public)
             elif isinstance(made, Decision):
@@ -158,6 +197,8 @@ class PageJudge:
         llms = self.journal.llms
         if llms is not None and task.url == self.links.plan.start and task.referrer is None:
             llms.start_page(None if page.extras is None else page.extras.about)
+        if self.follow is not None:
+            self.follow(task, url, facts, page, decision)
         return url, facts, page, decision
 
     def _walled(self, task: Task, url: str, service: str, resp: Response) -> None:
@@ -221,69 +262,38 @@ class PageJudge:
         if (resp.error or resp.status >= 500) and fetched.walled is None:
             self.tally.failed += 1  # the publish guard's max_error_rate: the site's failures
 
-    async def _follow(self, task: Task) -> tuple[Fetched | None, str, Prior | None]:
-        """Fetch task.url, following redirects one hop at a time.
-
-        Each hop is screened like a link (scope, robots.txt, traps); the redirecting URL is
-        recorded as `redirect`. Returns (the final answer, its URL, its history if any), or
-        (None, url, None) when the chain ended without a page to judge. A URL with a
-        history is asked with its validators (a 304 may answer).
-        """
-        url = task.url
-        chain = [url]
+    def _hop(self, task: Task, url: str, resp: Response, chain: list[str]) -> str | None:
+        """A redirect from url: recorded as `redirect`, and its target screened like a link;
+        the URL to ask next, or None when the chain ends here without a page to judge (a
+        loop, a target handled on its own, one screened out)."""
         links, loop, frontier = self.links, self.loop, self.links.frontier
-        record, hosts = links.record, self.hosts
-        for _ in range(self.config.max_redirects + 1):
-            if hosts is not None:  # another host's robots.txt, once read
-                try:
-                    denied = await hosts.admit(url)
-                except ThrottleClosed:
-                    record(url, None, Decision(LIMIT, "max_time reached"), task)
-                    return None, url, None
-                if denied is not None:
-                    record(url, None, denied, task)
-                    return None, url, None
-            loop.requested += 1  # before the await: max_pages counts requests in flight
-            prior, validators = self.revalidation.ask(url)
-            try:
-                fetched = await self.client.fetch(url, task.depth + 1, validators)
-            except ThrottleClosed as closed:  # never sent: what stopped the crawl is its limit
-                record(url, None, Decision(LIMIT, str(closed)), task)
-                return None, url, None
-            resp = fetched.response
-            self._count(fetched)
-            if resp.status not in REDIRECT_STATUSES:
-                return fetched, url, prior
-            location = (resp.location or "").strip()
-            target = links.resolve(url, location) if location else None
-            if target is None:
-                decision = Decision(HTTP_ERROR, f"HTTP {resp.status} without a usable Location")
-            elif target in chain:
-                decision = Decision(REDIRECT, f"redirect loop: {' -> '.join([*chain, target])}")
-            else:
-                decision = Decision(REDIRECT, links.public(target))
-            record(url, resp.status, decision, task)
-            loop.done_requests += 1
-            if target is None or target in chain:
-                return None, url, None
-            if target in frontier:
-                links.refer(target, links.public(url), task.depth)
-                return None, url, None  # handled, or to be handled, on its own
-            frontier.mark_seen(target)
-            if links.state is not None:
-                links.state.queued(target, task.depth, task.referrer)
-            screened = links.screen(target, task.depth)
-            max_pages = self.config.max_pages
-            if screened is None and max_pages and loop.requested >= max_pages:
-                screened = Decision(LIMIT, "max_pages reached")
-            if screened is not None:
-                record(target, None, screened, task)
-                return None, url, None
-            url = target
-            chain.append(url)
-        why = f"more than {self.config.max_redirects} redirects from {chain[0]}"
-        record(url, None, Decision(REDIRECT, why), task)
-        return None, url, None
+        location = (resp.location or "").strip()
+        target = links.resolve(url, location) if location else None
+        if target is None:
+            decision = Decision(HTTP_ERROR, f"HTTP {resp.status} without a usable Location")
+        elif target in chain:
+            decision = Decision(REDIRECT, f"redirect loop: {' -> '.join([*chain, target])}")
+        else:
+            decision = Decision(REDIRECT, links.public(target))
+        links.record(url, resp.status, decision, task)
+        loop.done_requests += 1
+        if target is None or target in chain:
+            return None
+        if target in frontier:
+            links.refer(target, links.public(url), task.depth)
+            return None  # handled, or to be handled, on its own
+        frontier.mark_seen(target)
+        if links.state is not None:
+            links.state.queued(target, task.depth, task.referrer)
+        screened = links.screen(target, task.depth)
+        max_pages = self.config.max_pages
+        if screened is None and max_pages and loop.requested >= max_pages:
+            screened = Decision(LIMIT, "max_pages reached")
+        if screened is not None:
+            links.record(target, None, screened, task)
+            return None
+        chain.append(target)
+        return target
 
     def _listing(
         self, url: str, facts: PageFacts, task: Task, answer: Answer, detail: str

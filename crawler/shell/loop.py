@@ -29,7 +29,7 @@ DOWN = "the crawl stopped: the site looked down"
 WALLED = "the crawl stopped: a bot protection answered instead of the site"
 
 #: What a driver does with one URL the loop hands it.
-Process = Callable[[Task], Awaitable[None]]
+Process = Callable[[Task], Awaitable[object]]
 
 
 class CrawlLoop:

@@ -8,7 +8,7 @@ transport -> page.analyse by the one path here, and the engine gets a `Fetched`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -90,11 +90,15 @@ class LocalPages:
     ) -> Fetched:
         """url's answer, analysed; `depth`: of the links on its page (for PoolPages);
         `validators`: from the crawl's history, to ask conditionally (a 304 may answer)."""
+        return analysed(url, await self.ask(url, validators), self.policy, self.known)
+
+    def ask(self, url: str, validators: Validators | None = None) -> Awaitable[Response]:
+        """The transport's answer to url (fetch's request, before the analysis): PoolPages
+        awaits it in its own frame, analysing as fetch does, so that a page made in the
+        main process passes one coroutine layer fewer (every await of a page passes each
+        layer, #26)."""
         transport = self.transport
-        resp = await (
-            transport.get(url) if validators is None else transport.get(url, None, validators)
-        )
-        return analysed(url, resp, self.policy, self.known)
+        return transport.get(url) if validators is None else transport.get(url, None, validators)
 
     async def get(self, url: str, max_bytes: int | None = None) -> Response:
         """A plain GET (robots.txt): nothing to analyse."""

@@ -66,7 +66,7 @@ from crawler.shell import eventloop
 from crawler.shell.fetch import Response
 from crawler.shell.heap import fewer_collections, keep_heap
 from crawler.shell.http1 import Slots
-from crawler.shell.pages import Fetched, LocalPages
+from crawler.shell.pages import Fetched, LocalPages, analysed
 from crawler.shell.transports import CrawlTransport, crawl_transport
 
 #: Pages a crawl fetches in the main process before it starts its workers: pages they would
@@ -501,13 +501,14 @@ class PoolPages(LocalPages):
         page's every await passes each layer (#26). A conditional request's answer is
         counted wherever it was made (`_Revalidations`)."""
         here = self._here
+        fetched = None
+        resp = None  # an answer made here: analysed below, as LocalPages.fetch does
         if here is not None and here.take():  # a slot of our share is free: ours, at once
             try:
-                fetched = await super().fetch(url, depth, validators)
+                resp = await self.ask(url, validators)
             finally:
                 here.give()
         else:
-            fetched = None
             if validators is None or not self._revalidating_here():
                 while (worker := self._pick()) is not None:
                     try:  # not contextlib.suppress: three calls a page handed over, for nothing
@@ -523,19 +524,21 @@ class PoolPages(LocalPages):
                         # the requests (a worker leaving still holds its share in flight)
                         await here.wait()
                         try:
-                            fetched = await super().fetch(url, depth, validators)
+                            resp = await self.ask(url, validators)
                         finally:
                             here.give()
                     elif self._allowed and not self._workers and self._taken >= START_AFTER:
                         self._start()
-            if fetched is None:
+            if fetched is None and resp is None:
                 self._local += 1
                 try:
-                    fetched = await super().fetch(url, depth, validators)
+                    resp = await self.ask(url, validators)
                 finally:
                     self._local -= 1
                     if self._workers:  # none yet: nothing to pipeline (a call a 304, #26)
                         self._deepen()
+        if resp is not None:  # the request made here, in this frame: a layer fewer a page
+            fetched = analysed(url, resp, self.policy, self.known)
         assert fetched is not None  # made by one of the ways above (mypy loses it in the try)
         status = fetched.response.status
         # a page the workers would have taken (START_AFTER): a whole one, and not a
