@@ -100,7 +100,7 @@ def _night(
             state.queued(url, 1, None)
             prior = state.prior(url)
             assert prior is not None
-            targets, nofollow = state.outlinks(url)
+            targets, nofollow = state.links_of(prior)
             page = revive(prior, PageResult("", not_modified=True), header_given=False,
                           targets=targets, nofollow=nofollow)  # fmt: skip
             answer = Answer(
@@ -228,7 +228,7 @@ def test_the_rule_carries_a_page_only_as_its_row_holds_it(tmp_path: Path) -> Non
         url = f"{START}p1"
         prior = state.prior(url)
         assert prior is not None
-        targets, nofollow = state.outlinks(url)
+        targets, nofollow = state.links_of(prior)
 
         def answer(**changes: object) -> Answer:
             page = revive(prior, PageResult("", not_modified=True), header_given=False,

@@ -124,22 +124,23 @@ def test_a_queue_past_its_bound_is_read_by_ranges(
             assert (prior.etag if prior else None) == (row[0] if row else None), url
 
 
-def test_a_checkpoint_between_prior_and_outlinks_costs_no_read_again(tmp_path: Path) -> None:
-    """The links prior() read are a 304's until outlinks() names them, across a checkpoint
+def test_a_checkpoint_between_prior_and_its_links_costs_no_read_again(tmp_path: Path) -> None:
+    """The links prior() read are a 304's when links_of() names them, across a checkpoint
     made while the page is in flight (a read of the history, not a buffer to write)."""
     path = tmp_path / "state.sqlite"
     urls = _history(path, 10)
     with _open(path) as state:
         for url in urls:
             state.queued(url, 1, None)
-        assert state.prior(urls[0]) is not None
+        prior = state.prior(urls[0])
+        assert prior is not None
         reads: list[str] = []
         state._open_conn().set_trace_callback(
             lambda sql: reads.append(sql) if "FROM history" in sql else None
         )
         state.counter("fetched", 1)
         state.checkpoint()
-        assert state.outlinks(urls[0]) == ([urls[1]], [])
+        assert state.links_of(prior) == ([urls[1]], [])
         assert reads == []
 
 

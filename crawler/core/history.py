@@ -184,6 +184,9 @@ class Prior:
     # kept with `changed` for the publish when its blocks are tonight's page's
     lastmod: int | None = None
     source: str | None = None
+    # the row's URL id in the state that read it (0: not known), which the run's records of
+    # the page are kept by: looked up once a page, not again to carry the row (#26)
+    uid: int = 0
 
     @property
     def validators(self) -> Validators | None:

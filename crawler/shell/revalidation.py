@@ -115,7 +115,7 @@ class Revalidation:
             return None
         # no body: the page is the history's, its links followed as the full answer's; a
         # page with validators was read whole (record), so it is not too large
-        targets, nofollow = self.state.outlinks(url)
+        targets, nofollow = self.state.links_of(prior)
         page = revive(
             prior, page, header_given="X-Robots-Tag" in headers, targets=targets,
             nofollow=nofollow,

@@ -99,10 +99,10 @@ class CrawlState:
         # Records go straight to the component that keeps them (bound methods: no extra
         # call on the hot path, and one signature each, the component's).
         # The history (crawler.shell.state_history): the last finished run's row of a URL
-        # (prior, outlinks for a 304, last_run for its lastmod), this run's (page, or carry
+        # (prior, links_of for a 304, last_run for its lastmod), this run's (page, or carry
         # the history's as it is; published).
         self.prior = history.prior
-        self.outlinks = history.outlinks
+        self.links_of = history.links_of
         self.last_run = history.last_run
         self.last_run_of = history.last_run_of
         self.last_run_by = history.last_run_by

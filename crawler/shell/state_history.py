@@ -113,9 +113,6 @@ _CARRIED_PUBLISHED: Final = (
     + " OR ".join(f"h.{n} IS NOT p.{n}" for n in _PUBLISHED)
     + ")))"
 )
-#: URLs whose links prior() keeps for outlinks(): more than the pages a crawl has in flight
-#: (concurrency x pipeline); past it they are dropped, and outlinks() asks the file again
-_LINKS_KEPT: Final = 4096
 
 
 #: _LastDates' codes of the published lastmod's sources, by index (0: not known, 1: no
@@ -223,11 +220,6 @@ class HistoryStore:
         # and how many of them were asked for; last_run()'s, for the listings being dated
         self._ahead: dict[int, tuple[Any, ...]] = {}
         self._ahead_from = self._ahead_to = self._ahead_used = 0
-        # url -> its links as prior() read them (packed ids, followed and nofollow), until
-        # outlinks() names them for a 304 (one query per page, not two); kept across
-        # checkpoints (a read, not a buffer: reset() dropped those of the pages in flight,
-        # 531 point queries again on the bench site's 304 night)
-        self._links: dict[str, tuple[bytes | None, bytes | None]] = {}
         # prior()'s rows read in the queue's order and not asked for yet (None: no row)
         self._upcoming: dict[int, tuple[Any, ...] | None] = {}
         self._last: dict[int, LastRun | None] = {}
@@ -271,7 +263,7 @@ class HistoryStore:
 
     def prior(self, url: str) -> Prior | None:
         """url's row of the history (the last finished run), or None: a point query by id
-        (see the module doc). Its links are read by outlinks(), for a 304 only."""
+        (see the module doc). Its links are named by links_of(), for a 304 only."""
         if not self.has_history:
             return None
         uid = self._urls.ids().get(url)
@@ -286,16 +278,12 @@ class HistoryStore:
             _, etag, modified, mime, meta, header, canonical, body, blocks, first, changed,
             extras, stamped, in_html, targets, nofollow, status, reason, lastmod, source,
         ) = row  # fmt: skip
-        kept = self._links
-        if len(kept) >= _LINKS_KEPT:
-            kept.clear()  # answers that never came to outlinks() (any but a 304)
-        kept[url] = targets, nofollow
         return Prior(
             etag, modified, mime or "",
             NO_DIRECTIVES if meta is None else unpack(Directives, meta),
             NO_DIRECTIVES if header is None else unpack(Directives, header),
             canonical, bool(in_html), body, blocks, first, changed, extras, bool(stamped),
-            targets, nofollow, status, reason, lastmod, source,
+            targets, nofollow, status, reason, lastmod, source, uid,
         )  # fmt: skip
 
     def _upcoming_row(self, uid: int) -> tuple[Any, ...] | None:
@@ -356,18 +344,12 @@ class HistoryStore:
         self._ahead_used = row is not None
         return row
 
-    def outlinks(self, url: str) -> tuple[Sequence[str], Sequence[str]]:
-        """The links of url's page in the history, in their order: those followed, and
-        those only its rel=nofollow links reach (for a 304: named only then; prior() read
-        their ids with the rest of the row). HistoryLinks, named only when asked (most
-        of a revived page's links never are: crawler.shell.settled), when every id is
-        named."""
-        row = self._links.pop(url, None)
-        if row is None:
-            row = self._row(url, "SELECT targets, nofollow FROM history WHERE url = ?")
-            if row is None:
-                return [], []
-        return self._names(row[0]), self._names(row[1])
+    def links_of(self, prior: Prior) -> tuple[Sequence[str], Sequence[str]]:
+        """The links of prior's page, in their order: those followed, and those only its
+        rel=nofollow links reach (for a 304: named only then, from the ids prior() read
+        with the rest of the row). HistoryLinks, named only when asked (most of a revived
+        page's links never are: crawler.shell.settled), when every id is named."""
+        return self._names(prior.targets), self._names(prior.nofollow)
 
     def _names(self, packed: bytes | None) -> Sequence[str]:
         if not packed:
@@ -467,7 +449,6 @@ class HistoryStore:
         ids = urls.ids()
         uid = ids.get(url) or urls.intern(url)
         started = self.run_started
-        self._links.pop(url, None)
         if result is None or status != 200:
             row = HistoryRow(uid, status=status, reason=reason)
             if self._dates is not None:
@@ -504,7 +485,7 @@ class HistoryStore:
         """url's row of the history is the one this run would write (the caller decides:
         crawler.shell.revalidation.carries): it is kept as it is at the finish, its
         published columns set as a written row's would be, instead of written again."""
-        uid = self._urls.ids().get(url)
+        uid = prior.uid or self._urls.ids().get(url)  # the row's, known when prior() read it
         if uid is None:  # revived from a row, so interned: never here
             raise StateError(f"no history row to carry for {url}")
         if self._dates is not None:  # carries() found its blocks prior's, the row's
@@ -568,7 +549,6 @@ class HistoryStore:
             return
         self._ahead, self._ahead_from, self._ahead_to = {}, 0, 0  # the history changes now
         self._upcoming, self._urls.upcoming = {}, None
-        self._links.clear()
         self._dates = self._urls.listed_ids = None
         # A URL this run met but did not fetch (a limit came first) keeps its row; one it
         # never met (no link leads there any more) leaves the history, which so follows the
@@ -624,7 +604,7 @@ def _targets_by_id(
 
 
 def _packed_ids(links: Sequence[str]) -> bytes | None:
-    """A revived page's links as the history holds them (outlinks()), stored again as
+    """A revived page's links as the history holds them (links_of()), stored again as
     they are instead of being packed anew from their names (a HistoryLinks is its ids: it
     cannot change); None for any other list."""
     return links.ids if isinstance(links, HistoryLinks) else None
