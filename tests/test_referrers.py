@@ -45,7 +45,7 @@ def test_a_broken_url_s_early_referrers_are_the_first_pages_of_its_span_linking_
     log, settled = _log()
     gone = URLS[0]
     log.followed(URLS[1])  # before gone is queued: not an early referrer
-    log.queued(gone, 2)
+    log.queued(IDS[gone], 2)
     assert settled.unsettled([gone], 2) == [] and settled.unsettled([gone], 1) == [gone]
     log.followed(URLS[2])
     log.referred(gone, "https://example.com/redirect")  # after URLS[2], before URLS[3]
@@ -63,7 +63,7 @@ def test_a_broken_url_s_early_referrers_are_the_first_pages_of_its_span_linking_
 
 def test_nothing_is_read_back_without_a_broken_url_nor_for_one_never_queued() -> None:
     log, _ = _log()
-    log.queued(URLS[0], 1)
+    log.queued(IDS[URLS[0]], 1)
     log.followed(URLS[1])
     targets_of, asked = _targets({IDS[URLS[1]]: [IDS[URLS[0]]]})
     assert list(log.named(targets_of, str)) == []
@@ -92,8 +92,8 @@ def test_referrals_are_kept_in_order_up_to_the_early_referrers_and_dropped_when_
     their names'; no more are kept than can be named; a URL judged (listed, or any other
     decision but broken) drops them; one judged broken is unsettled: its late links count."""
     log, settled = _log()
-    log.queued(URLS[0], 1)
-    log.queued(URLS[1], 1)
+    log.queued(IDS[URLS[0]], 1)
+    log.queued(IDS[URLS[1]], 1)
     for i in (9, 8, 9, 7, 6, 5):  # one named twice: once
         log.referred(URLS[0], URLS[i])
         log.referred(URLS[1], URLS[i])
@@ -111,7 +111,7 @@ def test_referrals_added_and_dropped_are_read_back_in_the_order_they_came() -> N
     """A URL whose referrals are dropped (judged while still named, a redirect's task) and
     that gets another one after, within one checkpoint: the restored log keeps the last."""
     log, _ = _log()
-    log.queued(URLS[0], 1)
+    log.queued(IDS[URLS[0]], 1)
     log.referred(URLS[0], URLS[1])
     log.judged(URLS[0])
     log.referred(URLS[0], URLS[2])
@@ -135,14 +135,14 @@ def test_a_resumed_night_goes_on_from_the_follow_log_as_if_never_stopped() -> No
     def night(stopped: bool) -> dict[str, list[str]]:
         log, _ = _log()
         rows: list[FollowRow | None] = []
-        log.queued(URLS[0], 1)
-        log.queued(URLS[1], 1)
-        log.queued(URLS[9], 1)
+        log.queued(IDS[URLS[0]], 1)
+        log.queued(IDS[URLS[1]], 1)
+        log.queued(IDS[URLS[9]], 1)
         log.referred(URLS[1], "https://example.com/r")
         for i in (2, 3):
             log.followed(URLS[i])
         log.broken(URLS[0], "https://example.com/first")
-        log.queued(URLS[20], 2)  # its span starts after 2 and 3
+        log.queued(IDS[URLS[20]], 2)  # its span starts after 2 and 3
         log.followed(URLS[4])
         rows.append(log.unsaved(run))
         log.referred(URLS[9], "https://example.com/s")

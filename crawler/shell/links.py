@@ -196,9 +196,9 @@ class Links:
             return
         self.frontier.add(url, depth, referrer)
         if self.state is not None:
-            self.state.queued(url, depth, referrer)
-            if self.early is not None:
-                self.early.queued(url, depth)
+            uid = self.state.queued(url, depth, referrer)
+            if self.early is not None:  # by the id the state gave it: not looked up again
+                self.early.queued(uid, depth)
         self.queued()
 
     def met(self, url: str) -> bool:

@@ -105,9 +105,9 @@ class EarlyReferrers:
                 return  # in the order already, before the stop
             self._order.append(uid)
 
-    def queued(self, url: str, depth: int) -> None:
-        """url was queued at `depth`: its span starts here, and it is hushed."""
-        uid = self._uid(url)
+    def queued(self, uid: int, depth: int) -> None:
+        """The URL of id `uid` (the state's, as queued: ResumeQueue.queued) was queued at
+        `depth`: its span starts here, and it is hushed."""
         if uid:
             self._start(uid, len(self._order))
             self._settled.at(uid, depth)

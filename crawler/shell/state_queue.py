@@ -262,8 +262,8 @@ class ResumeQueue:
         self._new[uid] = [uid, url, state, depth, ref, qseq]
         return uid
 
-    def queued(self, url: str, depth: int, referrer: str | None) -> None:
-        """``url`` entered the frontier; it stays queued until :meth:`decided`."""
+    def queued(self, url: str, depth: int, referrer: str | None) -> int:
+        """``url`` entered the frontier; it stays queued until :meth:`decided`. Its id."""
         # Interning inlined for a URL met before: this runs once per link found, the
         # hottest call of all.
         ids = self._ids if self._ids is not None else self._load_ids()
@@ -285,6 +285,7 @@ class ResumeQueue:
         else:
             self._mark_queued(uid)
         self.ops += 1
+        return uid
 
     def _mark_queued(self, uid: int) -> None:
         queued = self._queued
