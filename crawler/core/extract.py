@@ -25,6 +25,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from crawler import PRODUCT_TOKEN
 from crawler.core.directives import NO_DIRECTIVES, Directives, ascii_lower, meta_directives
 from crawler.core.encodings import BOMS, UTF8_QUERIES, decode, encode_query, encoding_for_label
+from crawler.core.lastmod import MAX_BLOCKS
 from crawler.core.media import (
     RawVideo,
     is_pixel,
@@ -32,6 +33,7 @@ from crawler.core.media import (
     largest_candidate,
     player_video,
 )
+from crawler.core.mime import parse_content_type
 from crawler.core.stubs import STUB_MAX_BYTES, STUB_MAX_TEXT, refresh_target, script_target
 from crawler.core.urls import resolve
 
@@ -46,66 +48,6 @@ __all__ = [
     "parse_content_type",
     "sniff_encoding",
 ]
-
-# --- Content-Type ----------------------------------------------------------------------------
-
-_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_MIME_RE = re.compile(rf"[\t\n\r ]*({_TOKEN}/{_TOKEN})[\t\n\r ]*")
-_MIME_PARAM_RE = re.compile(
-    rf"""[\t\n\r ]*({_TOKEN})[\t\n\r ]*=[\t\n\r ]*
-         (?:"((?:[^"\\]|\\.)*)"?|([^;]*))""",
-    re.VERBOSE | re.DOTALL,
-)
-
-
-@functools.lru_cache(maxsize=256)
-def parse_content_type(header: str | None) -> tuple[str, str | None]:
-    """Split a Content-Type value into (lower-cased MIME type, lower-cased charset or None).
-
-    Servers send all sorts of junk here; anything without a ``type/subtype`` gives
-    ``("", None)`` rather than an error, and malformed parameters are skipped. Memoised: a
-    site sends one or two values, and each page's is read twice (analyse, sniff_encoding).
-    """
-    if not header:
-        return "", None
-    mime_end = header.find(";")
-    head = header if mime_end < 0 else header[:mime_end]
-    match = _MIME_RE.fullmatch(head)
-    if match is None:
-        return "", None
-    mime = ascii_lower(match.group(1))
-    if mime_end < 0:
-        return mime, None
-    for part in _split_params(header[mime_end + 1 :]):
-        param = _MIME_PARAM_RE.fullmatch(part)
-        if param is None or ascii_lower(param.group(1)) != "charset":
-            continue
-        quoted, plain = param.group(2), param.group(3)
-        value = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else plain.strip()
-        # First charset parameter wins, even when empty (WHATWG MIME parsing keeps the first).
-        return mime, ascii_lower(value.strip()) or None
-    return mime, None
-
-
-def _split_params(params: str) -> list[str]:
-    """Split at semicolons that are not inside a quoted-string."""
-    if '"' not in params:
-        return params.split(";")
-    parts: list[str] = []
-    start, quoted, escaped = 0, False, False
-    for i, char in enumerate(params):
-        if escaped:
-            escaped = False
-        elif quoted and char == "\\":
-            escaped = True
-        elif char == '"':
-            quoted = not quoted
-        elif char == ";" and not quoted:
-            parts.append(params[start:i])
-            start = i + 1
-    parts.append(params[start:])
-    return parts
-
 
 # --- <meta> prescan (HTML Standard 13.2.3.2, "prescan a byte stream") ---------------------------
 
@@ -688,8 +630,6 @@ def _fill(video: RawVideo, title: str | None, description: str | None) -> RawVid
 #: bunch of pages are no reason to submit all pages as modified").
 _TEMPLATE_TAGS = ["nav", "header", "footer", "aside", "script", "style", "noscript", "template"]
 _NOT_TEXT_TAGS = ["script", "style", "noscript", "template"]
-#: Blocks kept per page: 4 bytes each, stored per URL in the state file.
-MAX_BLOCKS = 2048
 _BLOCK_SPLIT = "\x00"
 _BLOCK_SEP = b"\x00"
 _WHITESPACE = b" \t\n\r\x0c"  # ASCII whitespace, as HTML defines it

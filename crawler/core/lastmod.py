@@ -53,8 +53,6 @@ from datetime import datetime
 from itertools import chain, islice
 from typing import Final
 
-from crawler.core.extract import MAX_BLOCKS
-
 __all__ = [
     "AUTO",
     "CONTENT",
@@ -91,6 +89,10 @@ NONE: Final = "none"
 SOURCES: Final = (HEADER, CONTENT, NONE)
 #: The `lastmod` setting's values: AUTO, or one source for every page.
 MODES: Final = (AUTO, *SOURCES)
+
+#: Blocks kept per page: 4 bytes each, stored per URL in the state file (crawler.core.extract
+#: cuts a page's content blocks to it).
+MAX_BLOCKS: Final = 2048
 
 #: A block is template when it is on more than this share of the listed pages ("most").
 COMMON_SHARE: Final = 0.5

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 from urllib.parse import urljoin
 
 from crawler.core.decide import HTML_TYPES
@@ -23,7 +23,6 @@ from crawler.core.directives import (
     link_header_alternates,
     link_header_canonical,
 )
-from crawler.core.extract import PageDigest, digest_page, parse_content_type
 from crawler.core.media import (
     MAX_IMAGES,
     PageExtras,
@@ -31,7 +30,11 @@ from crawler.core.media import (
     host_of,
     valid_hreflang,
 )
+from crawler.core.mime import parse_content_type
 from crawler.core.urls import join_parts, resolve, resolve_links
+
+if TYPE_CHECKING:
+    from crawler.core.extract import PageDigest
 
 __all__ = ["PagePolicy", "PageResult", "analyse"]
 
@@ -142,6 +145,10 @@ def analyse(
         # a Link header's alternates are links to follow, like the <link>s of a page
         targets = [href for _, href in extras.alternates] if extras is not None else []
         return PageResult(mime, header, targets=targets, extras=extras)
+    # the HTML parser is imported at the first HTML page (a night of 304s parses none: #26);
+    # a worker forked before the crawl has it (crawler.shell.pool.worker_processes)
+    from crawler.core.extract import digest_page
+
     strip = policy.strip_params
     page = digest_page(
         body,

@@ -10,10 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from selectolax.lexbor import LexborHTMLParser
-
 from crawler.core.directives import Directives
-from crawler.core.extract import parse_content_type
+from crawler.core.mime import parse_content_type
 from crawler.core.robots import RobotsTxt
 from crawler.core.urls import resolve
 
@@ -82,6 +80,8 @@ def is_app_shell(body: bytes, content_type: str | None) -> bool:
     """A page whose HTML is an empty frame for a script bundle: a body with (almost) no text
     and a <script src>. Its links are written by the script, so `auto` renders it whatever
     the sample decided."""
+    from selectolax.lexbor import LexborHTMLParser  # only when rendering decides (#26)
+
     _, charset = parse_content_type(content_type)
     try:
         text = body.decode(charset or "utf-8", errors="replace")

@@ -293,6 +293,7 @@ def worker_processes(count: int, *, spawn_later: bool = False) -> Iterator[list[
         spares = [Spare(None, -1, -1) for _ in range(count)]
     elif count:  # the loop's module imported here, once: its code shared, not a worker's own
         eventloop.loop_factory()
+        import crawler.core.extract  # noqa: F401  # the HTML parser too (page.analyse's own)
     try:
         while len(spares) < count:
             spare = _fork(spares)
