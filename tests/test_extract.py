@@ -25,9 +25,9 @@ from crawler.core.extract import (
     decode_html,
     digest_page,
     extract_page,
-    parse_content_type,
     sniff_encoding,
 )
+from crawler.core.mime import parse_content_type
 
 PAGE = "https://example.com/dir/page.html"
 

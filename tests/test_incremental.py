@@ -8,8 +8,6 @@ import hashlib
 import json
 import shutil
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -25,7 +23,6 @@ from crawler.shell.state import SCHEMA_VERSION
 from sitemap_out.feed import FEED_NAME, read_feed
 from tests.memory import Answer, crawl_until_crash
 from tests.memory import crawl as memory_crawl
-from tests.procs import child_env
 from tests.sites import html, read_decisions, read_published, tagged
 
 
@@ -809,39 +806,3 @@ def test_a_resumed_night_counts_its_template_as_an_uninterrupted_one_would(tmp_p
         assert _meta(state, "common") == template and _meta(state, "counted") is not None
     published = read_published(tmp_path / "two", xsd)
     assert published.locs == read_published(tmp_path / "one", xsd).locs
-
-
-#: A night in a child process of its own, saying which of the HTML parser's modules it
-#: imported (its last stdout line) and exiting with the CLI's code
-_IMPORTED_CLI = (
-    "import sys\n"
-    "from crawler.cli import main\n"
-    "code = main(sys.argv[1:])\n"
-    "print(*(m for m in ('crawler.core.extract', 'selectolax') if m in sys.modules))\n"
-    "sys.exit(code)\n"
-)
-
-
-def test_an_unchanged_night_never_imports_the_html_parser(serve, tmp_path) -> None:
-    """A night of 304s parses no HTML, so its process never imports the parser (extract and
-    selectolax, a fixed cost of every unchanged night: #26); a night with a changed page
-    imports it at that page."""
-    site = HistorySite()
-    url = serve(site.app()).url
-    state = tmp_path / "state.sqlite"
-
-    def night(name: str) -> list[str]:
-        argv = ["crawl", url + "/", "-o", str(tmp_path / name), "-q", "--state", str(state)]
-        done = subprocess.run(
-            [sys.executable, "-c", _IMPORTED_CLI, *argv],
-            env=child_env(), capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        return done.stdout.split()
-
-    assert night("first") == ["crawler.core.extract", "selectolax"]
-    site.reset()
-    assert night("unchanged") == []
-    assert site.requests == site.not_modified > 0  # every page a 304
-    site.texts["/p/3"].append("An edit.")
-    assert night("changed") == ["crawler.core.extract", "selectolax"]

@@ -43,7 +43,7 @@ from crawler.core.wire import WireError, pack, unpack, unpack_any
 from crawler.shell import eventloop, pool
 from crawler.shell.fetch import HttpTransport, Response
 from crawler.shell.loop import CrawlLoop
-from crawler.shell.pages import Fetched
+from crawler.shell.pages import Fetched, analysed
 from crawler.shell.pool import (
     REVALIDATION_BLOCK,
     SPAWN_AFTER,
@@ -988,6 +988,18 @@ def test_a_page_the_analysis_fails_on_costs_that_page_alone_either_way(
     assert len(read_published(tmp_path / "o", xsd).locs) == 399
 
 
+def test_an_html_parser_that_cannot_be_imported_fails_the_run_not_its_pages(monkeypatch):
+    """The parser is imported at the first HTML page (crawler.core.page): a broken install
+    is the run's failure, as it was at the run's start, never a fetch_error a page that
+    would blame the site (nor, on a night of 304s, a sitemap without the changed pages)."""
+    monkeypatch.setitem(sys.modules, "crawler.core.extract", None)  # import raises
+    resp = Response("https://example.com/", 200, CIMultiDictProxy(CIMultiDict(
+        {"Content-Type": "text/html"}
+    )), b"<a href=/a>a</a>")  # fmt: skip
+    with pytest.raises(ImportError):
+        analysed(resp.url, resp, PagePolicy("a"))
+
+
 def test_a_result_that_cannot_cross_the_pipe_fails_its_url_and_never_hangs(
     serve, tmp_path, xsd, monkeypatch
 ):
@@ -1579,7 +1591,7 @@ def test_pages_made_here_while_a_worker_leaves_wait_for_this_process_share(monke
         in_flight -= 1
         return Response(url, 200)
 
-    monkeypatch.setattr(pool.LocalPages, "ask", made_here)  # the request of a page made here
+    monkeypatch.setattr(pool.LocalPages, "response", made_here)  # the request of a page made here
 
     async def scenario() -> None:
         await asyncio.gather(*(fetcher.fetch(f"http://127.0.0.1:9/{n}") for n in range(6)))

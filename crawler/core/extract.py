@@ -45,7 +45,6 @@ __all__ = [
     "decode_html",
     "digest_page",
     "extract_page",
-    "parse_content_type",
     "sniff_encoding",
 ]
 

@@ -209,10 +209,14 @@ class Crawl:
                         await loop.cuttable(self._read_seed_sitemaps())
                     # (the state's own, no layer a page: #26)
                     after = self.state.maybe_checkpoint if self.state is not None else _nothing
-                    # a judged page's links followed by the judge itself (no layer a page)
+                    # a judged page's links followed by the judge itself (no layer a page),
+                    # for this loop only: a check follows as it says (check())
                     self.page_judge.follow = self.links.follow_page
-                    with loop.showing(self.progress, started), fewer_gc_pauses():
-                        await loop.run(self.page_judge.judge, self._release_seeds, after)
+                    try:
+                        with loop.showing(self.progress, started), fewer_gc_pauses():
+                            await loop.run(self.page_judge.judge, self._release_seeds, after)
+                    finally:
+                        self.page_judge.follow = None
                 clock.close()  # the crawl is over: publishing is not cut by max_time
                 walled = loop.blocked or self.page_judge.walls.verdict(self.tally.fetched)
                 if loop.stop_signal is not None or loop.outage is not None or walled:

@@ -428,6 +428,7 @@ class LeanTransport(BaseTransport):
 
     async def __aexit__(self, *exc: object) -> None:
         self._closing = True  # a request in flight is not retried, a new one not sent
+        self._loop = None
         if self._sweep is not None:
             self._sweep.cancel()
         if self._alarm is not None:

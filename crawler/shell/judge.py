@@ -181,9 +181,7 @@ class PageJudge:
             if awaits:
                 if isinstance(made, Listing):  # the journal counts it as foreign or not
                     self._canonicalised(made, facts, decision)
-                    if self.follow is not None:
-                        self.follow(task, url, facts, page, decision)
-                    return url, facts, page, decision
+                    return self._judged(task, url, facts, page, decision)
                 self.tally.foreign.saw(facts.public or url, facts.canonical_public)
             elif isinstance(made, Decision):
                 decision = made
@@ -197,6 +195,12 @@ class PageJudge:
         llms = self.journal.llms
         if llms is not None and task.url == self.links.plan.start and task.referrer is None:
             llms.start_page(None if page.extras is None else page.extras.about)
+        return self._judged(task, url, facts, page, decision)
+
+    def _judged(
+        self, task: Task, url: str, facts: PageFacts, page: PageResult, decision: Decision
+    ) -> Judged:
+        """A page judged: followed when `follow` is set, and handed back."""
         if self.follow is not None:
             self.follow(task, url, facts, page, decision)
         return url, facts, page, decision

@@ -45,6 +45,8 @@ def analysed(
         return Fetched(resp, None, walled=walled)
     try:
         page = analyse(url, resp.status, resp.headers, resp.body, resp.truncated, policy, known)
+    except ImportError:  # the HTML parser, imported at the first HTML page: the install's
+        raise  # fault, not the page's (the run fails, as it did at its start before #26)
     except Exception as exc:
         return Fetched(resp, None, f"cannot analyse the page: {type(exc).__name__}: {exc}")
     return Fetched(resp, page)
@@ -90,9 +92,9 @@ class LocalPages:
     ) -> Fetched:
         """url's answer, analysed; `depth`: of the links on its page (for PoolPages);
         `validators`: from the crawl's history, to ask conditionally (a 304 may answer)."""
-        return analysed(url, await self.ask(url, validators), self.policy, self.known)
+        return analysed(url, await self.response(url, validators), self.policy, self.known)
 
-    def ask(self, url: str, validators: Validators | None = None) -> Awaitable[Response]:
+    def response(self, url: str, validators: Validators | None = None) -> Awaitable[Response]:
         """The transport's answer to url (fetch's request, before the analysis): PoolPages
         awaits it in its own frame, analysing as fetch does, so that a page made in the
         main process passes one coroutine layer fewer (every await of a page passes each

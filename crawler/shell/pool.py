@@ -506,7 +506,7 @@ class PoolPages(LocalPages):
         resp = None  # an answer made here: analysed below, as LocalPages.fetch does
         if here is not None and here.take():  # a slot of our share is free: ours, at once
             try:
-                resp = await self.ask(url, validators)
+                resp = await self.response(url, validators)
             finally:
                 here.give()
         else:
@@ -525,7 +525,7 @@ class PoolPages(LocalPages):
                         # the requests (a worker leaving still holds its share in flight)
                         await here.wait()
                         try:
-                            resp = await self.ask(url, validators)
+                            resp = await self.response(url, validators)
                         finally:
                             here.give()
                     elif self._allowed and not self._workers and self._taken >= START_AFTER:
@@ -533,7 +533,7 @@ class PoolPages(LocalPages):
             if fetched is None and resp is None:
                 self._local += 1
                 try:
-                    resp = await self.ask(url, validators)
+                    resp = await self.response(url, validators)
                 finally:
                     self._local -= 1
                     if self._workers:  # none yet: nothing to pipeline (a call a 304, #26)
@@ -1048,7 +1048,8 @@ def _read_settings(fd: int) -> Settings | None:
 def spawned_main(jobs_fd: int, results_fd: int) -> NoReturn:
     """A spawned worker's start (`_spawn`): the C heap set as the crawl's and the loop's
     module imported, as a forked worker inherits them, then a worker's life, whatever those
-    two did (each only saves time: a worker works without them)."""
+    two did (each only saves time: a worker works without them). The HTML parser, which a
+    forked worker inherits too, is imported at its first HTML page (crawler.core.page)."""
     try:
         keep_heap()
         eventloop.loop_factory()

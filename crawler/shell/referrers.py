@@ -106,8 +106,8 @@ class EarlyReferrers:
             self._order.append(uid)
 
     def queued(self, uid: int, depth: int) -> None:
-        """The URL of id `uid` (the state's, as queued: ResumeQueue.queued) was queued at
-        `depth`: its span starts here, and it is hushed."""
+        """The URL of id `uid` (the state's, as queued: ResumeQueue.queued, which interns
+        it, so never 0) was queued at `depth`: its span starts here, and it is hushed."""
         if uid:
             self._start(uid, len(self._order))
             self._settled.at(uid, depth)
