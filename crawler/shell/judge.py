@@ -134,14 +134,14 @@ class PageJudge:
             links.record(url, None, Decision(REDIRECT, why), task)
             return None
         if fetched.walled is not None:
-            self.loop.done_requests += 1
+            loop.done_requests += 1
             self._walled(task, url, fetched.walled, fetched.response)
             return None
         rendering = None
         if self.renderer.browser is not None:
             fetched, rendering = await self.renderer.render(url, fetched)
         resp, page = fetched.response, fetched.page
-        self.loop.done_requests += 1  # recorded below, before the next await
+        loop.done_requests += 1  # recorded below, before the next await
         answer = None
         if page is not None:
             answer = self.revalidation.answer(url, prior, resp, page)
