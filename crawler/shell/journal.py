@@ -21,7 +21,7 @@ import dataclasses
 import operator
 from collections.abc import Callable, Container, Iterable, Iterator
 from datetime import UTC, datetime
-from itertools import islice
+from itertools import islice, repeat
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
@@ -384,13 +384,13 @@ class Journal:
 
             ext.prepare(winners())
         contested = self.contested  # (settled above: no claim is made past this point)
-        for listing in dating.warmed(self.spool):
+        for listing, uid in dating.warmed(self.spool):
             url = listing.url
             # uncontested, nothing was claimed: every listing is its own body's winner
             # (twins.winner would say None for each, a call a listing for nothing, #26)
             winner = url if listing.body is None or not contested else twins.winner(listing.body)
             if winner is None or winner == url:
-                lastmod, source = dating.date(listing)
+                lastmod, source = dating.date(listing, uid)
                 self.tally.lastmods[source] += 1
                 entry = listing.dated(lastmod)
                 if ext is not None:
@@ -565,24 +565,28 @@ class Dating:
         if needed and self._uncounted is not None:  # a lastmod depends on it: count it now
             self._count()
 
-    def warmed(self, listings: Iterable[Listing]) -> Iterator[Listing]:
-        """The listings, the history rows date() reads for them read a chunk at a time."""
+    def warmed(self, listings: Iterable[Listing]) -> Iterator[tuple[Listing, int | None]]:
+        """The listings, each with its URL's id in the state (None: none, or no state), the
+        history rows date() reads for them read a chunk at a time by those ids (the id
+        looked up once a listing, not again to date it, #26)."""
         state = self.state
         if state is None:
-            yield from listings
+            yield from zip(listings, repeat(None))
             return
+        ids = self._ids(state)
         listings = iter(listings)
         while chunk := list(islice(listings, WARM_CHUNK)):
-            state.warm([listing.url for listing in chunk])
-            yield from chunk
+            uids = [ids.get(listing.url) for listing in chunk]
+            state.warm_ids(uids)
+            yield from zip(chunk, uids, strict=True)
 
-    def date(self, listing: Listing) -> tuple[int | None, str]:
+    def date(self, listing: Listing, uid: int | None) -> tuple[int | None, str]:
         """The listing's lastmod (microseconds, or None) and its source: the rule is
-        crawler.core.lastmod's; this feeds it the page's facts and the history's row."""
+        crawler.core.lastmod's; this feeds it the page's facts and the history's row.
+        `uid`: its URL's id in the state, as warmed() gives it."""
         state = self.state
-        before = uid = None
-        if state is not None:  # url's id looked up once (#26), the state's by it
-            uid = self._ids(state).get(listing.url)
+        before = None
+        if state is not None:  # the state's facts by the id warmed() looked up
             before = state.last_run_by(uid, listing.url, listing.blocks)
             self._noted(uid, listing, before)
         dated = date_page(

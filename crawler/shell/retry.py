@@ -221,7 +221,7 @@ async def fetch_with_retries(
 
 def needs_retry(policy: RetryPolicy, status: int | None) -> bool:
     """Whether an answer of this status (None: none at all) is asked again under policy."""
-    return policy.retries != 0 and is_retryable(status)
+    return policy.retries != 0 and (status is None or status in RETRY_STATUSES)  # is_retryable
 
 
 @dataclass(slots=True)  # plain, not frozen: nothing hashes or changes it (#26)

@@ -189,10 +189,10 @@ class _LastDates:
             self.given = (uid, changed, lastmod, source)
         return LastRun(blocks, changed, lastmod, source)
 
-    def unknown(self, uids: list[int]) -> list[int]:
-        """The ids of `uids` of() does not know."""
+    def unknown(self, uids: list[int | None]) -> list[int]:
+        """The ids of `uids` of() does not know (None, a URL without an id, left out)."""
         codes, size = self._codes, len(self._codes)
-        return [uid for uid in uids if uid >= size or not codes[uid]]
+        return [uid for uid in uids if uid is not None and (uid >= size or not codes[uid])]
 
 
 class HistoryStore:
@@ -393,12 +393,19 @@ class HistoryStore:
     def warm(self, urls: list[str]) -> None:
         """Read the last_run() rows of the URLs asked for next (the listings being dated at
         the end of the crawl, WARM_CHUNK at most) in one statement, not one each."""
+        if self.has_history:
+            self.warm_ids(list(map(self._urls.ids().get, urls)))
+
+    def warm_ids(self, asked: list[int | None]) -> None:
+        """warm() by the URLs' ids (None: a URL without one), for a caller that looked them
+        up already: the publish, which then dates each listing by its id (#26)."""
         if not self.has_history:
             return
-        ids, dates = self._urls.ids(), self._dates
-        uids = [uid for uid in map(ids.get, urls) if uid is not None]
+        dates = self._dates
         if dates is not None:  # those last_run_of() has: not read again
-            uids = dates.unknown(uids)
+            uids = dates.unknown(asked)
+        else:
+            uids = [uid for uid in asked if uid is not None]
         self._last = last = dict.fromkeys(uids)  # None: no row
         if not uids:
             return

@@ -351,13 +351,14 @@ class ResumeQueue:
         the queue with its listing, which a resumed crawl puts back in the spool."""
         stored = list(_listing_values(listing))
         url = listing.url
-        stored[_AT_URL] = uid = self._done_id(self.ids(), url)
+        ids = self._ids if self._ids is not None else self._load_ids()
+        stored[_AT_URL] = uid = self._done_id(ids, url)
         if (marks := self.listed_ids) is not None and uid < len(marks):
             marks[uid] = 1
         if listing.loc == url:  # the same, mostly
             stored[_AT_LOC] = None
-        if listing.referrer is not None:  # interned after the URL, as ids are given in order
-            stored[_AT_REFERRER] = self.intern(listing.referrer)
+        if (ref := listing.referrer) is not None:  # interned after the URL, as ids are given
+            stored[_AT_REFERRER] = ids.get(ref) or self.intern(ref)  # in order; met: no call
         self._listings.append(stored)
         self.ops += 1
 

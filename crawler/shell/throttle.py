@@ -378,7 +378,9 @@ class Throttle:
         """
         # a good answer (every one, on a good night) tells its status once: no other test
         good = status is not None and status not in _BAD_STATUSES
-        slow = good and _is_seconds(seconds) and self._time_sample(seconds)
+        # (a clock's difference, for every request: _is_seconds' first test without its call)
+        sane = 0.0 <= seconds < _INF if type(seconds) is float else _is_seconds(seconds)
+        slow = good and sane and self._time_sample(seconds)
         if status is None:
             if not self._silent:
                 self._silent_since = self._clock()
