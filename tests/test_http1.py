@@ -19,7 +19,7 @@ from aiohttp import web
 from crawler.core.access import Access
 from crawler.core.history import Validators
 from crawler.shell import eventloop
-from crawler.shell.fetch import HttpTransport, Response
+from crawler.shell.fetch import HttpTransport, Response, conditional
 from crawler.shell.http1 import Failure, LeanTransport, Slots
 from crawler.shell.transports import crawl_transport
 from tests.procs import imports_of_a_crawl
@@ -161,6 +161,28 @@ def test_a_request_head_is_the_full_parses_whichever_origin_was_asked_before():
     for url in ("http://h:8/x", "http://h:8/y?q", "http://h:8080/x", "http://h:8080/z"):
         head(transport, url, None)
     assert parsed == ["http://h:8/x", "http://h:8080/x"]
+
+
+def test_a_conditional_requests_lines_are_fetch_conditionals_headers_in_their_order():
+    """_request writes the validators' lines itself (#26), not through fetch.conditional's
+    dict: the same names and values, in its order (If-None-Match first, which a server
+    checks first), and a line break or NUL in either value refused before a byte is sent."""
+    date = "Sat, 01 Jan 2000 00:00:00 GMT"
+    for validators in (
+        Validators('"e"', None),
+        Validators(None, date),
+        Validators('W/"e"', date),
+        Validators("", ""),
+    ):
+        head = lean()._request("http://h/x", validators)[1].decode()
+        lines = head.split("\r\n")
+        written = [line for line in lines if line.startswith("If-")]
+        assert written == [f"{k}: {v}" for k, v in conditional(validators).items()], validators
+        assert head.endswith("\r\n\r\n")
+    for bad in ("a\rb", "a\nb", "a\x00b"):
+        for validators in (Validators(bad, date), Validators('"e"', bad)):
+            with pytest.raises(Failure, match="a line break in a header value"):
+                lean()._request("http://h/x", validators)
 
 
 def test_urls_of_two_origins_in_turn_each_go_to_their_own_with_their_own_target():

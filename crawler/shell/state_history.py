@@ -391,8 +391,8 @@ class HistoryStore:
         return self.last_run(url)
 
     def warm(self, urls: list[str]) -> None:
-        """Read the last_run() rows of the URLs asked for next (the listings being dated at
-        the end of the crawl, WARM_CHUNK at most) in one statement, not one each."""
+        """Read the last_run() rows of the URLs asked for next (WARM_CHUNK at most) in one
+        statement, not one each: warm_ids() by name (the publish warms by id)."""
         if self.has_history:
             self.warm_ids(list(map(self._urls.ids().get, urls)))
 

@@ -357,8 +357,9 @@ class ResumeQueue:
             marks[uid] = 1
         if listing.loc == url:  # the same, mostly
             stored[_AT_LOC] = None
-        if (ref := listing.referrer) is not None:  # interned after the URL, as ids are given
-            stored[_AT_REFERRER] = ids.get(ref) or self.intern(ref)  # in order; met: no call
+        # the referrer interned after the URL, as ids are given in order (one met: no call)
+        if (ref := listing.referrer) is not None:
+            stored[_AT_REFERRER] = ids.get(ref) or self.intern(ref)
         self._listings.append(stored)
         self.ops += 1
 

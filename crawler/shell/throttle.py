@@ -378,7 +378,7 @@ class Throttle:
         """
         # a good answer (every one, on a good night) tells its status once: no other test
         good = status is not None and status not in _BAD_STATUSES
-        # (a clock's difference, for every request: _is_seconds' first test without its call)
+        # (a clock's difference, every request: _is_seconds' float test without its call)
         sane = 0.0 <= seconds < _INF if type(seconds) is float else _is_seconds(seconds)
         slow = good and sane and self._time_sample(seconds)
         if status is None:
@@ -499,7 +499,7 @@ class _Slot:
 
 
 def _is_seconds(value: object) -> bool:
-    if type(value) is float:  # a clock's difference, for every request's observe()
+    if type(value) is float:  # a float's test, as observe() makes it inline
         return 0.0 <= value < _INF
     return (
         isinstance(value, int | float)
