@@ -5,6 +5,7 @@ SIGTERM and resumed leaves the history and sitemaps an uninterrupted one does.""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shutil
 import signal
@@ -273,6 +274,118 @@ def test_the_rule_names_every_column_a_row_holds_but_those_the_finish_sets() -> 
     assert set(CARRIED_COLUMNS) == set(HISTORY_NAMES) - {"url", "changed", "lastmod", "source"}
 
 
+# -- a listing kept in its carried row -------------------------------------------------------
+
+
+def _revived_night(state: CrawlState) -> list[tuple[str, Listing, bool]]:
+    """Every page of `_history`'s night revived and recorded (Revalidation.record carries
+    what the rule carries), then listed: as its row says (every listing field but depth,
+    referrer and lastmod the row's or a constant), or, every third page, with a detail, a
+    changefreq or another loc. (url, listing, whether its row was carried)."""
+    revalidation, made = Revalidation(state), []
+    for i in range(PAGES):
+        url = f"{START}p{i}"
+        state.queued(url, 1 + i % 2, START if i else None)  # a listing's depth: its task's
+        prior = state.prior(url)
+        assert prior is not None
+        targets, nofollow = state.links_of(prior)
+        page = revive(prior, PageResult("", not_modified=True), header_given=False,
+                      targets=targets, nofollow=nofollow)  # fmt: skip
+        answer = Answer(page, 200, prior.etag, prior.modified, None, prior.stamped, False, True)
+        carried = carries(prior, answer, "listed")
+        revalidation.record(url, prior, answer, "listed")
+        listing = Listing(
+            url, url, 200, "", 1 + i % 2, START if i else None, 1_700_000_000_000_000 + i,
+            None, None, prior.body_key, prior.extras, prior.blocks, prior.stamped,
+        )  # fmt: skip
+        if i % 3 == 2:
+            listing = [
+                dataclasses.replace(listing, detail="(after 1 retries: 503)"),
+                dataclasses.replace(listing, changefreq="daily"),
+                dataclasses.replace(listing, loc=f"https://public.example/p{i}"),
+            ][i // 3 % 3]
+        state.listed(listing)
+        made.append((url, listing, carried))
+    return made
+
+
+def test_a_page_listed_as_its_carried_row_says_is_listed_by_that_row_and_read_back_as_made(
+    tmp_path: Path,
+) -> None:
+    """#26: a listing whose every field but its depth, referrer and lastmod is its carried
+    row's (or a constant) takes no listing row: its carried row keeps the three, and a
+    resume reads back the very Listing made, done (not waiting) as a listing row's URL is.
+    Any other listing (not carried, a detail, a changefreq, another loc) has its row."""
+    path = tmp_path / "s.sqlite"
+    _history(path)
+    with _open(path, 3) as state:
+        made = _revived_night(state)
+        state.checkpoint()
+        conn = state._open_conn()
+        in_rows = {
+            u for (u,) in conn.execute("SELECT u.url FROM listings l JOIN urls u ON u.id = l.url")
+        }
+        by_carried = {
+            u for (u,) in conn.execute(
+                "SELECT u.url FROM carried c JOIN urls u ON u.id = c.url WHERE c.depth IS NOT NULL"
+            )
+        }  # fmt: skip
+        saved = state.load()
+        listings = list(saved.listings)  # streamed from the file: read while it is open
+    assert by_carried and in_rows and not by_carried & in_rows
+    assert by_carried | in_rows == {url for url, _, _ in made}
+    for url, listing, carried in made:
+        odd = listing.detail or listing.changefreq or listing.loc != url
+        assert (url in by_carried) == (carried and not odd), url
+    assert sorted(listings, key=lambda x: x.url) == sorted(
+        (listing for _, listing, _ in made), key=lambda x: x.url
+    )
+    assert saved.queued == []  # every URL listed: none waits
+    assert not CrawlState.peek(path, "fp")
+
+
+def test_a_listing_kept_in_its_carried_row_that_loses_to_a_twin_is_listed_no_more(
+    tmp_path: Path,
+) -> None:
+    """#26: a page listed by its carried row and then unlisted (a better twin), before its
+    row is written or after, is listed by nothing a resume reads."""
+    path = tmp_path / "s.sqlite"
+    _history(path)
+    with _open(path, 3) as state:
+        made = _revived_night(state)
+        compact = [
+            url
+            for url, listing, carried in made
+            if carried and not (listing.detail or listing.changefreq or listing.loc != url)
+        ]
+        assert len(compact) >= 2
+        state.unlisted(compact[0])  # still buffered
+        state.checkpoint()
+        state.unlisted(compact[1])  # written already
+        state.checkpoint()
+        listed = {listing.url for listing in state.load().listings}
+    assert listed == {url for url, _, _ in made} - set(compact[:2])
+
+
+def test_a_carried_table_of_an_older_version_gets_its_listing_columns(tmp_path: Path) -> None:
+    """A file whose `carried` holds only the URL (a version before #26's listings in it) is
+    given the columns when opened, and a night carries and lists into them."""
+    path = tmp_path / "s.sqlite"
+    _history(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE carried")
+        conn.execute("CREATE TABLE carried (url INTEGER PRIMARY KEY REFERENCES urls(id))")
+    with _open(path, 3) as state:
+        made = _revived_night(state)
+        state.checkpoint()
+        assert sorted(listing.url for listing in state.load().listings) == sorted(
+            url for url, _, _ in made
+        )
+    with sqlite3.connect(path) as conn:
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(carried)")]
+    assert columns == ["url", "depth", "referrer", "lastmod"]
+
+
 # -- a 304 night stopped and resumed --------------------------------------------------------
 
 TREE = 400
@@ -325,6 +438,8 @@ def test_a_304_night_stopped_and_resumed_equals_an_uninterrupted_one(serve, tmp_
     assert proc.returncode == 130, err
     with sqlite3.connect(stopped) as conn:  # stopped with rows carried, not yet the history's
         assert conn.execute("SELECT count(*) FROM carried").fetchone()[0] > 0
+        # and pages listed by them (no listing row), which the resume must list again
+        assert conn.execute("SELECT count(*) FROM carried WHERE depth IS NOT NULL").fetchone()[0]
     assert main([*crawl("stopped", stopped), "--resume"]) == 0
     assert site.requests and all(
         headers.get("If-None-Match") for _, path, headers in site.requests if path != "/robots.txt"

@@ -391,7 +391,7 @@ def test_a_crawl_stopped_by_a_version_keeping_its_record_otherwise_is_not_resume
         state.queued("http://a.test/waiting", 1, start)
         state.checkpoint()
     assert CrawlState.peek(path, "f")
-    for stored in ("f", "f+1", "f+3"):
+    for stored in ("f", "f+1", "f+2", "f+4"):
         conn = sqlite3.connect(path)
         with conn:
             conn.execute("UPDATE meta SET value = ? WHERE key = 'fingerprint'", (stored,))

@@ -96,6 +96,9 @@ class CrawlState:
         )  # fmt: skip
         self._history = history = HistoryStore(path, self._open_conn, self._queue)
         queue = self._queue
+        # a listing the history's carried row can keep is kept there (the history's rule)
+        carried = history.carried
+        queue.lists_carried, queue.unlisted_carried = carried.lists, carried.unlisted
         # Records go straight to the component that keeps them (bound methods: no extra
         # call on the hot path, and one signature each, the component's).
         # The history (crawler.shell.state_history): the last finished run's row of a URL

@@ -36,6 +36,8 @@ from sitemap_out import locks
 
 __all__ = [
     "APPLICATION_ID",
+    "CARRIED_LISTED",
+    "CARRIED_LISTING",
     "DONE",
     "HISTORY_NAMES",
     "QUEUED",
@@ -71,7 +73,8 @@ APPLICATION_ID: Final = 0x534D4353
 # inserted so); one written QUEUED (a URL of an earlier run queued again, or one queued and
 # checkpointed before its page was judged) stays QUEUED on disk (writing a URL's state twice,
 # once queued and once done, was 0.03 CPU-s of an unchanged night of 20,000 pages, #26):
-# readers of the queue tell it by its decision or listing (ResumeQueue.load, peek). A URL
+# readers of the queue tell it by its decision or listing (ResumeQueue.load, peek; a page
+# listed from its carried row, by that row: CARRIED_LISTED). A URL
 # decided without being queued (screened out when met) is written DONE.
 QUEUED: Final = 0
 DONE: Final = 1
@@ -79,8 +82,9 @@ DONE: Final = 1
 #: fingerprint: a crawl stopped by a version that keeps it otherwise is not resumed (the
 #: job starts afresh on the history), neither by this version nor by that one. 2: a URL
 #: queued is done by its decision or listing row (above); the first URL of each body in
-#: first_bodies.
-RECORD_FORMAT: Final = 2
+#: first_bodies. 3: a page listed from its carried history row is listed by that row
+#: (CARRIED_LISTED), not a listing row.
+RECORD_FORMAT: Final = 3
 
 #: A URL's history (the site's, across runs): `history` holds the last finished run's rows,
 #: read as the baseline and never written during a run; this run's rows gather in
@@ -116,8 +120,18 @@ _HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in
 #: 0.02 CPU-s of 1.5, #26). Not a run table: like the listings, the finish keeps it until a
 #: new run.
 RUN_TABLES: Final = ("carried", "published", "follows")
+#: `carried`'s columns past the URL: a page listed as its carried row says (every field of
+#: its listing the row's or this run's constants, HistoryStore.lists_carried) keeps the rest
+#: of its listing there, where a listing row took a row more a page (on an unchanged night,
+#: every page: 2.5% of its CPU, #26); `depth` is NULL for a page not so listed
+CARRIED_LISTING: Final = ("depth", "referrer", "lastmod")
+#: The carried rows that list their page (ResumeQueue.load: they are done, as listing rows)
+CARRIED_LISTED: Final = "SELECT url FROM carried WHERE depth IS NOT NULL"
 _RUN_HISTORY: Final = """
-CREATE TABLE IF NOT EXISTS carried (url INTEGER PRIMARY KEY REFERENCES urls(id));
+CREATE TABLE IF NOT EXISTS carried (
+    url INTEGER PRIMARY KEY REFERENCES urls(id),
+    depth INTEGER, referrer INTEGER REFERENCES urls(id), lastmod INTEGER
+);
 CREATE TABLE IF NOT EXISTS published (
     url INTEGER PRIMARY KEY REFERENCES urls(id), changed INTEGER, lastmod INTEGER, source TEXT
 );
@@ -292,7 +306,7 @@ def unresumable(counters: Mapping[str, int]) -> str | None:
 #: Whether a URL waits in the queue: queued, and neither decided nor listed (see QUEUED)
 _WAITING: Final = (
     f"SELECT 1 FROM urls WHERE state = {QUEUED} AND id NOT IN (SELECT url FROM decisions)"
-    " AND id NOT IN (SELECT url FROM listings) LIMIT 1"
+    f" AND id NOT IN (SELECT url FROM listings) AND id NOT IN ({CARRIED_LISTED}) LIMIT 1"
 )
 
 
@@ -764,6 +778,12 @@ def _add_run_history(conn: sqlite3.Connection, path: Path) -> None:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(follows)")]
         if columns and columns != ["seq", *FOLLOW_COLUMNS]:
             conn.execute("DROP TABLE follows")
+        # `carried` of a version before its listing columns: given them (its rows, a run's,
+        # list nothing: NULL depths)
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(carried)")]
+        if columns == ["url"]:
+            for name in CARRIED_LISTING:
+                conn.execute(f"ALTER TABLE carried ADD COLUMN {name} INTEGER")
         for statement in _RUN_HISTORY.split(";"):
             if statement.strip():
                 conn.execute(statement)

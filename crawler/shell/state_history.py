@@ -34,7 +34,9 @@ from crawler.core.history import HistoryLinks, HistoryRow, Prior
 from crawler.core.lastmod import SOURCES, LastRun, pack_blocks, unpack_blocks
 from crawler.core.page import PageResult
 from crawler.core.wire import pack, unpack
+from crawler.shell.listings import Listing
 from crawler.shell.state_file import (
+    CARRIED_LISTING,
     HISTORY_NAMES,
     RUN_TABLES,
     StateError,
@@ -43,7 +45,7 @@ from crawler.shell.state_file import (
 )
 from crawler.shell.state_queue import UPCOMING_MOST, ResumeQueue
 
-__all__ = ["HistoryStore"]
+__all__ = ["CarriedRows", "HistoryStore"]
 
 #: A HistoryRow's values in column order (operator.attrgetter: one C call on the hot path).
 _history_values: Final = operator.attrgetter(*HISTORY_NAMES)
@@ -98,22 +100,31 @@ _HISTORY_COPY: Final = (
 )
 #: A carried row's published columns, where they differ from what it holds: the lastmod
 #: published, or none for a page not listed tonight (as a row page() writes has none). A
-#: listed page (it has a listing row) without a published row is one whose row held the
-#: lastmod published already (HistoryStore.published_by; a version before never leaves
-#: one without): kept as it is, told by its listing before its history row is read (on an
-#: unchanged night, every carried row: 7.4 ms to read them all, 2.9 without, #26). A
-#: row-value subquery (SQLite 3.15), not UPDATE ... FROM, which needs 3.33 (2020): Pythons
-#: linked against an older SQLite (RHEL 8, Ubuntu 20.04) would fail every finish
+#: listed page (a listing row, or its carried row listing it) without a published row is
+#: one whose row held the lastmod published already (HistoryStore.published_by; a version
+#: before never leaves one without): kept as it is, told by its listing before its history
+#: row is read (on an unchanged night, every carried row: 7.4 ms to read them all, 2.9
+#: without, #26). A row-value subquery (SQLite 3.15), not UPDATE ... FROM, which needs
+#: 3.33 (2020): Pythons linked against an older SQLite (RHEL 8, Ubuntu 20.04) would fail
+#: every finish
 _CARRIED_PUBLISHED: Final = (
     f"UPDATE history SET ({', '.join(_PUBLISHED)}) = (SELECT"
     f" {', '.join(f'p.{n}' for n in _PUBLISHED)} FROM published p WHERE p.url = history.url)"
     " WHERE url IN (SELECT c.url FROM carried c LEFT JOIN published p ON p.url = c.url"
-    " WHERE (p.url IS NOT NULL OR NOT EXISTS (SELECT 1 FROM listings l WHERE l.url = c.url))"
+    " WHERE (p.url IS NOT NULL OR (c.depth IS NULL"
+    " AND NOT EXISTS (SELECT 1 FROM listings l WHERE l.url = c.url)))"
     " AND EXISTS (SELECT 1 FROM history h WHERE h.url = c.url AND ("
     + " OR ".join(f"h.{n} IS NOT p.{n}" for n in _PUBLISHED)
     + ")))"
 )
 
+
+_CARRIED_INSERT: Final = (
+    f"INSERT OR IGNORE INTO carried (url, {', '.join(CARRIED_LISTING)}) VALUES {{}}"
+)
+_CARRIED_UNLIST: Final = (
+    f"UPDATE carried SET {', '.join(f'{n} = NULL' for n in CARRIED_LISTING)} WHERE url IN ({{}})"
+)
 
 #: _LastDates' codes of the published lastmod's sources, by index (0: not known, 1: no
 #: source recorded), from their owner's list; an int64 no microsecond date is, for NULL
@@ -195,6 +206,70 @@ class _LastDates:
         return [uid for uid in uids if uid is not None and (uid >= size or not codes[uid])]
 
 
+class CarriedRows:
+    """This run's carried rows (HistoryStore.carry), by URL id until the next checkpoint: a
+    page whose history row is kept as it is, and the listing it keeps when the page is
+    listed as that row says (`lists`: no listing row then, a row a page fewer on an
+    unchanged night, #26)."""
+
+    __slots__ = ("_last", "_rows", "_unlisted")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Drop the buffers: they were written (or the state is closed)."""
+        self._rows: dict[int, list[int | None]] = {}  # the URL, then CARRIED_LISTING's
+        self._unlisted: list[tuple[int]] = []  # rows written listing a page, to list none
+        self._last: tuple[int, Prior] | None = None  # the last carried: `lists`' to keep
+
+    def add(self, uid: int, prior: Prior) -> None:
+        """uid's row, `prior`, is carried (HistoryStore.carry)."""
+        self._rows.setdefault(uid, [uid, None, None, None])
+        self._last = (uid, prior)
+
+    def lists(self, uid: int, listing: Listing, referrer: int | None) -> bool:
+        """Keep `listing` (its URL's id `uid`, its referrer's `referrer`) in its page's
+        carried row, when that row was the last carried (this page's, judged now) and every
+        field of the listing but its depth, referrer and lastmod is the row's or a constant
+        (ResumeQueue.load rebuilds it so: state_queue._CARRIED_LISTINGS_READ). False for any
+        other listing, which the caller keeps in a listing row."""
+        last = self._last
+        if last is None or last[0] != uid:
+            return False
+        self._last = None
+        prior = last[1]
+        if not (
+            listing.status == 200
+            and not listing.detail
+            and listing.loc == listing.url
+            and listing.changefreq is None
+            and listing.priority is None
+            and listing.body == prior.body_key
+            and listing.stamped == prior.stamped
+            and listing.extras == prior.extras
+            and listing.blocks == prior.blocks
+        ):
+            return False
+        self._rows[uid][1:] = (listing.depth, referrer, listing.lastmod)
+        return True
+
+    def unlisted(self, uid: int) -> None:
+        """uid's page lost to a twin: a carried row listing it lists nothing."""
+        row = self._rows.get(uid)
+        if row is not None:
+            row[1:] = (None, None, None)
+        else:  # written already (or never carried: then the update finds no row)
+            self._unlisted.append((uid,))
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        """The rows buffered, inside the checkpoint's transaction (the caller's)."""
+        if self._rows:
+            write_rows(conn, _CARRIED_INSERT, 1 + len(CARRIED_LISTING), self._rows.values())
+        if self._unlisted:
+            write_rows(conn, _CARRIED_UNLIST, 1, self._unlisted)
+
+
 class HistoryStore:
     """The baseline read by URL, this run's rows buffered until the next checkpoint."""
 
@@ -225,12 +300,13 @@ class HistoryStore:
         self._last: dict[int, LastRun | None] = {}
         # the dating facts of the rows prior() read, for last_run_of (None: no history)
         self._dates: _LastDates | None = None
+        self.carried = CarriedRows()
         self.reset()
 
     def reset(self) -> None:
         """Drop the buffers: they were written (or the state is closed)."""
         self._rows: dict[int, tuple[object, ...]] = {}
-        self._carried: list[tuple[int]] = []
+        self.carried.reset()
         self._published: list[tuple[object, ...]] = []
         self.ops = 0
 
@@ -497,7 +573,7 @@ class HistoryStore:
             raise StateError(f"no history row to carry for {url}")
         if self._dates is not None:  # carries() found its blocks prior's, the row's
             self._dates.keep(uid, prior, _CARRIED)
-        self._carried.append((uid,))
+        self.carried.add(uid, prior)
         self.ops += 1
 
     def _ids(self, links: Sequence[str]) -> bytes:
@@ -542,8 +618,7 @@ class HistoryStore:
         template."""
         if self._rows:
             insert_rows(conn, _FRESH_INSERT, HISTORY_NAMES, self._rows.values())
-        if self._carried:
-            write_rows(conn, "INSERT OR IGNORE INTO carried (url) VALUES {}", 1, self._carried)
+        self.carried.write(conn)
         if self._published:
             insert_rows(
                 conn,

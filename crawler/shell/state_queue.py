@@ -22,13 +22,14 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from crawler.core.report import DecisionRecord
 from crawler.shell.listings import Listing
 from crawler.shell.state_file import (
+    CARRIED_LISTED,
     DONE,
     QUEUED,
     StateError,
@@ -77,6 +78,32 @@ _LISTINGS_READ: Final = (
     " LEFT JOIN urls r ON r.id = l.referrer"
     " LEFT JOIN fresh_history f ON f.url = l.url"
     " LEFT JOIN carried c ON c.url = l.url LEFT JOIN history h ON h.url = l.url"
+)
+#: The listings kept in their pages' carried rows (state_history.HistoryStore.lists_carried),
+#: as _LISTINGS_READ gives a listing row's: the fields the rule holds to the history's row
+#: or to constants taken from it, the others from the carried row; paged by URL id as seq
+_CARRIED_LISTINGS_READ: Final = (
+    "SELECT * FROM (SELECT c.url AS seq, "
+    + ", ".join(
+        {
+            "url": "u.url",
+            "loc": "u.url",
+            "status": "200",
+            "detail": "''",
+            "depth": "min(c.depth, coalesce(u.depth, c.depth))",  # as _LISTING_SELECT's
+            "referrer": "r.url",
+            "lastmod": "c.lastmod",
+            "changefreq": "NULL",
+            "priority": "NULL",
+            "body": "h.body",
+            "extras": "h.extras",
+            "blocks": "h.blocks",
+            "stamped": "h.stamped",
+        }[name]  # a Listing field it lacks fails at import
+        for name in _LISTING_FIELDS
+    )
+    + " FROM carried c JOIN urls u ON u.id = c.url JOIN history h ON h.url = c.url"
+    " LEFT JOIN urls r ON r.id = c.referrer WHERE c.depth IS NOT NULL)"
 )
 _LISTING_INSERT: Final = f"INSERT INTO listings ({', '.join(_LISTING_STORED)}) VALUES {{}}"
 #: Likewise a decision's column in the decisions table, by DecisionRecord field (url and
@@ -190,6 +217,9 @@ class ResumeQueue:
         #: page's lastmod, when its row holds it, is not written again:
         #: state_history.HistoryStore.published_by); None when it has no use for them
         self.listed_ids: bytearray | None = None
+        #: the history's rule, set by the state: a listing kept in its carried row, or not
+        self.lists_carried: Callable[[int, Listing, int | None], bool] = _not_carried
+        self.unlisted_carried: Callable[[int], None] = _no_carried
         #: a byte a URL id, 1 for a URL this process queued (QUEUED on disk once written)
         #: or load() found waiting (QUEUED on disk): done by its decision or listing row
         self._queued = bytearray()
@@ -349,25 +379,26 @@ class ResumeQueue:
     def listed(self, listing: Listing) -> None:
         """``listing.url`` would be listed, unless a twin wins (journal.Journal): it leaves
         the queue with its listing, which a resumed crawl puts back in the spool."""
-        stored = list(_listing_values(listing))
-        url = listing.url
         ids = self._ids if self._ids is not None else self._load_ids()
-        stored[_AT_URL] = uid = self._done_id(ids, url)
+        uid = self._done_id(ids, listing.url)
         if (marks := self.listed_ids) is not None and uid < len(marks):
             marks[uid] = 1
-        if listing.loc == url:  # the same, mostly
-            stored[_AT_LOC] = None
         # the referrer interned after the URL, as ids are given in order (one met: no call)
-        if (ref := listing.referrer) is not None:
-            stored[_AT_REFERRER] = ids.get(ref) or self.intern(ref)
-        self._listings.append(stored)
+        rid = None if (ref := listing.referrer) is None else (ids.get(ref) or self.intern(ref))
         self.ops += 1
+        if not self.lists_carried(uid, listing, rid):  # kept in its carried row: no row here
+            stored = list(_listing_values(listing))
+            stored[_AT_URL], stored[_AT_REFERRER] = uid, rid
+            if listing.loc == listing.url:  # the same, mostly
+                stored[_AT_LOC] = None
+            self._listings.append(stored)
 
     def unlisted(self, url: str) -> None:
         """A listing lost to a better twin (its decision follows, with :meth:`decided`)."""
         self._unlisted.append((uid := self.intern(url),))
         if (marks := self.listed_ids) is not None and uid < len(marks):
             marks[uid] = 0
+        self.unlisted_carried(uid)
         self.ops += 1
 
     def referred(self, url: str, referrer: str) -> None:
@@ -501,6 +532,9 @@ class ResumeQueue:
                 "SELECT coalesce(max(seq), 0) FROM decisions"
             ).fetchone()
             (last_listing,) = conn.execute("SELECT coalesce(max(seq), 0) FROM listings").fetchone()
+            (last_carried,) = conn.execute(
+                f"SELECT coalesce(max(url), 0) FROM ({CARRIED_LISTED})"
+            ).fetchone()
             (finished,) = conn.execute(
                 "SELECT coalesce((SELECT value FROM meta WHERE key = 'finished'), 0)"
             ).fetchone()
@@ -516,7 +550,10 @@ class ResumeQueue:
                 last_decision,
                 _decision_row,
             ),
-            listings=self._stream(_LISTINGS_READ, last_listing, _listing_row),
+            listings=chain(
+                self._stream(_LISTINGS_READ, last_listing, _listing_row),
+                self._stream(_CARRIED_LISTINGS_READ, last_carried, _listing_row),
+            ),
             bodies=bodies,
             referrers=referrers,
             counters=counters,
@@ -560,7 +597,7 @@ def unlistable(path: Path) -> str | None:
     if conn is None:
         return None
     try:
-        for row in conn.execute(_LISTINGS_READ):
+        for row in chain(conn.execute(_LISTINGS_READ), conn.execute(_CARRIED_LISTINGS_READ)):
             try:
                 _listing_row(row).entry()
             except EntryError as exc:
@@ -576,8 +613,12 @@ def _done_marks(conn: sqlite3.Connection, max_id: int) -> bytearray:
     """A byte a URL id, 1 for a URL a decision or listing row names: done, whatever its
     state (state_file.QUEUED). A byte, not a set of ints: a million URLs take 1 MB."""
     done = bytearray(max_id + 1)
-    for table in ("decisions", "listings"):
-        for (uid,) in conn.execute(f"SELECT url FROM {table}"):
+    for table, select in (
+        ("decisions", "SELECT url FROM decisions"),
+        ("listings", "SELECT url FROM listings"),
+        ("carried", CARRIED_LISTED),  # a page listed by its carried row
+    ):
+        for (uid,) in conn.execute(select):
             if not isinstance(uid, int) or not 0 < uid <= max_id:
                 raise sqlite3.DatabaseError(f"a row of {table} names no URL of the file")
             done[uid] = 1
@@ -624,3 +665,12 @@ def _decision_row(row: tuple[object, ...]) -> DecisionRecord:
 
 def _listing_row(row: tuple[object, ...]) -> Listing:
     return Listing(**dict(zip(_LISTING_FIELDS, row[1:], strict=True)))  # type: ignore[arg-type]
+
+
+def _not_carried(uid: int, listing: Listing, referrer: int | None) -> bool:
+    """ResumeQueue.lists_carried without a history: every listing in a listing row."""
+    return False
+
+
+def _no_carried(uid: int) -> None:
+    """ResumeQueue.unlisted_carried without a history: no carried row lists a page."""
