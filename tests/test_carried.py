@@ -156,8 +156,7 @@ def test_a_night_that_carries_rows_leaves_the_history_one_that_writes_them_does(
     shutil.copy(base, carried)
     assert _night(written, published, carry=False) == _night(carried, published, carry=True)
     assert _rows(carried) == _rows(written)
-    with sqlite3.connect(carried) as conn:
-        assert conn.execute("SELECT count(*) FROM carried").fetchone() == (0,)
+    with sqlite3.connect(carried) as conn:  # (`carried` is kept, the record, until a new run)
         assert conn.execute("SELECT count(*) FROM published").fetchone() == (0,)
 
 
@@ -384,6 +383,104 @@ def test_a_carried_table_of_an_older_version_gets_its_listing_columns(tmp_path: 
     with sqlite3.connect(path) as conn:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(carried)")]
     assert columns == ["url", "depth", "referrer", "lastmod"]
+
+
+def _listed_by_rows(path: Path) -> dict[str, tuple[object, ...]]:
+    """URL -> its carried row's listing columns (the referrer named), for the rows that list
+    their page."""
+    with sqlite3.connect(path) as conn:
+        return {
+            url: tuple(rest)
+            for url, *rest in conn.execute(
+                "SELECT u.url, c.depth, r.url, c.lastmod FROM carried c JOIN urls u"
+                " ON u.id = c.url LEFT JOIN urls r ON r.id = c.referrer WHERE c.depth IS NOT NULL"
+            )
+        }
+
+
+def test_a_page_carried_again_keeps_the_listing_of_its_last_judgement(tmp_path: Path) -> None:
+    """A URL whose carried row the file holds already (written listing nothing: judged, not
+    done, as a stopped night may leave one) and that is judged again and listed as its row
+    says is listed by its row: the row written again replaces the one on disk."""
+    path = tmp_path / "s.sqlite"
+    _history(path)
+    url = f"{START}p1"
+    with _open(path, 3) as state:
+        revalidation = Revalidation(state)
+        for time in range(2):
+            state.queued(url, 1, START)
+            prior = state.prior(url)
+            assert prior is not None
+            targets, nofollow = state.links_of(prior)
+            page = revive(prior, PageResult("", not_modified=True), header_given=False,
+                          targets=targets, nofollow=nofollow)  # fmt: skip
+            answer = Answer(page, 200, prior.etag, prior.modified, None, prior.stamped, False, True)
+            assert carries(prior, answer, "listed")
+            revalidation.record(url, prior, answer, "listed")
+            if not time:
+                state.checkpoint()  # carried, and listed by nothing: judged again below
+        listing = Listing(url, url, 200, "", 1, START, 7, None, None, prior.body_key,
+                          prior.extras, prior.blocks, prior.stamped)  # fmt: skip
+        state.listed(listing)
+        state.checkpoint()
+        assert list(state.load().listings) == [listing]
+    assert _listed_by_rows(path) == {url: (1, START, 7)}
+
+
+def test_a_carried_table_cut_between_two_new_columns_is_mended(tmp_path: Path) -> None:
+    """A file whose `carried` got one of its listing columns but not the next (its opening
+    cut between the two) gets the rest when opened again."""
+    path = tmp_path / "s.sqlite"
+    _history(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE carried")
+        conn.execute("CREATE TABLE carried (url INTEGER PRIMARY KEY, depth INTEGER)")
+    with _open(path, 3) as state:
+        _revived_night(state)
+        state.checkpoint()
+    assert _listed_by_rows(path)
+
+
+def test_a_finished_nights_carried_listings_are_its_record_and_a_twins_loss_is_kept(
+    tmp_path: Path,
+) -> None:
+    """#26: once the night is finished, its record (reopened) still lists the pages its
+    carried rows list; a page that lost to a twin is listed by nothing, and its history
+    row's published lastmod is emptied as a written row's would be, while a carried page
+    listed with the lastmod its row holds keeps it."""
+    path = tmp_path / "s.sqlite"
+    _history(path)  # pages i % 3 != 0 published with (100 + i, 200 + i), "content"
+    with _open(path, 3) as state:
+        made = _revived_night(state)
+        compact = sorted(_listed_by_rows(path) | {})  # none written yet
+        assert compact == []
+        state.checkpoint()
+        compact = sorted(_listed_by_rows(path), key=lambda u: int(u.rsplit("p", 1)[1]))
+        published = [u for u in compact if int(u.rsplit("p", 1)[1]) % 3]
+        assert len(published) >= 2
+        loser, kept = published[0], published[1:]
+        state.unlisted(loser)
+        for url in kept:  # dated as its row says: no published row (published_by)
+            i = int(url.rsplit("p", 1)[1])
+            state.last_run_of(url, dict((u, m.blocks) for u, m, _ in made)[url])
+            state.published(url, 100 + i, 200 + i, "content")
+        state.checkpoint()
+        state.finish()
+    with CrawlState.open(
+        path, fingerprint="fp", start_url=START, resume=True, reopen_finished=True
+    ) as state:
+        listed = {listing.url for listing in state.load().listings}
+    assert set(compact) - {loser} <= listed and loser not in listed
+    with sqlite3.connect(path) as conn:
+        dates = dict(
+            (url, (lastmod, source))
+            for url, lastmod, source in conn.execute(
+                "SELECT u.url, h.lastmod, h.source FROM history h JOIN urls u ON u.id = h.url"
+            )
+        )
+    assert dates[loser] == (None, None)
+    for url in kept:
+        assert dates[url] == (200 + int(url.rsplit("p", 1)[1]), "content")
 
 
 # -- a 304 night stopped and resumed --------------------------------------------------------

@@ -98,7 +98,7 @@ class CrawlState:
         queue = self._queue
         # a listing the history's carried row can keep is kept there (the history's rule)
         carried = history.carried
-        queue.lists_carried, queue.unlisted_carried = carried.lists, carried.unlisted
+        queue.keeps_listing, queue.unlisted_carried = carried.keeps, carried.unlisted
         # Records go straight to the component that keeps them (bound methods: no extra
         # call on the hot path, and one signature each, the component's).
         # The history (crawler.shell.state_history): the last finished run's row of a URL
@@ -290,8 +290,9 @@ class CrawlState:
         try:
             conn.execute("BEGIN IMMEDIATE")
             # The queue's rows first: the finish's SQL keeps a carried row whose page has a
-            # listing row and no published row (state_history._CARRIED_PUBLISHED), so a
-            # twin's listing deleted in this checkpoint must be gone before it runs
+            # listing (its row, or the carried row's) and no published row
+            # (state_history._CARRIED_PUBLISHED), so a twin's listing deleted in this
+            # checkpoint must be gone before it runs (the carried row's is, in history.write)
             queue.write(conn)
             self._follows.write(conn)
             self._history.write(conn, finished=finished, common=common)

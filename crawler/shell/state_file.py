@@ -74,7 +74,7 @@ APPLICATION_ID: Final = 0x534D4353
 # checkpointed before its page was judged) stays QUEUED on disk (writing a URL's state twice,
 # once queued and once done, was 0.03 CPU-s of an unchanged night of 20,000 pages, #26):
 # readers of the queue tell it by its decision or listing (ResumeQueue.load, peek; a page
-# listed from its carried row, by that row: CARRIED_LISTED). A URL
+# listed by its carried row, by that row: CARRIED_LISTED). A URL
 # decided without being queued (screened out when met) is written DONE.
 QUEUED: Final = 0
 DONE: Final = 1
@@ -109,9 +109,11 @@ _HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in
 #: without them gets them when opened; an older version ignores them): `carried`, the pages
 #: whose row is the history's as it is (crawler.shell.revalidation.carries), kept at the
 #: finish instead of copied; `published`, the lastmods published (HistoryStore.published),
-#: joined to both at the finish. Both are emptied by the finish and by a new run. So is
-#: `follows`, where a night with a history keeps, a row a checkpoint, what it needs to name
-#: the early referrers of a URL judged broken once resumed (crawler.shell.referrers).
+#: joined to both at the finish. Both are emptied by a new run, `published` by the finish
+#: too (`carried` keeps the listings its rows hold, CARRIED_LISTING, as the listings table
+#: is kept). So is `follows`, where a night with a history keeps, a row a checkpoint, what
+#: it needs to name the early referrers of a URL judged broken once resumed
+#: (crawler.shell.referrers).
 #: `first_bodies` takes over from `bodies` (kept for older versions, which read it; a crawl
 #: they stopped is not resumed, RECORD_FORMAT): the first URL met with each body, a row a
 #: checkpoint of packed keys and ids in the order met (the machine's byte order, as the
@@ -121,9 +123,9 @@ _HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in
 #: new run.
 RUN_TABLES: Final = ("carried", "published", "follows")
 #: `carried`'s columns past the URL: a page listed as its carried row says (every field of
-#: its listing the row's or this run's constants, HistoryStore.lists_carried) keeps the rest
-#: of its listing there, where a listing row took a row more a page (on an unchanged night,
-#: every page: 2.5% of its CPU, #26); `depth` is NULL for a page not so listed
+#: its listing the row's or a constant: state_history.CarriedRows.keeps) keeps the rest of
+#: its listing there, where a listing row took a row more a page (on an unchanged night,
+#: every page: about 1% of its CPU, #26); `depth` is NULL for a page not so listed
 CARRIED_LISTING: Final = ("depth", "referrer", "lastmod")
 #: The carried rows that list their page (ResumeQueue.load: they are done, as listing rows)
 CARRIED_LISTED: Final = "SELECT url FROM carried WHERE depth IS NOT NULL"
@@ -778,11 +780,11 @@ def _add_run_history(conn: sqlite3.Connection, path: Path) -> None:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(follows)")]
         if columns and columns != ["seq", *FOLLOW_COLUMNS]:
             conn.execute("DROP TABLE follows")
-        # `carried` of a version before its listing columns: given them (its rows, a run's,
-        # list nothing: NULL depths)
+        # `carried` of a version before its listing columns: given each it lacks (its rows, a
+        # run's, list nothing: NULL depths), one by one (a file cut between two is mended)
         columns = [row[1] for row in conn.execute("PRAGMA table_info(carried)")]
-        if columns == ["url"]:
-            for name in CARRIED_LISTING:
+        for name in CARRIED_LISTING if columns else ():
+            if name not in columns:
                 conn.execute(f"ALTER TABLE carried ADD COLUMN {name} INTEGER")
         for statement in _RUN_HISTORY.split(";"):
             if statement.strip():

@@ -119,9 +119,13 @@ _CARRIED_PUBLISHED: Final = (
 )
 
 
+#: A carried row replaces one the file holds: a URL judged again (a resumed run's) is not
+#: done, so its row written before lists nothing, and this judgement's listing (or none)
+#: is the one to keep (OR IGNORE would drop a listing kept in it: listed by no row)
 _CARRIED_INSERT: Final = (
-    f"INSERT OR IGNORE INTO carried (url, {', '.join(CARRIED_LISTING)}) VALUES {{}}"
+    f"INSERT OR REPLACE INTO carried (url, {', '.join(CARRIED_LISTING)}) VALUES {{}}"
 )
+#: A carried row written listing its page, whose page then lost to a twin (unlisted)
 _CARRIED_UNLIST: Final = (
     f"UPDATE carried SET {', '.join(f'{n} = NULL' for n in CARRIED_LISTING)} WHERE url IN ({{}})"
 )
@@ -209,7 +213,7 @@ class _LastDates:
 class CarriedRows:
     """This run's carried rows (HistoryStore.carry), by URL id until the next checkpoint: a
     page whose history row is kept as it is, and the listing it keeps when the page is
-    listed as that row says (`lists`: no listing row then, a row a page fewer on an
+    listed as that row says (`keeps`: no listing row then, a row a page fewer on an
     unchanged night, #26)."""
 
     __slots__ = ("_last", "_rows", "_unlisted")
@@ -221,19 +225,20 @@ class CarriedRows:
         """Drop the buffers: they were written (or the state is closed)."""
         self._rows: dict[int, list[int | None]] = {}  # the URL, then CARRIED_LISTING's
         self._unlisted: list[tuple[int]] = []  # rows written listing a page, to list none
-        self._last: tuple[int, Prior] | None = None  # the last carried: `lists`' to keep
+        self._last: tuple[int, Prior] | None = None  # the last carried: `keeps`' to keep
 
     def add(self, uid: int, prior: Prior) -> None:
         """uid's row, `prior`, is carried (HistoryStore.carry)."""
         self._rows.setdefault(uid, [uid, None, None, None])
         self._last = (uid, prior)
 
-    def lists(self, uid: int, listing: Listing, referrer: int | None) -> bool:
+    def keeps(self, uid: int, listing: Listing, referrer: int | None) -> bool:
         """Keep `listing` (its URL's id `uid`, its referrer's `referrer`) in its page's
         carried row, when that row was the last carried (this page's, judged now) and every
         field of the listing but its depth, referrer and lastmod is the row's or a constant
-        (ResumeQueue.load rebuilds it so: state_queue._CARRIED_LISTINGS_READ). False for any
-        other listing, which the caller keeps in a listing row."""
+        (ResumeQueue.load rebuilds it so: state_queue._CARRIED_LISTINGS_READ, which holds the
+        same fields to the same values). False for any other listing, which the caller keeps
+        in a listing row."""
         last = self._last
         if last is None or last[0] != uid:
             return False
@@ -600,7 +605,7 @@ class HistoryStore:
     ) -> None:
         """published() for a caller that looked the URL's id up already (None: it has none).
         A page listed and carried this run whose row holds these facts already writes no
-        row: the finish keeps a carried row of a listed page (a listing row) without one as
+        row: the finish keeps a carried row of a listed page (a listing's row) without one as
         it is (_CARRIED_PUBLISHED), which is what the row would set (on an unchanged night,
         every page: a row a page written, then joined, for nothing, #26)."""
         if uid is not None:
@@ -643,7 +648,9 @@ class HistoryStore:
         # an unchanged night, none); then this run's rows replace theirs, published joined
         conn.execute(_CARRIED_PUBLISHED)
         conn.execute(_HISTORY_COPY)
-        for table in ("fresh_history", *RUN_TABLES):
+        # `carried` is kept until a new run, as the listing rows are: the finished record of
+        # a page listed by its carried row (CrawlState.open's reopen_finished reads it)
+        for table in ("fresh_history", *(t for t in RUN_TABLES if t != "carried")):
             conn.execute(f"DELETE FROM {table}")
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('common', ?)",

@@ -79,9 +79,9 @@ _LISTINGS_READ: Final = (
     " LEFT JOIN fresh_history f ON f.url = l.url"
     " LEFT JOIN carried c ON c.url = l.url LEFT JOIN history h ON h.url = l.url"
 )
-#: The listings kept in their pages' carried rows (state_history.HistoryStore.lists_carried),
-#: as _LISTINGS_READ gives a listing row's: the fields the rule holds to the history's row
-#: or to constants taken from it, the others from the carried row; paged by URL id as seq
+#: The listings kept in their pages' carried rows, as _LISTINGS_READ gives a listing row's:
+#: the fields state_history.CarriedRows.keeps holds to the history's row or to constants,
+#: read from that row or as those constants, the others from the carried row; by URL id
 _CARRIED_LISTINGS_READ: Final = (
     "SELECT * FROM (SELECT c.url AS seq, "
     + ", ".join(
@@ -218,10 +218,10 @@ class ResumeQueue:
         #: state_history.HistoryStore.published_by); None when it has no use for them
         self.listed_ids: bytearray | None = None
         #: the history's rule, set by the state: a listing kept in its carried row, or not
-        self.lists_carried: Callable[[int, Listing, int | None], bool] = _not_carried
+        self.keeps_listing: Callable[[int, Listing, int | None], bool] = _not_carried
         self.unlisted_carried: Callable[[int], None] = _no_carried
         #: a byte a URL id, 1 for a URL this process queued (QUEUED on disk once written)
-        #: or load() found waiting (QUEUED on disk): done by its decision or listing row
+        #: or load() found waiting (QUEUED on disk): done by its decision's or listing's row
         self._queued = bytearray()
         self.reset()
 
@@ -232,7 +232,7 @@ class ResumeQueue:
         self._new: dict[int, list[object]] = {}
         # Changes to URLs already on disk, applied in this order (which is the only order
         # the frontier allows: requeued before lowered before done). A URL queued by this
-        # process (_queued) is done by its decision or listing row alone (state_file.QUEUED);
+        # process (_queued) is done by its decision's or listing's row (state_file.QUEUED);
         # any other, only referred to until now, is written DONE.
         self._requeue: list[tuple[int, int | None, int, int]] = []
         self._lower: list[tuple[int, int | None, int, int]] = []
@@ -386,7 +386,7 @@ class ResumeQueue:
         # the referrer interned after the URL, as ids are given in order (one met: no call)
         rid = None if (ref := listing.referrer) is None else (ids.get(ref) or self.intern(ref))
         self.ops += 1
-        if not self.lists_carried(uid, listing, rid):  # kept in its carried row: no row here
+        if not self.keeps_listing(uid, listing, rid):  # kept in its carried row: no row here
             stored = list(_listing_values(listing))
             stored[_AT_URL], stored[_AT_REFERRER] = uid, rid
             if listing.loc == listing.url:  # the same, mostly
@@ -516,7 +516,7 @@ class ResumeQueue:
                     if state == QUEUED and not done[uid]:
                         waiting.append(row)
             waiting.sort(key=_URLS_QSEQ)
-            for row in waiting:  # QUEUED on disk: done by their decision or listing row
+            for row in waiting:  # QUEUED on disk: done by their decision's or listing's row
                 self._mark_queued(row[0])
             queued = [_queued_row(row, names) for row in waiting]
             del waiting
@@ -563,9 +563,9 @@ class ResumeQueue:
     def _stream(
         self, select: str, last: int, make: Callable[[tuple[object, ...]], _T]
     ) -> Iterator[_T]:
-        """Rows ``seq <= last`` in seq order, one keyset-paged query per chunk: each chunk
-        is a fresh statement, so checkpoints made while the engine replays do not show up
-        in (or disturb) what it reads."""
+        """Rows ``seq <= last`` in seq order, one keyset-paged query per chunk: each chunk is
+        a fresh statement, so checkpoints made while the engine replays do not show up in (or
+        disturb) what it reads (the carried rows' seq is their URL id: replay carries none)."""
         query = f"{select} WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT {_CHUNK}"
         after = 0
         while after < last:
@@ -610,7 +610,7 @@ def unlistable(path: Path) -> str | None:
 
 
 def _done_marks(conn: sqlite3.Connection, max_id: int) -> bytearray:
-    """A byte a URL id, 1 for a URL a decision or listing row names: done, whatever its
+    """A byte a URL id, 1 for a URL a decision's or listing's row names: done, whatever its
     state (state_file.QUEUED). A byte, not a set of ints: a million URLs take 1 MB."""
     done = bytearray(max_id + 1)
     for table, select in (
@@ -668,7 +668,7 @@ def _listing_row(row: tuple[object, ...]) -> Listing:
 
 
 def _not_carried(uid: int, listing: Listing, referrer: int | None) -> bool:
-    """ResumeQueue.lists_carried without a history: every listing in a listing row."""
+    """ResumeQueue.keeps_listing without a history: every listing in a listing row."""
     return False
 
 
