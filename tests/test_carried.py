@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from crawler.cli import main
 from crawler.core.directives import NO_DIRECTIVES, Directives
-from crawler.core.history import revive
+from crawler.core.history import Prior, revive
 from crawler.core.httpdate import parse_http_date
 from crawler.core.media import PageExtras
 from crawler.core.page import PageResult
@@ -154,10 +154,13 @@ def test_a_night_that_carries_rows_leaves_the_history_one_that_writes_them_does(
         _history(base)
     shutil.copy(base, written)
     shutil.copy(base, carried)
-    assert _night(written, published, carry=False) == _night(carried, published, carry=True)
+    count = _night(written, published, carry=False)
+    assert _night(carried, published, carry=True) == count
     assert _rows(carried) == _rows(written)
-    with sqlite3.connect(carried) as conn:  # (`carried` is kept, the record, until a new run)
+    with sqlite3.connect(carried) as conn:
         assert conn.execute("SELECT count(*) FROM published").fetchone() == (0,)
+        # kept past the finish, the night's record (a new run empties it)
+        assert conn.execute("SELECT count(*) FROM carried").fetchone() == (count,)
 
 
 def test_a_listed_page_carried_with_the_lastmod_its_row_holds_writes_no_published_row(
@@ -399,26 +402,34 @@ def _listed_by_rows(path: Path) -> dict[str, tuple[object, ...]]:
 
 
 def test_a_page_carried_again_keeps_the_listing_of_its_last_judgement(tmp_path: Path) -> None:
-    """A URL whose carried row the file holds already (written listing nothing: judged, not
-    done, as a stopped night may leave one) and that is judged again and listed as its row
-    says is listed by its row: the row written again replaces the one on disk."""
+    """A URL whose carried row the file holds already, listing nothing (judged, and stopped
+    before it was done, as a page waiting for its canonical's target may be), is judged again
+    by the resumed night and listed as its row says: listed by its row, the row written again
+    replacing the one on disk."""
     path = tmp_path / "s.sqlite"
     _history(path)
     url = f"{START}p1"
+
+    def judge(state: CrawlState) -> Prior:
+        prior = state.prior(url)
+        assert prior is not None
+        targets, nofollow = state.links_of(prior)
+        page = revive(prior, PageResult("", not_modified=True), header_given=False,
+                      targets=targets, nofollow=nofollow)  # fmt: skip
+        answer = Answer(page, 200, prior.etag, prior.modified, None, prior.stamped, False, True)
+        assert carries(prior, answer, "listed")
+        Revalidation(state).record(url, prior, answer, "listed")
+        return prior
+
     with _open(path, 3) as state:
-        revalidation = Revalidation(state)
-        for time in range(2):
-            state.queued(url, 1, START)
-            prior = state.prior(url)
-            assert prior is not None
-            targets, nofollow = state.links_of(prior)
-            page = revive(prior, PageResult("", not_modified=True), header_given=False,
-                          targets=targets, nofollow=nofollow)  # fmt: skip
-            answer = Answer(page, 200, prior.etag, prior.modified, None, prior.stamped, False, True)
-            assert carries(prior, answer, "listed")
-            revalidation.record(url, prior, answer, "listed")
-            if not time:
-                state.checkpoint()  # carried, and listed by nothing: judged again below
+        state.queued(url, 1, START)
+        judge(state)
+        state.checkpoint()  # carried, listed by nothing, not done: the night stops here
+    with CrawlState.open(
+        path, fingerprint="fp", start_url=START, resume=True, now=lambda: NIGHT.replace(day=3)
+    ) as state:
+        assert [row.url for row in state.load().queued] == [url]  # waits again
+        prior = judge(state)
         listing = Listing(url, url, 200, "", 1, START, 7, None, None, prior.body_key,
                           prior.extras, prior.blocks, prior.stamped)  # fmt: skip
         state.listed(listing)
@@ -452,17 +463,16 @@ def test_a_finished_nights_carried_listings_are_its_record_and_a_twins_loss_is_k
     _history(path)  # pages i % 3 != 0 published with (100 + i, 200 + i), "content"
     with _open(path, 3) as state:
         made = _revived_night(state)
-        compact = sorted(_listed_by_rows(path) | {})  # none written yet
-        assert compact == []
         state.checkpoint()
         compact = sorted(_listed_by_rows(path), key=lambda u: int(u.rsplit("p", 1)[1]))
         published = [u for u in compact if int(u.rsplit("p", 1)[1]) % 3]
         assert len(published) >= 2
         loser, kept = published[0], published[1:]
         state.unlisted(loser)
+        blocks = {url: listing.blocks for url, listing, _ in made}
         for url in kept:  # dated as its row says: no published row (published_by)
             i = int(url.rsplit("p", 1)[1])
-            state.last_run_of(url, dict((u, m.blocks) for u, m, _ in made)[url])
+            state.last_run_of(url, blocks[url])
             state.published(url, 100 + i, 200 + i, "content")
         state.checkpoint()
         state.finish()

@@ -39,6 +39,7 @@ __all__ = [
     "CARRIED_LISTED",
     "CARRIED_LISTING",
     "DONE",
+    "FINISH_EMPTIED",
     "HISTORY_NAMES",
     "QUEUED",
     "RUN_TABLES",
@@ -109,11 +110,11 @@ _HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in
 #: without them gets them when opened; an older version ignores them): `carried`, the pages
 #: whose row is the history's as it is (crawler.shell.revalidation.carries), kept at the
 #: finish instead of copied; `published`, the lastmods published (HistoryStore.published),
-#: joined to both at the finish. Both are emptied by a new run, `published` by the finish
-#: too (`carried` keeps the listings its rows hold, CARRIED_LISTING, as the listings table
-#: is kept). So is `follows`, where a night with a history keeps, a row a checkpoint, what
-#: it needs to name the early referrers of a URL judged broken once resumed
-#: (crawler.shell.referrers).
+#: joined to both at the finish; `follows`, where a night with a history keeps, a row a
+#: checkpoint, what it needs to name the early referrers of a URL judged broken once
+#: resumed (crawler.shell.referrers). All three are emptied by a new run, and all but
+#: `carried` by the finish (FINISH_EMPTIED): its rows keep the listings they hold
+#: (CARRIED_LISTING), the night's record, as the listings table is kept.
 #: `first_bodies` takes over from `bodies` (kept for older versions, which read it; a crawl
 #: they stopped is not resumed, RECORD_FORMAT): the first URL met with each body, a row a
 #: checkpoint of packed keys and ids in the order met (the machine's byte order, as the
@@ -122,6 +123,7 @@ _HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in
 #: 0.02 CPU-s of 1.5, #26). Not a run table: like the listings, the finish keeps it until a
 #: new run.
 RUN_TABLES: Final = ("carried", "published", "follows")
+FINISH_EMPTIED: Final = ("fresh_history", "published", "follows")
 #: `carried`'s columns past the URL: a page listed as its carried row says (every field of
 #: its listing the row's or a constant: state_history.CarriedRows.keeps) keeps the rest of
 #: its listing there, where a listing row took a row more a page (on an unchanged night,

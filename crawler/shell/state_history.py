@@ -37,8 +37,8 @@ from crawler.core.wire import pack, unpack
 from crawler.shell.listings import Listing
 from crawler.shell.state_file import (
     CARRIED_LISTING,
+    FINISH_EMPTIED,
     HISTORY_NAMES,
-    RUN_TABLES,
     StateError,
     insert_rows,
     write_rows,
@@ -229,7 +229,7 @@ class CarriedRows:
 
     def add(self, uid: int, prior: Prior) -> None:
         """uid's row, `prior`, is carried (HistoryStore.carry)."""
-        self._rows.setdefault(uid, [uid, None, None, None])
+        self._rows[uid] = [uid, None, None, None]  # judged again: its last judgement's
         self._last = (uid, prior)
 
     def keeps(self, uid: int, listing: Listing, referrer: int | None) -> bool:
@@ -648,9 +648,7 @@ class HistoryStore:
         # an unchanged night, none); then this run's rows replace theirs, published joined
         conn.execute(_CARRIED_PUBLISHED)
         conn.execute(_HISTORY_COPY)
-        # `carried` is kept until a new run, as the listing rows are: the finished record of
-        # a page listed by its carried row (CrawlState.open's reopen_finished reads it)
-        for table in ("fresh_history", *(t for t in RUN_TABLES if t != "carried")):
+        for table in FINISH_EMPTIED:  # (`carried` is the record, as the listing rows are)
             conn.execute(f"DELETE FROM {table}")
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('common', ?)",
