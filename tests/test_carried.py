@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -279,6 +280,16 @@ def test_the_rule_names_every_column_a_row_holds_but_those_the_finish_sets() -> 
 # -- a listing kept in its carried row -------------------------------------------------------
 
 
+def _revived(state: CrawlState, url: str) -> tuple[Prior, Answer]:
+    """url's row, and the answer of a 304 that says nothing new revived from it."""
+    prior = state.prior(url)
+    assert prior is not None
+    targets, nofollow = state.links_of(prior)
+    page = revive(prior, PageResult("", not_modified=True), header_given=False,
+                  targets=targets, nofollow=nofollow)  # fmt: skip
+    return prior, Answer(page, 200, prior.etag, prior.modified, None, prior.stamped, False, True)
+
+
 def _revived_night(state: CrawlState) -> list[tuple[str, Listing, bool]]:
     """Every page of `_history`'s night revived and recorded (Revalidation.record carries
     what the rule carries), then listed: as its row says (every listing field but depth,
@@ -288,12 +299,7 @@ def _revived_night(state: CrawlState) -> list[tuple[str, Listing, bool]]:
     for i in range(PAGES):
         url = f"{START}p{i}"
         state.queued(url, 1 + i % 2, START if i else None)  # a listing's depth: its task's
-        prior = state.prior(url)
-        assert prior is not None
-        targets, nofollow = state.links_of(prior)
-        page = revive(prior, PageResult("", not_modified=True), header_given=False,
-                      targets=targets, nofollow=nofollow)  # fmt: skip
-        answer = Answer(page, 200, prior.etag, prior.modified, None, prior.stamped, False, True)
+        prior, answer = _revived(state, url)
         carried = carries(prior, answer, "listed")
         revalidation.record(url, prior, answer, "listed")
         listing = Listing(
@@ -369,25 +375,6 @@ def test_a_listing_kept_in_its_carried_row_that_loses_to_a_twin_is_listed_no_mor
     assert listed == {url for url, _, _ in made} - set(compact[:2])
 
 
-def test_a_carried_table_of_an_older_version_gets_its_listing_columns(tmp_path: Path) -> None:
-    """A file whose `carried` holds only the URL (a version before #26's listings in it) is
-    given the columns when opened, and a night carries and lists into them."""
-    path = tmp_path / "s.sqlite"
-    _history(path)
-    with sqlite3.connect(path) as conn:
-        conn.execute("DROP TABLE carried")
-        conn.execute("CREATE TABLE carried (url INTEGER PRIMARY KEY REFERENCES urls(id))")
-    with _open(path, 3) as state:
-        made = _revived_night(state)
-        state.checkpoint()
-        assert sorted(listing.url for listing in state.load().listings) == sorted(
-            url for url, _, _ in made
-        )
-    with sqlite3.connect(path) as conn:
-        columns = [row[1] for row in conn.execute("PRAGMA table_info(carried)")]
-    assert columns == ["url", "depth", "referrer", "lastmod"]
-
-
 def _listed_by_rows(path: Path) -> dict[str, tuple[object, ...]]:
     """URL -> its carried row's listing columns (the referrer named), for the rows that list
     their page."""
@@ -411,12 +398,7 @@ def test_a_page_carried_again_keeps_the_listing_of_its_last_judgement(tmp_path: 
     url = f"{START}p1"
 
     def judge(state: CrawlState) -> Prior:
-        prior = state.prior(url)
-        assert prior is not None
-        targets, nofollow = state.links_of(prior)
-        page = revive(prior, PageResult("", not_modified=True), header_given=False,
-                      targets=targets, nofollow=nofollow)  # fmt: skip
-        answer = Answer(page, 200, prior.etag, prior.modified, None, prior.stamped, False, True)
+        prior, answer = _revived(state, url)
         assert carries(prior, answer, "listed")
         Revalidation(state).record(url, prior, answer, "listed")
         return prior
@@ -438,18 +420,34 @@ def test_a_page_carried_again_keeps_the_listing_of_its_last_judgement(tmp_path: 
     assert _listed_by_rows(path) == {url: (1, START, 7)}
 
 
-def test_a_carried_table_cut_between_two_new_columns_is_mended(tmp_path: Path) -> None:
-    """A file whose `carried` got one of its listing columns but not the next (its opening
-    cut between the two) gets the rest when opened again."""
+@pytest.mark.parametrize(
+    "columns",
+    [
+        "url INTEGER PRIMARY KEY REFERENCES urls(id)",  # a version before #26's listings in it
+        "url INTEGER PRIMARY KEY, depth INTEGER",  # an opening cut between two new columns
+    ],
+)
+def test_a_carried_table_of_an_older_shape_gets_its_listing_columns(
+    tmp_path: Path, columns: str
+) -> None:
+    """A file whose `carried` lacks some of its listing columns (written by a version before
+    them, or its upgrade cut short) is given each it lacks when opened, and a night carries
+    and lists into them."""
     path = tmp_path / "s.sqlite"
     _history(path)
     with sqlite3.connect(path) as conn:
         conn.execute("DROP TABLE carried")
-        conn.execute("CREATE TABLE carried (url INTEGER PRIMARY KEY, depth INTEGER)")
+        conn.execute(f"CREATE TABLE carried ({columns})")
     with _open(path, 3) as state:
-        _revived_night(state)
+        made = _revived_night(state)
         state.checkpoint()
+        assert sorted(listing.url for listing in state.load().listings) == sorted(
+            url for url, _, _ in made
+        )
     assert _listed_by_rows(path)
+    with sqlite3.connect(path) as conn:
+        names = [row[1] for row in conn.execute("PRAGMA table_info(carried)")]
+    assert names == ["url", "depth", "referrer", "lastmod"]
 
 
 def test_a_finished_nights_carried_listings_are_its_record_and_a_twins_loss_is_kept(
