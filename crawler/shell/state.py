@@ -109,7 +109,6 @@ class CrawlState:
         self.last_run = history.last_run
         self.last_run_of = history.last_run_of
         self.last_run_by = history.last_run_by
-        self.warm = history.warm
         self.warm_ids = history.warm_ids
         self.page = history.page
         self.carry = history.carry

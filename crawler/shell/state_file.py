@@ -75,8 +75,8 @@ APPLICATION_ID: Final = 0x534D4353
 # checkpointed before its page was judged) stays QUEUED on disk (writing a URL's state twice,
 # once queued and once done, was 0.03 CPU-s of an unchanged night of 20,000 pages, #26):
 # readers of the queue tell it by its decision or listing (ResumeQueue.load, peek; a page
-# listed by its carried row, by that row: CARRIED_LISTED). A URL
-# decided without being queued (screened out when met) is written DONE.
+# listed by its carried row, by that row: CARRIED_LISTED). A URL decided without being
+# queued (screened out when met) is written DONE.
 QUEUED: Final = 0
 DONE: Final = 1
 #: How a stopped crawl's record is kept (the tables a resume reads), stored with the
@@ -120,14 +120,16 @@ _HISTORY_COLUMNS: Final = ", ".join(f"{name} {_HISTORY_TYPES[name]}" for name in
 #: checkpoint of packed keys and ids in the order met (the machine's byte order, as the
 #: follow log's: a state file is read where it was written), appended, where `bodies` took
 #: a row a body keyed by its hash, a random place in its b-tree (on an unchanged night,
-#: 0.02 CPU-s of 1.5, #26). Not a run table: like the listings, the finish keeps it until a
-#: new run.
+#: 0.02 CPU-s of 1.5, #26). Not one of RUN_TABLES: a new run empties it with the crawl's
+#: own tables (_restart), and the finish keeps it, as it keeps the listings.
 RUN_TABLES: Final = ("carried", "published", "follows")
+#: The tables the finish empties: this run's rows, but for the record it keeps until a new
+#: run (the listings, `carried`, `first_bodies`)
 FINISH_EMPTIED: Final = ("fresh_history", "published", "follows")
 #: `carried`'s columns past the URL: a page listed as its carried row says (every field of
 #: its listing the row's or a constant: state_history.CarriedRows.keeps) keeps the rest of
 #: its listing there, where a listing row took a row more a page (on an unchanged night,
-#: every page: about 1% of its CPU, #26); `depth` is NULL for a page not so listed
+#: every page: 1-2% of its CPU, #26); `depth` is NULL for a page not so listed
 CARRIED_LISTING: Final = ("depth", "referrer", "lastmod")
 #: The carried rows that list their page (ResumeQueue.load: they are done, as listing rows)
 CARRIED_LISTED: Final = "SELECT url FROM carried WHERE depth IS NOT NULL"

@@ -229,7 +229,8 @@ class CarriedRows:
 
     def add(self, uid: int, prior: Prior) -> None:
         """uid's row, `prior`, is carried (HistoryStore.carry)."""
-        self._rows[uid] = [uid, None, None, None]  # judged again: its last judgement's
+        # (a URL judged again in one buffer, which the engine never does: its last judgement)
+        self._rows[uid] = [uid, None, None, None]
         self._last = (uid, prior)
 
     def keeps(self, uid: int, listing: Listing, referrer: int | None) -> bool:
@@ -471,15 +472,11 @@ class HistoryStore:
                 return before
         return self.last_run(url)
 
-    def warm(self, urls: list[str]) -> None:
-        """Read the last_run() rows of the URLs asked for next (WARM_CHUNK at most) in one
-        statement, not one each: warm_ids() by name (the publish warms by id)."""
-        if self.has_history:
-            self.warm_ids(list(map(self._urls.ids().get, urls)))
-
     def warm_ids(self, asked: list[int | None]) -> None:
-        """warm() by the URLs' ids (None: a URL without one), for a caller that looked them
-        up already: the publish, which then dates each listing by its id (#26)."""
+        """Read the last_run() rows of the URLs asked for next (the listings being dated at
+        the end of the crawl, WARM_CHUNK at most), by their ids (None: a URL without one),
+        in one statement, not one each: the publish looks each id up once and dates its
+        listing by it (#26)."""
         if not self.has_history:
             return
         dates = self._dates

@@ -218,8 +218,8 @@ class ResumeQueue:
         #: state_history.HistoryStore.published_by); None when it has no use for them
         self.listed_ids: bytearray | None = None
         #: the history's rule, set by the state: a listing kept in its carried row, or not
-        self.keeps_listing: Callable[[int, Listing, int | None], bool] = _not_carried
-        self.unlisted_carried: Callable[[int], None] = _no_carried
+        self.keeps_listing: Callable[[int, Listing, int | None], bool] = _keeps_no_listing
+        self.unlisted_carried: Callable[[int], None] = _unlists_nothing
         #: a byte a URL id, 1 for a URL this process queued (QUEUED on disk once written)
         #: or load() found waiting (QUEUED on disk): done by its decision's or listing's row
         self._queued = bytearray()
@@ -667,10 +667,10 @@ def _listing_row(row: tuple[object, ...]) -> Listing:
     return Listing(**dict(zip(_LISTING_FIELDS, row[1:], strict=True)))  # type: ignore[arg-type]
 
 
-def _not_carried(uid: int, listing: Listing, referrer: int | None) -> bool:
+def _keeps_no_listing(uid: int, listing: Listing, referrer: int | None) -> bool:
     """ResumeQueue.keeps_listing without a history: every listing in a listing row."""
     return False
 
 
-def _no_carried(uid: int) -> None:
+def _unlists_nothing(uid: int) -> None:
     """ResumeQueue.unlisted_carried without a history: no carried row lists a page."""
