@@ -61,9 +61,9 @@ class CrawlLoop:
         #: a layer fewer for every URL queued, #26)
         self.queued: Callable[[], None] = self.changed.set
         self.stop_signal: int | None = None
-        #: `stopped`, kept as each of its causes comes (a worker asks it every page: an
-        #: attribute, not a property's call, #26)
-        self.halted = False
+        #: no new URL is taken: a signal, an outage, a bot wall or max_time, set with each
+        #: (a worker asks every page: an attribute, not a property's call, #26)
+        self.stopped = False
         self.timed_out = False  # max_time is up
         self.outage: str | None = None  # why the site looks down, when it does
         self.blocked: str | None = None  # why a bot wall stops the run (crawler.core.botwall)
@@ -79,16 +79,11 @@ class CrawlLoop:
         self._idle = 0  # workers waiting for `changed`: the only ones a page done may wake
         self._grace: asyncio.TimerHandle | None = None
 
-    @property
-    def stopped(self) -> bool:
-        """No new URL is taken: a signal, an outage, a bot wall or max_time."""
-        return self.halted
-
     def down(self, outage: str) -> None:
         """The client found the site down: stop taking URLs."""
         if self.outage is None:
             self.outage = outage
-            self.halted = True
+            self.stopped = True
             self.log(f"warning: the site looks down ({outage}): stopping")
             self.throttle.close(DOWN)  # requests waiting their turn (and retries) are not sent
             self.changed.set()
@@ -97,7 +92,7 @@ class CrawlLoop:
         """A bot wall answers instead of the site: stop taking URLs (what would they show?)."""
         if self.blocked is None:
             self.blocked = why
-            self.halted = True
+            self.stopped = True
             self.throttle.close(WALLED)  # requests waiting their turn are not sent
             self.changed.set()
 
@@ -159,7 +154,7 @@ class CrawlLoop:
     ) -> None:
         max_pages, frontier, active = self.max_pages, self.frontier, self.active
         try:
-            while not self.halted:
+            while not self.stopped:
                 if max_pages and self.requested >= max_pages:
                     return
                 if self._running > self._taking:  # fewer jobs per request now (set_depth)
@@ -232,7 +227,7 @@ class CrawlLoop:
 
         def time_up() -> None:
             self.timed_out = True
-            self.halted = True
+            self.stopped = True
             self.throttle.close()  # requests waiting for their turn are not sent
             self.log(f"max_time {self.max_time:g} s reached: finishing requests in flight")
             self.changed.set()
@@ -268,7 +263,7 @@ class CrawlLoop:
     def _on_signal(self, sig: int) -> None:
         if self.stop_signal is None:
             self.stop_signal = sig
-            self.halted = True
+            self.stopped = True
             self.log(
                 f"{signal.Signals(sig).name}: finishing requests in flight "
                 f"(up to {STOP_GRACE_SECONDS:g} s; signal again to stop at once)"
