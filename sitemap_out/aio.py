@@ -14,7 +14,7 @@ run is reported before the crawl starts rather than at the first flush.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from pathlib import Path
 from types import TracebackType
@@ -128,6 +128,20 @@ class AsyncSitemapWriter:
         self._writer.check(entry)  # an entry that can never fit fails here, not in a batch
         self._batch.append(entry)
         if len(self._batch) >= self._batch_size:
+            await self._flush()
+
+    async def add_many(self, entries: Iterable[Entry]) -> None:
+        """add() for each entry in order, checked as add() checks it (an entry that can
+        never fit fails at itself, those before it added), with one await for them all: a
+        crawl's publish hands its entries a chunk at a time, where a coroutine an entry was
+        a third of the entry's cost here (#26)."""
+        check, batch = self._writer.check, self._batch
+        for entry in entries:
+            if not isinstance(entry, Entry):
+                raise TypeError(f"expected an Entry, got {type(entry).__name__}")
+            check(entry)
+            batch.append(entry)
+        if len(batch) >= self._batch_size:
             await self._flush()
 
     async def _flush(self) -> None:

@@ -387,6 +387,44 @@ def test_async_add_rejects_an_entry_that_can_never_fit_at_once(tmp_path, xsd):
     assert sorted(locs) == sorted(f"https://example.com/p{i}" for i in range(50) if i != 7)
 
 
+def test_async_add_many_is_add_for_each_entry(tmp_path: Path, xsd) -> None:
+    """add_many (a crawl's publish, a chunk at a time) writes what add() one entry at a time
+    writes, byte for byte, across batches; an impossible entry fails at itself, those
+    before it added, and a non-entry is refused."""
+    from sitemap_out import AsyncSitemapWriter, Entry, EntryError
+
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    entries = [Entry(f"https://example.com/p{i:03}", when) for i in range(120)]
+
+    async def run(out: Path, chunked: bool) -> None:
+        w = AsyncSitemapWriter(out, "https://example.com/", batch_size=16)
+        if chunked:
+            for at in range(0, len(entries), 25):
+                await w.add_many(entries[at : at + 25])
+        else:
+            for entry in entries:
+                await w.add(entry)
+        await w.publish()
+
+    eventloop.run(run(tmp_path / "one", False))
+    eventloop.run(run(tmp_path / "many", True))
+    one, many = (tmp_path / "one" / "sitemap.xml"), (tmp_path / "many" / "sitemap.xml")
+    xsd.urlset(many)
+    assert one.read_bytes() == many.read_bytes()
+
+    async def refused() -> int:
+        w = AsyncSitemapWriter(tmp_path / "bad", "https://example.com/", max_bytes=1024)
+        good = [Entry("https://example.com/a"), Entry("https://example.com/b")]
+        with pytest.raises(EntryError):
+            await w.add_many([*good, Entry(f"https://example.com/{'x' * 900}"), good[0]])
+        with pytest.raises(TypeError):
+            await w.add_many(["https://example.com/c"])  # type: ignore[list-item]
+        count = (await w.publish()).url_count
+        return count
+
+    assert eventloop.run(refused()) == 2
+
+
 @given(
     st.lists(st.text(alphabet="a/&'<>\"%2F", max_size=30), max_size=8),
     st.lists(st.text(alphabet="a/&'%2F", max_size=30), max_size=3),

@@ -6,7 +6,7 @@ single crawl's is, with its own previous set, rollover and stable layout."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,13 @@ class CrossHostWriter(OneWriter):
     async def add(self, entry: Entry) -> None:
         self.origins[join_parts(entry.loc)[1]] = None
         await super().add(entry)
+
+    async def add_many(self, entries: Iterable[Entry]) -> None:
+        entries = list(entries)
+        origins = self.origins
+        for entry in entries:
+            origins[join_parts(entry.loc)[1]] = None
+        await super().add_many(entries)
 
     def robots_lines(self, published: PublishResult, default: str) -> tuple[RobotsLine, ...]:
         ((home, url),) = super().robots_lines(published, default)
@@ -106,6 +113,14 @@ class HostWriters:
 
     async def add(self, entry: Entry) -> None:
         await self._for(entry.loc).add(entry)
+
+    async def add_many(self, entries: Iterable[Entry]) -> None:
+        """Each entry to its host's writer, each writer's in the order given."""
+        by_writer: dict[OneWriter, list[Entry]] = {}
+        for entry in entries:
+            by_writer.setdefault(self._for(entry.loc), []).append(entry)
+        for writer, mine in by_writer.items():
+            await writer.add_many(mine)
 
     async def add_news(self, entries: list[Entry]) -> None:
         by_host: dict[str, list[Entry]] = {}

@@ -67,7 +67,7 @@ _BLOCKS = operator.attrgetter("blocks")
 
 
 class EntrySink(Protocol):
-    async def add(self, entry: Entry) -> None: ...
+    async def add_many(self, entries: list[Entry]) -> None: ...
 
     async def add_news(self, entries: list[Entry]) -> None: ...
 
@@ -384,6 +384,7 @@ class Journal:
 
             ext.prepare(winners())
         contested = self.contested  # (settled above: no claim is made past this point)
+        entries: list[Entry] = []  # handed to the sink a chunk at a time (one await, #26)
         for listing, uid in dating.warmed(self.spool):
             url = listing.url
             # uncontested, nothing was claimed: every listing is its own body's winner
@@ -399,7 +400,10 @@ class Journal:
                         entry = ext.entry(listing, entry)
                     except EntryError:  # too big for max_bytes with them: listed without
                         pass
-                await sink.add(entry)
+                entries.append(entry)
+                if len(entries) >= WARM_CHUNK:
+                    await sink.add_many(entries)
+                    entries = []
                 if llms is not None:
                     extras = listing.page_extras()
                     llms.add(listing.loc, None if extras is None else extras.about)
@@ -416,6 +420,7 @@ class Journal:
                     listing.referrer,
                 )  # fmt: skip
             self._final(listing, decision, counted=False)
+        await sink.add_many(entries)
         dating.finish()
         if ext is not None:
             articles = ext.articles()
