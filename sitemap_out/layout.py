@@ -13,20 +13,23 @@ is not used: the parts are written as a fresh run writes them).
 
 Each entry is routed, serialised, to a scratch file for the old part that listed it (or for
 the new URLs) and the parts are written at the end, when it is known which of them are
-left too small.
+left too small. An entry routed to an old part that is the next entry of its published
+file, byte for byte, is not written at all (sitemap_out.probe): a part all of whose entries
+are its file's is staged as that file.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 
 from sitemap_out.parts import PartInfo, Parts
 from sitemap_out.previous import OldPart, PreviousSet
+from sitemap_out.probe import PartProbe
 from sitemap_out.scratch import Bucket, Rec, Scratch, loc_of, tagged_merge
 
 __all__ = ["StableLayout"]
@@ -34,19 +37,30 @@ __all__ = ["StableLayout"]
 
 class StableLayout:
     """Routes entries to the old parts of ``previous`` (reusable), then writes the parts
-    through ``parts``; ``now``: the index ``<lastmod>`` of a part written again."""
+    through ``parts``; ``now``: the index ``<lastmod>`` of a part written again;
+    ``published``: the folder the old parts are published in (None: every entry is
+    written to its scratch file)."""
 
     def __init__(
-        self, previous: PreviousSet, parts: Parts, scratch: Scratch, now: datetime
+        self,
+        previous: PreviousSet,
+        parts: Parts,
+        scratch: Scratch,
+        now: datetime,
+        published: Path | None = None,
     ) -> None:
         self._previous = previous
         self._parts = parts
         self._scratch = scratch
         self._now = now
+        self._published = published
         self._tag = tag = parts.group  # scratch names: a layout per group shares the folder
         self._buckets: dict[int, Bucket] = {0: scratch.bucket(f"{tag}-new.records")}
+        self._old: dict[int, OldPart] = {}
         for part in previous.parts:
             self._buckets[part.number] = scratch.bucket(f"{tag}-keep-{part.number}.records")
+            self._old[part.number] = part
+        self._probes: dict[int, PartProbe] = {}  # by old part, made at its first entry
 
     @property
     def was_index(self) -> bool:
@@ -54,7 +68,20 @@ class StableLayout:
         return self._previous.index
 
     def route(self, number: int | None, loc: str, data: bytes, ns: int) -> None:
-        """An entry to its old part's scratch file, or the new URLs' (number None)."""
+        """An entry to its old part's scratch file, or the new URLs' (number None); not
+        written while the old part's entries are its published file's (PartProbe)."""
+        if number and self._published is not None:
+            probe = self._probes.get(number)
+            if probe is None:
+                parts, old = self._parts, self._old[number]
+                probe = PartProbe(
+                    self._published / old.name, old.stamp, parts.headers, parts.loc_of,
+                    self._scratch.chunk,
+                )  # fmt: skip
+                self._probes[number] = probe
+            if probe.feed(data, ns):
+                self._buckets[number].held(len(data), ns)
+                return
         self._buckets[number or 0].write(loc, data, ns)
 
     def write(self) -> None:
@@ -63,7 +90,7 @@ class StableLayout:
         new URLs fill the last part, then new parts numbered after the highest old one."""
         previous = self._previous
         parts = self._parts
-        records = self._scratch.records
+        records, routed = self._scratch.records, self._records
         fits = parts.fits
         for bucket in self._buckets.values():
             bucket.close()
@@ -77,15 +104,15 @@ class StableLayout:
             for part in body:
                 bucket = self._buckets[part.number]
                 if bucket.count < quarter:
-                    incoming.append(records(bucket.path))
+                    incoming.append(routed(part.number))
                     continue
-                taken = self._write_own(part, bucket)
+                taken = self._write_own(part)
                 if taken < bucket.count:  # grew past max_bytes: the rest moves on
-                    incoming.append(records(bucket.path, skip=taken))
+                    incoming.append(routed(part.number, taken))
             bucket = self._buckets[tail.number]
-            count, body_bytes, ns = self._fitting(bucket)
+            count, body_bytes, ns = self._fitting(tail.number)
             if count < bucket.count:
-                incoming.append(records(bucket.path, skip=count))
+                incoming.append(routed(tail.number, count))
             stream: Iterator[Rec] = heapq.merge(*incoming, key=loc_of)
             extra = self._scratch.bucket(f"{self._tag}-tail.records")
             for rec in stream:
@@ -97,10 +124,10 @@ class StableLayout:
                 ns |= rec[2]
             extra.close()
             if extra.count:
-                kept = itertools.islice(records(bucket.path), count - extra.count)
+                kept = itertools.islice(routed(tail.number), count - extra.count)
                 self._write_routed(tail, kept, records(extra.path))
             else:  # nothing joins the last part (no new URL: most nights): its own, as read
-                self._stage(tail, ns, bucket.path, count, body_bytes)
+                self._stage_own(tail, ns, count, body_bytes)
         else:
             stream = heapq.merge(*incoming, key=loc_of)
         for _loc, data, own in stream:
@@ -109,36 +136,73 @@ class StableLayout:
         # every part written is new as of now (those left unchanged get their old date back)
         parts.restamp(self._now)
 
-    def _write_own(self, part: OldPart, bucket: Bucket) -> int:
+    def _records(self, number: int, skip: int = 0) -> Iterator[Rec]:
+        """The entries routed to old part `number`, in order, after the first `skip`: those
+        its probe matched (read again from the published file), then its scratch file's."""
+        path = self._buckets[number].path
+        probe = self._probes.get(number)
+        matched = 0 if probe is None else probe.count
+        if skip >= matched:
+            return self._scratch.records(path, skip - matched)
+        assert probe is not None
+        stream = itertools.chain(probe.prefix(), self._scratch.records(path))
+        return itertools.islice(stream, skip, None) if skip else stream
+
+    def _write_own(self, part: OldPart) -> int:
         """Write an old part from its own routed entries alone, as many as fit (_fitting),
         read from the bucket's file rather than copied to a scratch file first; return how
         many it took."""
-        count, body_bytes, ns = self._fitting(bucket)
-        self._stage(part, ns, bucket.path, count, body_bytes)
+        count, body_bytes, ns = self._fitting(part.number)
+        self._stage_own(part, ns, count, body_bytes)
         return count
 
-    def _fitting(self, bucket: Bucket) -> tuple[int, int, int]:
-        """The count, bytes and namespaces of the most of bucket's first entries that fit
-        a part: all of them when they do, told by the bucket's totals (Parts.holds)
-        without reading them again (an unchanged night's every part: a reading of every
-        entry, #26), else read until one does not."""
-        parts = self._parts
+    def _fitting(self, number: int) -> tuple[int, int, int]:
+        """The count, bytes and namespaces of the most of old part `number`'s first routed
+        entries that fit a part: all of them when they do, told by its bucket's totals
+        (Parts.holds) without reading them again (an unchanged night's every part: a
+        reading of every entry, #26), else read until one does not."""
+        parts, bucket = self._parts, self._buckets[number]
         if parts.holds(bucket.count, bucket.size, bucket.ns):
             return bucket.count, bucket.size, bucket.ns
         count, body_bytes, ns = 0, 0, 0
-        for rec in self._scratch.records(bucket.path):
+        for rec in self._records(number):
             if not parts.fits(count, body_bytes, ns, rec):
                 break
             count, body_bytes = count + 1, body_bytes + len(rec[1])
             ns |= rec[2]
         return count, body_bytes, ns
 
-    def _stage(self, part: OldPart, ns: int, path: Path, count: int, body_bytes: int) -> None:
-        """Stage old part `part` from the first `count` records of the scratch file at path."""
-        parts, records = self._parts, self._scratch.records
+    def _stage_own(self, part: OldPart, ns: int, count: int, body_bytes: int) -> None:
+        """Stage old part `part` from its first `count` routed entries: as its published
+        file when those are the entries its probe matched and that file is exactly they
+        (PartProbe.complete), else written from them."""
+        parts, probe = self._parts, self._probes.get(part.number)
+        if (
+            probe is not None
+            and count == probe.count
+            and probe.complete(parts.headers[ns], parts.footer)
+        ):
+            assert self._published is not None
+            parts.stage_published(
+                part.number, ns, count, body_bytes, self._now,
+                source=self._published / part.name, digest=part.digest,
+            )  # fmt: skip
+            return
+        self._stage(part, ns, lambda: self._records(part.number), count, body_bytes)
+
+    def _stage(
+        self,
+        part: OldPart,
+        ns: int,
+        source: Callable[[], Iterator[Rec]],
+        count: int,
+        body_bytes: int,
+    ) -> None:
+        """Stage old part `part` from the first `count` records `source()` gives."""
+        parts = self._parts
 
         def serialised() -> Iterator[bytes]:
-            return (rec[1] for rec in itertools.islice(records(path), count))
+            return (rec[1] for rec in itertools.islice(source(), count))
 
         published = part.digest if parts.name(part.number) == part.name else None
         parts.stage(part.number, ns, serialised, count, body_bytes, self._now, published=published)
@@ -159,7 +223,7 @@ class StableLayout:
             count, body_bytes = count + 1, body_bytes + len(rec[1])
             ns |= rec[2]
         chosen.close()
-        self._stage(part, ns, chosen.path, count, body_bytes)
+        self._stage(part, ns, lambda: self._scratch.records(chosen.path), count, body_bytes)
         chosen.path.unlink()
         return taken
 

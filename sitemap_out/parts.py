@@ -15,6 +15,7 @@ import functools
 import gzip as gziplib
 import hashlib
 import os
+import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import date, datetime
@@ -26,7 +27,15 @@ from sitemap_out.errors import IndexLimitError
 from sitemap_out.groups import DEFAULT_GROUP, part_prefix
 from sitemap_out.limits import MAX_SITEMAPS_PER_INDEX
 from sitemap_out.scratch import Rec
-from sitemap_out.xml import NS_ALL, URLSET_CLOSE, text_line, url_element, urlset_open_for
+from sitemap_out.xml import (
+    NS_ALL,
+    URLSET_CLOSE,
+    text_line,
+    text_loc,
+    url_element,
+    url_loc,
+    urlset_open_for,
+)
 
 __all__ = ["COPY_CHUNK", "OpenPart", "PartInfo", "Parts"]
 
@@ -91,6 +100,7 @@ class Parts:
         self.max_parts = max_parts
         self.suffix = (".xml" if xml else ".txt") + (".gz" if gzip else "")
         self.serialise = url_element if xml else text_line
+        self.loc_of = url_loc if xml else text_loc  # an entry's loc from its bytes
         if xml:
             self.headers = {
                 ns: urlset_open_for(ns, stylesheet).encode() for ns in range(NS_ALL + 1)
@@ -208,6 +218,35 @@ class Parts:
             digest = self.write(name, header, chunks())
         self.digests[name] = digest
         size = len(header) + body_bytes + len(self.footer)
+        self.done.append(PartInfo(name, count, size, newest))
+
+    def stage_published(
+        self,
+        number: int,
+        ns: int,
+        count: int,
+        body_bytes: int,
+        newest: datetime | date | None,
+        *,
+        source: Path,
+        digest: bytes,
+    ) -> None:
+        """Stage part ``number`` as the published file ``source``, whose bytes its entries
+        are, byte for byte (sitemap_out.probe), and whose uncompressed SHA-256 is
+        ``digest``: not written where it keeps the name (as stage() leaves a gzipped part
+        of the published bytes), else a copy of it (a single sitemap.xml is staged as
+        sitemap-1.xml, renamed back unless the set becomes an index)."""
+        name = self.name(number)
+        if name != source.name:
+            target = self.staging / name
+            shutil.copyfile(source, target)
+            fd = os.open(target, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self.digests[name] = digest
+        size = len(self.headers[ns]) + body_bytes + len(self.footer)
         self.done.append(PartInfo(name, count, size, newest))
 
     def restamp(self, when: datetime) -> None:

@@ -25,7 +25,7 @@ from sitemap_out.groups import DEFAULT_GROUP, PART_RE
 from sitemap_out.limits import MAX_BYTES
 from sitemap_out.manifest import read_layout, read_manifest
 from sitemap_out.scratch import CHUNK, read_chunks
-from sitemap_out.xml import SITEMAP_NS
+from sitemap_out.xml import SITEMAP_NS, unescape
 
 __all__ = ["OldPart", "PreviousSet", "old_locs", "read_layout", "read_previous"]
 
@@ -48,6 +48,9 @@ class OldPart:
     index_lastmod: str | None
     locs: Path
     group: str = DEFAULT_GROUP
+    #: the file's size, mtime and inode before it was read (sitemap_out.probe reads it
+    #: again only while they hold, so that its bytes are those `digest` is of)
+    stamp: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,7 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
     # first by the validating reader as well: on a site of one file, that second reading
     # of every URL was most of the publish's cost. Only an index goes to the reader.
     try:
+        stamp = file_stamp(out_dir / entry)
         single = _read_part(out_dir / entry, xml=".xml" in entry)
     except _NotUrlset:
         single = None
@@ -91,7 +95,7 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
     except (OSError, EOFError, zlib.error, gziplib.BadGzipFile) as exc:
         return _unreadable(f"{entry}: {getattr(exc, 'strerror', None) or exc}")
     if single is not None:
-        part = _scratch(scratch, DEFAULT_GROUP, 1, entry, None, *single)
+        part = _scratch(scratch, DEFAULT_GROUP, 1, entry, None, *single, stamp)
         return _previous([part], recorded, layout, index=False)
     from sitemap_out.reader import read_sitemap  # an index: not loaded for a single file
 
@@ -123,12 +127,13 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
             return _unreadable(f"{entry} lists part {name} twice")
         numbers.add((group, number))
         try:
+            stamp = file_stamp(out_dir / name)
             rows, digest = _read_part(out_dir / name, xml=".xml" in name)
         except _Unreadable as exc:
             return _unreadable(f"{name}: {exc}")
         except (OSError, EOFError, zlib.error, gziplib.BadGzipFile) as exc:
             return _unreadable(f"{name}: {getattr(exc, 'strerror', None) or exc}")
-        parts.append(_scratch(scratch, group, number, name, index_lastmod, rows, digest))
+        parts.append(_scratch(scratch, group, number, name, index_lastmod, rows, digest, stamp))
     return _previous(parts, recorded, layout, index=top.kind == "sitemapindex")
 
 
@@ -140,6 +145,7 @@ def _scratch(
     index_lastmod: str | None,
     rows: list[tuple[str, str | None]],
     digest: bytes,
+    stamp: tuple[int, int, int],
 ) -> OldPart:
     """The part, its rows sorted by loc into a scratch file (see the module doc)."""
     rows.sort()
@@ -148,7 +154,14 @@ def _scratch(
         fh.writelines(
             f"{loc}\n" if lastmod is None else f"{loc}\t{lastmod}\n" for loc, lastmod in rows
         )
-    return OldPart(number, name, len(rows), digest, index_lastmod, locs, group)
+    return OldPart(number, name, len(rows), digest, index_lastmod, locs, group, stamp)
+
+
+def file_stamp(path: Path) -> tuple[int, int, int]:
+    """A file's size, mtime (ns) and inode: what tells that it is the file read before
+    (the publish replaces files by renaming, so a new one is a new inode)."""
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns, st.st_ino
 
 
 def _previous(
@@ -219,16 +232,6 @@ _OWN_URL: Final = re.compile(
     re.MULTILINE,
 )
 _OWN_END: Final = b"</urlset>\n"
-_ENTITIES: Final = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"))
-
-
-def _text(raw: str) -> str:
-    """Element text as lxml gives it: the five entities replaced (&amp; last)."""
-    if "&" in raw:
-        for entity, char in _ENTITIES:
-            raw = raw.replace(entity, char)
-        raw = raw.replace("&amp;", "&")
-    return raw
 
 
 def _read_own(path: Path) -> tuple[list[tuple[str, str | None]], bytes] | None:
@@ -267,7 +270,7 @@ def _read_own(path: Path) -> tuple[list[tuple[str, str | None]], bytes] | None:
         if len(values) != lines.count("\n"):
             return None
         if "&" in lines:
-            rows += ((_text(loc), _text(lm) if lm else None) for loc, lm in values)
+            rows += ((unescape(loc), unescape(lm) if lm else None) for loc, lm in values)
         elif lines.count("<lastmod>") == len(values):  # every one dated: the rows as taken
             rows += values
         else:

@@ -119,6 +119,12 @@ class Bucket:
         self.size += len(data)
         self.ns |= ns
 
+    def held(self, size: int, ns: int) -> None:
+        """One more entry routed here that is not written (sitemap_out.probe holds it)."""
+        self.count += 1
+        self.size += size
+        self.ns |= ns
+
     def close(self) -> None:
         if self.fh is not None:
             self.fh.close()

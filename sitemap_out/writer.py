@@ -285,7 +285,9 @@ class SitemapWriter:
         if previous.reusable:
             self._scratch = Scratch(folder, _MAX_OPEN_BUCKETS, _SCRATCH_CHUNK)
             self._layouts = {
-                name: StableLayout(previous.of_group(name), parts, self._scratch, self._now)
+                name: StableLayout(
+                    previous.of_group(name), parts, self._scratch, self._now, self._out
+                )
                 for name, parts in self._groups.items()
             }
 

@@ -36,7 +36,10 @@ __all__ = [
     "index_open",
     "stylesheet_pi",
     "text_line",
+    "text_loc",
+    "unescape",
     "url_element",
+    "url_loc",
     "urlset_open",
     "urlset_open_for",
 ]
@@ -70,6 +73,19 @@ def escape(text: str) -> str:
     """
     if "&" in text or "<" in text or ">" in text or '"' in text or "'" in text:
         return text.translate(_ESCAPES)
+    return text
+
+
+#: What escape() writes, undone (`&amp;` last, so that `&amp;lt;` reads `&lt;`)
+_UNESCAPES: Final = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"))
+
+
+def unescape(text: str) -> str:
+    """Element text as escape() wrote it, as lxml reads it: the five entities replaced."""
+    if "&" in text:
+        for entity, char in _UNESCAPES:
+            text = text.replace(entity, char)
+        text = text.replace("&amp;", "&")
     return text
 
 
@@ -199,6 +215,16 @@ def news_element(news: News) -> str:
 def text_line(entry: Entry) -> str:
     """One line of a text sitemap: the loc itself (already free of whitespace by validation)."""
     return entry.loc + "\n"
+
+
+def url_loc(data: bytes) -> str:
+    """The loc of a ``<url>`` as url_element wrote it (its UTF-8 bytes)."""
+    return unescape(data[10 : data.index(b"</loc>", 10)].decode())
+
+
+def text_loc(data: bytes) -> str:
+    """The loc of a line as text_line wrote it (its UTF-8 bytes)."""
+    return data[:-1].decode()
 
 
 def index_open(stylesheet: str | None = None) -> str:
