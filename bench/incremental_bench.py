@@ -11,6 +11,9 @@ still match, as most web servers do for static files. Then, with one state file:
 * the second run: the same crawl from the history the previous run left, every page
   asked for with If-None-Match / If-Modified-Since, the site unchanged,
 * again: one more unchanged night, after the unchanged one: the nightly job's common night,
+  published as the job publishes it, over the set the night before published (a copy of the
+  second run's folder: the stable layout reads it and keeps every part); every other run
+  publishes into an empty folder,
 * the rebuilt night: every file of the site given a new time, as a site rebuilt from the
   same sources, so every page answers 200 with its content unchanged, from the same history;
   every page must answer 200 and the published files must be those of the second run, byte
@@ -100,9 +103,20 @@ def _state_size(state: Path) -> tuple[int, int]:
     return size, urls
 
 
-def crawl(kind: str, url: str, work: Path, state: Path, log: Path, extra: list[str]) -> Run:
+def crawl(
+    kind: str,
+    url: str,
+    work: Path,
+    state: Path,
+    log: Path,
+    extra: list[str],
+    over: Path | None = None,
+) -> Run:
+    """One run of `kind`, published into an empty folder, or over a copy of `over`."""
     out = work / kind
     shutil.rmtree(out, ignore_errors=True)
+    if over is not None:
+        shutil.copytree(over, out)
     report = work / f"{kind}.json"
     cmd = [*ours_command(), "crawl", url, "-o", str(out), "--quiet"]
     cmd += ["--report", str(report), "--max-shrink", "1", *extra]
@@ -194,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
                     _serve(site, args.port, "stop")
                     _serve(site, args.port, "start", log)
                     time.sleep(max(0.0, when + STAMP_SLACK + 1 - time.time()))
-                runs.append(crawl(kind, url, work, state, log, args.ours_arg))
+                over = work / "second" if kind == "again" else None  # (the job's way)
+                runs.append(crawl(kind, url, work, state, log, args.ours_arg, over))
                 print(show(runs[-1]), flush=True)
             second, rebuilt = runs[-3], runs[-1]
             unmoved.append(
@@ -228,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def ratio_line(runs: list[Run], kind: str = "second") -> str:
     """#26's figure: a full night with history against the unchanged (304) night, in CPU:
-    the first after a full one (`second`), or one after another (`again`). The medians,
+    the first after a full one (`second`, into an empty folder), or one after another
+    (`again`, published over the night before's set, as the job does). The medians,
     and the least of each: on a machine shared with other work, load only adds CPU time
     (contention for the cores and their caches), so the least of several runs is the
     steadier figure when the medians move by more than a change measured."""
@@ -237,7 +253,11 @@ def ratio_line(runs: list[Run], kind: str = "second") -> str:
     if not full or not second or min(second) <= 0:
         return f"ratio: no full and {kind} runs to compare"
     mid_full, mid_second = statistics.median(full), statistics.median(second)
-    night = "unchanged night" if kind == "second" else "unchanged night after one"
+    night = (
+        "unchanged night"
+        if kind == "second"
+        else "unchanged night after one, over its set (the job's)"
+    )
     return (
         f"CPU, full night / {night}: medians {mid_full:.2f} / {mid_second:.2f} s ="
         f" {mid_full / mid_second:.2f}x; least {min(full):.2f} / {min(second):.2f} s ="

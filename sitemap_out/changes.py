@@ -75,15 +75,15 @@ class ChangeLog:
             elif item > self._newest[0]:
                 heapq.heapreplace(self._newest, item)
 
-    def count(self, kind: str, group: str = "") -> None:
-        """One URL added, removed or changed, counted only: for a caller that learnt from
-        `details` that nothing more of it is read."""
-        self.counts[kind] += 1
+    def count(self, kind: str, group: str = "", n: int = 1) -> None:
+        """`n` URLs added, removed or changed, counted only: for a caller that learnt from
+        `details` that nothing more of them is read."""
+        self.counts[kind] += n
         if self.groups is not None:
             counts = self.groups.get(group)
             if counts is None:
                 counts = self.groups[group] = dict.fromkeys(KINDS, 0)
-            counts[kind] += 1
+            counts[kind] += n
 
     @property
     def details(self) -> bool:

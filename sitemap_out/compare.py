@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from sitemap_out.changes import ChangeLog
 from sitemap_out.entry import Entry, format_lastmod, lastmod_key
-from sitemap_out.errors import SitemapOutError
 from sitemap_out.groups import DEFAULT_GROUP
 from sitemap_out.previous import OldPart, PreviousSet, old_locs
 from sitemap_out.scratch import CHUNK
@@ -57,18 +56,11 @@ class Comparison:
             *(old_locs(p, i, chunk) for i, p in enumerate(previous.parts))
         )
         self._old_head: _Old | None = next(self._old, None)
-        self._last_loc: str | None = None
 
     def compare(self, entry: Entry, group: str = DEFAULT_GROUP) -> OldPart | None:
         """Record what became of entry's URL (in ``group``), and of the old URLs before it;
         return the old part that listed it, None for a URL not listed before."""
-        loc = entry.loc
-        if self._last_loc is not None and loc <= self._last_loc:
-            raise SitemapOutError(
-                f"a stable layout takes entries in increasing loc order; {loc[:200]!r} "
-                f"came after {self._last_loc[:200]!r}"
-            )
-        self._last_loc = loc
+        loc = entry.loc  # (in loc order: the writer checks it)
         changes = self._changes
         head = self._old_head
         while head is not None and head[0] < loc:

@@ -249,6 +249,7 @@ class SitemapWriter:
         self._changes = changes
         self._previous: PreviousSet | None = None
         self._comparison: Comparison | None = None
+        self._last_loc: str | None = None  # a stable writer's last entry (loc order)
         self._layouts: dict[str, StableLayout] = {}  # by group, when the old layout is kept
         self._scratch: Scratch | None = None
         self._feed: FeedWindow | None = None
@@ -273,6 +274,11 @@ class SitemapWriter:
             self._changes.keep = max(self._changes.keep, MAX_ENTRIES)
             self._feed = FeedWindow(self._out, feed_days, self._now)
         previous = self._previous = read_previous(self._out, folder, self._settings())
+        if not previous.parts and not self._changes.details and self._feed is None:
+            # nothing published before, and only counts kept: every entry is added, counted
+            # a group at a time at the publish (a first night, or an empty folder's: a
+            # comparison an entry with nothing to compare it with, #26)
+            return
         self._comparison = Comparison(
             previous,
             self._changes,
@@ -344,6 +350,14 @@ class SitemapWriter:
         parts = self._groups.get(group)
         if parts is None:
             raise SitemapOutError(f"group_of gave {group!r} for {entry.loc[:200]!r}, not a group")
+        if self._stable:
+            loc = entry.loc
+            if self._last_loc is not None and loc <= self._last_loc:
+                raise SitemapOutError(
+                    f"a stable layout takes entries in increasing loc order; {loc[:200]!r} "
+                    f"came after {self._last_loc[:200]!r}"
+                )
+            self._last_loc = loc
         comparison = self._comparison
         if comparison is not None:
             old = comparison.compare(entry, group)
@@ -426,6 +440,10 @@ class SitemapWriter:
                     layout.write()
                 else:
                     parts.close()
+                if self._comparison is None and self._stable and self._changes is not None:
+                    # none compared (_start_stable): every entry is added
+                    added = sum(info.url_count for info in parts.done)
+                    self._changes.count("added", name, added)
             result = self._finish(self._news.close())
         finally:
             self.abort()

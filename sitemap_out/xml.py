@@ -149,6 +149,17 @@ def urlset_open_for(namespaces: int, stylesheet: str | None = None) -> str:
 
 def url_element(entry: Entry) -> str:
     """One ``<url>...</url>`` line. Child order follows sitemap.xsd's sequence."""
+    lastmod = entry.lastmod
+    if (
+        lastmod is not None
+        and entry.changefreq is None
+        and entry.priority is None
+        and not (entry.alternates or entry.images or entry.videos or entry.news)
+    ):  # a crawl's every entry on most sites: one format, not a list joined (#26)
+        return (
+            f"<url><loc>{escape(entry.loc)}</loc>"
+            f"<lastmod>{format_lastmod(lastmod)}</lastmod></url>\n"
+        )
     parts = ["<url><loc>", escape(entry.loc), "</loc>"]
     if entry.lastmod is not None:
         parts += ("<lastmod>", format_lastmod(entry.lastmod), "</lastmod>")

@@ -570,3 +570,31 @@ def test_text_before_the_end_on_its_line_is_read_as_lxml_reads_it(tmp_path: Path
     )
     fast, slow = _both_readings(path)
     assert fast == slow
+
+
+class _ByLastDigit:
+    """Two groups: the URLs ending in an even digit, and the rest (the default group)."""
+
+    names = ("default", "even")
+
+    def group_of(self, loc: str) -> str:
+        return "even" if int(loc[-1]) % 2 == 0 else "default"
+
+
+@pytest.mark.parametrize("listed", [False, True])
+def test_a_first_night_counts_every_url_added_in_its_group(tmp_path, listed):
+    """Nothing published before: every URL is added, in its group, whether or not the
+    URLs are listed in a changes log (then none is compared with anything: #26)."""
+    log = ChangeLog(urls=listed)
+    with SitemapWriter(tmp_path, BASE, stable=True, groups=_ByLastDigit(), changes=log) as w:
+        for i in range(13):
+            w.add(Entry(loc(i)))
+        result = w.publish()
+    assert log.counts == {"added": 13, "removed": 0, "changed": 0} and not log.previous
+    assert log.groups == {
+        "default": {"added": 6, "removed": 0, "changed": 0},
+        "even": {"added": 7, "removed": 0, "changed": 0},
+    }
+    assert result.changes.added == 13
+    if listed:
+        assert [json.loads(r)["loc"] for r in log.rows("added")] == [loc(i) for i in range(13)]
