@@ -52,9 +52,9 @@ class Comparison:
         changes.open(staging)
         changes.previous = bool(previous.parts)
         self._parts = previous.parts
-        self._old: Iterator[_Old] = heapq.merge(
-            *(old_locs(p, i, chunk) for i, p in enumerate(previous.parts))
-        )
+        olds = [old_locs(p, i, chunk) for i, p in enumerate(previous.parts)]
+        # (one part, a single sitemap.xml: its lines as they are, not through a merge)
+        self._old: Iterator[_Old] = olds[0] if len(olds) == 1 else heapq.merge(*olds)
         self._old_head: _Old | None = next(self._old, None)
 
     def compare(self, entry: Entry, group: str = DEFAULT_GROUP) -> OldPart | None:
