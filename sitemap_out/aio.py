@@ -132,17 +132,18 @@ class AsyncSitemapWriter:
 
     async def add_many(self, entries: Iterable[Entry]) -> None:
         """add() for each entry in order, checked as add() checks it (an entry that can
-        never fit fails at itself, those before it added), with one await for them all: a
-        crawl's publish hands its entries a chunk at a time, where a coroutine an entry was
-        a third of the entry's cost here (#26)."""
-        check, batch = self._writer.check, self._batch
+        never fit fails at itself, those before it added), awaiting only as a batch fills:
+        a crawl's publish hands its entries a chunk at a time, where a coroutine an entry
+        was a third of the entry's cost here (#26)."""
+        check, size = self._writer.check, self._batch_size
         for entry in entries:
             if not isinstance(entry, Entry):
                 raise TypeError(f"expected an Entry, got {type(entry).__name__}")
             check(entry)
+            batch = self._batch
             batch.append(entry)
-        if len(batch) >= self._batch_size:
-            await self._flush()
+            if len(batch) >= size:  # (a generator of millions: never all held)
+                await self._flush()
 
     async def _flush(self) -> None:
         async with self._lock:

@@ -26,11 +26,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
+from typing import Final
 
 from sitemap_out.parts import PartInfo, Parts
 from sitemap_out.previous import OldPart, PreviousSet
 from sitemap_out.probe import PartProbe
 from sitemap_out.scratch import Bucket, Rec, Scratch, loc_of, tagged_merge
+
+#: The most old parts' probes that read their published files at once (each holds a window
+#: of a chunk or so, and a gzipped part's decompressor: about 0.3 MB at most)
+_MAX_READING: Final = 16
 
 __all__ = ["StableLayout"]
 
@@ -61,6 +66,7 @@ class StableLayout:
             self._buckets[part.number] = scratch.bucket(f"{tag}-keep-{part.number}.records")
             self._old[part.number] = part
         self._probes: dict[int, PartProbe] = {}  # by old part, made at its first entry
+        self._reading: dict[int, None] = {}  # the probes that may read, in the order begun
 
     @property
     def was_index(self) -> bool:
@@ -73,16 +79,31 @@ class StableLayout:
         if number and self._published is not None:
             probe = self._probes.get(number)
             if probe is None:
-                parts, old = self._parts, self._old[number]
-                probe = PartProbe(
-                    self._published / old.name, old.stamp, parts.headers, parts.loc_of,
-                    self._scratch.chunk,
-                )  # fmt: skip
-                self._probes[number] = probe
+                probe = self._probes[number] = self._probe(number)
             if probe.feed(data, ns):
                 self._buckets[number].held(len(data), ns)
                 return
         self._buckets[number or 0].write(loc, data, ns)
+
+    def _probe(self, number: int) -> PartProbe:
+        """Old part `number`'s probe, made at its first entry: at most _MAX_READING probes
+        read at once (the parts of a layout grown night after night hold interleaved
+        ranges of URLs), the one begun first stopped for a new one."""
+        reading = self._reading
+        for begun in list(reading):  # (those that stopped reading let their place go)
+            if not self._probes[begun].reading:
+                del reading[begun]
+        if len(reading) >= _MAX_READING:
+            first = next(iter(reading))
+            self._probes[first].stop()
+            del reading[first]
+        reading[number] = None
+        parts, old = self._parts, self._old[number]
+        assert self._published is not None
+        return PartProbe(
+            self._published / old.name, old.digest, old.url_count, parts.headers, parts.footer,
+            parts.loc_of, self._scratch.chunk,
+        )  # fmt: skip
 
     def write(self) -> None:
         """Lay the routed entries out in the old parts: each keeps its URLs; a part (not the
@@ -177,11 +198,7 @@ class StableLayout:
         file when those are the entries its probe matched and that file is exactly they
         (PartProbe.complete), else written from them."""
         parts, probe = self._parts, self._probes.get(part.number)
-        if (
-            probe is not None
-            and count == probe.count
-            and probe.complete(parts.headers[ns], parts.footer)
-        ):
+        if probe is not None and count == probe.count and probe.complete(parts.headers[ns]):
             assert self._published is not None
             parts.stage_published(
                 part.number, ns, count, body_bytes, self._now,

@@ -16,6 +16,7 @@ import gzip as gziplib
 import hashlib
 import os
 import shutil
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import date, datetime
@@ -23,9 +24,10 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 from sitemap_out.entry import lastmod_key
-from sitemap_out.errors import IndexLimitError
+from sitemap_out.errors import IndexLimitError, SitemapOutError
 from sitemap_out.groups import DEFAULT_GROUP, part_prefix
 from sitemap_out.limits import MAX_SITEMAPS_PER_INDEX
+from sitemap_out.probe import digest_of
 from sitemap_out.scratch import Rec
 from sitemap_out.xml import (
     NS_ALL,
@@ -114,6 +116,8 @@ class Parts:
         self.done: list[PartInfo] = []
         self.next_number = 1
         self.digests: dict[str, bytes] = {}  # uncompressed SHA-256 of parts staged whole
+        #: parts staged as a published file of another name (stage_published): by name
+        self.unstaged: dict[str, Path] = {}
         self._part: OpenPart | None = None
 
     def name(self, number: int) -> str:
@@ -232,22 +236,59 @@ class Parts:
         digest: bytes,
     ) -> None:
         """Stage part ``number`` as the published file ``source``, whose bytes its entries
-        are, byte for byte (sitemap_out.probe), and whose uncompressed SHA-256 is
-        ``digest``: not written where it keeps the name (as stage() leaves a gzipped part
-        of the published bytes), else a copy of it (a single sitemap.xml is staged as
-        sitemap-1.xml, renamed back unless the set becomes an index)."""
+        are, byte for byte, and whose uncompressed SHA-256 is ``digest`` (sitemap_out.probe
+        read them so): nothing is written, as stage() leaves a gzipped part of the
+        published bytes. One staged under another name than the file's (a single
+        sitemap.xml is sitemap-1.xml until the writer names it) is kept in `unstaged`: the
+        writer renames nothing for it if the set stays a single file, else has it copied
+        (materialise)."""
         name = self.name(number)
         if name != source.name:
-            target = self.staging / name
+            self.unstaged[name] = source
+        self.digests[name] = digest
+        size = len(self.headers[ns]) + body_bytes + len(self.footer)
+        self.done.append(PartInfo(name, count, size, newest))
+
+    def name_parts(self, single: str | None) -> None:
+        """The part files' names made final: `single`, the entry file's name when the set is
+        this one part (renamed to it), else None. A part staged as a published file of
+        another name than its final one is copied now (materialise); one of its own name is
+        left unwritten (the publish keeps the published file)."""
+        final = {} if single is None else {self.done[0].name: single}
+        for name, source in list(self.unstaged.items()):
+            if source.name != final.get(name, name):
+                self.materialise(name)
+        if single is None:
+            return
+        info = self.done[0]
+        if self.unstaged.pop(info.name, None) is None:  # (else it is the file published)
+            os.replace(self.staging / info.name, self.staging / single)
+        digest = self.digests.pop(info.name, None)
+        if digest is not None:
+            self.digests[single] = digest
+        self.done[0] = replace(info, name=single)
+
+    def materialise(self, name: str) -> None:
+        """Write part ``name``, staged as a published file of another name, as a copy of
+        that file, checked against the digest it was staged with: a SitemapOutError when
+        the file is no longer those bytes (replaced since)."""
+        source = self.unstaged.pop(name)
+        target = self.staging / name
+        try:
             shutil.copyfile(source, target)
             fd = os.open(target, os.O_RDONLY)
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        self.digests[name] = digest
-        size = len(self.headers[ns]) + body_bytes + len(self.footer)
-        self.done.append(PartInfo(name, count, size, newest))
+            same = digest_of(target, COPY_CHUNK) == self.digests[name]
+        except (OSError, zlib.error):
+            same = False
+        if not same:
+            raise SitemapOutError(
+                f"{source.name} changed while this run published: run again (the published"
+                " set is as it was)"
+            )
 
     def restamp(self, when: datetime) -> None:
         """Give every part staged so far ``when`` as its index ``<lastmod>``."""

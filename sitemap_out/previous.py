@@ -48,9 +48,6 @@ class OldPart:
     index_lastmod: str | None
     locs: Path
     group: str = DEFAULT_GROUP
-    #: the file's size, mtime and inode before it was read (sitemap_out.probe reads it
-    #: again only while they hold, so that its bytes are those `digest` is of)
-    stamp: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +83,6 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
     # first by the validating reader as well: on a site of one file, that second reading
     # of every URL was most of the publish's cost. Only an index goes to the reader.
     try:
-        stamp = file_stamp(out_dir / entry)
         single = _read_part(out_dir / entry, xml=".xml" in entry)
     except _NotUrlset:
         single = None
@@ -95,7 +91,7 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
     except (OSError, EOFError, zlib.error, gziplib.BadGzipFile) as exc:
         return _unreadable(f"{entry}: {getattr(exc, 'strerror', None) or exc}")
     if single is not None:
-        part = _scratch(scratch, DEFAULT_GROUP, 1, entry, None, *single, stamp)
+        part = _scratch(scratch, DEFAULT_GROUP, 1, entry, None, *single)
         return _previous([part], recorded, layout, index=False)
     from sitemap_out.reader import read_sitemap  # an index: not loaded for a single file
 
@@ -127,13 +123,12 @@ def read_previous(out_dir: Path, scratch: Path, layout: dict[str, object]) -> Pr
             return _unreadable(f"{entry} lists part {name} twice")
         numbers.add((group, number))
         try:
-            stamp = file_stamp(out_dir / name)
             rows, digest = _read_part(out_dir / name, xml=".xml" in name)
         except _Unreadable as exc:
             return _unreadable(f"{name}: {exc}")
         except (OSError, EOFError, zlib.error, gziplib.BadGzipFile) as exc:
             return _unreadable(f"{name}: {getattr(exc, 'strerror', None) or exc}")
-        parts.append(_scratch(scratch, group, number, name, index_lastmod, rows, digest, stamp))
+        parts.append(_scratch(scratch, group, number, name, index_lastmod, rows, digest))
     return _previous(parts, recorded, layout, index=top.kind == "sitemapindex")
 
 
@@ -145,7 +140,6 @@ def _scratch(
     index_lastmod: str | None,
     rows: list[tuple[str, str | None]],
     digest: bytes,
-    stamp: tuple[int, int, int],
 ) -> OldPart:
     """The part, its rows sorted by loc into a scratch file (see the module doc)."""
     rows.sort()
@@ -154,14 +148,7 @@ def _scratch(
         fh.writelines(
             f"{loc}\n" if lastmod is None else f"{loc}\t{lastmod}\n" for loc, lastmod in rows
         )
-    return OldPart(number, name, len(rows), digest, index_lastmod, locs, group, stamp)
-
-
-def file_stamp(path: Path) -> tuple[int, int, int]:
-    """A file's size, mtime (ns) and inode: what tells that it is the file read before
-    (the publish replaces files by renaming, so a new one is a new inode)."""
-    st = path.stat()
-    return st.st_size, st.st_mtime_ns, st.st_ino
+    return OldPart(number, name, len(rows), digest, index_lastmod, locs, group)
 
 
 def _previous(

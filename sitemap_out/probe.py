@@ -6,17 +6,23 @@ entries all were, and nothing more, is that file itself (staged as a copy of it,
 all where it keeps its name). On a night that changed nothing, routing every entry to a
 scratch file, reading it back and staging it again came to a fifth of the publish (#26).
 
-The first entry that differs ends the match for good; the entries matched before it are
-read again from the published file when the part's records are read (`prefix`), so the
-probe holds only their sizes and namespaces (5 bytes an entry), never the entries. The file
-is opened for each chunk read, as scratch files are, so that a layout of thousands of parts
-holds no descriptor between reads. It reads the file only while the file's size, mtime and
-inode are those it had when the publish read it first (OldPart.stamp), so that the bytes
-matched are those the part's digest is of.
+The bytes read are hashed as they are read: a part is the published file only if they are
+the bytes its digest (OldPart.digest, which the manifest records) is of, so a file replaced
+or rewritten since the publish read it first is never taken for the part, and one merely
+touched still is. The first entry that differs ends the match for good; the entries matched
+before it are read again from the file when the part's records are needed (`prefix`), and
+they must check as they did (a CRC-32 a stretch read), or the publish fails rather than list
+other bytes. The probe holds their sizes and namespaces only (5 bytes an entry matched), never
+the entries; its reading
+window and its decompressor go once its part's last entry matched (its URL count known) or
+the match ended, and the layout stops the least recently fed of too many reading at once.
+The file is opened for each chunk read, as scratch files are, so that a layout of thousands
+of parts holds no descriptor between reads.
 """
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from array import array
 from collections.abc import Callable, Iterator
@@ -24,16 +30,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from sitemap_out.errors import SitemapOutError
-from sitemap_out.previous import file_stamp
 from sitemap_out.scratch import Rec
 
-__all__ = ["PartProbe"]
+__all__ = ["PartProbe", "digest_of"]
 
 #: The first two bytes of a gzip member: a published part is read through gzip when it
 #: starts so (as sitemap_out.previous reads it).
 _GZIP_MAGIC: Final = b"\x1f\x8b"
-#: The most bytes one read inflates, in chunks: a small gzipped chunk of the same bytes over
-#: and over inflates a thousandfold
+#: One read inflates to at most this many chunks: a small gzipped chunk of the same bytes
+#: over and over inflates a thousandfold
 _INFLATED: Final = 4
 
 
@@ -53,7 +58,7 @@ class _Reader:
         self.clean = True
 
     def read(self) -> bytes:
-        """The next bytes (b"" once done): at most _INFLATED times the chunk a call."""
+        """The next bytes (b"" once done). OSError, zlib.error: as the file's reading says."""
         while not self.done:
             inflate = self._inflate
             if inflate is not None and inflate.unconsumed_tail:
@@ -85,25 +90,41 @@ class _Reader:
             return bool(fh.read(1))
 
 
+def digest_of(path: Path, chunk: int) -> bytes:
+    """The SHA-256 of a file's bytes, gunzipped when gzipped (one member), as
+    sitemap_out.previous digests a part. OSError, zlib.error: as the reading says."""
+    reader, sha = _Reader(path, chunk), hashlib.sha256()
+    while more := reader.read():
+        sha.update(more)
+    if not reader.clean:
+        sha.update(b"\x00")  # (more than one member: never the digest of one)
+    return sha.digest()
+
+
 class PartProbe:
     """Whether the entries routed to one old part are its published file's, in order.
-    `stamp`: the file's when it was read first (None: not known, then nothing matches);
-    `headers`: the header a part starts with, by the namespaces its entries use (one of
-    them is the published file's, or the probe never matches); `loc_of`: an entry's loc
-    from its serialised bytes (Parts.loc_of)."""
+    `digest`: the SHA-256 of the file's bytes as the publish first read them, and `count`
+    its entries (OldPart's); `headers`: the header a part starts with, by the namespaces its
+    entries use (one of them is the file's, or nothing matches), and `footer` its end;
+    `loc_of`: an entry's loc from its serialised bytes (Parts.loc_of)."""
 
     __slots__ = (
         "_at",
         "_buffer",
         "_chunk",
+        "_count",
+        "_digest",
+        "_footer",
         "_header",
         "_headers",
         "_loc_of",
         "_ns",
         "_path",
         "_reader",
+        "_segments",
+        "_sha",
         "_sizes",
-        "_stamp",
+        "_whole",
         "count",
         "matching",
     )
@@ -111,117 +132,167 @@ class PartProbe:
     def __init__(
         self,
         path: Path,
-        stamp: tuple[int, int, int] | None,
+        digest: bytes,
+        count: int,
         headers: dict[int, bytes],
+        footer: bytes,
         loc_of: Callable[[bytes], str],
         chunk: int,
     ) -> None:
         self._path = path
-        self._stamp = stamp
+        self._digest = digest
+        self._count = count
         self._headers = headers
+        self._footer = footer
         self._loc_of = loc_of
         self._chunk = chunk
         self._reader: _Reader | None = None
         self._buffer = b""
         self._at = 0  # where the bytes not yet matched start in _buffer
         self._header: bytes | None = None  # the published file's, once read
+        self._sha = hashlib.sha256()  # of the bytes the window moved past
         self._sizes = array("I")  # each matched entry's size
         self._ns = bytearray()  # and its namespaces
+        #: the bytes the window moved past (the header, then entries matched, whole), a
+        #: stretch at a time: its size and CRC-32, by which prefix() checks them again
+        self._segments = array("I")
+        self._whole = False  # the file is its header, the entries matched and the footer
         self.count = 0  # the entries matched
         self.matching = True
 
     def feed(self, data: bytes, ns: int) -> bool:
         """Whether `data`, the next entry routed to the part, is the next entry of its
         file (then it is matched); once one is not, no later one is."""
-        if not self.matching:
-            return False
-        if self._reader is None and not self._start():
+        if not self.matching or (self._reader is None and not self._start()):
             return False
         size = len(data)
-        if len(self._buffer) - self._at < size:
-            try:
+        try:
+            if len(self._buffer) - self._at < size:
                 self._fill(size)
-            except OSError:  # (gone: the entries matched fail to be read again, if any)
-                self._stop()
+            if not self._buffer.startswith(data, self._at):
+                self.stop()
                 return False
-        if self._buffer.startswith(data, self._at):
             self._at += size
             self._sizes.append(size)
             self._ns.append(ns)
             self.count += 1
-            return True
-        self._stop()
-        return False
-
-    def complete(self, header: bytes, footer: bytes) -> bool:
-        """Whether the published file is `header`, the entries matched and `footer`, and
-        nothing else: then a part of these bytes is that file."""
-        if not self.matching or self._reader is None or header != self._header:
+            if self.count == self._count:  # its last entry, unless more come: read the end
+                self._finish()
+        except (OSError, zlib.error):  # (unreadable now: the entries matched must be read
+            self.stop()  # again, and prefix says so if they cannot)
             return False
-        try:
-            self._fill(len(footer) + 1)
-            whole = (
-                self._buffer[self._at :] == footer
-                and self._reader.done
-                and self._reader.clean
-                and file_stamp(self._path) == self._stamp
-            )
-        except OSError:
-            whole = False
-        self._stop()  # (matching holds no more bytes: the file is known)
-        self.matching = whole
-        return whole
+        return True
+
+    def complete(self, header: bytes) -> bool:
+        """Whether the published file is `header`, the entries matched and the footer, and
+        nothing else, and those are the bytes of its digest: then a part of these entries,
+        under that header, is that file."""
+        return self._whole and header == self._header and self.count == self._count
+
+    def stop(self) -> None:
+        """No more entries are matched: the reading window and the decompressor go."""
+        self._passed()
+        self.matching = False
+        self._reader = None
+        self._buffer, self._at = b"", 0
+
+    @property
+    def reading(self) -> bool:
+        """Whether it holds a reading window (the layout bounds how many do)."""
+        return self._reader is not None
 
     def prefix(self) -> Iterator[Rec]:
-        """The entries matched, as records, read again from the published file."""
+        """The entries matched, as records, read again from the published file, each
+        stretch checked by its CRC-32 before its entries are given: a SitemapOutError at
+        the first that is not the bytes matched (the file rewritten since)."""
         if not self.count:
             return
+        if self.matching:
+            self.stop()
         assert self._header is not None
-        if file_stamp(self._path) != self._stamp:
-            raise SitemapOutError(f"{self._path.name} changed while this run published")
         reader = _Reader(self._path, self._chunk)
-        buffer, at, skip = b"", 0, len(self._header)  # (before the first entry: the header)
-        loc_of, ns = self._loc_of, self._ns
-        for index, size in enumerate(self._sizes):
-            while len(buffer) - at < skip + size:
-                more = reader.read()
-                if not more:
-                    raise SitemapOutError(f"{self._path.name} changed while this run published")
-                buffer, at = buffer[at:] + more, 0
-            at, skip = at + skip, 0
-            data = buffer[at : at + size]
-            at += size
-            yield loc_of(data), data, ns[index]
+        pending, entry, skip = b"", 0, len(self._header)  # (the header opens the first)
+        sizes, ns, loc_of, segments = self._sizes, self._ns, self._loc_of, self._segments
+        for at in range(0, len(segments), 2):
+            length = segments[at]
+            try:
+                while len(pending) < length:
+                    more = reader.read()
+                    if not more:
+                        raise EOFError
+                    pending += more
+                stretch, pending = pending[:length], pending[length:]
+                if zlib.crc32(stretch) != segments[at + 1]:
+                    raise EOFError
+            except (OSError, EOFError, zlib.error):
+                raise self._changed() from None
+            here, skip = skip, 0
+            while here < length:
+                size = sizes[entry]
+                data = stretch[here : here + size]
+                here += size
+                try:
+                    rec = (loc_of(data), data, ns[entry])
+                except ValueError:  # (UnicodeDecodeError too: never, its CRC said so)
+                    raise self._changed() from None
+                entry += 1
+                yield rec
+
+    def _changed(self) -> SitemapOutError:
+        return SitemapOutError(
+            f"{self._path.name} changed while this run published: run again (the published"
+            " set is as it was)"
+        )
+
+    def _passed(self) -> None:
+        """The window moves past the bytes before _at (matched): hashed, and kept as a
+        stretch for prefix() to check."""
+        passed = self._buffer[: self._at]
+        if passed:
+            self._sha.update(passed)
+            self._segments.append(len(passed))
+            self._segments.append(zlib.crc32(passed))
 
     def _start(self) -> bool:
         """Read the file's first bytes and find which header it starts with."""
         self._reader = _Reader(self._path, self._chunk)
-        longest = max(map(len, self._headers.values()))
         try:
-            if self._stamp is None or file_stamp(self._path) != self._stamp:
-                raise OSError  # not the file read first: nothing is matched
-            self._fill(longest)
-        except OSError:
-            self._stop()
+            self._fill(max(map(len, self._headers.values())))
+        except (OSError, zlib.error):
+            self.stop()
             return False
         for header in self._headers.values():
             if self._buffer.startswith(header):
                 self._header, self._at = header, len(header)
                 return True
-        self._stop()
+        self.stop()
         return False
 
+    def _finish(self) -> None:
+        """Every entry the file had is matched: read its end now, and let the reading go."""
+        footer = self._footer
+        self._fill(len(footer) + 1)
+        reader = self._reader
+        assert reader is not None
+        self._passed()
+        rest = self._buffer[self._at :]
+        whole = self._sha.copy()
+        whole.update(rest)  # the file: its header, the entries matched, and what follows
+        self._whole = (
+            rest == footer and reader.done and reader.clean and whole.digest() == self._digest
+        )
+        self._buffer, self._at = b"", 0  # (passed already)
+        self.stop()
+
     def _fill(self, size: int) -> None:
-        """Read until `size` bytes past _at are held, or the file ends."""
+        """Read until `size` bytes past _at are held, or the file ends; the bytes matched
+        before _at are hashed as the window moves past them."""
         reader = self._reader
         assert reader is not None
         while len(self._buffer) - self._at < size and not reader.done:
             more = reader.read()
             if not more:
                 break
+            self._passed()
             self._buffer = self._buffer[self._at :] + more
             self._at = 0
-
-    def _stop(self) -> None:
-        self.matching = False
-        self._buffer, self._at = b"", 0

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -130,6 +129,31 @@ def _check_groups(groups: Grouping | None, base_url: str | None) -> tuple[str, .
     if base_url is None:
         raise WriterConfigError("groups need base_url: their parts are listed by an index")
     return names
+
+
+def _stage_llms(
+    out: Path,
+    staging: Path,
+    render: Callable[[str], str] | None,
+    base: str | None,
+    entry_name: str,
+    names: list[str],
+) -> tuple[str | None, str]:
+    """llms.txt in the staging folder, fsynced, and on the names to install (before the
+    entry point): its URL, when published, and the note of one left as published (no
+    `render`: a run without it)."""
+    if render is None:
+        note = left_in_place(out, LLMS_NAME, "llms_txt")
+        if note:  # not staged: left as published, kept on record
+            names.insert(-1, LLMS_NAME)
+        return None, note
+    text = render((base or "") + entry_name)
+    with open(staging / LLMS_NAME, "wb") as fh:
+        fh.write(text.encode("utf-8", "replace"))
+        fh.flush()
+        os.fsync(fh.fileno())
+    names.insert(-1, LLMS_NAME)
+    return (None if base is None else base + LLMS_NAME), ""
 
 
 def _clock() -> datetime:
@@ -274,10 +298,9 @@ class SitemapWriter:
             self._changes.keep = max(self._changes.keep, MAX_ENTRIES)
             self._feed = FeedWindow(self._out, feed_days, self._now)
         previous = self._previous = read_previous(self._out, folder, self._settings())
-        if not previous.parts and not self._changes.details and self._feed is None:
-            # nothing published before, and only counts kept: every entry is added, counted
-            # a group at a time at the publish (a first night, or an empty folder's: a
-            # comparison an entry with nothing to compare it with, #26)
+        # nothing published (an index without parts still keeps its layout), no list
+        # asked for: every entry is added, counted at the publish, none compared (#26)
+        if not (previous.parts or previous.reusable or self._changes.details or self._feed):
             return
         self._comparison = Comparison(
             previous,
@@ -441,9 +464,7 @@ class SitemapWriter:
                 else:
                     parts.close()
                 if self._comparison is None and self._stable and self._changes is not None:
-                    # none compared (_start_stable): every entry is added
-                    added = sum(info.url_count for info in parts.done)
-                    self._changes.count("added", name, added)
+                    self._changes.count("added", name, sum(p.url_count for p in parts.done))
             result = self._finish(self._news.close())
         finally:
             self.abort()
@@ -463,14 +484,9 @@ class SitemapWriter:
                 f"{self._count} URLs needed {len(parts)} files, and the sitemap.xml index "
                 "listing them needs absolute URLs: pass base_url"
             )
-        if not is_index:
-            entry_name = "sitemap.xml" if self._xml else "sitemap.txt"
-            os.replace(staging / parts[0].name, staging / entry_name)
-            digests = self._parts.digests
-            digest = digests.pop(parts[0].name, None)
-            if digest is not None:
-                digests[entry_name] = digest
-            parts[0] = replace(parts[0], name=entry_name)
+        entry_name = "sitemap.xml" if self._xml or is_index else "sitemap.txt"
+        for group in self._groups.values():  # one file: its one part is the entry file
+            group.name_parts(None if is_index or group is not self._parts else entry_name)
         groups: list[GroupInfo] = []
         for name, group in self._groups.items():
             if self._layouts:
@@ -484,7 +500,6 @@ class SitemapWriter:
             )
         if is_index:
             assert self._base_url is not None
-            entry_name = "sitemap.xml"
             write_index(staging / entry_name, self._base_url, parts, news, self._stylesheet)
             names = [p.name for p in parts] + [entry_name]
             if news is not None:
@@ -502,7 +517,9 @@ class SitemapWriter:
                 names.insert(-1, FEED_NAME)
         if self._own_xsl and stage_xsl(self._out, staging):
             names.insert(0, XSL_NAME)  # placed before the files that name it
-        llms_url = self._stage_llms(staging, entry_name, names)
+        llms_url, self._llms_note = _stage_llms(
+            self._out, staging, self._llms, self._base_url, entry_name, names
+        )
         self._staging.fsync()
         install(self._out, staging, names, self._settings())
         return PublishResult(
@@ -518,23 +535,6 @@ class SitemapWriter:
             groups=tuple(groups) if self._grouping is not None else (),
             llms_url=llms_url,
         )
-
-    def _stage_llms(self, staging: Path, entry_name: str, names: list[str]) -> str | None:
-        """llms.txt in the staging folder, fsynced, and on the names to install (before
-        the entry point); its URL, when published."""
-        base = self._base_url
-        if self._llms is None:
-            self._llms_note = left_in_place(self._out, LLMS_NAME, "llms_txt")
-            if self._llms_note:  # not staged: left as published, kept on record
-                names.insert(-1, LLMS_NAME)
-            return None
-        text = self._llms((base or "") + entry_name)
-        with open(staging / LLMS_NAME, "wb") as fh:
-            fh.write(text.encode("utf-8", "replace"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        names.insert(-1, LLMS_NAME)
-        return None if base is None else base + LLMS_NAME
 
     def _change_counts(self) -> ChangeCounts | None:
         changes = self._changes

@@ -7,7 +7,9 @@ read first is never taken for the part."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
+import re
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,8 +22,7 @@ from hypothesis import strategies as st
 from sitemap_out import Entry, SitemapWriter
 from sitemap_out.errors import SitemapOutError
 from sitemap_out.parts import Parts
-from sitemap_out.previous import file_stamp
-from sitemap_out.probe import PartProbe
+from sitemap_out.probe import PartProbe, digest_of
 from sitemap_out.scratch import Bucket
 from sitemap_out.xml import NS_IMAGE
 
@@ -142,7 +143,12 @@ def _part(tmp_path: Path, entries: list[Entry], *, gz: bool = False, tail: bytes
     raw = parts.headers[ns] + b"".join(data) + parts.footer + tail
     path = tmp_path / ("part.xml.gz" if gz else "part.xml")
     path.write_bytes(gzip.compress(raw, mtime=0) if gz else raw)
-    return parts, path, data, ns
+    digest = hashlib.sha256(raw).digest()  # the file's, as the publish digests it first
+    return parts, path, data, ns, digest
+
+
+def _probe(parts: Parts, path: Path, digest: bytes, chunk: int = 1 << 16, count: int = 5):
+    return PartProbe(path, digest, count, parts.headers, parts.footer, parts.loc_of, chunk)
 
 
 ENTRIES = [
@@ -151,98 +157,155 @@ ENTRIES = [
 
 
 @pytest.mark.parametrize("gz", [False, True])
-def test_the_probe_matches_its_file_and_reads_the_entries_back(tmp_path, gz):
-    parts, path, data, ns = _part(tmp_path, ENTRIES, gz=gz)
-    probe = PartProbe(path, file_stamp(path), parts.headers, parts.loc_of, 7)  # tiny reads
+@pytest.mark.parametrize("chunk", [7, 1 << 16])
+def test_the_probe_matches_its_file_and_reads_the_entries_back(tmp_path, gz, chunk):
+    parts, path, data, ns, digest = _part(tmp_path, ENTRIES, gz=gz)
+    probe = _probe(parts, path, digest, chunk)
     for entry, serialised in zip(ENTRIES, data, strict=True):
         assert probe.feed(serialised, entry.namespaces)
-    assert [(r[0], r[1], r[2]) for r in probe.prefix()] == [
+    assert not probe.reading  # its last entry matched: the file's end read, its reader gone
+    assert probe.complete(parts.headers[ns]) and ns == NS_IMAGE
+    assert not probe.complete(parts.headers[0])  # another header than the file's
+    assert list(probe.prefix()) == [
         (e.loc, d, e.namespaces) for e, d in zip(ENTRIES, data, strict=True)
     ]
-    assert not probe.complete(parts.headers[0], parts.footer)  # the image's header
-    probe = PartProbe(path, file_stamp(path), parts.headers, parts.loc_of, 7)
-    for entry, serialised in zip(ENTRIES, data, strict=True):
-        probe.feed(serialised, entry.namespaces)
-    assert probe.complete(parts.headers[ns], parts.footer)
-    assert ns == NS_IMAGE
+    assert not probe.feed(data[0], 0)  # more than the file held: no longer matched
+    assert digest_of(path, chunk) == digest
 
 
 def test_the_first_entry_that_differs_ends_the_match(tmp_path):
-    parts, path, data, _ = _part(tmp_path, ENTRIES)
-    probe = PartProbe(path, file_stamp(path), parts.headers, parts.loc_of, 64)
-    assert probe.feed(data[0], 0) and probe.feed(data[1], 0)
+    parts, path, data, _, digest = _part(tmp_path, ENTRIES)
+    probe = _probe(parts, path, digest)
+    assert probe.feed(data[0], 0) and probe.feed(data[1], 0) and probe.reading
     assert not probe.feed(data[3], 0)  # an entry left out
     assert not probe.feed(data[3], 0)  # and no later one matches
+    assert not probe.reading
     assert [r[0] for r in probe.prefix()] == [loc(0), loc(1)]
-    assert not probe.complete(parts.headers[NS_IMAGE], parts.footer)
+    assert not probe.complete(parts.headers[NS_IMAGE])
 
 
 @pytest.mark.parametrize("tail", [b"\n", b"<!-- more -->", b"x"])
-def test_a_file_with_more_after_its_end_is_not_the_part(tmp_path, tail):
-    parts, path, data, ns = _part(tmp_path, ENTRIES, tail=tail)
-    probe = PartProbe(path, file_stamp(path), parts.headers, parts.loc_of, 64)
+@pytest.mark.parametrize("chunk", [64, 1 << 16])
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_file_with_more_after_its_end_is_not_the_part(tmp_path, tail, chunk, gz):
+    """Its digest is its own (the tail's bytes in it) and every entry matches: what follows
+    the footer still tells it from the part (a gzipped file's last read holds it all)."""
+    parts, path, data, ns, digest = _part(tmp_path, ENTRIES, tail=tail, gz=gz)
+    probe = _probe(parts, path, digest, chunk)
     assert all(probe.feed(d, e.namespaces) for d, e in zip(data, ENTRIES, strict=True))
-    assert not probe.complete(parts.headers[ns], parts.footer)
+    assert not probe.complete(parts.headers[ns])
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_file_whose_bytes_are_not_its_digest_is_not_the_part(tmp_path, gz):
+    """The bytes the publish digested first are the part, not a file since put in their
+    place: every entry matches, the digest does not."""
+    parts, path, data, ns, _ = _part(tmp_path, ENTRIES, gz=gz)
+    probe = _probe(parts, path, hashlib.sha256(b"what was read first").digest())
+    assert all(probe.feed(d, e.namespaces) for d, e in zip(data, ENTRIES, strict=True))
+    assert not probe.complete(parts.headers[ns])
 
 
 def test_a_gzipped_file_with_a_second_member_is_not_the_part(tmp_path):
-    parts, path, data, ns = _part(tmp_path, ENTRIES, gz=True)
+    parts, path, data, ns, digest = _part(tmp_path, ENTRIES, gz=True)
     with open(path, "ab") as fh:
         fh.write(gzip.compress(b"<!-- more -->", mtime=0))
-    probe = PartProbe(path, file_stamp(path), parts.headers, parts.loc_of, 64)
+    probe = _probe(parts, path, digest)
     assert all(probe.feed(d, e.namespaces) for d, e in zip(data, ENTRIES, strict=True))
-    assert not probe.complete(parts.headers[ns], parts.footer)
+    assert not probe.complete(parts.headers[ns])
+    assert digest_of(path, 64) != digest
 
 
-def test_a_file_that_is_not_the_one_read_first_is_never_matched(tmp_path):
-    """A published file replaced or touched since the publish read it: nothing matches
-    (then every entry is written as before); one changed after entries matched fails the
-    publish rather than read other bytes for them."""
-    parts, path, data, _ = _part(tmp_path, ENTRIES)
-    stamp = file_stamp(path)
-    os.utime(path, ns=(stamp[1] + 1, stamp[1] + 1))
-    probe = PartProbe(path, stamp, parts.headers, parts.loc_of, 64)
-    assert not probe.feed(data[0], 0) and probe.count == 0
-    assert not PartProbe(path, None, parts.headers, parts.loc_of, 64).feed(data[0], 0)
-    probe = PartProbe(path, file_stamp(path), parts.headers, parts.loc_of, 64)
-    assert probe.feed(data[0], 0)
-    path.write_bytes(path.read_bytes())  # rewritten in place: another mtime
-    os.utime(path, ns=(stamp[1] + 5, stamp[1] + 5))
+def test_a_truncated_gzipped_file_is_not_the_part(tmp_path):
+    parts, path, data, ns, digest = _part(tmp_path, ENTRIES, gz=True)
+    path.write_bytes(path.read_bytes()[:-12])  # its trailer cut: the member never ends
+    probe = _probe(parts, path, digest, 16)
+    matched = [probe.feed(d, e.namespaces) for d, e in zip(data, ENTRIES, strict=True)]
+    assert not (all(matched) and probe.complete(parts.headers[ns]))
+
+
+def test_a_file_touched_is_still_the_part_and_one_rewritten_fails_the_publish(tmp_path):
+    """A file touched while the run publishes (its bytes the same) is read back as they
+    were; one rewritten after entries matched it fails the publish (SitemapOutError, one
+    line) rather than lend other bytes, and so does one gone."""
+    parts, path, data, _, digest = _part(tmp_path, ENTRIES)
+    probe = _probe(parts, path, digest)
+    assert probe.feed(data[0], 0) and probe.feed(data[1], 0)
+    os.utime(path, ns=(1, 1))
+    assert [r[1] for r in probe.prefix()] == data[:2]
+    path.write_bytes(path.read_bytes().replace(b"p/0001", b"p/0009"))
+    with pytest.raises(SitemapOutError, match=r"part\.xml changed while this run published"):
+        list(probe.prefix())
+    path.unlink()
+    assert not probe.feed(data[2], 0)  # (gone: no more matched)
     with pytest.raises(SitemapOutError, match="changed while this run published"):
         list(probe.prefix())
 
 
 def test_a_part_published_with_another_header_is_not_matched(tmp_path):
     """A stylesheet added since (the header differs): no entry is taken for the file's."""
-    _, path, data, _ = _part(tmp_path, ENTRIES)
+    _, path, data, _, digest = _part(tmp_path, ENTRIES)
     other = Parts(
         tmp_path, xml=True, gzip=False, max_urls=100, max_bytes=50_000, compresslevel=6,
         stylesheet="/s.xsl",
     )  # fmt: skip
-    probe = PartProbe(path, file_stamp(path), other.headers, other.loc_of, 64)
-    assert not probe.feed(data[0], 0)
+    assert not _probe(other, path, digest).feed(data[0], 0)
 
 
-def test_a_truncated_gzipped_file_is_not_the_part(tmp_path):
-    parts, path, data, ns = _part(tmp_path, ENTRIES, gz=True)
-    path.write_bytes(path.read_bytes()[:-12])  # its trailer cut: the member never ends
-    probe = PartProbe(path, file_stamp(path), parts.headers, parts.loc_of, 16)
-    matched = [probe.feed(d, e.namespaces) for d, e in zip(data, ENTRIES, strict=True)]
-    assert not (all(matched) and probe.complete(parts.headers[ns], parts.footer))
+def test_a_probe_of_no_entry_reads_nothing_back(tmp_path):
+    parts, path, _, _, digest = _part(tmp_path, ENTRIES)
+    empty = _probe(parts, path, digest)
+    assert list(empty.prefix()) == [] and not empty.complete(parts.headers[0])
 
 
-def test_a_file_gone_before_its_end_ends_the_match(tmp_path):
-    """Removed while it is read: the match ends there, and the entries matched cannot be
-    read again (the publish fails; the file is what was published, and it is gone)."""
-    parts, path, data, _ = _part(tmp_path, ENTRIES)
-    probe = PartProbe(path, file_stamp(path), parts.headers, parts.loc_of, 16)
-    assert probe.feed(data[0], 0)
-    path.unlink()
-    assert not probe.feed(data[1], 0)
-    with pytest.raises(OSError):
-        list(probe.prefix())
-    empty = PartProbe(path, None, parts.headers, parts.loc_of, 16)
-    assert list(empty.prefix()) == [] and not empty.complete(parts.headers[0], parts.footer)
+def test_a_layout_of_interleaved_parts_reads_few_at_once(tmp_path):
+    """Parts that each hold URLs from across the site (a layout grown night after night):
+    no more than _MAX_READING probes read at once, and the set is published as without
+    them."""
+    from sitemap_out import layout
+
+    night = {i: (1, False) for i in range(60)}
+    with mock.patch.object(layout, "_MAX_READING", 3):
+        for out in (tmp_path / "a", tmp_path / "b"):
+            for n in range(1, 8):  # each night's new URLs (every 7th) fill a new last part
+                publish(out, {i: v for i, v in night.items() if i % 7 < n}, n, max_urls=8)
+    reading: list[int] = []
+    real = layout.StableLayout.route
+
+    def route(self, number, loc, data, ns):
+        real(self, number, loc, data, ns)
+        reading.append(sum(p.reading for p in self._probes.values()))
+
+    with mock.patch.object(layout, "_MAX_READING", 3):
+        with mock.patch.object(layout.StableLayout, "route", route):
+            first = publish(tmp_path / "a", night, 9, max_urls=8)
+        with unprobed():
+            second = publish(tmp_path / "b", night, 9, max_urls=8)
+    assert max(reading) <= 3 < len(first)
+    assert first == second and published(tmp_path / "a") == published(tmp_path / "b")
+
+
+def test_an_index_listing_no_part_stays_an_index(tmp_path, xsd):
+    """A published index whose one entry left is the news sitemap (its part taken out by
+    hand; the manifest still says the layout): the next set is an index still, its layout
+    kept, though nothing was published to compare with (the first-night shortcut, #26)."""
+    from sitemap_out.entry import News
+
+    when = day(1)
+    with SitemapWriter(tmp_path, BASE, stable=True, now=when) as w:
+        w.add(Entry(loc(1), lastmod=when))
+        w.add_news(Entry(loc(1), news=News("The Paper", "en", when, "A title")))
+        w.publish()
+    index = tmp_path / "sitemap.xml"
+    text = index.read_text()
+    index.write_text(re.sub(r"<sitemap><loc>[^<]*sitemap-1\.xml</loc>.*?</sitemap>\n?", "", text))
+    with SitemapWriter(tmp_path, BASE, stable=True, now=day(2)) as w:
+        w.add(Entry(loc(1), lastmod=when))
+        w.add(Entry(loc(2), lastmod=when))
+        result = w.publish()
+    assert result.is_index and result.changes.added == 2
+    xsd.index(index)
+    assert [p.name for p in result.parts] == ["sitemap-1.xml"]
 
 
 @pytest.mark.parametrize("grow", [range(0, 12), range(0, 12, 3), range(9, 12)])
