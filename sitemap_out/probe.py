@@ -2,22 +2,22 @@
 
 While every entry routed to an old part is the next entry of its published file, byte for
 byte, nothing is written for it: the layout keeps no scratch record of it, and a part whose
-entries all were, and nothing more, is that file itself (staged as a copy of it, or not at
-all where it keeps its name). On a night that changed nothing, routing every entry to a
-scratch file, reading it back and staging it again came to a fifth of the publish (#26).
+entries all were, and nothing more, is that file itself, not staged again (a single
+sitemap.xml that becomes an index's first part is copied: Parts.materialise). On a night
+that changed nothing, routing every entry to a scratch file, reading it back and staging it
+again came to a fifth of the publish (#26).
 
 The bytes read are hashed as they are read: a part is the published file only if they are
 the bytes its digest (OldPart.digest, which the manifest records) is of, so a file replaced
 or rewritten since the publish read it first is never taken for the part, and one merely
 touched still is. The first entry that differs ends the match for good; the entries matched
-before it are read again from the file when the part's records are needed (`prefix`), and
-they must check as they did (a CRC-32 a stretch read), or the publish fails rather than list
-other bytes. The probe holds their sizes and namespaces only (5 bytes an entry matched), never
-the entries; its reading
-window and its decompressor go once its part's last entry matched (its URL count known) or
-the match ended, and the layout stops the least recently fed of too many reading at once.
-The file is opened for each chunk read, as scratch files are, so that a layout of thousands
-of parts holds no descriptor between reads.
+before it are read again from the file when the part's records are needed (`prefix`), each
+stretch checked by the CRC-32 it had (or the publish fails rather than list other bytes).
+The probe holds their sizes and namespaces only (5 bytes an entry matched), never the
+entries. Its reading window and decompressor go once its part's last entry matched (its URL
+count is known) or the match ended, and the layout lets at most a few read at once, stopping
+the one begun first for a new one. The file is opened for each chunk read, as scratch files
+are, so that a layout of thousands of parts holds no descriptor between reads.
 """
 
 from __future__ import annotations
@@ -169,18 +169,21 @@ class PartProbe:
         try:
             if len(self._buffer) - self._at < size:
                 self._fill(size)
-            if not self._buffer.startswith(data, self._at):
-                self.stop()
-                return False
-            self._at += size
-            self._sizes.append(size)
-            self._ns.append(ns)
-            self.count += 1
-            if self.count == self._count:  # its last entry, unless more come: read the end
-                self._finish()
         except (OSError, zlib.error):  # (unreadable now: the entries matched must be read
             self.stop()  # again, and prefix says so if they cannot)
             return False
+        if not self._buffer.startswith(data, self._at):
+            self.stop()
+            return False
+        self._at += size
+        self._sizes.append(size)
+        self._ns.append(ns)
+        self.count += 1
+        if self.count == self._count:  # its last entry, unless more come: read the end
+            try:
+                self._finish()
+            except (OSError, zlib.error):  # matched all the same, but not the whole file
+                self.stop()
         return True
 
     def complete(self, header: bytes) -> bool:

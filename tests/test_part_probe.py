@@ -323,3 +323,28 @@ def test_a_last_part_grown_past_max_bytes_publishes_as_unprobed(tmp_path, grow):
         second = publish(outs[1], grown, 2, **kw)
     assert first == second and len(first) == 2
     assert published(outs[0]) == published(outs[1])
+
+
+def test_a_read_error_at_a_parts_end_lists_its_last_url_once(tmp_path):
+    """The file's end unreadable once its last entry matched (a transient EIO): that entry
+    stays matched, the part is not taken for the file, and it is published once, as
+    without the probe (it was counted matched and written to scratch too, #26's review)."""
+    night = {i: (1, False) for i in range(30)}
+    kw = {"max_urls": 40, "max_bytes": 600}  # parts of 5, some under a quarter
+    outs = tmp_path / "probed", tmp_path / "plain"
+    for out in outs:
+        publish(out, night, 1, **kw)
+    real, failed = PartProbe._finish, []
+
+    def finish(self):
+        if not failed:
+            failed.append(self)
+            raise OSError(5, "Input/output error")
+        real(self)
+
+    with mock.patch.object(PartProbe, "_finish", finish):
+        first = publish(outs[0], night, 2, **kw)
+    with unprobed():
+        second = publish(outs[1], night, 2, **kw)
+    assert failed and first == second
+    assert published(outs[0]) == published(outs[1])
