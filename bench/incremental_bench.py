@@ -241,18 +241,25 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(unmoved) else 1
 
 
+#: #26's aim: a full night with history at least this many times an unchanged night's CPU
+AIM = 5.0
+
+
 def ratio_line(runs: list[Run], kind: str = "second") -> str:
     """#26's figure: a full night with history against the unchanged (304) night, in CPU:
     the first after a full one (`second`, into an empty folder), or one after another
     (`again`, published over the night before's set, as the job does). The medians,
     and the least of each: on a machine shared with other work, load only adds CPU time
     (contention for the cores and their caches), so the least of several runs is the
-    steadier figure when the medians move by more than a change measured."""
+    steadier figure when the medians move by more than a change measured. Then each
+    round's own ratio (its full night and its unchanged one run minutes apart, while the
+    machine's speed drifts over a run), their median and how many fall under the aim."""
     full = [r.cpu_s for r in runs if r.kind == "full"]
     second = [r.cpu_s for r in runs if r.kind == kind]
     if not full or not second or min(second) <= 0:
         return f"ratio: no full and {kind} runs to compare"
     mid_full, mid_second = statistics.median(full), statistics.median(second)
+    rounds = [f / s for f, s in zip(full, second, strict=False)]  # (in the order run)
     night = (
         "unchanged night"
         if kind == "second"
@@ -261,7 +268,9 @@ def ratio_line(runs: list[Run], kind: str = "second") -> str:
     return (
         f"CPU, full night / {night}: medians {mid_full:.2f} / {mid_second:.2f} s ="
         f" {mid_full / mid_second:.2f}x; least {min(full):.2f} / {min(second):.2f} s ="
-        f" {min(full) / min(second):.2f}x (the aim, #26: 5x)"
+        f" {min(full) / min(second):.2f}x; by round: median {statistics.median(rounds):.2f}x"
+        f" ({min(rounds):.2f}x to {max(rounds):.2f}x, {sum(r < AIM for r in rounds)} of"
+        f" {len(rounds)} under) (the aim, #26: {AIM:g}x)"
     )
 
 
