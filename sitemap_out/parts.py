@@ -275,12 +275,10 @@ class Parts:
         source = self.unstaged.pop(name)
         target = self.staging / name
         try:
-            shutil.copyfile(source, target)
-            fd = os.open(target, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            with open(source, "rb") as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst, COPY_CHUNK)
+                dst.flush()
+                os.fsync(dst.fileno())
             same = digest_of(target, COPY_CHUNK) == self.digests[name]
         except (OSError, zlib.error):
             same = False
