@@ -16,7 +16,6 @@ import gzip as gziplib
 import hashlib
 import os
 import shutil
-import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import date, datetime
@@ -24,10 +23,11 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 from sitemap_out.entry import lastmod_key
-from sitemap_out.errors import IndexLimitError, SitemapOutError
+from sitemap_out.errors import IndexLimitError
 from sitemap_out.groups import DEFAULT_GROUP, part_prefix
 from sitemap_out.limits import MAX_SITEMAPS_PER_INDEX
-from sitemap_out.probe import digest_of
+from sitemap_out.previous import part_digest
+from sitemap_out.probe import changed
 from sitemap_out.scratch import Rec
 from sitemap_out.xml import (
     NS_ALL,
@@ -279,14 +279,10 @@ class Parts:
                 shutil.copyfileobj(src, dst, COPY_CHUNK)
                 dst.flush()
                 os.fsync(dst.fileno())
-            same = digest_of(target, COPY_CHUNK) == self.digests[name]
-        except (OSError, zlib.error):
-            same = False
-        if not same:
-            raise SitemapOutError(
-                f"{source.name} changed while this run published: run again (the published"
-                " set is as it was)"
-            )
+        except OSError:
+            raise changed(source) from None
+        if part_digest(target) != self.digests[name]:
+            raise changed(source)
 
     def restamp(self, when: datetime) -> None:
         """Give every part staged so far ``when`` as its index ``<lastmod>``."""

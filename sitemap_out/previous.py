@@ -27,7 +27,7 @@ from sitemap_out.manifest import read_layout, read_manifest
 from sitemap_out.scratch import CHUNK, read_chunks
 from sitemap_out.xml import SITEMAP_NS, unescape
 
-__all__ = ["OldPart", "PreviousSet", "old_locs", "read_layout", "read_previous"]
+__all__ = ["OldPart", "PreviousSet", "old_locs", "part_digest", "read_layout", "read_previous"]
 
 _NEWS_RE: Final = re.compile(r"sitemap-news\.xml(?:\.gz)?")
 _CHUNK: Final = 1 << 16
@@ -265,6 +265,18 @@ def _read_own(path: Path) -> tuple[list[tuple[str, str | None]], bytes] | None:
     if not ended or pending:
         return None
     return rows, sha.digest()
+
+
+def part_digest(path: Path) -> bytes | None:
+    """The SHA-256 of a part file's uncompressed bytes, as read_previous takes it (the
+    digest a part published is known by); None when it cannot be read as a part."""
+    sha = hashlib.sha256()
+    try:
+        for _ in _uncompressed(path, sha.update):
+            pass
+    except (_Unreadable, OSError, EOFError, zlib.error, gziplib.BadGzipFile):
+        return None
+    return sha.digest()
 
 
 def _uncompressed(path: Path, update: Callable[[bytes], object]) -> Iterator[bytes]:

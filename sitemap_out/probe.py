@@ -32,7 +32,7 @@ from typing import Any, Final
 from sitemap_out.errors import SitemapOutError
 from sitemap_out.scratch import Rec
 
-__all__ = ["PartProbe", "digest_of"]
+__all__ = ["PartProbe", "changed"]
 
 #: The first two bytes of a gzip member: a published part is read through gzip when it
 #: starts so (as sitemap_out.previous reads it).
@@ -90,15 +90,11 @@ class _Reader:
             return bool(fh.read(1))
 
 
-def digest_of(path: Path, chunk: int) -> bytes:
-    """The SHA-256 of a file's bytes, gunzipped when gzipped (one member), as
-    sitemap_out.previous digests a part. OSError, zlib.error: as the reading says."""
-    reader, sha = _Reader(path, chunk), hashlib.sha256()
-    while more := reader.read():
-        sha.update(more)
-    if not reader.clean:
-        sha.update(b"\x00")  # (more than one member: never the digest of one)
-    return sha.digest()
+def changed(path: Path) -> SitemapOutError:
+    """The error of a published file that is no longer the bytes a publish read first."""
+    return SitemapOutError(
+        f"{path.name} changed while this run published: run again (the published set is as it was)"
+    )
 
 
 class PartProbe:
@@ -228,7 +224,7 @@ class PartProbe:
                 if zlib.crc32(stretch) != segments[at + 1]:
                     raise EOFError
             except (OSError, EOFError, zlib.error):
-                raise self._changed() from None
+                raise changed(self._path) from None
             here, skip = skip, 0
             while here < length:
                 size = sizes[entry]
@@ -237,15 +233,9 @@ class PartProbe:
                 try:
                     rec = (loc_of(data), data, ns[entry])
                 except ValueError:  # (UnicodeDecodeError too: never, its CRC said so)
-                    raise self._changed() from None
+                    raise changed(self._path) from None
                 entry += 1
                 yield rec
-
-    def _changed(self) -> SitemapOutError:
-        return SitemapOutError(
-            f"{self._path.name} changed while this run published: run again (the published"
-            " set is as it was)"
-        )
 
     def _passed(self) -> None:
         """The window moves past the bytes before _at (matched): hashed, and kept as a

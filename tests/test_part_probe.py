@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from sitemap_out import Entry, SitemapWriter
 from sitemap_out.errors import SitemapOutError
 from sitemap_out.parts import Parts
-from sitemap_out.probe import PartProbe, digest_of
+from sitemap_out.previous import part_digest
+from sitemap_out.probe import PartProbe
 from sitemap_out.scratch import Bucket
 from sitemap_out.xml import NS_IMAGE
 
@@ -170,7 +171,7 @@ def test_the_probe_matches_its_file_and_reads_the_entries_back(tmp_path, gz, chu
         (e.loc, d, e.namespaces) for e, d in zip(ENTRIES, data, strict=True)
     ]
     assert not probe.feed(data[0], 0)  # more than the file held: no longer matched
-    assert digest_of(path, chunk) == digest
+    assert part_digest(path) == digest
 
 
 def test_the_first_entry_that_differs_ends_the_match(tmp_path):
@@ -213,7 +214,7 @@ def test_a_gzipped_file_with_a_second_member_is_not_the_part(tmp_path):
     probe = _probe(parts, path, digest)
     assert all(probe.feed(d, e.namespaces) for d, e in zip(data, ENTRIES, strict=True))
     assert not probe.complete(parts.headers[ns])
-    assert digest_of(path, 64) != digest
+    assert part_digest(path) != digest  # (both members read: not the first's bytes)
 
 
 def test_a_truncated_gzipped_file_is_not_the_part(tmp_path):
