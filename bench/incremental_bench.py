@@ -193,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     log, state = work / "access.log", work / "state.sqlite"
+    # a server already on the port (started by hand with serve.sh, which then keeps it)
+    # writes no access log of ours: the bytes received are counted from this run's own
+    _serve(site, args.port, "stop")
     _serve(site, args.port, "start", log)
     try:
         url = origin + "/"
