@@ -193,8 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     log, state = work / "access.log", work / "state.sqlite"
-    # a server already on the port (started by hand with serve.sh, which then keeps it)
-    # writes no access log of ours: the bytes received are counted from this run's own
+    # serve.sh start keeps an nginx of its own already running on this port (one started by
+    # hand, maybe serving another site), which writes no access log of ours: crawl() counts
+    # the bytes received from `log`. Stopped first (stop touches only that one instance).
     _serve(site, args.port, "stop")
     _serve(site, args.port, "start", log)
     try:
