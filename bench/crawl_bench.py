@@ -355,7 +355,32 @@ def ours_command() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "crawler.cli"]
 
 
-def setup_ours(concurrency: int, extra: list[str]) -> Tool:
+def compiled_build() -> Path:
+    """This checkout's compiled wheel, unpacked (build_support/local.py, as `pip install .`
+    and the container image build it): built once for each state of the sources, into
+    bench/.build/<their digest>. --compiled runs our crawl from it."""
+    sys.path.insert(0, str(HERE.parent))
+    try:
+        from build_support.local import build_unpacked, digest
+    finally:
+        sys.path.remove(str(HERE.parent))
+    work = HERE / ".build" / digest(HERE.parent)
+    unpacked = work / "build"
+    if not unpacked.is_dir():
+        print(f"building the compiled wheel into {work} (about a minute)", flush=True)
+        build_unpacked(HERE.parent, work)
+    return unpacked
+
+
+def ours_env(compiled: bool) -> dict[str, str]:
+    """PYTHONPATH for our crawl: a PYTHONPATH already set (e.g. a worktree's), then this
+    checkout; with `compiled`, this checkout's compiled wheel before both."""
+    path = [str(compiled_build())] if compiled else []
+    path += [*filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)), str(HERE.parent)]
+    return {"PYTHONPATH": os.pathsep.join(path)}
+
+
+def setup_ours(concurrency: int, extra: list[str], compiled: bool = False) -> Tool:
     base = ours_command()
     return Tool(
         "ours",
@@ -373,6 +398,7 @@ def setup_ours(concurrency: int, extra: list[str]) -> Tool:
             *extra,
         ],
         ours_found,
+        env=ours_env(compiled),
     )
 
 
@@ -538,6 +564,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1800, help="seconds allowed per run")
     parser.add_argument("--profile", action="store_true", help="then py-spy our crawl once")
     parser.add_argument("--keep-serving", action="store_true", help="leave nginx running")
+    parser.add_argument(
+        "--compiled", action="store_true", help="ours from the checkout's compiled wheel"
+    )
     args = parser.parse_args(argv)
 
     tools_wanted = [t for t in args.tools.split(",") if t]
@@ -551,7 +580,7 @@ def main(argv: list[str] | None = None) -> int:
     expected = set(expected_list)
 
     setups: dict[str, Callable[[], Tool | None]] = {
-        "ours": lambda: setup_ours(args.concurrency, args.ours_arg),
+        "ours": lambda: setup_ours(args.concurrency, args.ours_arg, args.compiled),
         "spider-rs": setup_spider_rs,
         "scrapy": setup_scrapy,
         "wget": setup_wget,

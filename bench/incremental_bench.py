@@ -42,7 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # crawler, not installed
-from crawl_bench import HERE, ensure_site, ours_command, run_measured
+from crawl_bench import HERE, ensure_site, ours_command, ours_env, run_measured
 
 from crawler.core.lastmod import STAMP_SLACK
 
@@ -111,6 +111,7 @@ def crawl(
     log: Path,
     extra: list[str],
     over: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Run:
     """One run of `kind`, published into an empty folder, or over a copy of `over`."""
     out = work / kind
@@ -125,9 +126,7 @@ def crawl(
     if kind == "full":
         cmd.append("--fresh")
     since = log.stat().st_size if log.exists() else 0
-    usage = run_measured(
-        cmd, Path.cwd(), {"PYTHONPATH": str(HERE.parent)}, 3600, work / f"{kind}.log"
-    )
+    usage = run_measured(cmd, Path.cwd(), env or ours_env(False), 3600, work / f"{kind}.log")
     if usage.returncode != 0:
         raise SystemExit(f"{kind}: exit {usage.returncode}; see {work / kind}.log")
     figures = json.loads(report.read_text())
@@ -184,11 +183,16 @@ def main(argv: list[str] | None = None) -> int:
         "--runs", type=int, default=2, help="rounds of full, second, again and rebuilt runs"
     )
     parser.add_argument("--ours-arg", action="append", default=[], help="extra crawl argument")
+    parser.add_argument(
+        "--compiled", action="store_true", help="crawl from the checkout's compiled wheel"
+    )
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs: at least 1")
     origin = f"http://127.0.0.1:{args.port}"
     site, _ = ensure_site(args.pages, args.seed, args.page_kb, origin)
+    env = ours_env(args.compiled)
+    print(f"ours: {'the compiled wheel' if args.compiled else 'the checkout'} ({env})")
     work = HERE / ".env" / "incremental"  # git-ignored, as every run folder
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -200,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     _serve(site, args.port, "start", log)
     try:
         url = origin + "/"
-        runs = [crawl("no-state", url, work, state, log, args.ours_arg)]
+        runs = [crawl("no-state", url, work, state, log, args.ours_arg, env=env)]
         print(show(runs[-1]), flush=True)
         unmoved = []  # each rebuilt night: its files the same as the second run's
         for _ in range(args.runs):
@@ -213,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                     _serve(site, args.port, "start", log)
                     time.sleep(max(0.0, when + STAMP_SLACK + 1 - time.time()))
                 over = work / "second" if kind == "again" else None  # (the job's way)
-                runs.append(crawl(kind, url, work, state, log, args.ours_arg, over))
+                runs.append(crawl(kind, url, work, state, log, args.ours_arg, over, env))
                 print(show(runs[-1]), flush=True)
             second, rebuilt = runs[-3], runs[-1]
             unmoved.append(

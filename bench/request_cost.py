@@ -34,8 +34,8 @@ from urllib.parse import urlsplit
 import httptools
 
 from crawler.config import Config
-from crawler.core.history import Validators
 from crawler.core.page import PagePolicy
+from crawler.core.validators import Validators
 from crawler.shell.client import PoliteClient
 from crawler.shell.http1 import LeanTransport
 from crawler.shell.pages import Fetched

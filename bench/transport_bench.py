@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from crawl_bench import ensure_site, serve  # noqa: E402
 
-from crawler.core.history import Validators  # noqa: E402
+from crawler.core.validators import Validators  # noqa: E402
 from crawler.shell.fetch import HttpTransport  # noqa: E402
 from crawler.shell.http1 import LeanTransport  # noqa: E402
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
+from crawler.compiled import compiled
 from crawler.config import (
     SECRET_KEYS,
     Config,
@@ -210,7 +211,10 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    top.add_argument("--version", action="version", version=f"sitemap-crawler {__version__}")
+    build = "compiled" if compiled() else "not compiled"
+    top.add_argument(
+        "--version", action="version", version=f"sitemap-crawler {__version__} ({build})"
+    )
     commands = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     crawl = commands.add_parser(
         "crawl",

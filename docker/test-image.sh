@@ -415,6 +415,14 @@ nothing_of_the_host() {
             sha256sum /etc/ssl/certs/ca-certificates.crt | cmp -s - "$T/image-ca" &&
         echo "no pip config, no sources, the base's own CA bundle"
 }
+compiled_no_compiler() {
+    local version
+    version=$(in_image 'sitemap-crawler --version') &&
+        in_image '! command -v cc && ! command -v gcc' >/dev/null &&
+        echo "$version; no compiler in the image" &&
+        [[ $version == *"(compiled)" ]]
+}
+check "compiled, without the compiler" compiled_no_compiler
 check "non-root" user_is_10001
 check "read-only root" root_is_read_only
 check "nothing of the host's pip setup in the image" nothing_of_the_host

@@ -19,7 +19,7 @@ from aiohttp import web
 from hypothesis import settings
 from lxml import etree
 
-from tests.procs import SHARED_VARIABLE, missing, shared
+from tests.procs import BUILD_VARIABLE, SHARED_VARIABLE, missing, shared
 
 # a timing never decides a test: hypothesis' 200 ms deadline per example would, on a busy
 # machine or beside the other xdist workers
@@ -30,6 +30,31 @@ settings.load_profile("suite")
 #: its own children (a crawl and its worker, a server, chromium), which want a core each
 #: too: more processes than cores, or more than four, only make each test slower.
 MOST_TEST_PROCESSES = 4
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under tests/test_compiled.py (BUILD_VARIABLE set), the modules tested are the compiled
+    ones, or the run would pass while testing the checkout's Python."""
+    build = os.environ.get(BUILD_VARIABLE)
+    if build:
+        import crawler
+        from crawler.compiled import compiled
+
+        where = Path(crawler.__file__).parent.parent
+        if not compiled() or where != Path(build):
+            raise pytest.UsageError(f"{BUILD_VARIABLE}={build}, but the crawl imported {where}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under tests/test_compiled.py, a test marked `interpreted` is skipped: it replaces a
+    compiled module's function or constant (compiled callers bind theirs when compiled), or
+    reads its source, which only the checkout's Python can show."""
+    if not os.environ.get(BUILD_VARIABLE):
+        return
+    skip = pytest.mark.skip(reason="replaces or reads a module's Python: not the compiled build")
+    for item in items:
+        if item.get_closest_marker("interpreted") is not None:
+            item.add_marker(skip)
 
 
 @pytest.hookimpl(optionalhook=True)  # the suite still runs without xdist (-p no:xdist)

@@ -10,8 +10,8 @@ from typing import Any
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawler.config import build
-from crawler.core.history import Validators
 from crawler.core.report import DecisionRecord
+from crawler.core.validators import Validators
 from crawler.shell import eventloop
 from crawler.shell.engine import Crawl, CrawlResult
 from crawler.shell.fetch import Response

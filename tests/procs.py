@@ -40,9 +40,16 @@ PEAK_RSS_CLI = (
 )
 
 
+#: a folder holding this checkout's packages as a wheel built them (tests/test_compiled.py's,
+#: the modules compiled by mypyc): a child imports them from there, before the checkout's
+BUILD_VARIABLE = "SITEMAP_CRAWLER_TEST_BUILD"
+
+
 def child_env(**extra: str) -> dict[str, str]:
     """os.environ for a child process that imports this checkout's code, plus `extra`."""
-    path = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    build = os.environ.get(BUILD_VARIABLE)
+    path = [*filter(None, [build]), str(REPO)]
+    path += filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))
     return {**os.environ, "PYTHONPATH": os.pathsep.join(path), **extra}
 
 

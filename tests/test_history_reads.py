@@ -103,6 +103,7 @@ def test_prior_reads_the_rows_of_urls_queued_in_the_order_queued(tmp_path: Path)
             assert (prior.etag if prior else None) == (row[0] if row else None), url
 
 
+@pytest.mark.interpreted
 def test_a_queue_past_its_bound_is_read_by_ranges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -144,6 +145,7 @@ def test_a_checkpoint_between_prior_and_its_links_costs_no_read_again(tmp_path: 
         assert reads == []
 
 
+@pytest.mark.interpreted
 def test_rows_read_for_urls_never_asked_for_are_dropped_oldest_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

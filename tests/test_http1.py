@@ -17,7 +17,7 @@ import trustme
 from aiohttp import web
 
 from crawler.core.access import Access
-from crawler.core.history import Validators
+from crawler.core.validators import Validators
 from crawler.shell import eventloop
 from crawler.shell.fetch import HttpTransport, Response, conditional
 from crawler.shell.http1 import Failure, LeanTransport, Slots
@@ -121,6 +121,7 @@ def test_keep_alive_reuses_one_connection_and_sends_the_request_as_today():
     assert responses[0].seconds is not None and responses[0].error is None
 
 
+@pytest.mark.interpreted
 def test_a_request_head_is_the_full_parses_whichever_origin_was_asked_before():
     """_request takes a URL's origin from the latest one's when the URL starts with it and a
     slash: after any URL, every URL's head (or error's words) must be what a transport that
@@ -814,6 +815,7 @@ def test_a_host_of_several_addresses_falls_to_the_next_one_that_answers():
     assert all(b"Host: site.test:" in head for head in raw.requests)
 
 
+@pytest.mark.interpreted
 def test_requests_to_a_host_not_yet_resolved_share_one_lookup():
     raw = Raw(lambda n, head: _echo(head))
     lookups: list[str] = []

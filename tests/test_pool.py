@@ -36,9 +36,9 @@ from crawler.config import Config
 from crawler.core import urls as urls_module
 from crawler.core.access import Access
 from crawler.core.directives import NO_DIRECTIVES, Directives
-from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.urls import UNSETTLED, LinkResolver, resolve, resolve_links
+from crawler.core.validators import Validators
 from crawler.core.wire import WireError, pack, unpack, unpack_any
 from crawler.shell import eventloop, pool
 from crawler.shell.fetch import HttpTransport, Response
@@ -539,6 +539,7 @@ def test_a_resolver_keeping_every_link_remembers_them_all():
     assert links.known == {"http://h/d": UNSETTLED}
 
 
+@pytest.mark.interpreted
 @pytest.mark.parametrize("remembered", [True, False])
 def test_links_remembered_are_found_again_without_normalising(monkeypatch, remembered):
     """A worker keeping every link once normalised each of a page's relative links on every
@@ -618,6 +619,7 @@ def test_a_resolver_remembering_every_link_agrees_with_resolve(pages, capacity):
         assert len(links.known) <= capacity
 
 
+@pytest.mark.interpreted
 def test_a_worker_sending_every_link_finds_its_next_pages_links_without_normalising(
     serve, monkeypatch
 ):

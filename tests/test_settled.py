@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from array import array
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -156,6 +157,7 @@ def test_by_name_the_workers_are_told_of_a_settled_url_not_of_a_hushed_one() -> 
     assert names.unsettled([URLS[4], URLS[5]], 400) == [URLS[4], URLS[5]]
 
 
+@pytest.mark.interpreted
 def test_settled_and_hushed_urls_cost_the_frontier_no_object_of_their_own() -> None:
     """#26: the depth from which a link is no news is the frontier's value for the URL, a
     shared object (a small int, a range per depth), not a second table of names beside

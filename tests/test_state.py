@@ -320,6 +320,7 @@ def _queue_module_copy(
     return module
 
 
+@pytest.mark.interpreted
 def test_a_decision_field_without_a_column_fails_loudly(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -348,6 +349,7 @@ def test_a_decision_field_without_a_column_fails_loudly(
         list(state.load().decisions)
 
 
+@pytest.mark.interpreted
 def test_a_queued_row_field_without_a_column_fails_loudly(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

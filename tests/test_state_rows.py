@@ -291,6 +291,7 @@ def _finished(path: Path, start: str, urls: list[str], *, pages: bool) -> None:
         state.finish()
 
 
+@pytest.mark.interpreted
 @pytest.mark.parametrize("upsert", [True, False])
 def test_urls_queued_again_are_updated_as_one_update_a_row_updates_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, upsert: bool

@@ -23,20 +23,10 @@ from typing import Any, overload
 from crawler.core.directives import NO_DIRECTIVES, Directives
 from crawler.core.media import PageExtras
 from crawler.core.page import PageResult
+from crawler.core.validators import Validators
 from crawler.core.wire import unpack
 
-__all__ = ["HistoryLinks", "HistoryRow", "Prior", "Validators", "revive"]
-
-
-@dataclass(slots=True)
-class Validators:
-    """What a conditional request sends: If-None-Match, If-Modified-Since (either may be
-    missing). Crosses to worker processes in their job messages. Never changed once made,
-    but not frozen: one is made for every page asked again (Prior.validators), and a frozen
-    class's __init__ (an object.__setattr__ a field) costs about twice a plain one's."""
-
-    etag: str | None = None
-    modified: str | None = None
+__all__ = ["HistoryLinks", "HistoryRow", "Prior", "revive"]
 
 
 @dataclass(slots=True)

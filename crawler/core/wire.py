@@ -68,6 +68,8 @@ def _shape(cls: type) -> tuple[tuple[str, ...], int, tuple[Nested | None, ...]]:
     shape = _shapes.get(cls)
     if shape is None:
         hints = typing.get_type_hints(cls)
+        if type in hints.values():  # mypyc's native classes keep `type` for `X | None`
+            raise TypeError(f"{cls.__qualname__}'s annotations are gone: is its module compiled?")
         names = tuple(f.name for f in dataclasses.fields(cls))
         nested = tuple(_nested(hints[name]) for name in names)
         inner = [f"{_shape(n[0])[1]}{'*' if n[1] else ''}" for n in nested if n is not None]

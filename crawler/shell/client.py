@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TypeVarTuple
 
 from crawler.config import Config
-from crawler.core.history import Validators
 from crawler.core.page import PagePolicy
 from crawler.core.urls import join_parts
+from crawler.core.validators import Validators
 from crawler.shell.fetch import Response, Transport
 from crawler.shell.pages import Fetched, LocalPages, Pages
 from crawler.shell.pool import PoolPages, Spare

@@ -22,9 +22,9 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from crawler.core.access import Access, redact
-from crawler.core.history import Validators
 from crawler.core.robots import RobotsTxt, parse_robots, robots_from_response
 from crawler.core.urls import join_parts, normalize, resolve
+from crawler.core.validators import Validators
 from crawler.errors import ConfigError
 
 if TYPE_CHECKING:  # aiohttp is imported where it runs: a crawl without a proxy never loads it

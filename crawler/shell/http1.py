@@ -31,7 +31,7 @@ from aiohappyeyeballs import AddrInfoType
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from crawler.core.history import Validators
+from crawler.core.validators import Validators
 from crawler.shell.fetch import (
     REDIRECT_STATUSES,
     BaseTransport,

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from crawler.core.botwall import bot_wall
-from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult, analyse
+from crawler.core.validators import Validators
 from crawler.shell.fetch import REDIRECT_STATUSES, Response, Transport
 
 __all__ = ["Fetched", "LocalPages", "Pages", "analysed"]

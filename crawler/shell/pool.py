@@ -57,9 +57,9 @@ from typing import NoReturn
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawler.core.access import Access, redact
-from crawler.core.history import Validators
 from crawler.core.page import PagePolicy, PageResult
 from crawler.core.urls import RESOLVER_CAPACITY, LinkResolver
+from crawler.core.validators import Validators
 from crawler.core.wire import pack, unpack, unpack_any
 from crawler.core.words import plural
 from crawler.shell import eventloop

@@ -25,10 +25,11 @@ from functools import lru_cache
 from typing import Final
 
 from crawler.config import Config
-from crawler.core.history import HistoryLinks, Prior, Validators, revive
+from crawler.core.history import HistoryLinks, Prior, revive
 from crawler.core.httpdate import parse_http_date
 from crawler.core.lastmod import stamped
 from crawler.core.page import PagePolicy, PageResult
+from crawler.core.validators import Validators
 from crawler.shell.fetch import Response
 from crawler.shell.state import CrawlState
 

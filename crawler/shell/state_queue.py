@@ -664,7 +664,9 @@ def _decision_row(row: tuple[object, ...]) -> DecisionRecord:
 
 
 def _listing_row(row: tuple[object, ...]) -> Listing:
-    return Listing(**dict(zip(_LISTING_FIELDS, row[1:], strict=True)))  # type: ignore[arg-type]
+    values = dict(zip(_LISTING_FIELDS, row[1:], strict=True))
+    values["stamped"] = bool(values["stamped"])  # an INTEGER column: 0 or 1, not a bool
+    return Listing(**values)  # type: ignore[arg-type]
 
 
 def _keeps_no_listing(uid: int, listing: Listing, referrer: int | None) -> bool:

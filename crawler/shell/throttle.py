@@ -82,7 +82,7 @@ class Throttle:
     def __init__(
         self,
         *,
-        concurrency: int,
+        concurrency: object,  # checked below: `int` here, and a compiled build raised TypeError
         delay: float = 0.0,
         max_rps: float | None = None,
         crawl_delay: float | None = None,
