@@ -357,14 +357,15 @@ def ours_command() -> list[str]:
 
 def compiled_build() -> Path:
     """This checkout's compiled wheel, unpacked (build_support/local.py, as `pip install .`
-    and the container image build it): built once for each state of the sources, into
-    bench/.build/<their digest>. --compiled runs our crawl from it."""
+    and the container image build it): built once for each state of the sources and each
+    interpreter, into bench/.build/<their digest>-<the interpreter's tag>. --compiled runs
+    our crawl from it."""
     sys.path.insert(0, str(HERE.parent))
     try:
         from build_support.local import build_unpacked, digest
     finally:
         sys.path.remove(str(HERE.parent))
-    work = HERE / ".build" / digest(HERE.parent)
+    work = HERE / ".build" / f"{digest(HERE.parent)}-{sys.implementation.cache_tag}"
     unpacked = work / "build"
     if not unpacked.is_dir():
         print(f"building the compiled wheel into {work} (about a minute)", flush=True)
@@ -377,7 +378,15 @@ def ours_env(compiled: bool) -> dict[str, str]:
     checkout; with `compiled`, this checkout's compiled wheel before both."""
     path = [str(compiled_build())] if compiled else []
     path += [*filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)), str(HERE.parent)]
-    return {"PYTHONPATH": os.pathsep.join(path)}
+    env = {"PYTHONPATH": os.pathsep.join(path)}
+    if compiled:  # a build that fell back to Python, or another interpreter's, would not say so
+        version = subprocess.run(
+            [*ours_command(), "--version"], env={**os.environ, **env}, cwd=HERE,
+            capture_output=True, text=True, check=False,
+        ).stdout.strip()  # fmt: skip
+        if not version.endswith("(compiled)"):
+            raise SystemExit(f"--compiled: the crawl runs {version or 'nothing'!r}, not compiled")
+    return env
 
 
 def setup_ours(concurrency: int, extra: list[str], compiled: bool = False) -> Tool:

@@ -1,6 +1,10 @@
 """The second run of a nightly crawl (issue #14): conditional requests against a full re-crawl.
 
-Run: python3 bench/incremental_bench.py --pages 20000
+Run: python3 bench/incremental_bench.py --pages 20000 [--compiled]
+
+--compiled crawls from this checkout's compiled wheel (build_support/local.py: what `pip
+install .` and the container image install, #26), built once into bench/.build/; without
+it, from the checkout's Python, as an editable install runs.
 
 Serves the generated bench site (bench/gen_site.py) with nginx (bench/serve.sh), which sends
 an ETag and a Last-Modified for every page and answers 304 to a request whose validators
@@ -192,7 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     origin = f"http://127.0.0.1:{args.port}"
     site, _ = ensure_site(args.pages, args.seed, args.page_kb, origin)
     env = ours_env(args.compiled)
-    print(f"ours: {'the compiled wheel' if args.compiled else 'the checkout'} ({env})")
+    build = (
+        "the compiled wheel (as `pip install .` and the image install it)"
+        if args.compiled
+        else "the checkout's Python (an editable install's; --compiled: the wheel users get)"
+    )
+    print(f"ours: {build}; {env}")
     work = HERE / ".env" / "incremental"  # git-ignored, as every run folder
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -244,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     print(ratio_line(runs))
     print(ratio_line(runs, "again"))
+    print(f"measured: {build}")
     said = "yes" if all(unmoved) else f"NO, in {unmoved.count(False)} of {len(unmoved)}"
     print(f"rebuilt nights: every page a 200, the second run's files published: {said}")
     return 0 if all(unmoved) else 1
