@@ -23,7 +23,8 @@
 # checkout. Docker Engine does not run on these machines; Debian's podman does, with runc.
 # Environment: SITEMAP_CRAWLER_SHARED (the shared test data holding schemas/, default ../shared
 # from the repository root, as for the test suite), DEBIAN_MIRROR (for debootstrap), PAGES (the
-# test site's size, default 400), SITEMAP_CRAWLER_TEST_INSTALL (above).
+# test site's size, default 400), SITEMAP_CRAWLER_TEST_INSTALL (above), NO_CACHE=1 (the image
+# built without podman's cache of its steps, as on a first run: the base image is kept).
 set -euo pipefail
 
 [[ $EUID -eq 0 ]] || exec sudo -E "$0" "$@"
@@ -387,6 +388,7 @@ build() {
         args+=(-v "$bundle:/etc/ssl/certs/ca-certificates.crt:ro"
             --build-arg PIP_CERT=/etc/ssl/certs/ca-certificates.crt)
     fi
+    [[ ${NO_CACHE:-0} == 1 ]] && args+=(--no-cache)
     "${PODMAN[@]}" build --runtime runc --build-arg "BASE=$BASE_IMAGE" "${args[@]}" \
         -f "$REPO/docker/Dockerfile" -t "$IMAGE" "$REPO" >"$T/build.log" 2>&1 || {
         show "$T/build.log" 30

@@ -37,12 +37,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     ones, or the run would pass while testing the checkout's Python."""
     build = os.environ.get(BUILD_VARIABLE)
     if build:
+        import subprocess
+
         import crawler
         from crawler.compiled import compiled
+        from tests.procs import CLI, REPO, child_env
 
         where = Path(crawler.__file__).parent.parent
         if not compiled() or where != Path(build):
             raise pytest.UsageError(f"{BUILD_VARIABLE}={build}, but the crawl imported {where}")
+        child = subprocess.run(  # a child started in the checkout, as many tests start one
+            [*CLI, "--version"], env=child_env(), cwd=REPO, capture_output=True, text=True
+        )
+        if not child.stdout.strip().endswith("(compiled)"):
+            raise pytest.UsageError(f"{BUILD_VARIABLE}={build}, but a child runs {child.stdout!r}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -71,14 +71,16 @@ def test_wheel_compiles_every_module_listed(build: Path):
 
 def test_the_suite_passes_compiled(build: Path):
     """The suite but NOT_RUN_COMPILED, in a pytest of its own that imports the compiled
-    packages first (-P: not the current folder; --import-mode=append: the checkout's root
-    after them)."""
+    packages first: PYTHONSAFEPATH, so that neither it nor a child Python started in the
+    checkout (`python -m crawler.cli`, `python -c ...`) puts the current folder before
+    PYTHONPATH; --import-mode=append, so that pytest puts the checkout's root after it.
+    tests/conftest.py checks both, before any test runs."""
     ignored = [f"--ignore=tests/{name}" for name in NOT_RUN_COMPILED]
     ran = subprocess.run(
-        [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "--import-mode=append", *ignored],
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(build), str(REPO)]),
-             BUILD_VARIABLE: str(build)},
+             "PYTHONSAFEPATH": "1", BUILD_VARIABLE: str(build)},
         cwd=REPO, capture_output=True, text=True, timeout=1200,
     )  # fmt: skip
     tail = "\n".join(ran.stdout.splitlines()[-40:])

@@ -525,7 +525,9 @@ class ResumeQueue:
             bodies = _first_bodies(conn, names)
             referrers: dict[str, list[str]] = {}
             for uid, ref in conn.execute("SELECT url, referrer FROM referrers ORDER BY seq"):
-                referrers.setdefault(names[uid], []).append(names[ref])  # type: ignore[arg-type]
+                url, by = names[uid], names[ref]
+                if url is not None and by is not None:  # a URL without its row names nothing
+                    referrers.setdefault(url, []).append(by)
             del names
             counters = dict(conn.execute("SELECT name, value FROM counters"))
             (last_decision,) = conn.execute(
