@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -51,6 +52,13 @@ class AllOrNone(build_ext):
     was built, and the wheel holds the modules as Python."""
 
     def run(self) -> None:
+        # an earlier build's extension of a module since taken off COMPILED: a shim the
+        # group's library no longer initialises (pip builds a local folder in place)
+        wanted = {Path(output).resolve() for output in self.get_outputs()}
+        suffix = sysconfig.get_config_var("EXT_SUFFIX")
+        for built in Path(self.build_lib).rglob(f"*{suffix}"):
+            if built.resolve() not in wanted:
+                built.unlink()
         try:
             super().run()
         except (BaseError, CCompilerError) as exc:

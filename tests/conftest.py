@@ -36,7 +36,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Under tests/test_compiled.py (BUILD_VARIABLE set), the modules tested are the compiled
     ones, or the run would pass while testing the checkout's Python."""
     build = os.environ.get(BUILD_VARIABLE)
-    if build:
+    if build and not hasattr(session.config, "workerinput"):  # once: in xdist's controller
         import subprocess
 
         import crawler
@@ -47,10 +47,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         if not compiled() or where != Path(build):
             raise pytest.UsageError(f"{BUILD_VARIABLE}={build}, but the crawl imported {where}")
         child = subprocess.run(  # a child started in the checkout, as many tests start one
-            [*CLI, "--version"], env=child_env(), cwd=REPO, capture_output=True, text=True
-        )
+            [*CLI, "--version"], env=child_env(), cwd=REPO, capture_output=True, text=True,
+            timeout=60,
+        )  # fmt: skip
         if not child.stdout.strip().endswith("(compiled)"):
-            raise pytest.UsageError(f"{BUILD_VARIABLE}={build}, but a child runs {child.stdout!r}")
+            ran = f"{child.stdout!r} (exit {child.returncode}: {child.stderr.strip()[-300:]})"
+            raise pytest.UsageError(f"{BUILD_VARIABLE}={build}, but a child runs {ran}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -866,6 +866,25 @@ def test_resume_refuses_another_sqlite_database(path: Path) -> None:
         conn.close()
 
 
+def test_a_referrers_row_naming_a_url_without_its_row_is_left_out(path: Path) -> None:
+    """A damaged state file (a URL's row gone, its referrers' rows kept) resumes with the
+    referrers it can still name: not a None among the URLs, which the compiled journal
+    would refuse as a TypeError (#26)."""
+    gone, kept = "https://example.com/gone", "https://example.com/kept"
+    with fresh(path) as state:
+        state.queued(START, 0, None)
+        state.queued("https://example.com/b", 1, START)
+        state.referred("https://example.com/b", gone)
+        state.referred("https://example.com/b", kept)
+        state.checkpoint()
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM urls WHERE url = ?", (gone,))
+    conn.commit()
+    conn.close()
+    snap, _, _ = reload(path)
+    assert snap.referrers == {"https://example.com/b": [kept]}
+
+
 @pytest.mark.parametrize("table", ["listings", "referrers", "decisions"])
 def test_resume_refuses_a_state_file_with_missing_tables(path: Path, table: str) -> None:
     fresh(path).close()

@@ -523,11 +523,7 @@ class ResumeQueue:
             if self._ids is None:
                 self._ids = ids
             bodies = _first_bodies(conn, names)
-            referrers: dict[str, list[str]] = {}
-            for uid, ref in conn.execute("SELECT url, referrer FROM referrers ORDER BY seq"):
-                url, by = names[uid], names[ref]
-                if url is not None and by is not None:  # a URL without its row names nothing
-                    referrers.setdefault(url, []).append(by)
+            referrers = _referrers(conn, names)
             del names
             counters = dict(conn.execute("SELECT name, value FROM counters"))
             (last_decision,) = conn.execute(
@@ -663,6 +659,17 @@ def _decision_row(row: tuple[object, ...]) -> DecisionRecord:
     # Positional, in field order by construction (_DECISION_SELECT): a keyword dict per row
     # would add about a microsecond, a second per million decisions on resume.
     return DecisionRecord(*row[1:])  # type: ignore[arg-type]
+
+
+def _referrers(conn: sqlite3.Connection, names: list[str | None]) -> dict[str, list[str]]:
+    """The referrers table by URL, in the order recorded. An id without its URL row (a
+    damaged file) names nothing: left out, not None among the names."""
+    referrers: dict[str, list[str]] = {}
+    for uid, ref in conn.execute("SELECT url, referrer FROM referrers ORDER BY seq"):
+        url, by = names[uid], names[ref]
+        if url is not None and by is not None:
+            referrers.setdefault(url, []).append(by)
+    return referrers
 
 
 def _listing_row(row: tuple[object, ...]) -> Listing:
