@@ -10,6 +10,7 @@ import fcntl
 import gc
 import json
 import os
+import re
 import select
 import signal
 import struct
@@ -1005,10 +1006,14 @@ def test_an_html_parser_that_cannot_be_imported_fails_the_run_not_its_pages(monk
 def test_a_result_that_cannot_cross_the_pipe_fails_its_url_and_never_hangs(
     serve, tmp_path, xsd, monkeypatch
 ):
+    """A worker's result that cannot be packed fails its URL alone. The pages /300 to /399
+    fail so: which of them a worker makes, and which the main process makes itself (on a
+    fast machine, or compiled, it goes on making pages until the workers are ready), is the
+    machine's timing; the workers make some of the last hundred of 400."""
     real = pool._result
 
     def result(job: int, fetched: Fetched) -> bytes:
-        if fetched.response.url.endswith("/300") and fetched.page is not None:
+        if re.search(r"/3\d\d$", fetched.response.url) and fetched.page is not None:
             raise ValueError("unmarshallable object")
         return real(job, fetched)
 
@@ -1018,8 +1023,10 @@ def test_a_result_that_cannot_cross_the_pipe_fails_its_url_and_never_hangs(
     decisions = tmp_path / "d.jsonl"
     args = ["--workers", "2", "--concurrency", "4", "--decisions", str(decisions), "--quiet"]
     assert main(["crawl", srv.url + "/", "-o", str(tmp_path / "o"), *args]) == 0
-    d = read_decisions(decisions)[srv.url + "/300"]
-    assert d["reason"] == "fetch_error" and "cannot send the result" in d["detail"]
+    made = read_decisions(decisions)
+    failed = [url for url, d in made.items() if d["reason"] == "fetch_error"]
+    assert failed and all(re.search(r"/3\d\d$", url) for url in failed)
+    assert all("cannot send the result" in made[url]["detail"] for url in failed)
 
 
 @dataclass
