@@ -72,7 +72,8 @@ class AllOrNone(build_ext):
 
 
 def _extensions() -> list[Extension]:
-    if _mode() == "0" or not os.environ.get("_SITEMAP_CRAWLER_WHEEL"):  # an editable install
+    # build_support/backend.py's WHEEL_VARIABLE: set by a wheel's build, not an editable one
+    if _mode() == "0" or not os.environ.get("_SITEMAP_CRAWLER_WHEEL"):
         return []
     from mypyc.build import mypycify
 

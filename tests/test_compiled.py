@@ -34,9 +34,15 @@ def _compiler() -> None:
     CI)."""
     include = Path(sysconfig.get_path("include"))
     if not (shutil.which("cc") or shutil.which("gcc")):
-        missing("no C compiler (cc, gcc) to build the compiled wheel")
+        missing(
+            "no C compiler (cc, gcc) to build the compiled wheel: install gcc"
+            " (Debian: apt install gcc libc6-dev)"
+        )
     if not (include / "Python.h").is_file():
-        missing(f"no Python.h in {include} to build the compiled wheel")
+        missing(
+            f"no Python.h in {include} to build the compiled wheel: install Python's headers"
+            " (Debian's python3: apt install python3-dev)"
+        )
 
 
 @pytest.fixture(scope="module")
